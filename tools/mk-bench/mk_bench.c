@@ -1,0 +1,77 @@
+/* mk_bench.c — mk-bench: kernel- and layer-level benchmarks, fused vs unfused side by side.
+ *   mk-bench                 the default suite: --info, then every built op at its default shapes
+ *   mk-bench --info          machine and build facts
+ *   mk-bench OP [flags]      one op (see --help for which are built)  */
+#include <stdio.h>
+#include <string.h>
+
+#include "mk_bench.h"
+#include "mk_version.h"
+
+static const mk_bench_cmd k_cmds[] = {
+    {"gemm", "GEMM: mkernel Hopper core (fused) vs cuBLASLt (unfused)", NULL},
+    {"ag_gemm", "AllGather + GEMM", NULL},
+    {"gemm_rs", "GEMM + ReduceScatter", NULL},
+    {"gemm_ar", "GEMM + AllReduce", NULL},
+    {"moe", "MoE dispatch + grouped GEMM + combine", NULL},
+    {"ring_attn", "ring attention across ranks", NULL},
+    {"attn", "flash attention (prefill) and paged decode", NULL},
+    {"layer", "one decoder layer and whole-model prefill/decode", NULL},
+    {"comm", "NVLink put, proxied put and signal latency", NULL},
+};
+enum { k_ncmds = sizeof k_cmds / sizeof k_cmds[0] };
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: mk-bench [--info | --help | --version]\n"
+          "       mk-bench OP [flags]     (mk-bench OP --help for the op's flags)\n"
+          "With no arguments: print --info, then run every built op at its default shapes.\n\nops:\n");
+  for (int i = 0; i < k_ncmds; i++)
+    fprintf(out, "  %-10s %s%s\n", k_cmds[i].name, k_cmds[i].summary, k_cmds[i].run ? "" : "  [not built yet]");
+}
+
+int main(int argc, char **argv) {
+  if (argc == 1) {
+    mk_bench_info(stdout);
+    int ran = 0, rc = 0;
+    for (int i = 0; i < k_ncmds; i++) {
+      if (!k_cmds[i].run) continue;
+      char *sub[] = {(char *)k_cmds[i].name, NULL};
+      printf("\n== mk-bench %s (default shapes)\n", k_cmds[i].name);
+      rc |= k_cmds[i].run(1, sub);
+      ran++;
+    }
+    printf("\nmk-bench: ran %d op benchmark(s); not built yet:", ran);
+    for (int i = 0; i < k_ncmds; i++)
+      if (!k_cmds[i].run) printf(" %s", k_cmds[i].name);
+    printf("\n");
+    return rc ? 1 : 0;
+  }
+  const char *a = argv[1];
+  if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+    usage(stdout);
+    return 0;
+  }
+  if (!strcmp(a, "--version")) {
+    printf("mk-bench %s (commit %s)\n", MK_VERSION_STRING, MK_GIT_COMMIT);
+    return 0;
+  }
+  if (!strcmp(a, "--info")) {
+    if (argc > 2) {
+      fprintf(stderr, "mk-bench: --info takes no arguments (got '%s')\n", argv[2]);
+      return 2;
+    }
+    return mk_bench_info(stdout);
+  }
+  for (int i = 0; i < k_ncmds; i++) {
+    if (strcmp(a, k_cmds[i].name) != 0) continue;
+    if (!k_cmds[i].run) {
+      fprintf(stderr, "mk-bench: op '%s' is not built yet\n", a);
+      return 2;
+    }
+    return k_cmds[i].run(argc - 1, argv + 1);
+  }
+  fprintf(stderr, "mk-bench: unknown op or flag '%s'\n\n", a);
+  usage(stderr);
+  return 2;
+}
