@@ -1,12 +1,28 @@
-/* mk_bench.h — internal to mk-bench: the subcommand table and shared helpers. */
+/* mk_bench.h — internal to mk-bench: the subcommand table, common flags, timing, and the
+ * report (table on stdout, JSON/CSV files with gpu/commit/date metadata).
+ *
+ * An op's run(argc, argv) (argv[0] = op name) typically:
+ *   mk_bench_opts o; mk_bench_opts_default(&o);
+ *   for (int i = 1; i < argc; i++) {
+ *     int used = mk_bench_parse_common(&o, argc, argv, i);   // 0: not a common flag
+ *     if (used < 0) return 2;                                 // bad value, message printed
+ *     if (used) { i += used - 1; continue; }
+ *     ... op flags (use mk_bench_parse_i64 for numbers) ...
+ *   }
+ *   mk_bench_report *r; mk_bench_report_create(&o, &r);
+ *   ... time with mk_bench_time(), fill mk_bench_row, mk_bench_report_add(r, &row) ...
+ *   return mk_bench_report_finish(r);   // prints the table, writes files, frees */
 #ifndef MK_BENCH_H
 #define MK_BENCH_H
 
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "core/mk_core.h"
 
-/* A subcommand: run(argc, argv) with argv[0] the subcommand name; returns a process exit code. */
+/* A subcommand: run(argc, argv) with argv[0] the subcommand name; returns a process exit code
+ * (0 ok, 1 failure such as a wrong result, 2 bad usage). */
 typedef struct mk_bench_cmd {
   const char *name;
   const char *summary;
@@ -15,5 +31,70 @@ typedef struct mk_bench_cmd {
 
 /* --info: GPUs, SMs, memory, peer access, driver/CUDA/NCCL versions, transports. */
 int mk_bench_info(FILE *out);
+
+/* ---- common flags ------------------------------------------------------------------------ */
+enum { MK_BENCH_PATH_FUSED = 1, MK_BENCH_PATH_UNFUSED = 2 };
+
+typedef struct mk_bench_opts {
+  int warmup;            /* --warmup N (default 10) */
+  int iters;             /* --iters N (default 50) */
+  int rotate;            /* --rotate N input sets cycled through (default 1) */
+  int flush_l2;          /* --flush-l2: overwrite a 2xL2 buffer before every timed iteration */
+  unsigned paths;        /* --path fused,unfused (default both) */
+  const char *json_path; /* --json FILE */
+  const char *csv_path;  /* --csv FILE */
+  uint64_t seed;         /* --seed N (default: fresh) */
+  int autotune;          /* --autotune (ops that have a role split) */
+} mk_bench_opts;
+
+void mk_bench_opts_default(mk_bench_opts *o);
+/* Try argv[i] as a common flag. Returns the number of argv entries consumed (1 or 2), 0 when
+ * argv[i] is not a common flag, -1 after printing what was wrong with its value. */
+int mk_bench_parse_common(mk_bench_opts *o, int argc, char **argv, int i);
+/* Strict integer parse of a flag value in [lo, hi]; prints "mk-bench: FLAG ..." and returns -1
+ * on a bad value. */
+int mk_bench_parse_i64(const char *flag, const char *text, int64_t lo, int64_t hi, int64_t *out);
+/* Help text of the common flags, for an op's --help. */
+void mk_bench_print_common_help(FILE *out);
+
+/* ---- timing ------------------------------------------------------------------------------ */
+/* One call of the thing being timed, on `stream`; `iter` selects the rotating input set. */
+typedef mk_status (*mk_bench_fn)(void *user, int iter, void *stream);
+
+/* Runs o->warmup untimed calls, then o->iters calls each bracketed by CUDA events (with the
+ * L2 flush outside the events when o->flush_l2). Writes the per-iteration times (ms) to
+ * ms_out[o->iters] and the median/p10/p90 to the stats. */
+typedef struct mk_bench_stats {
+  double median_ms, p10_ms, p90_ms;
+} mk_bench_stats;
+mk_status mk_bench_time(const mk_bench_opts *o, mk_bench_fn fn, void *user, void *stream, mk_bench_stats *out);
+/* Percentiles of n samples (sorted copy; linear interpolation). */
+void mk_bench_stats_from(const double *ms, int n, mk_bench_stats *out);
+
+/* ---- report ------------------------------------------------------------------------------ */
+typedef struct mk_bench_row {
+  const char *op;        /* "gemm" */
+  const char *path;      /* "fused", "unfused", "torch_async_tp", ... */
+  char shape[256];       /* JSON object text: {"m":8192,"n":8192,"k":8192} */
+  int ranks, nodes;
+  mk_bench_stats t;      /* max over ranks where several ranks ran */
+  double tflops;         /* NAN when not meaningful */
+  double gbps;           /* NAN when not meaningful */
+  double rel_err;        /* vs the reference on this run; NAN if not checked */
+  double compute_ms;     /* the compute part alone (cuBLASLt / attention) or NAN */
+  double comm_ms;        /* the communication part alone (NCCL) or NAN */
+  double bound_ms;       /* max(compute_ms, comm_ms) or NAN */
+  double ratio;          /* filled by the report: this path's median / unfused median, same op+shape */
+} mk_bench_row;
+
+void mk_bench_row_init(mk_bench_row *row, const char *op, const char *path); /* NAN-fills */
+
+typedef struct mk_bench_report mk_bench_report;
+mk_status mk_bench_report_create(const mk_bench_opts *o, mk_bench_report **out);
+mk_status mk_bench_report_add(mk_bench_report *r, const mk_bench_row *row);
+/* A failure (wrong result, error) to record in the files and make finish() return 1. */
+void mk_bench_report_fail(mk_bench_report *r, const char *fmt, ...);
+/* Prints the table, writes JSON/CSV if asked, frees r. Returns 0, or 1 if anything failed. */
+int mk_bench_report_finish(mk_bench_report *r);
 
 #endif /* MK_BENCH_H */
