@@ -1,0 +1,338 @@
+/* gemm_core.cuh — the Hopper (sm_90a) GEMM core every GEMM-based op instantiates:
+ *   C[M, N] (bf16) = A[M, K] (bf16, row-major) @ B (bf16; [N, K] or [K, N]), fp32 accumulate,
+ * and its grouped form (MoE): group g multiplies rows [off_g, off_g + rows_g) of A by its own
+ * B_g and writes the same rows of C, off_g = rows_0 + ... + rows_{g-1}, the rows read from
+ * device memory by the kernel itself (no host synchronisation).
+ *
+ * Kernel shape. Persistent (one CTA per SM), 384 threads, warp-specialized:
+ *   warpgroup 0   producer: one thread issues TMA loads of A (128x64) and B (256x64) tiles
+ *                 into a kStages-deep shared-memory ring (full/empty mbarriers); registers
+ *                 reduced to 40 (setmaxnreg).
+ *   warpgroups 1,2 consumers: each owns 64 rows x 256 columns of the 128x256 output tile
+ *                 (m64n256k16 wgmma, 128 fp32 accumulators a thread; 232 registers), releases a
+ *                 stage as soon as the wgmma that read it is done, and stores bf16 to global
+ *                 memory directly from registers, masked to the valid rows and columns.
+ * Tails: TMA zero-fills what lies outside A and B (M, N and K tails); stores are masked.
+ *
+ * Hooks (the contract fused ops rely on). A Policy is passed by value to the kernel:
+ *   struct Policy {
+ *     static constexpr bool kAfterStore;                  // false: after_store never called
+ *     __device__ void tile_order(int idx, int tiles_m, int tiles_n, int *tm, int *tn) const;
+ *     __device__ void before_load(const mk_gemm_tile &t);
+ *     __device__ void after_store(const mk_gemm_tile &t);
+ *   };
+ * - tile_order: a bijection of [0, tiles_m*tiles_n) onto (tm, tn); CTA b walks idx = b,
+ *   b + gridDim.x, ... Every thread of the CTA calls it, so it must be pure. tm counts
+ *   128-row tiles over all groups in order (group 0's tiles first).
+ * - before_load(t): called by the single producer thread before it issues the first load of
+ *   tile t (it may spin, e.g. until the rows the tile reads have arrived; make the data it
+ *   waits for visible with acquire semantics before returning). Loads go through TMA (async
+ *   proxy): data written by ordinary stores of another kernel or peer is visible once the
+ *   hook has observed its release.
+ * - after_store(t): called by one thread (thread 0 of consumer warpgroup 1) once every
+ *   consumer thread has stored its part of tile t and executed __threadfence(), and the
+ *   256 consumer threads have met at a named barrier: all of tile t is visible device-wide
+ *   (and to peers for peer-mapped C), so a release-add on a signal there publishes it.
+ * Shared-memory stages continue across tiles, so tile t+1's loads overlap tile t's epilogue.
+ *
+ * Host side: mk_gemm_core_launch<Policy>() encodes the tensor maps (cuTensorMapEncodeTiled
+ * through cudaGetDriverEntryPointByVersion; libcuda is never linked) and launches. */
+#ifndef MK_KERNELS_GEMM_CORE_CUH
+#define MK_KERNELS_GEMM_CORE_CUH
+
+#include <cuda_runtime.h>
+#include <cudaTypedefs.h>
+#include <cuda_bf16.h>
+
+#include "core/check.h"
+#include "kernels/gemm/mk_gemm.h"
+#include "kernels/gemm/sm90_ptx.cuh"
+
+struct mk_gemm_config {
+  static constexpr int kBM = 128, kBN = 256, kBK = 64;
+  static constexpr int kStages = 4;
+  static constexpr int kThreads = 384;
+  static constexpr int kMaxGroups = 512;
+  static constexpr int kGroupM = 16; /* default tile order: 16 tile-rows share each B column panel */
+  static constexpr int kABytes = kBM * kBK * 2, kBBytes = kBN * kBK * 2;
+  static constexpr int kStageBytes = kABytes + kBBytes;
+  static constexpr int kSmemBytes = 1024 /* alignment slack */ + kStages * kStageBytes + 2 * kStages * 8 +
+                                    2 * (kMaxGroups + 1) * 4;
+};
+
+/* One output tile: rows [m0, m_end) (m_end - m0 <= 128) and columns [n0, min(n0 + 256, N)). */
+struct mk_gemm_tile {
+  int idx;   /* linear index handed to tile_order */
+  int group; /* 0 for a plain GEMM */
+  int m0, m_end, n0;
+};
+
+/* Kernel arguments other than the tensor maps. */
+struct mk_gemm_args {
+  uint16_t *C;          /* [m_cap, N] row-major */
+  int64_t m_cap, n, k;  /* m_cap: rows of A and C (plain GEMM: M) */
+  int groups;           /* 1 for a plain GEMM */
+  const int32_t *rows;  /* device [groups] row counts; NULL: one group of m_cap rows */
+};
+
+/* Default: grouped order for L2 reuse — kGroupM consecutive tile-rows walk one column of
+ * tiles before moving right, so a B panel is read once per kGroupM tile-rows. */
+struct mk_gemm_order_grouped {
+  __device__ __forceinline__ void tile_order(int idx, int tiles_m, int tiles_n, int *tm, int *tn) const {
+    const int per_group = mk_gemm_config::kGroupM * tiles_n;
+    const int g = idx / per_group, first = g * mk_gemm_config::kGroupM;
+    const int rows = min(tiles_m - first, mk_gemm_config::kGroupM);
+    const int r = idx - g * per_group;
+    *tm = first + r % rows;
+    *tn = r / rows;
+  }
+};
+
+/* No-op hooks: the plain GEMM. */
+struct mk_gemm_policy_plain : mk_gemm_order_grouped {
+  static constexpr bool kAfterStore = false;
+  __device__ __forceinline__ void before_load(const mk_gemm_tile &) {}
+  __device__ __forceinline__ void after_store(const mk_gemm_tile &) {}
+};
+
+/* Per-CTA view of the groups: prefix sums of rows and of 128-row tiles, in shared memory. */
+struct mk_gemm_sched {
+  const int *row_off;  /* [groups + 1] */
+  const int *tile_off; /* [groups + 1] */
+  int groups, tiles_m, tiles_n;
+
+  __device__ __forceinline__ int total() const { return tiles_m * tiles_n; }
+
+  template <class Policy>
+  __device__ __forceinline__ mk_gemm_tile get(const Policy &p, int idx) const {
+    mk_gemm_tile t;
+    int tm, tn;
+    p.tile_order(idx, tiles_m, tiles_n, &tm, &tn);
+    int lo = 0, hi = groups - 1; /* last group g with tile_off[g] <= tm */
+    while (lo < hi) {
+      int mid = (lo + hi + 1) >> 1;
+      if (tile_off[mid] <= tm) lo = mid; else hi = mid - 1;
+    }
+    t.idx = idx;
+    t.group = lo;
+    t.m0 = row_off[lo] + (tm - tile_off[lo]) * mk_gemm_config::kBM;
+    t.m_end = min(t.m0 + mk_gemm_config::kBM, row_off[lo + 1]);
+    t.n0 = tn * mk_gemm_config::kBN;
+    return t;
+  }
+};
+
+template <class Policy, int kBNMajor>
+__global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
+    mk_gemm_core_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
+                        mk_gemm_args args, Policy policy) {
+  using Cfg = mk_gemm_config;
+  using namespace mk_sm90;
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
+  uint64_t *full = (uint64_t *)(smem + Cfg::kStages * Cfg::kStageBytes);
+  uint64_t *empty = full + Cfg::kStages;
+  int *row_off = (int *)(empty + Cfg::kStages);
+  int *tile_off = row_off + Cfg::kMaxGroups + 1;
+  const int tid = threadIdx.x, wg = tid / 128;
+
+  if (tid == 0) {
+    for (int s = 0; s < Cfg::kStages; s++) {
+      mbar_init(&full[s], 1);
+      mbar_init(&empty[s], 8); /* one arrive per consumer warp */
+    }
+    mbar_fence_init();
+    /* Group prefix sums; a count < 0 is taken as 0, the total is clipped to m_cap. */
+    int64_t r = 0;
+    int t = 0;
+    row_off[0] = 0;
+    tile_off[0] = 0;
+    for (int g = 0; g < args.groups; g++) {
+      int64_t n = args.rows ? (int64_t)max(args.rows[g], 0) : args.m_cap;
+      n = min(n, args.m_cap - r);
+      r += n;
+      t += (int)((n + Cfg::kBM - 1) / Cfg::kBM);
+      row_off[g + 1] = (int)r;
+      tile_off[g + 1] = t;
+    }
+  }
+  __syncthreads();
+  mk_gemm_sched sched;
+  sched.row_off = row_off;
+  sched.tile_off = tile_off;
+  sched.groups = args.groups;
+  sched.tiles_m = tile_off[args.groups];
+  sched.tiles_n = (int)((args.n + Cfg::kBN - 1) / Cfg::kBN);
+  const int k_iters = (int)((args.k + Cfg::kBK - 1) / Cfg::kBK);
+
+  if (wg == 0) {
+    /* ---- producer ---- */
+    setmaxnreg_dec<40>();
+    if (tid == 0) {
+      tma_prefetch_desc(&tma_a);
+      tma_prefetch_desc(&tma_b);
+      int s = 0;
+      uint32_t phase = 0;
+      for (int idx = blockIdx.x; idx < sched.total(); idx += gridDim.x) {
+        const mk_gemm_tile t = sched.get(policy, idx);
+        policy.before_load(t);
+        for (int kb = 0; kb < k_iters; kb++) {
+          mbar_wait(&empty[s], phase ^ 1);
+          uint8_t *sa = smem + s * Cfg::kStageBytes, *sb = sa + Cfg::kABytes;
+          mbar_expect_tx(&full[s], Cfg::kStageBytes);
+          tma_load_3d(sa, &tma_a, &full[s], kb * Cfg::kBK, t.m0, 0);
+          if (kBNMajor) {
+#pragma unroll
+            for (int c = 0; c < Cfg::kBN / 64; c++)
+              tma_load_3d(sb + c * 64 * Cfg::kBK * 2, &tma_b, &full[s], t.n0 + 64 * c, kb * Cfg::kBK, t.group);
+          } else {
+            tma_load_3d(sb, &tma_b, &full[s], kb * Cfg::kBK, t.n0, t.group);
+          }
+          if (++s == Cfg::kStages) {
+            s = 0;
+            phase ^= 1;
+          }
+        }
+      }
+    }
+  } else {
+    /* ---- consumers ---- */
+    setmaxnreg_inc<232>();
+    const int cw = wg - 1, warp = (tid / 32) % 4, lane = tid % 32;
+    int s = 0;
+    uint32_t phase = 0;
+    float d[128];
+    for (int idx = blockIdx.x; idx < sched.total(); idx += gridDim.x) {
+      const mk_gemm_tile t = sched.get(policy, idx);
+#pragma unroll
+      for (int i = 0; i < 128; i++) d[i] = 0.f;
+      int prev = -1;
+      for (int kb = 0; kb < k_iters; kb++) {
+        mbar_wait(&full[s], phase);
+        const uint8_t *sa = smem + s * Cfg::kStageBytes + cw * 64 * Cfg::kBK * 2, *sb = smem + s * Cfg::kStageBytes + Cfg::kABytes;
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < Cfg::kBK / 16; kk++) {
+          const uint64_t da = desc_sw128(sa + kk * 32, 16, 1024);
+          const uint64_t db = kBNMajor ? desc_sw128(sb + kk * 16 * 128, 64 * Cfg::kBK * 2, 1024)
+                                       : desc_sw128(sb + kk * 32, 16, 1024);
+          wgmma_m64n256k16_bf16<kBNMajor>(d, da, db);
+        }
+        wgmma_commit();
+        wgmma_wait<1>(); /* the group that read stage `prev` is done */
+        if (prev >= 0) {
+          __syncwarp();
+          if (lane == 0) mbar_arrive(&empty[prev]);
+        }
+        prev = s;
+        if (++s == Cfg::kStages) {
+          s = 0;
+          phase ^= 1;
+        }
+      }
+      wgmma_wait<0>();
+#pragma unroll
+      for (int i = 0; i < 128; i++) fence_operand(d[i]);
+      if (prev >= 0) {
+        __syncwarp();
+        if (lane == 0) mbar_arrive(&empty[prev]);
+      }
+      /* Epilogue: accumulator (row r, cols 8j + 2q, +1) pairs -> bf16x2 stores. */
+      const int r0 = t.m0 + cw * 64 + warp * 16 + lane / 4;
+      uint16_t *c_lo = args.C + (size_t)r0 * args.n, *c_hi = c_lo + 8 * (size_t)args.n;
+      const bool ok_lo = r0 < t.m_end, ok_hi = r0 + 8 < t.m_end;
+#pragma unroll
+      for (int j = 0; j < 32; j++) {
+        const int64_t col = t.n0 + 8 * j + 2 * (lane % 4);
+        if (col < args.n) {
+          if (ok_lo) {
+            __nv_bfloat162 v = __floats2bfloat162_rn(d[4 * j], d[4 * j + 1]);
+            *(__nv_bfloat162 *)(c_lo + col) = v;
+          }
+          if (ok_hi) {
+            __nv_bfloat162 v = __floats2bfloat162_rn(d[4 * j + 2], d[4 * j + 3]);
+            *(__nv_bfloat162 *)(c_hi + col) = v;
+          }
+        }
+      }
+      if (Policy::kAfterStore) {
+        __threadfence();
+        named_bar_sync(1, 256);
+        if (tid == 128) policy.after_store(t);
+      }
+    }
+  }
+}
+
+/* ---- host side ------------------------------------------------------------------------- */
+static inline mk_status mk_gemm_encode_map(CUtensorMap *map, const void *base, uint64_t d0, uint64_t d1, uint64_t d2,
+                                           uint32_t b0, uint32_t b1) {
+  static PFN_cuTensorMapEncodeTiled_v12000 encode = NULL;
+  if (!encode) {
+    cudaDriverEntryPointQueryResult q;
+    void *fn = NULL;
+    MK_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q));
+    if (q != cudaDriverEntryPointSuccess || !fn)
+      MK_ERR_RETURN(MK_STATUS_UNSUPPORTED, MK_SUBSYS_KERNEL, "gemm: the driver has no cuTensorMapEncodeTiled");
+    encode = (PFN_cuTensorMapEncodeTiled_v12000)fn;
+  }
+  const cuuint64_t dims[3] = {d0, d1, d2};
+  const cuuint64_t strides[2] = {d0 * 2, d0 * d1 * 2}; /* bytes, dims 1 and 2 */
+  const cuuint32_t box[3] = {b0, b1, 1}, estr[3] = {1, 1, 1};
+  CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, (void *)base, dims, strides, box, estr,
+                      CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL,
+                  "gemm: cuTensorMapEncodeTiled failed (%d) for dims %llu x %llu x %llu", (int)r,
+                  (unsigned long long)d0, (unsigned long long)d1, (unsigned long long)d2);
+  return MK_STATUS_OK;
+}
+
+/* Validates the shape, encodes the tensor maps and launches. A: [m_cap, K]; B: groups x
+ * ([N, K] or [K, N]); C: [m_cap, N]. grid = 0: one CTA per SM (capped at the tile count
+ * upper bound). */
+template <class Policy>
+static mk_status mk_gemm_core_launch(const uint16_t *A, const uint16_t *B, const mk_gemm_args &args,
+                                     mk_gemm_b_layout layout, const Policy &policy, int grid, cudaStream_t stream) {
+  using Cfg = mk_gemm_config;
+  if (args.m_cap < 0 || args.n <= 0 || args.k <= 0 || args.n % 8 || args.k % 8 || args.groups < 1 ||
+      args.groups > Cfg::kMaxGroups || args.m_cap > INT32_MAX - Cfg::kBM || args.n > INT32_MAX - Cfg::kBN ||
+      args.k > INT32_MAX || (layout != MK_GEMM_B_NK && layout != MK_GEMM_B_KN))
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL,
+                  "gemm: bad shape M=%lld N=%lld K=%lld groups=%d layout=%d (need M >= 0, N and K > 0 and "
+                  "multiples of 8, 1 <= groups <= %d)",
+                  (long long)args.m_cap, (long long)args.n, (long long)args.k, args.groups, (int)layout,
+                  Cfg::kMaxGroups);
+  if (args.m_cap == 0) return MK_STATUS_OK;
+  if (!A || !B || !args.C || ((uintptr_t)A | (uintptr_t)B | (uintptr_t)args.C) % 16)
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "gemm: A, B and C must be non-null and 16-byte aligned");
+  CUtensorMap ma, mb;
+  MK_CHECK(mk_gemm_encode_map(&ma, A, (uint64_t)args.k, (uint64_t)args.m_cap, 1, Cfg::kBK, Cfg::kBM));
+  if (layout == MK_GEMM_B_NK)
+    MK_CHECK(mk_gemm_encode_map(&mb, B, (uint64_t)args.k, (uint64_t)args.n, (uint64_t)args.groups, Cfg::kBK, Cfg::kBN));
+  else
+    MK_CHECK(mk_gemm_encode_map(&mb, B, (uint64_t)args.n, (uint64_t)args.k, (uint64_t)args.groups, 64, Cfg::kBK));
+  int dev = 0, sms = 0;
+  MK_CUDA_CHECK(cudaGetDevice(&dev));
+  MK_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  /* Upper bound on tiles: every group adds at most one partial tile-row. */
+  const int64_t tiles_n = (args.n + Cfg::kBN - 1) / Cfg::kBN;
+  const int64_t tiles_m = (args.m_cap + Cfg::kBM - 1) / Cfg::kBM + (args.rows ? args.groups : 0);
+  int64_t want = tiles_m * tiles_n;
+  if (grid <= 0) grid = sms;
+  if (want < grid) grid = (int)want;
+  if (layout == MK_GEMM_B_NK) {
+    auto kern = mk_gemm_core_kernel<Policy, 0>;
+    MK_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes));
+    kern<<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(ma, mb, args, policy);
+  } else {
+    auto kern = mk_gemm_core_kernel<Policy, 1>;
+    MK_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes));
+    kern<<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(ma, mb, args, policy);
+  }
+  MK_CUDA_LAUNCH_CHECK();
+  return MK_STATUS_OK;
+}
+
+#endif /* MK_KERNELS_GEMM_CORE_CUH */

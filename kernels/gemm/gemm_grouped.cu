@@ -1,0 +1,11 @@
+/* gemm_grouped.cu — grouped GEMM for MoE experts: the core with per-group row counts read on
+ * the device and no-op hooks. */
+#include "kernels/gemm/gemm_core.cuh"
+
+extern "C" mk_status mk_gemm_grouped_bf16(const uint16_t *A, const uint16_t *B, uint16_t *C, const int32_t *rows,
+                                          int groups, int64_t m_cap, int64_t N, int64_t K, mk_gemm_b_layout b_layout,
+                                          mk_stream_t stream) {
+  if (!rows) MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "gemm_grouped: rows[] is NULL");
+  mk_gemm_args args = {C, m_cap, N, K, groups, rows};
+  return mk_gemm_core_launch(A, B, args, b_layout, mk_gemm_policy_plain{}, 0, (cudaStream_t)stream);
+}

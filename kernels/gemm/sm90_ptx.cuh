@@ -1,0 +1,126 @@
+/* sm90_ptx.cuh — thin wrappers over the Hopper (sm_90a) instructions the GEMM core uses:
+ * mbarriers, TMA tensor loads, wgmma (descriptors, fence/commit/wait, m64n256k16 bf16) and
+ * setmaxnreg. Device-only; included by gemm_core.cuh. */
+#ifndef MK_KERNELS_GEMM_SM90_PTX_CUH
+#define MK_KERNELS_GEMM_SM90_PTX_CUH
+
+#include <cuda.h> /* CUtensorMap (type only; libcuda is never linked) */
+#include <stdint.h>
+
+namespace mk_sm90 {
+
+__device__ __forceinline__ uint32_t smem_u32(const void *p) {
+  return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+/* ---- mbarrier ------------------------------------------------------------------------- */
+__device__ __forceinline__ void mbar_init(uint64_t *bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(bar)), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_fence_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+__device__ __forceinline__ void mbar_expect_tx(uint64_t *bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)), "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint64_t *bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_u32(bar)) : "memory");
+}
+/* Wait until the phase with parity `parity` has completed. */
+__device__ __forceinline__ void mbar_wait(uint64_t *bar, uint32_t parity) {
+  asm volatile(
+      "{\n"
+      ".reg .pred P1;\n"
+      "WAIT_%=:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1;\n"
+      "@!P1 bra WAIT_%=;\n"
+      "}\n" ::"r"(smem_u32(bar)),
+      "r"(parity)
+      : "memory");
+}
+
+/* ---- TMA ------------------------------------------------------------------------------ */
+/* 3-D tiled load of the box at (c0 innermost, c1, c2) into shared memory; completes on bar. */
+__device__ __forceinline__ void tma_load_3d(void *dst, const CUtensorMap *map, uint64_t *bar, int c0, int c1,
+                                            int c2) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3, %4, %5}], [%2];" ::"r"(smem_u32(dst)),
+      "l"((uint64_t)map), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "r"(c2)
+      : "memory");
+}
+__device__ __forceinline__ void tma_prefetch_desc(const CUtensorMap *map) {
+  asm volatile("prefetch.tensormap [%0];" ::"l"((uint64_t)map) : "memory");
+}
+
+/* ---- register reallocation ------------------------------------------------------------ */
+template <int N>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(N));
+}
+template <int N>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(N));
+}
+
+/* ---- wgmma ---------------------------------------------------------------------------- */
+/* Shared-memory matrix descriptor, 128-byte swizzle. Byte offsets: lbo (leading dimension:
+ * unused for K-major; for MN-major the step between 64-element MN chunks), sbo (the step
+ * between 8-row groups: 8 rows x 128 B = 1024 for our tiles). Tiles are 1024-byte aligned,
+ * so the base-offset field stays 0. */
+__device__ __forceinline__ uint64_t desc_sw128(const void *smem, uint32_t lbo, uint32_t sbo) {
+  uint64_t d = 0;
+  d |= (uint64_t)((smem_u32(smem) & 0x3FFFF) >> 4);
+  d |= (uint64_t)((lbo & 0x3FFFF) >> 4) << 16;
+  d |= (uint64_t)((sbo & 0x3FFFF) >> 4) << 32;
+  d |= 1ull << 62;
+  return d;
+}
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
+}
+/* Keeps the compiler from moving accesses of an accumulator across a wgmma wait. */
+__device__ __forceinline__ void fence_operand(float &r) { asm volatile("" : "+f"(r)::"memory"); }
+
+#define MK_WG_R8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), \
+                    "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
+#define MK_WG_R32(i) MK_WG_R8(i), MK_WG_R8(i + 8), MK_WG_R8(i + 16), MK_WG_R8(i + 24)
+
+/* D[64x256] (fp32, 128 registers a thread) += A[64x16] (smem, K-major) * B[16x256] (smem;
+ * K-major when kTransB is 0, N-major when 1). */
+template <int kTransB>
+__device__ __forceinline__ void wgmma_m64n256k16_bf16(float (&d)[128], uint64_t desc_a, uint64_t desc_b) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %131, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+      "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+      "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "
+      "%128, %129, p, 1, 1, 0, %130;\n"
+      "}\n"
+      : MK_WG_R32(0), MK_WG_R32(32), MK_WG_R32(64), MK_WG_R32(96)
+      : "l"(desc_a), "l"(desc_b), "n"(kTransB), "r"(1));
+}
+#undef MK_WG_R32
+#undef MK_WG_R8
+
+/* Named barrier among `count` threads (ids 1..15; 0 is __syncthreads). */
+__device__ __forceinline__ void named_bar_sync(int id, int count) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
+}
+
+}  // namespace mk_sm90
+
+#endif /* MK_KERNELS_GEMM_SM90_PTX_CUH */
