@@ -5,6 +5,7 @@
  *   MK_CHECK_GOTO(call, st, fail)        same, but st = status; goto fail
  *   MK_CUDA_CHECK(stmt)                  cudaError_t       -> MK_STATUS_CUDA_ERROR
  *   MK_CUBLAS_CHECK(stmt)                cublasStatus_t    -> MK_STATUS_CUBLAS_ERROR
+ *   MK_CUBLASLT_CHECK(stmt)              same, for code that links cuBLASLt alone
  *   MK_NCCL_CHECK(stmt)                  ncclResult_t      -> MK_STATUS_NCCL_ERROR
  *   MK_VERBS_CHECK(stmt)                 int (0 = ok; else errno value) -> MK_STATUS_NET_ERROR
  *   MK_SYS_CHECK(stmt)                   int (-1 = error, errno set)    -> MK_STATUS_SYSTEM_ERROR
@@ -92,6 +93,11 @@ int mk_check_current_device(void); /* the current CUDA device, or -1 */
   MK_LIB_CHECK_(stmt, cublasStatus_t, CUBLAS_STATUS_SUCCESS, "cuBLAS", cublasGetStatusString, MK_STATUS_CUBLAS_ERROR)
 #define MK_CUBLAS_CHECK_GOTO(stmt, st, label)                                                  \
   MK_LIB_CHECK_GOTO_(stmt, cublasStatus_t, CUBLAS_STATUS_SUCCESS, "cuBLAS", cublasGetStatusString, \
+                     MK_STATUS_CUBLAS_ERROR, st, label)
+#define MK_CUBLASLT_CHECK(stmt) \
+  MK_LIB_CHECK_(stmt, cublasStatus_t, CUBLAS_STATUS_SUCCESS, "cuBLASLt", cublasLtGetStatusString, MK_STATUS_CUBLAS_ERROR)
+#define MK_CUBLASLT_CHECK_GOTO(stmt, st, label)                                                     \
+  MK_LIB_CHECK_GOTO_(stmt, cublasStatus_t, CUBLAS_STATUS_SUCCESS, "cuBLASLt", cublasLtGetStatusString, \
                      MK_STATUS_CUBLAS_ERROR, st, label)
 #define MK_NCCL_CHECK(stmt) \
   MK_LIB_CHECK_(stmt, ncclResult_t, ncclSuccess, "NCCL", ncclGetErrorString, MK_STATUS_NCCL_ERROR)

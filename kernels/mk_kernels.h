@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "core/mk_core.h"
+#include "kernels/baseline/mk_baseline.h"
 #include "kernels/gemm/mk_gemm.h"
 
 #ifdef __cplusplus

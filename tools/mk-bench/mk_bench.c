@@ -8,8 +8,10 @@
 #include "mk_bench.h"
 #include "mk_version.h"
 
+int mk_bench_gemm(int argc, char **argv); /* bench_gemm.c */
+
 static const mk_bench_cmd k_cmds[] = {
-    {"gemm", "GEMM: mkernel Hopper core (fused) vs cuBLASLt (unfused)", NULL},
+    {"gemm", "GEMM: mkernel Hopper core (fused) vs cuBLASLt (unfused)", mk_bench_gemm},
     {"ag_gemm", "AllGather + GEMM", NULL},
     {"gemm_rs", "GEMM + ReduceScatter", NULL},
     {"gemm_ar", "GEMM + AllReduce", NULL},

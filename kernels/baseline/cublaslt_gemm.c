@@ -1,0 +1,150 @@
+/* cublaslt_gemm.c — the unfused GEMM baseline: cuBLASLt with its heuristic's first algorithm
+ * and a 32 MiB workspace; row-major C = A @ B is computed as column-major C^T = B^T A^T. The
+ * grouped form loops over groups on the host. */
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+#include <stdlib.h>
+
+#include "core/check.h"
+#include "kernels/baseline/mk_baseline.h"
+
+#define MK_LT_WORKSPACE (32u << 20)
+
+struct mk_cublaslt {
+  cublasLtHandle_t handle;
+  void *workspace;
+  /* The last shape's descriptors and algorithm. */
+  int have;
+  int64_t m, n, k;
+  mk_gemm_b_layout layout;
+  cublasLtMatmulDesc_t op;
+  cublasLtMatrixLayout_t la, lb, lc;
+  cublasLtMatmulAlgo_t algo;
+};
+
+static void forget_shape(mk_cublaslt_t *lt) {
+  if (lt->op) cublasLtMatmulDescDestroy(lt->op);
+  if (lt->la) cublasLtMatrixLayoutDestroy(lt->la);
+  if (lt->lb) cublasLtMatrixLayoutDestroy(lt->lb);
+  if (lt->lc) cublasLtMatrixLayoutDestroy(lt->lc);
+  lt->op = NULL;
+  lt->la = lt->lb = lt->lc = NULL;
+  lt->have = 0;
+}
+
+mk_status mk_cublaslt_create(mk_cublaslt_t **out) {
+  mk_status st = MK_STATUS_OK;
+  if (!out) MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "cublaslt_create: out is NULL");
+  *out = NULL;
+  mk_cublaslt_t *lt = calloc(1, sizeof *lt);
+  if (!lt) return MK_STATUS_OUT_OF_MEMORY;
+  MK_CUBLASLT_CHECK_GOTO(cublasLtCreate(&lt->handle), st, fail);
+  MK_CUDA_CHECK_GOTO(cudaMalloc(&lt->workspace, MK_LT_WORKSPACE), st, fail);
+  *out = lt;
+  return MK_STATUS_OK;
+fail:
+  mk_cublaslt_destroy(lt);
+  return st;
+}
+
+void mk_cublaslt_destroy(mk_cublaslt_t *lt) {
+  if (!lt) return;
+  forget_shape(lt);
+  if (lt->workspace) cudaFree(lt->workspace);
+  if (lt->handle) cublasLtDestroy(lt->handle);
+  free(lt);
+}
+
+/* Column-major view: D[N, M] = op(Bm) [N, K] x Am [K, M]; Am is row-major A (ld K); Bm is B,
+ * transposed when stored [N, K]. */
+static mk_status plan(mk_cublaslt_t *lt, int64_t M, int64_t N, int64_t K, mk_gemm_b_layout layout) {
+  mk_status st = MK_STATUS_OK;
+  if (lt->have && lt->m == M && lt->n == N && lt->k == K && lt->layout == layout) return MK_STATUS_OK;
+  forget_shape(lt);
+  const cublasOperation_t ta = layout == MK_GEMM_B_NK ? CUBLAS_OP_T : CUBLAS_OP_N, tb = CUBLAS_OP_N;
+  cublasLtMatmulPreference_t pref = NULL;
+  cublasLtMatmulHeuristicResult_t res;
+  int found = 0;
+  uint64_t ws = MK_LT_WORKSPACE;
+  MK_CUBLASLT_CHECK_GOTO(cublasLtMatmulDescCreate(&lt->op, CUBLAS_COMPUTE_32F, CUDA_R_32F), st, fail);
+  MK_CUBLASLT_CHECK_GOTO(cublasLtMatmulDescSetAttribute(lt->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), st, fail);
+  MK_CUBLASLT_CHECK_GOTO(cublasLtMatmulDescSetAttribute(lt->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), st, fail);
+  if (layout == MK_GEMM_B_NK)
+    MK_CUBLASLT_CHECK_GOTO(cublasLtMatrixLayoutCreate(&lt->la, CUDA_R_16BF, (uint64_t)K, (uint64_t)N, K), st, fail);
+  else
+    MK_CUBLASLT_CHECK_GOTO(cublasLtMatrixLayoutCreate(&lt->la, CUDA_R_16BF, (uint64_t)N, (uint64_t)K, N), st, fail);
+  MK_CUBLASLT_CHECK_GOTO(cublasLtMatrixLayoutCreate(&lt->lb, CUDA_R_16BF, (uint64_t)K, (uint64_t)M, K), st, fail);
+  MK_CUBLASLT_CHECK_GOTO(cublasLtMatrixLayoutCreate(&lt->lc, CUDA_R_16BF, (uint64_t)N, (uint64_t)M, N), st, fail);
+  MK_CUBLASLT_CHECK_GOTO(cublasLtMatmulPreferenceCreate(&pref), st, fail);
+  MK_CUBLASLT_CHECK_GOTO(
+      cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws), st, fail);
+  MK_CUBLASLT_CHECK_GOTO(cublasLtMatmulAlgoGetHeuristic(lt->handle, lt->op, lt->la, lt->lb, lt->lc, lt->lc, pref, 1,
+                                                        &res, &found),
+                         st, fail);
+  if (!found) {
+    MK_WARN(MK_SUBSYS_KERNEL, "cuBLASLt has no algorithm for M=%lld N=%lld K=%lld", (long long)M, (long long)N,
+            (long long)K);
+    st = MK_STATUS_UNSUPPORTED;
+    goto fail;
+  }
+  lt->algo = res.algo;
+  lt->m = M;
+  lt->n = N;
+  lt->k = K;
+  lt->layout = layout;
+  lt->have = 1;
+  cublasLtMatmulPreferenceDestroy(pref);
+  return MK_STATUS_OK;
+fail:
+  if (pref) cublasLtMatmulPreferenceDestroy(pref);
+  forget_shape(lt);
+  return st;
+}
+
+static mk_status check_shape(const char *who, int64_t M, int64_t N, int64_t K, mk_gemm_b_layout layout) {
+  if (M < 0 || N <= 0 || K <= 0 || N % 8 || K % 8 || (layout != MK_GEMM_B_NK && layout != MK_GEMM_B_KN))
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL,
+                  "%s: bad shape M=%lld N=%lld K=%lld layout=%d (need M >= 0, N and K > 0 and multiples of 8)", who,
+                  (long long)M, (long long)N, (long long)K, (int)layout);
+  return MK_STATUS_OK;
+}
+
+mk_status mk_cublaslt_gemm_bf16(mk_cublaslt_t *lt, const uint16_t *A, const uint16_t *B, uint16_t *C, int64_t M,
+                                int64_t N, int64_t K, mk_gemm_b_layout b_layout, mk_stream_t stream) {
+  if (!lt) MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "cublaslt_gemm: handle is NULL");
+  MK_CHECK(check_shape("cublaslt_gemm", M, N, K, b_layout));
+  if (M == 0) return MK_STATUS_OK;
+  MK_CHECK(plan(lt, M, N, K, b_layout));
+  const float one = 1.0f, zero = 0.0f;
+  MK_CUBLASLT_CHECK(cublasLtMatmul(lt->handle, lt->op, &one, B, lt->la, A, lt->lb, &zero, C, lt->lc, C, lt->lc,
+                                   &lt->algo, lt->workspace, MK_LT_WORKSPACE, (cudaStream_t)stream));
+  return MK_STATUS_OK;
+}
+
+mk_status mk_cublaslt_gemm_grouped_bf16(mk_cublaslt_t *lt, const uint16_t *A, const uint16_t *B, uint16_t *C,
+                                        const int32_t *rows, int groups, int64_t m_cap, int64_t N, int64_t K,
+                                        mk_gemm_b_layout b_layout, mk_stream_t stream) {
+  mk_status st = MK_STATUS_OK;
+  if (!lt || !rows || groups < 1 || groups > 4096)
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "cublaslt_gemm_grouped: null handle/rows or groups=%d",
+                  groups);
+  MK_CHECK(check_shape("cublaslt_gemm_grouped", m_cap, N, K, b_layout));
+  int32_t *h = malloc(sizeof(int32_t) * (size_t)groups);
+  if (!h) return MK_STATUS_OUT_OF_MEMORY;
+  MK_CUDA_CHECK_GOTO(cudaMemcpyAsync(h, rows, sizeof(int32_t) * (size_t)groups, cudaMemcpyDeviceToHost,
+                                     (cudaStream_t)stream),
+                     st, fail);
+  MK_CUDA_CHECK_GOTO(cudaStreamSynchronize((cudaStream_t)stream), st, fail);
+  int64_t off = 0;
+  for (int g = 0; g < groups && off < m_cap; g++) {
+    int64_t n = h[g] > 0 ? h[g] : 0;
+    if (n > m_cap - off) n = m_cap - off;
+    if (!n) continue;
+    MK_CHECK_GOTO(mk_cublaslt_gemm_bf16(lt, A + off * K, B + (size_t)g * N * K, C + off * N, n, N, K, b_layout, stream),
+                  st, fail);
+    off += n;
+  }
+fail:
+  free(h);
+  return st;
+}
