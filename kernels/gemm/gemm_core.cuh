@@ -35,6 +35,9 @@
  *   (and to peers for peer-mapped C), so a release-add on a signal there publishes it.
  * Shared-memory stages continue across tiles, so tile t+1's loads overlap tile t's epilogue.
  *
+ * Tile width: 128 x 256 (m64n256k16) by default, 128 x 128 (m64n128k16, a 6-deep ring) where
+ * 256-wide tiles would leave most SMs idle in the last wave (mk_gemm_core_launch).
+ *
  * Host side: mk_gemm_core_launch<Policy>() encodes the tensor maps (cuTensorMapEncodeTiled
  * through cudaGetDriverEntryPointByVersion; libcuda is never linked) and launches. */
 #ifndef MK_KERNELS_GEMM_CORE_CUH
@@ -49,18 +52,25 @@
 #include "kernels/gemm/sm90_ptx.cuh"
 
 struct mk_gemm_config {
-  static constexpr int kBM = 128, kBN = 256, kBK = 64;
-  static constexpr int kStages = 4;
+  static constexpr int kBM = 128, kBK = 64;
   static constexpr int kThreads = 384;
   static constexpr int kMaxGroups = 512;
   static constexpr int kGroupM = 16; /* default tile order: 16 tile-rows share each B column panel */
+};
+
+/* Per tile width (kBN = 256, or 128 where 256-wide tiles would leave most of the last wave of
+ * SMs idle): stage sizes and depth of the ring, shared memory. */
+template <int BN>
+struct mk_gemm_tile_config : mk_gemm_config {
+  static constexpr int kBN = BN;
+  static constexpr int kStages = BN == 256 ? 4 : 6;
   static constexpr int kABytes = kBM * kBK * 2, kBBytes = kBN * kBK * 2;
   static constexpr int kStageBytes = kABytes + kBBytes;
   static constexpr int kSmemBytes = 1024 /* alignment slack */ + kStages * kStageBytes + 2 * kStages * 8 +
                                     2 * (kMaxGroups + 1) * 4;
 };
 
-/* One output tile: rows [m0, m_end) (m_end - m0 <= 128) and columns [n0, min(n0 + 256, N)). */
+/* One output tile: rows [m0, m_end) (m_end - m0 <= 128) and columns [n0, min(n0 + BN, N)). */
 struct mk_gemm_tile {
   int idx;   /* linear index handed to tile_order */
   int group; /* 0 for a plain GEMM */
@@ -75,13 +85,14 @@ struct mk_gemm_args {
   const int32_t *rows;  /* device [groups] row counts; NULL: one group of m_cap rows */
 };
 
-/* Default: grouped order for L2 reuse — kGroupM consecutive tile-rows walk one column of
- * tiles before moving right, so a B panel is read once per kGroupM tile-rows. */
+/* Default: grouped order for L2 reuse — group_m consecutive tile-rows walk one column of
+ * tiles before moving right, so a B panel is read once per group_m tile-rows. */
 struct mk_gemm_order_grouped {
+  int group_m = mk_gemm_config::kGroupM;
   __device__ __forceinline__ void tile_order(int idx, int tiles_m, int tiles_n, int *tm, int *tn) const {
-    const int per_group = mk_gemm_config::kGroupM * tiles_n;
-    const int g = idx / per_group, first = g * mk_gemm_config::kGroupM;
-    const int rows = min(tiles_m - first, mk_gemm_config::kGroupM);
+    const int per_group = group_m * tiles_n;
+    const int g = idx / per_group, first = g * group_m;
+    const int rows = min(tiles_m - first, group_m);
     const int r = idx - g * per_group;
     *tm = first + r % rows;
     *tn = r / rows;
@@ -99,7 +110,7 @@ struct mk_gemm_policy_plain : mk_gemm_order_grouped {
 struct mk_gemm_sched {
   const int *row_off;  /* [groups + 1] */
   const int *tile_off; /* [groups + 1] */
-  int groups, tiles_m, tiles_n;
+  int groups, tiles_m, tiles_n, bn;
 
   __device__ __forceinline__ int total() const { return tiles_m * tiles_n; }
 
@@ -117,16 +128,16 @@ struct mk_gemm_sched {
     t.group = lo;
     t.m0 = row_off[lo] + (tm - tile_off[lo]) * mk_gemm_config::kBM;
     t.m_end = min(t.m0 + mk_gemm_config::kBM, row_off[lo + 1]);
-    t.n0 = tn * mk_gemm_config::kBN;
+    t.n0 = tn * bn;
     return t;
   }
 };
 
-template <class Policy, int kBNMajor>
+template <class Policy, int kBNMajor, int kBN>
 __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
     mk_gemm_core_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
                         mk_gemm_args args, Policy policy) {
-  using Cfg = mk_gemm_config;
+  using Cfg = mk_gemm_tile_config<kBN>;
   using namespace mk_sm90;
   extern __shared__ uint8_t smem_raw[];
   uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
@@ -163,6 +174,7 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
   sched.groups = args.groups;
   sched.tiles_m = tile_off[args.groups];
   sched.tiles_n = (int)((args.n + Cfg::kBN - 1) / Cfg::kBN);
+  sched.bn = Cfg::kBN;
   const int k_iters = (int)((args.k + Cfg::kBK - 1) / Cfg::kBK);
 
   if (wg == 0) {
@@ -201,11 +213,11 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
     const int cw = wg - 1, warp = (tid / 32) % 4, lane = tid % 32;
     int s = 0;
     uint32_t phase = 0;
-    float d[128];
+    float d[kBN / 2];
     for (int idx = blockIdx.x; idx < sched.total(); idx += gridDim.x) {
       const mk_gemm_tile t = sched.get(policy, idx);
 #pragma unroll
-      for (int i = 0; i < 128; i++) d[i] = 0.f;
+      for (int i = 0; i < kBN / 2; i++) d[i] = 0.f;
       int prev = -1;
       for (int kb = 0; kb < k_iters; kb++) {
         mbar_wait(&full[s], phase);
@@ -216,7 +228,7 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
           const uint64_t da = desc_sw128(sa + kk * 32, 16, 1024);
           const uint64_t db = kBNMajor ? desc_sw128(sb + kk * 16 * 128, 64 * Cfg::kBK * 2, 1024)
                                        : desc_sw128(sb + kk * 32, 16, 1024);
-          wgmma_m64n256k16_bf16<kBNMajor>(d, da, db);
+          wgmma_m64nk16_bf16<kBN, kBNMajor>(d, da, db);
         }
         wgmma_commit();
         wgmma_wait<1>(); /* the group that read stage `prev` is done */
@@ -232,7 +244,7 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
       }
       wgmma_wait<0>();
 #pragma unroll
-      for (int i = 0; i < 128; i++) fence_operand(d[i]);
+      for (int i = 0; i < kBN / 2; i++) fence_operand(d[i]);
       if (prev >= 0) {
         __syncwarp();
         if (lane == 0) mbar_arrive(&empty[prev]);
@@ -242,7 +254,7 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
       uint16_t *c_lo = args.C + (size_t)r0 * args.n, *c_hi = c_lo + 8 * (size_t)args.n;
       const bool ok_lo = r0 < t.m_end, ok_hi = r0 + 8 < t.m_end;
 #pragma unroll
-      for (int j = 0; j < 32; j++) {
+      for (int j = 0; j < kBN / 8; j++) {
         const int64_t col = t.n0 + 8 * j + 2 * (lane % 4);
         if (col < args.n) {
           if (ok_lo) {
@@ -289,50 +301,70 @@ static inline mk_status mk_gemm_encode_map(CUtensorMap *map, const void *base, u
   return MK_STATUS_OK;
 }
 
-/* Validates the shape, encodes the tensor maps and launches. A: [m_cap, K]; B: groups x
- * ([N, K] or [K, N]); C: [m_cap, N]. grid = 0: one CTA per SM (capped at the tile count
- * upper bound). */
-template <class Policy>
-static mk_status mk_gemm_core_launch(const uint16_t *A, const uint16_t *B, const mk_gemm_args &args,
-                                     mk_gemm_b_layout layout, const Policy &policy, int grid, cudaStream_t stream) {
-  using Cfg = mk_gemm_config;
-  if (args.m_cap < 0 || args.n <= 0 || args.k <= 0 || args.n % 8 || args.k % 8 || args.groups < 1 ||
-      args.groups > Cfg::kMaxGroups || args.m_cap > INT32_MAX - Cfg::kBM || args.n > INT32_MAX - Cfg::kBN ||
-      args.k > INT32_MAX || (layout != MK_GEMM_B_NK && layout != MK_GEMM_B_KN))
-    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL,
-                  "gemm: bad shape M=%lld N=%lld K=%lld groups=%d layout=%d (need M >= 0, N and K > 0 and "
-                  "multiples of 8, 1 <= groups <= %d)",
-                  (long long)args.m_cap, (long long)args.n, (long long)args.k, args.groups, (int)layout,
-                  Cfg::kMaxGroups);
-  if (args.m_cap == 0) return MK_STATUS_OK;
-  if (!A || !B || !args.C || ((uintptr_t)A | (uintptr_t)B | (uintptr_t)args.C) % 16)
-    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "gemm: A, B and C must be non-null and 16-byte aligned");
+/* Encodes the tensor maps for tile width kBN and launches. */
+template <class Policy, int kBN>
+static mk_status mk_gemm_core_launch_bn(const uint16_t *A, const uint16_t *B, const mk_gemm_args &args,
+                                        mk_gemm_b_layout layout, const Policy &policy, int grid, cudaStream_t stream) {
+  using Cfg = mk_gemm_tile_config<kBN>;
   CUtensorMap ma, mb;
   MK_CHECK(mk_gemm_encode_map(&ma, A, (uint64_t)args.k, (uint64_t)args.m_cap, 1, Cfg::kBK, Cfg::kBM));
   if (layout == MK_GEMM_B_NK)
     MK_CHECK(mk_gemm_encode_map(&mb, B, (uint64_t)args.k, (uint64_t)args.n, (uint64_t)args.groups, Cfg::kBK, Cfg::kBN));
   else
     MK_CHECK(mk_gemm_encode_map(&mb, B, (uint64_t)args.n, (uint64_t)args.k, (uint64_t)args.groups, 64, Cfg::kBK));
-  int dev = 0, sms = 0;
-  MK_CUDA_CHECK(cudaGetDevice(&dev));
-  MK_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  /* Upper bound on tiles: every group adds at most one partial tile-row. */
-  const int64_t tiles_n = (args.n + Cfg::kBN - 1) / Cfg::kBN;
-  const int64_t tiles_m = (args.m_cap + Cfg::kBM - 1) / Cfg::kBM + (args.rows ? args.groups : 0);
-  int64_t want = tiles_m * tiles_n;
-  if (grid <= 0) grid = sms;
-  if (want < grid) grid = (int)want;
   if (layout == MK_GEMM_B_NK) {
-    auto kern = mk_gemm_core_kernel<Policy, 0>;
+    auto kern = mk_gemm_core_kernel<Policy, 0, kBN>;
     MK_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes));
     kern<<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(ma, mb, args, policy);
   } else {
-    auto kern = mk_gemm_core_kernel<Policy, 1>;
+    auto kern = mk_gemm_core_kernel<Policy, 1, kBN>;
     MK_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes));
     kern<<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(ma, mb, args, policy);
   }
   MK_CUDA_LAUNCH_CHECK();
   return MK_STATUS_OK;
+}
+
+/* Upper bound on the tiles of width bn: every group adds at most one partial tile-row. */
+static inline int64_t mk_gemm_tiles_bound(const mk_gemm_args &args, int bn) {
+  const int64_t tiles_m = (args.m_cap + mk_gemm_config::kBM - 1) / mk_gemm_config::kBM + (args.rows ? args.groups : 0);
+  return tiles_m * ((args.n + bn - 1) / bn);
+}
+
+/* Validates the shape, picks the tile width and launches. A: [m_cap, K]; B: groups x ([N, K]
+ * or [K, N]); C: [m_cap, N]. grid = 0: one CTA per SM (capped at the tile count). tile_n =
+ * 0 picks the width: 128 when 256-wide tiles fill the last wave of SMs so poorly that twice
+ * as many half-size tiles finish sooner (at an assumed 8 % lower rate per tile), else 256. */
+template <class Policy>
+static mk_status mk_gemm_core_launch(const uint16_t *A, const uint16_t *B, const mk_gemm_args &args,
+                                     mk_gemm_b_layout layout, const Policy &policy, int grid, int tile_n,
+                                     cudaStream_t stream) {
+  using Cfg = mk_gemm_config;
+  if (args.m_cap < 0 || args.n <= 0 || args.k <= 0 || args.n % 8 || args.k % 8 || args.groups < 1 ||
+      args.groups > Cfg::kMaxGroups || args.m_cap > INT32_MAX - Cfg::kBM || args.n > INT32_MAX - 256 ||
+      args.k > INT32_MAX || (layout != MK_GEMM_B_NK && layout != MK_GEMM_B_KN) ||
+      (tile_n != 0 && tile_n != 128 && tile_n != 256))
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL,
+                  "gemm: bad shape M=%lld N=%lld K=%lld groups=%d layout=%d tile_n=%d (need M >= 0, N and K > 0 "
+                  "and multiples of 8, 1 <= groups <= %d)",
+                  (long long)args.m_cap, (long long)args.n, (long long)args.k, args.groups, (int)layout, tile_n,
+                  Cfg::kMaxGroups);
+  if (args.m_cap == 0) return MK_STATUS_OK;
+  if (!A || !B || !args.C || ((uintptr_t)A | (uintptr_t)B | (uintptr_t)args.C) % 16)
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "gemm: A, B and C must be non-null and 16-byte aligned");
+  int dev = 0, sms = 0;
+  MK_CUDA_CHECK(cudaGetDevice(&dev));
+  MK_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  if (grid <= 0) grid = sms;
+  const int64_t t256 = mk_gemm_tiles_bound(args, 256), t128 = mk_gemm_tiles_bound(args, 128);
+  if (!tile_n) {
+    const double w256 = (double)((t256 + grid - 1) / grid), w128 = (double)((t128 + grid - 1) / grid) * 0.5 * 1.08;
+    tile_n = w128 < w256 ? 128 : 256;
+  }
+  const int64_t want = tile_n == 256 ? t256 : t128;
+  if (want < grid) grid = (int)want;
+  if (tile_n == 256) return mk_gemm_core_launch_bn<Policy, 256>(A, B, args, layout, policy, grid, stream);
+  return mk_gemm_core_launch_bn<Policy, 128>(A, B, args, layout, policy, grid, stream);
 }
 
 #endif /* MK_KERNELS_GEMM_CORE_CUH */

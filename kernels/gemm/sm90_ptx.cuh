@@ -113,6 +113,30 @@ __device__ __forceinline__ void wgmma_m64n256k16_bf16(float (&d)[128], uint64_t 
       : MK_WG_R32(0), MK_WG_R32(32), MK_WG_R32(64), MK_WG_R32(96)
       : "l"(desc_a), "l"(desc_b), "n"(kTransB), "r"(1));
 }
+/* D[64x128] (fp32, 64 registers a thread) += A[64x16] * B[16x128]; as above. */
+template <int kTransB>
+__device__ __forceinline__ void wgmma_m64n128k16_bf16(float (&d)[64], uint64_t desc_a, uint64_t desc_b) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %67, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+      "%64, %65, p, 1, 1, 0, %66;\n"
+      "}\n"
+      : MK_WG_R32(0), MK_WG_R32(32)
+      : "l"(desc_a), "l"(desc_b), "n"(kTransB), "r"(1));
+}
+
+/* The instruction for a tile width. */
+template <int kN, int kTransB>
+__device__ __forceinline__ void wgmma_m64nk16_bf16(float (&d)[kN / 2], uint64_t desc_a, uint64_t desc_b) {
+  if constexpr (kN == 256) wgmma_m64n256k16_bf16<kTransB>(d, desc_a, desc_b);
+  else wgmma_m64n128k16_bf16<kTransB>(d, desc_a, desc_b);
+}
 #undef MK_WG_R32
 #undef MK_WG_R8
 

@@ -1,6 +1,6 @@
 /* test_gemm.c (gpu) — mk_gemm_bf16 on fresh random inputs: 24 shapes (M in {1, 7, 127, 1000,
  * 3000, ...}, N and K multiples of 8 that are not multiples of the tile, exact tiles, more
- * tiles than SMs), both B layouts. C is poisoned (bf16 NaN) with 3 extra rows: every element
+ * tiles than SMs), both B layouts, both tile widths (MK_GEMM_TILE_N=256 and 128). C is poisoned (bf16 NaN) with 3 extra rows: every element
  * is checked against an fp32 reference and the extra rows must stay untouched. Bad shapes are
  * refused. */
 #include "tests/kernels/gemm_check.h"
@@ -37,8 +37,11 @@ int main(int argc, char **argv) {
 
   int failed = 0;
   const int nshapes = (int)(sizeof k_shapes / sizeof k_shapes[0]);
-  for (int i = 0; i < nshapes; i++) {
+  for (int run = 0; run < 2 * nshapes; run++) {
+    const int i = run % nshapes, tile_n = run < nshapes ? 256 : 128;
     const shape s = k_shapes[i];
+    setenv("MK_GEMM_TILE_N", tile_n == 256 ? "256" : "128", 1); /* both tile widths */
+    mk_param_reset_cache();
     uint16_t *A = gemm_check_random((size_t)s.m * s.k, seed * 131 + 2 * i);
     uint16_t *B = gemm_check_random((size_t)s.n * s.k, seed * 131 + 2 * i + 1);
     uint16_t *C = NULL;
@@ -48,9 +51,9 @@ int main(int argc, char **argv) {
     float *ref = gemm_check_reference(A, B, s.m, s.n, s.k, s.b);
     ASSERT_OK(mk_gemm_bf16(A, B, C, s.m, s.n, s.k, s.b, NULL));
     CUDA_OK(cudaDeviceSynchronize());
-    char what[96];
-    snprintf(what, sizeof what, "M=%lld N=%lld K=%lld B=%s", (long long)s.m, (long long)s.n, (long long)s.k,
-             s.b == MK_GEMM_B_KN ? "[K,N]" : "[N,K]");
+    char what[112];
+    snprintf(what, sizeof what, "M=%lld N=%lld K=%lld B=%s tile_n=%d", (long long)s.m, (long long)s.n,
+             (long long)s.k, s.b == MK_GEMM_B_KN ? "[K,N]" : "[N,K]", tile_n);
     double rel;
     size_t bad = gemm_check_compare(what, C, ref, s.m, s.n, &rel);
     size_t touched = gemm_check_count_touched(C + (size_t)s.m * s.n, extra);
@@ -61,7 +64,7 @@ int main(int argc, char **argv) {
     CUDA_OK(cudaFree(C));
     CUDA_OK(cudaFree(ref));
   }
-  if (failed) MK_TEST_FAIL_("%d of %d shapes wrong", failed, nshapes);
-  printf("ok: %d shapes\n", nshapes);
+  if (failed) MK_TEST_FAIL_("%d of %d shape/tile runs wrong", failed, 2 * nshapes);
+  printf("ok: %d shapes x 2 tile widths\n", nshapes);
   return 0;
 }

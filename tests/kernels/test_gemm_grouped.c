@@ -1,6 +1,6 @@
 /* test_gemm_grouped.c (gpu) — mk_gemm_grouped_bf16 on fresh random inputs: empty groups,
  * uneven groups (1 row, tile-sized, not tile-sized), many groups, both B layouts, counts read
- * on the device; each group checked against its own fp32 reference, rows past the sum of the
+ * on the device, both tile widths; each group checked against its own fp32 reference, rows past the sum of the
  * counts (poisoned) untouched. Bad arguments are refused. */
 #include "tests/kernels/gemm_check.h"
 
@@ -41,8 +41,11 @@ int main(int argc, char **argv) {
 
   int failed = 0;
   const int ncases = (int)(sizeof k_cases / sizeof k_cases[0]);
-  for (int c = 0; c < ncases; c++) {
+  for (int run = 0; run < 2 * ncases; run++) {
+    const int c = run % ncases, tile_n = run < ncases ? 256 : 128;
     grouped_case gc = k_cases[c];
+    setenv("MK_GEMM_TILE_N", tile_n == 256 ? "256" : "128", 1); /* both tile widths */
+    mk_param_reset_cache();
     int random = 1;
     for (int g = 0; g < gc.groups; g++) random &= gc.rows[g] == 0;
     if (random && gc.groups > 1)
@@ -83,15 +86,15 @@ int main(int argc, char **argv) {
       off += rows;
     }
     size_t touched = gemm_check_count_touched(C + total * gc.n, (size_t)(m_cap - total) * gc.n);
-    printf("case %d: %d groups, %lld rows, worst rel err %.3e, %zu elements written past the groups\n", c, gc.groups,
-           (long long)total, worst, touched);
+    printf("case %d (tile_n %d): %d groups, %lld rows, worst rel err %.3e, %zu elements written past the groups\n",
+           c, tile_n, gc.groups, (long long)total, worst, touched);
     if (bad_groups || touched) failed++;
     CUDA_OK(cudaFree(A));
     CUDA_OK(cudaFree(B));
     CUDA_OK(cudaFree(C));
   }
   CUDA_OK(cudaFree(drows));
-  if (failed) MK_TEST_FAIL_("%d of %d cases wrong", failed, ncases);
+  if (failed) MK_TEST_FAIL_("%d of %d case/tile runs wrong", failed, 2 * ncases);
   printf("ok: %d cases\n", ncases);
   return 0;
 }
