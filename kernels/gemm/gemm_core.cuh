@@ -334,7 +334,8 @@ static inline int64_t mk_gemm_tiles_bound(const mk_gemm_args &args, int bn) {
 /* Validates the shape, picks the tile width and launches. A: [m_cap, K]; B: groups x ([N, K]
  * or [K, N]); C: [m_cap, N]. grid = 0: one CTA per SM (capped at the tile count). tile_n =
  * 0 picks the width: 128 when 256-wide tiles fill the last wave of SMs so poorly that twice
- * as many half-size tiles finish sooner (at an assumed 8 % lower rate per tile), else 256. */
+ * as many half-size tiles finish sooner (at the 20 % lower rate per flop measured on an H200,
+ * docs/perf/NOTES.md), else 256. */
 template <class Policy>
 static mk_status mk_gemm_core_launch(const uint16_t *A, const uint16_t *B, const mk_gemm_args &args,
                                      mk_gemm_b_layout layout, const Policy &policy, int grid, int tile_n,
@@ -358,7 +359,7 @@ static mk_status mk_gemm_core_launch(const uint16_t *A, const uint16_t *B, const
   if (grid <= 0) grid = sms;
   const int64_t t256 = mk_gemm_tiles_bound(args, 256), t128 = mk_gemm_tiles_bound(args, 128);
   if (!tile_n) {
-    const double w256 = (double)((t256 + grid - 1) / grid), w128 = (double)((t128 + grid - 1) / grid) * 0.5 * 1.08;
+    const double w256 = (double)((t256 + grid - 1) / grid), w128 = (double)((t128 + grid - 1) / grid) * 0.5 * 1.2;
     tile_n = w128 < w256 ? 128 : 256;
   }
   const int64_t want = tile_n == 256 ? t256 : t128;
