@@ -194,10 +194,15 @@ mk_status mk_st_parse_file_(mk_st_t *S, int fi, const char *label, const uint8_t
     st = mk_st_add_tensor_(S, &t);
     if (st) { free((char *)t.name); goto fail; }
   }
-  /* The tensors must tile the data area exactly. */
   int n = S->ntensors - first;
-  spans = malloc((size_t)(n ? n : 1) * sizeof *spans);
+  spans = malloc((size_t)(n ? n : 1) * (sizeof *spans > sizeof(void *) ? sizeof *spans : sizeof(void *)));
   if (!spans) { st = MK_STATUS_OUT_OF_MEMORY; goto fail; }
+  const mk_st_tensor **byname = (const mk_st_tensor **)spans; /* reused below */
+  for (int i = 0; i < n; i++) byname[i] = &S->tensors[first + i];
+  qsort(byname, (size_t)n, sizeof *byname, cmp_name);
+  for (int i = 1; i < n; i++)
+    if (!strcmp(byname[i - 1]->name, byname[i]->name)) ST_ERR(label, "duplicate tensor name '%s'", byname[i]->name);
+  /* The tensors must tile the data area exactly. */
   for (int i = 0; i < n; i++) {
     const mk_st_tensor *t = &S->tensors[first + i];
     spans[i] = (span){t->offset - data_start, t->offset - data_start + t->nbytes, first + i};

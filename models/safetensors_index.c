@@ -42,6 +42,13 @@ static int is_file(const char *p) {
   return stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
 }
 
+/* A ".." path component. */
+static int has_dotdot(const char *p) {
+  for (const char *s = p; (s = strstr(s, "..")); s += 2)
+    if ((s == p || s[-1] == '/') && (s[2] == 0 || s[2] == '/')) return 1;
+  return 0;
+}
+
 static mk_status open_index(mk_st_t *S, const char *dir, const char *index_path) {
   mk_status st = MK_STATUS_OK;
   char *text = NULL, *rdir = NULL;
@@ -87,9 +94,10 @@ static mk_status open_index(mk_st_t *S, const char *dir, const char *index_path)
     size_t dl = strlen(rdir);
     int inside = real && !strncmp(real, rdir, dl) && real[dl] == '/', exists = real != NULL;
     free(real);
-    if (files[k][0] == '/' || !inside) {
+    int escapes = files[k][0] == '/' || has_dotdot(files[k]) || (exists && !inside);
+    if (escapes || !exists) {
       MK_WARN(MK_SUBSYS_MODEL, "%s: shard '%s' is %s", index_path, files[k],
-              exists || files[k][0] == '/' ? "outside the model directory" : "missing");
+              escapes ? "outside the model directory" : "missing");
       st = MK_STATUS_FORMAT_ERROR;
       goto fail;
     }
