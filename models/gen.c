@@ -21,6 +21,7 @@ typedef struct gen_tensor {
   int nd;
   int64_t shape[3];
   float lo, scale; /* uniform in [lo, lo + scale) */
+  int fused;       /* 1: experts.gate_up_proj, 2: experts.down_proj (values of the per-expert tensors) */
 } gen_tensor;
 
 typedef struct gen_list {
@@ -51,6 +52,7 @@ static mk_status push(gen_list *L, const char *name, int nd, int64_t a, int64_t 
   t->nd = nd;
   t->shape[0] = a, t->shape[1] = b, t->shape[2] = c;
   t->lo = lo, t->scale = scale;
+  t->fused = strstr(name, ".experts.gate_up_proj") ? 1 : strstr(name, ".experts.down_proj") ? 2 : 0;
   return MK_STATUS_OK;
 }
 
@@ -120,10 +122,32 @@ static uint64_t numel(const gen_tensor *t) {
   return n;
 }
 
-static uint64_t name_hash(uint64_t seed, const char *s) {
+/* The random stream of a tensor is keyed by its canonical (transformers 5, per-expert) name,
+ * so mixtral's old names and fused expert tensors hold the same values. */
+static uint64_t name_hash(uint64_t seed, const char *name) {
+  static const char *from[] = {"block_sparse_moe", ".w1.", ".w3.", ".w2."};
+  static const char *to[] = {"mlp", ".gate_proj.", ".up_proj.", ".down_proj."};
+  char c[256], tmp[256];
+  snprintf(c, sizeof c, "%s", name);
+  for (int k = 0; k < 4; k++) {
+    char *at = strstr(c, from[k]);
+    if (!at) continue;
+    snprintf(tmp, sizeof tmp, "%.*s%s%s", (int)(at - c), c, to[k], at + strlen(from[k]));
+    memcpy(c, tmp, sizeof c);
+  }
   uint64_t h = 1469598103934665603ull;
-  for (; *s; s++) h = (h ^ (uint8_t)*s) * 1099511628211ull;
+  for (const char *s = c; *s; s++) h = (h ^ (uint8_t)*s) * 1099511628211ull;
   return mk_rng_hash(seed, h);
+}
+
+/* The stream of segment `seg` of a tensor: the whole tensor, or one expert's gate/up/down. */
+static uint64_t segment_hash(uint64_t seed, const gen_tensor *t, int64_t seg) {
+  if (!t->fused) return name_hash(seed, t->name);
+  char n[200];
+  int pre = (int)(strstr(t->name, ".experts.") - t->name);
+  const char *which = t->fused == 2 ? "down_proj" : seg % 2 ? "up_proj" : "gate_proj";
+  snprintf(n, sizeof n, "%.*s.experts.%lld.%s.weight", pre, t->name, (long long)(t->fused == 2 ? seg : seg / 2), which);
+  return name_hash(seed, n);
 }
 
 static mk_status write_config(const mk_gen_params *p, const char *dir) {
@@ -198,10 +222,15 @@ static mk_status write_shard(const mk_gen_params *p, const gen_list *L, int a, i
   int ok = fwrite(lb, 1, 8, fp) == 8 && fwrite(hdr, 1, len, fp) == len;
   for (int i = a; ok && i < b; i++) {
     const gen_tensor *t = &L->t[i];
-    uint64_t n = numel(t), s = name_hash(p->seed, t->name);
+    uint64_t n = numel(t), segn = t->fused ? (uint64_t)t->shape[2] * (uint64_t)(t->fused == 1 ? t->shape[1] / 2 : t->shape[1]) : n;
+    uint64_t cur = UINT64_MAX, hs = 0;
     for (uint64_t j = 0; ok && j < n; j += 1u << 16) {
       size_t k = (size_t)(n - j < (1u << 16) ? n - j : (1u << 16));
-      for (size_t x = 0; x < k; x++) buf[x] = mk_rng_uniform(s, j + x, t->lo, t->scale);
+      for (size_t x = 0; x < k; x++) {
+        uint64_t g = j + x, seg = g / segn;
+        if (seg != cur) cur = seg, hs = segment_hash(p->seed, t, (int64_t)seg);
+        buf[x] = mk_rng_uniform(hs, g % segn, t->lo, t->scale);
+      }
       if (p->dtype == MK_DTYPE_BF16) {
         uint16_t *h = (uint16_t *)buf;
         for (size_t x = 0; x < k; x++) h[x] = mk_bf16_from_float(buf[x]);
