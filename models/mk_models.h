@@ -149,6 +149,9 @@ const mk_model_config_t *mk_model_config(const mk_model_t *m);
 const mk_st_t *mk_model_checkpoint(const mk_model_t *m);
 /* The weight of (role, layer, expert); NULL if the model has none (e.g. a tied lm_head). */
 const mk_weight *mk_model_weight(const mk_model_t *m, mk_weight_role role, int layer, int expert);
+/* Every weight of the model, in load order (0 <= i < count). */
+int mk_model_weight_count(const mk_model_t *m);
+const mk_weight *mk_model_weight_at(const mk_model_t *m, int i);
 /* Read rows [r0, r1) of a weight as fp32 ([r1-r0, cols]). */
 mk_status mk_model_read_f32(const mk_model_t *m, const mk_weight *w, int64_t r0, int64_t r1, float *dst);
 

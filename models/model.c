@@ -225,6 +225,9 @@ const mk_weight *mk_model_weight(const mk_model_t *m, mk_weight_role role, int l
   return i < 0 ? NULL : &m->w[i];
 }
 
+int mk_model_weight_count(const mk_model_t *m) { return m ? m->nw : 0; }
+const mk_weight *mk_model_weight_at(const mk_model_t *m, int i) { return m && i >= 0 && i < m->nw ? &m->w[i] : NULL; }
+
 mk_status mk_model_read_f32(const mk_model_t *m, const mk_weight *w, int64_t r0, int64_t r1, float *dst) {
   if (!w || r0 < 0 || r0 > r1 || r1 > w->rows) return MK_STATUS_INVALID_ARGUMENT;
   size_t es = mk_dtype_size(w->tensor->dtype);
