@@ -188,8 +188,9 @@ mk_status mk_model_open(const char *dir, mk_model_t **out) {
   for (int l = 0; l < c->n_layers; l++) MK_CHECK_GOTO(map_layer(m, l), st, fail);
   for (int i = 0; i < mk_st_count(m->st); i++) {
     const char *n = mk_st_get(m->st, i)->name;
+    static const char inv[] = "rotary_emb.inv_freq"; /* buffers of older checkpoints */
     size_t len = strlen(n);
-    if (m->used[i] || (len >= 20 && !strcmp(n + len - 20, "rotary_emb.inv_freq"))) continue;
+    if (m->used[i] || (len >= sizeof inv - 1 && !strcmp(n + len - (sizeof inv - 1), inv))) continue;
     MK_WARN(MK_SUBSYS_MODEL, "model %s: unexpected tensor '%s' (not part of a %s model with this config)", dir, n,
             mk_model_family_name(c->family));
     st = MK_STATUS_INVALID_ARGUMENT;

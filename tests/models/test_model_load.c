@@ -184,7 +184,9 @@ static void loading(const char *base) {
   t[n].nd = 1, t[n].shape[0] = 64, t[n].nbytes = 256;
   write_st(path, t, n + 1);
   expect_load_refused(dir, "unexpected tensor 'model.layers.0.self_attn.o_proj.bias'");
-  write_st(path, t, n);
+  snprintf(t[n].name, sizeof t[n].name, "model.layers.0.self_attn.rotary_emb.inv_freq"); /* ignored */
+  t[n].nd = 1, t[n].shape[0] = 8, t[n].nbytes = 32;
+  write_st(path, t, n + 1);
   mk_model_t *m2;
   ASSERT_OK(mk_model_open(dir, &m2)); /* the unmutated copy loads */
   mk_model_close(m2);
