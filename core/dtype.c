@@ -1,8 +1,8 @@
-/* dtype.c — safetensors dtypes: names, sizes, conversion of floating dtypes to fp32. */
+/* dtype.c — element types (the safetensors set): names, sizes, conversion to fp32. */
 #include <math.h>
 #include <string.h>
 
-#include "models/mk_models.h"
+#include "core/mk_core.h"
 
 static const struct {
   const char *name;
