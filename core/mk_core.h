@@ -127,6 +127,19 @@ void mk_param_reset_cache(void);
     return mk_param_load_str(&p_);                                     \
   }
 
+/* ---- dtypes ------------------------------------------------------------------------- */
+typedef enum mk_dtype {
+  MK_DTYPE_BOOL, MK_DTYPE_U8, MK_DTYPE_I8, MK_DTYPE_I16, MK_DTYPE_U16, MK_DTYPE_I32, MK_DTYPE_U32,
+  MK_DTYPE_I64, MK_DTYPE_U64, MK_DTYPE_F8_E4M3, MK_DTYPE_F8_E5M2, MK_DTYPE_F16, MK_DTYPE_BF16,
+  MK_DTYPE_F32, MK_DTYPE_F64, MK_DTYPE_COUNT_
+} mk_dtype;
+size_t mk_dtype_size(mk_dtype t);
+const char *mk_dtype_name(mk_dtype t);              /* the safetensors spelling, "BF16" */
+int mk_dtype_from_name(const char *name, mk_dtype *out); /* 0 = known */
+int mk_dtype_is_float(mk_dtype t);
+/* Convert n elements of a floating dtype to fp32. */
+void mk_dtype_to_f32(mk_dtype t, const void *src, float *dst, size_t n);
+
 /* ---- bf16 on the host ---------------------------------------------------------------- */
 typedef uint16_t mk_bf16;
 float mk_bf16_to_float(mk_bf16 h);

@@ -28,7 +28,8 @@ static void usage(FILE *out) {
           "usage: mk-bench [--info | --help | --version]\n"
           "       mk-bench OP [flags]     (mk-bench OP --help for the op's flags)\n"
           "       mk-bench plot RESULTS.json -o OUT.png\n"
-          "With no arguments: print --info, then run every built op at its default shapes.\n\nops:\n");
+          "With no arguments: print --info, then run every built op at its default shapes; on a\n"
+          "machine without a GPU, the CPU reference demo (tiny random models, greedy generation).\n\nops:\n");
   for (int i = 0; i < k_ncmds; i++)
     fprintf(out, "  %-10s %s%s\n", k_cmds[i].name, k_cmds[i].summary, k_cmds[i].run ? "" : "  [not built yet]");
 }
@@ -37,6 +38,12 @@ int main(int argc, char **argv) {
   mk_bench_set_command(argc, argv);
   if (argc == 1) {
     mk_bench_info(stdout);
+    int ngpu = 0;
+    if (mk_device_count(&ngpu) != MK_STATUS_OK) {
+      mk_bench_opts o;
+      mk_bench_opts_default(&o);
+      return mk_bench_cpu_demo(o.seed) ? 1 : 0;
+    }
     int ran = 0, rc = 0;
     for (int i = 0; i < k_ncmds; i++) {
       if (!k_cmds[i].run) continue;

@@ -31,6 +31,8 @@ typedef struct mk_bench_cmd {
 
 /* --info: GPUs, SMs, memory, peer access, driver/CUDA/NCCL versions, transports. */
 int mk_bench_info(FILE *out);
+/* The default job without a GPU: tiny random models generated with the fp32 reference. */
+int mk_bench_cpu_demo(uint64_t seed);
 /* `mk-bench plot RESULTS.json -o OUT.png` (matplotlib through python3). */
 int mk_bench_plot(int argc, char **argv);
 

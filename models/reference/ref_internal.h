@@ -1,0 +1,19 @@
+/* ref_internal.h — helpers shared inside models/reference (not a public header). */
+#ifndef MK_MODELS_REF_INTERNAL_H
+#define MK_MODELS_REF_INTERNAL_H
+
+#include <stdint.h>
+
+#include "models/mk_models.h"
+
+typedef void (*mk_ref_task_fn)(void *ctx, int64_t begin, int64_t end);
+/* Run fn over [0, items) in static chunks on the pool (inline when work is small). */
+void mk_ref_parallel_(int64_t items, double work, mk_ref_task_fn fn, void *ctx);
+int mk_ref_threads_(void);
+void mk_ref_linear_(const float *x, int64_t n, int64_t in, const float *w, const float *b, int64_t out, float *y);
+void mk_ref_rmsnorm_(const float *x, const float *w, int64_t n, int64_t dim, float eps, float *out);
+void mk_ref_rope_(float *v, int n_heads, int hd, int pos, double theta);
+mk_status mk_ref_dense_mlp_(const float *x, int64_t n, int64_t H, int64_t I, const float *g, const float *u,
+                            const float *d, float *y);
+
+#endif

@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""parity_transformers.py — the fp32 reference (mk-run) against HF transformers.
+
+For each family (mixtral, qwen2_moe, qwen3_moe, olmoe) it builds a tiny model with
+transformers from a config, randomises every parameter (so logits are far from ties),
+saves it with save_pretrained (safetensors) and, a second time, as its raw state dict
+(transformers 5 holds experts as fused 3-D gate_up_proj/down_proj tensors), then runs the same prompt through transformers
+(fp32, eager attention, greedy, no cache) and through `mk-run --logits-out`, and compares
+the logits of every position (relative Frobenius error <= 1e-4) and the greedy tokens.
+
+  python3 tests/parity/parity_transformers.py --mk-run build/bin/mk-run --out docs/parity/parity.json
+
+Needs torch and transformers (not part of the build or of ctest). Exit code 0 only if every
+family passes."""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import torch
+import transformers
+from transformers import AutoModelForCausalLM
+
+PROMPT = [1, 5, 9, 200, 17, 33, 2, 101]
+TOL = 1e-4
+
+
+def configs():
+    common = dict(hidden_size=64, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2, vocab_size=256,
+                  max_position_embeddings=256, rms_norm_eps=1e-6, tie_word_embeddings=False)
+    return {
+        "mixtral": transformers.MixtralConfig(**common, head_dim=16, num_local_experts=4, num_experts_per_tok=2,
+                                              intermediate_size=32, sliding_window=None),
+        "qwen2_moe": transformers.Qwen2MoeConfig(**common, num_experts=4, num_experts_per_tok=2,
+                                                 moe_intermediate_size=32, shared_expert_intermediate_size=48,
+                                                 intermediate_size=96, decoder_sparse_step=1, mlp_only_layers=[1],
+                                                 norm_topk_prob=False, use_sliding_window=False),
+        "qwen3_moe": transformers.Qwen3MoeConfig(**common, head_dim=16, num_experts=4, num_experts_per_tok=2,
+                                                 moe_intermediate_size=32, intermediate_size=96,
+                                                 norm_topk_prob=True, use_sliding_window=False),
+        "olmoe": transformers.OlmoeConfig(**{**common, "tie_word_embeddings": True}, num_experts=4,
+                                          num_experts_per_tok=2, intermediate_size=32, norm_topk_prob=False),
+    }
+
+
+def randomise(model, seed):
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "norm" in name and p.dim() == 1:
+                p.copy_(1.0 + 0.1 * torch.randn(p.shape, generator=g))
+            elif p.dim() == 1:
+                p.copy_(0.1 * torch.randn(p.shape, generator=g))
+            else:
+                fan_in = p.shape[-1]
+                scale = 1.0 if "embed" in name else 1.0 / fan_in ** 0.5
+                p.copy_(scale * torch.randn(p.shape, generator=g))
+
+
+def save_state_dict(model, d, src):
+    """The in-memory state dict as it is (transformers 5: fused 3-D expert tensors)."""
+    from safetensors.torch import save_file
+    os.makedirs(d, exist_ok=True)
+    save_file({k: v.detach().contiguous().clone() for k, v in model.state_dict().items()},
+              os.path.join(d, "model.safetensors"), metadata={"format": "pt"})
+    with open(os.path.join(src, "config.json")) as f, open(os.path.join(d, "config.json"), "w") as g:
+        g.write(f.read())
+
+
+def run_family(name, cfg, mk_run, steps, workdir, seed, layout):
+    cfg._attn_implementation = "eager"
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32).eval()
+    randomise(model, seed)
+    d = os.path.join(workdir, name)
+    model.save_pretrained(d, safe_serialization=True)
+    if layout == "state_dict":
+        save_state_dict(model, d + "_sd", d)
+        d = d + "_sd"
+    seq = list(PROMPT)
+    with torch.no_grad():
+        for _ in range(steps):
+            logits = model(torch.tensor([seq]), use_cache=False).logits[0]
+            seq.append(int(torch.argmax(logits[-1])))
+        hf_logits = model(torch.tensor([seq[:-1]]), use_cache=False).logits[0].double().numpy()
+    hf_tokens = seq[len(PROMPT):]
+    out = os.path.join(workdir, name + layout + ".logits")
+    cmd = [mk_run, "--model", d, "--prompt-ids", ",".join(map(str, PROMPT)), "--max-tokens", str(steps),
+           "--logits-out", out]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    res = {"family": name, "saved_with": layout, "command": " ".join(cmd), "hf_tokens": hf_tokens}
+    if r.returncode != 0:
+        res.update(passed=False, error=(r.stdout + r.stderr)[-2000:])
+        return res
+    mk_tokens = []
+    for line in r.stdout.splitlines():
+        if line.startswith("generated ids:"):
+            mk_tokens = [int(x) for x in line.split(":")[1].split()]
+    mk_logits = np.fromfile(out, dtype="<f4").astype(np.float64).reshape(hf_logits.shape)
+    rel = float(np.linalg.norm(mk_logits - hf_logits) / np.linalg.norm(hf_logits))
+    rel_pos = [float(np.linalg.norm(mk_logits[i] - hf_logits[i]) / np.linalg.norm(hf_logits[i]))
+               for i in range(hf_logits.shape[0])]
+    import safetensors
+    keys = []
+    for fn in sorted(os.listdir(d)):
+        if fn.endswith(".safetensors"):
+            with safetensors.safe_open(os.path.join(d, fn), "pt") as f:
+                keys += list(f.keys())
+    fused = any("gate_up_proj" in k for k in keys)
+    res.update(mk_tokens=mk_tokens, tokens_match=mk_tokens == hf_tokens, rel_err=rel, max_rel_err_position=max(rel_pos),
+               max_abs_err=float(np.abs(mk_logits - hf_logits).max()), positions=int(hf_logits.shape[0]),
+               checkpoint_experts="fused 3-D" if fused else "per-expert", tensors=len(keys))
+    res["passed"] = bool(res["tokens_match"] and rel <= TOL)
+    return res
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--mk-run", required=True)
+    ap.add_argument("--out", required=True, help="JSON results")
+    ap.add_argument("--steps", type=int, default=32)
+    ap.add_argument("--seed", type=int, default=1234)
+    ap.add_argument("--families", default="mixtral,qwen2_moe,qwen3_moe,olmoe")
+    a = ap.parse_args()
+    torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
+    results = []
+    with tempfile.TemporaryDirectory() as wd:
+        cfgs = configs()
+        for fam in a.families.split(","):
+            for layout in ("save_pretrained", "state_dict"):
+                results.append(run_family(fam, cfgs[fam], os.path.abspath(a.mk_run), a.steps, wd, a.seed, layout))
+    print(f"{'family':<10} {'saved with':<16} {'experts':<11} {'positions':>9} {'rel err':>10} {'max abs':>10} "
+          f"{'tokens':>8}  result")
+    for r in results:
+        if "rel_err" in r:
+            print(f"{r['family']:<10} {r['saved_with']:<16} {r['checkpoint_experts']:<11} {r['positions']:>9} "
+                  f"{r['rel_err']:>10.2e} "
+                  f"{r['max_abs_err']:>10.2e} {('same' if r['tokens_match'] else 'DIFFER'):>8}  "
+                  f"{'PASS' if r['passed'] else 'FAIL'}")
+        else:
+            print(f"{r['family']:<10} mk-run failed: {r['error'][-300:]}")
+    ok = all(r["passed"] for r in results)
+    doc = {"tool": "tests/parity/parity_transformers.py", "torch": torch.__version__,
+           "transformers": transformers.__version__, "prompt": PROMPT, "steps": a.steps, "tolerance": TOL,
+           "device": "cpu", "all_passed": ok, "results": results}
+    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
+    with open(a.out, "w") as f:
+        json.dump(doc, f, indent=1)
+    print("all families pass" if ok else "PARITY FAILED", "->", a.out)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
