@@ -10,6 +10,7 @@ PKGS=(
   build-essential cmake ninja-build pkg-config git   # build
   libcjson-dev                                       # required: safetensors headers, config.json
   libibverbs-dev                                     # optional: ib and efa transports (rdma-core)
+  python3 python3-matplotlib                         # mk-bench plot
 )
 
 check_only=0

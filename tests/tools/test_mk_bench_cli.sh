@@ -20,5 +20,20 @@ expect 0 '^mk-bench [0-9.]+ \(commit ' --version
 expect 2 "unknown op or flag '--frobnicate'" --frobnicate
 expect 2 "--info takes no arguments" --info extra
 expect 0 'ran [0-9]+ op benchmark' # the default suite
+expect 2 'cannot read /nonexistent.json' plot /nonexistent.json -o /tmp/x.png
+expect 2 'usage: mk-bench plot' plot onlyone
+
+# plot: a results file with two paths and a bound draws a PNG.
+tmp=$(mktemp -d)
+cat > "$tmp/r.json" <<JSON
+{"gpu":"test","gpus":1,"commit":"c","date":"d","results":[
+ {"op":"gemm","path":"fused","shape":{"m":$RANDOM,"n":8},"ranks":1,"nodes":1,"median_ms":1.5,"bound_ms":1.2},
+ {"op":"gemm","path":"unfused","shape":{"m":64,"n":8},"ranks":1,"nodes":1,"median_ms":2.0,"bound_ms":null}]}
+JSON
+expect 0 'wrote' plot "$tmp/r.json" -o "$tmp/r.png"
+if [ "$(head -c 4 "$tmp/r.png" | od -An -tx1 | tr -d ' ')" != "89504e47" ]; then echo "FAIL: plot did not write a PNG"; fail=1; fi
+echo '{"results": 5}' > "$tmp/bad.json"
+expect 1 'not an mk-bench results file' plot "$tmp/bad.json" -o "$tmp/bad.png"
+rm -rf "$tmp"
 [ $fail -eq 0 ] && echo "ok"
 exit $fail

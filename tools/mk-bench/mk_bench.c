@@ -25,12 +25,14 @@ static void usage(FILE *out) {
   fprintf(out,
           "usage: mk-bench [--info | --help | --version]\n"
           "       mk-bench OP [flags]     (mk-bench OP --help for the op's flags)\n"
+          "       mk-bench plot RESULTS.json -o OUT.png\n"
           "With no arguments: print --info, then run every built op at its default shapes.\n\nops:\n");
   for (int i = 0; i < k_ncmds; i++)
     fprintf(out, "  %-10s %s%s\n", k_cmds[i].name, k_cmds[i].summary, k_cmds[i].run ? "" : "  [not built yet]");
 }
 
 int main(int argc, char **argv) {
+  mk_bench_set_command(argc, argv);
   if (argc == 1) {
     mk_bench_info(stdout);
     int ran = 0, rc = 0;
@@ -63,6 +65,7 @@ int main(int argc, char **argv) {
     }
     return mk_bench_info(stdout);
   }
+  if (!strcmp(a, "plot")) return mk_bench_plot(argc - 1, argv + 1);
   for (int i = 0; i < k_ncmds; i++) {
     if (strcmp(a, k_cmds[i].name) != 0) continue;
     if (!k_cmds[i].run) {

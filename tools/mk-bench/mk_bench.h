@@ -31,6 +31,8 @@ typedef struct mk_bench_cmd {
 
 /* --info: GPUs, SMs, memory, peer access, driver/CUDA/NCCL versions, transports. */
 int mk_bench_info(FILE *out);
+/* `mk-bench plot RESULTS.json -o OUT.png` (matplotlib through python3). */
+int mk_bench_plot(int argc, char **argv);
 
 /* ---- common flags ------------------------------------------------------------------------ */
 enum { MK_BENCH_PATH_FUSED = 1, MK_BENCH_PATH_UNFUSED = 2 };
@@ -45,6 +47,7 @@ typedef struct mk_bench_opts {
   const char *csv_path;  /* --csv FILE */
   uint64_t seed;         /* --seed N (default: fresh) */
   int autotune;          /* --autotune (ops that have a role split) */
+  int rank;              /* only rank 0 prints the table and writes files (multi-rank ops) */
 } mk_bench_opts;
 
 void mk_bench_opts_default(mk_bench_opts *o);
@@ -96,5 +99,7 @@ mk_status mk_bench_report_add(mk_bench_report *r, const mk_bench_row *row);
 void mk_bench_report_fail(mk_bench_report *r, const char *fmt, ...);
 /* Prints the table, writes JSON/CSV if asked, frees r. Returns 0, or 1 if anything failed. */
 int mk_bench_report_finish(mk_bench_report *r);
+/* The command line recorded in the result files (called once by main). */
+void mk_bench_set_command(int argc, char **argv);
 
 #endif /* MK_BENCH_H */

@@ -1,0 +1,132 @@
+/* args.c — mk-bench's common flags (--warmup, --iters, --rotate, --flush-l2, --path, --json,
+ * --csv, --seed, --autotune) and strict number parsing. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mk_bench.h"
+
+void mk_bench_opts_default(mk_bench_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->warmup = 10;
+  o->iters = 50;
+  o->rotate = 1;
+  o->paths = MK_BENCH_PATH_FUSED | MK_BENCH_PATH_UNFUSED;
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  o->seed = (((uint64_t)ts.tv_sec << 20) ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 40)) & INT64_MAX;
+  if (!o->seed) o->seed = 1;
+}
+
+int mk_bench_parse_i64(const char *flag, const char *text, int64_t lo, int64_t hi, int64_t *out) {
+  if (!text) {
+    fprintf(stderr, "mk-bench: %s needs a value\n", flag);
+    return -1;
+  }
+  errno = 0;
+  char *end = NULL;
+  long long v = strtoll(text, &end, 10);
+  if (end == text || *end || errno == ERANGE) {
+    fprintf(stderr, "mk-bench: %s '%s' is not an integer\n", flag, text);
+    return -1;
+  }
+  if (v < lo || v > hi) {
+    fprintf(stderr, "mk-bench: %s %lld is out of range [%lld, %lld]\n", flag, v, (long long)lo, (long long)hi);
+    return -1;
+  }
+  *out = v;
+  return 0;
+}
+
+static int parse_paths(const char *text, unsigned *out) {
+  if (!text || !*text) {
+    fprintf(stderr, "mk-bench: --path needs a value: fused, unfused or fused,unfused\n");
+    return -1;
+  }
+  unsigned m = 0;
+  char buf[64];
+  if (strlen(text) >= sizeof buf) {
+    fprintf(stderr, "mk-bench: --path '%s' is too long\n", text);
+    return -1;
+  }
+  strcpy(buf, text);
+  char *save = NULL;
+  for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    if (!strcmp(t, "fused"))
+      m |= MK_BENCH_PATH_FUSED;
+    else if (!strcmp(t, "unfused"))
+      m |= MK_BENCH_PATH_UNFUSED;
+    else {
+      fprintf(stderr, "mk-bench: --path: unknown path '%s' (fused, unfused)\n", t);
+      return -1;
+    }
+  }
+  if (!m) {
+    fprintf(stderr, "mk-bench: --path '%s' names no path\n", text);
+    return -1;
+  }
+  *out = m;
+  return 0;
+}
+
+int mk_bench_parse_common(mk_bench_opts *o, int argc, char **argv, int i) {
+  const char *f = argv[i];
+  const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+  int64_t v = 0;
+  if (!strcmp(f, "--flush-l2")) {
+    o->flush_l2 = 1;
+    return 1;
+  }
+  if (!strcmp(f, "--autotune")) {
+    o->autotune = 1;
+    return 1;
+  }
+  if (!strcmp(f, "--warmup")) {
+    if (mk_bench_parse_i64(f, val, 0, 100000, &v)) return -1;
+    o->warmup = (int)v;
+    return 2;
+  }
+  if (!strcmp(f, "--iters")) {
+    if (mk_bench_parse_i64(f, val, 1, 1000000, &v)) return -1;
+    o->iters = (int)v;
+    return 2;
+  }
+  if (!strcmp(f, "--rotate")) {
+    if (mk_bench_parse_i64(f, val, 1, 64, &v)) return -1;
+    o->rotate = (int)v;
+    return 2;
+  }
+  if (!strcmp(f, "--seed")) {
+    if (mk_bench_parse_i64(f, val, 1, INT64_MAX, &v)) return -1;
+    o->seed = (uint64_t)v;
+    return 2;
+  }
+  if (!strcmp(f, "--path")) return parse_paths(val, &o->paths) ? -1 : 2;
+  if (!strcmp(f, "--json") || !strcmp(f, "--csv")) {
+    if (!val || !*val || val[0] == '-') {
+      fprintf(stderr, "mk-bench: %s needs a file name\n", f);
+      return -1;
+    }
+    if (f[2] == 'j')
+      o->json_path = val;
+    else
+      o->csv_path = val;
+    return 2;
+  }
+  return 0;
+}
+
+void mk_bench_print_common_help(FILE *out) {
+  fprintf(out,
+          "common flags:\n"
+          "  --path fused,unfused   which paths to run (default both)\n"
+          "  --warmup N             untimed calls first (default 10)\n"
+          "  --iters N              timed calls; median, p10, p90 reported (default 50)\n"
+          "  --rotate N             cycle through N input sets (default 1)\n"
+          "  --flush-l2             overwrite a 2xL2 buffer before every timed call\n"
+          "  --seed N               seed of the random inputs (default: fresh, printed)\n"
+          "  --json FILE, --csv FILE  write results with gpu, commit and date\n"
+          "  --autotune             search the SM role split (ops that have one)\n");
+}
