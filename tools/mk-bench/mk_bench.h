@@ -33,6 +33,8 @@ typedef struct mk_bench_cmd {
 int mk_bench_info(FILE *out);
 /* `mk-bench plot RESULTS.json -o OUT.png` (matplotlib through python3). */
 int mk_bench_plot(int argc, char **argv);
+/* `mk-bench comm` (bench_comm.c), under mk-launch. */
+int mk_bench_comm(int argc, char **argv);
 
 /* ---- common flags ------------------------------------------------------------------------ */
 enum { MK_BENCH_PATH_FUSED = 1, MK_BENCH_PATH_UNFUSED = 2 };
