@@ -96,6 +96,7 @@ mk_status mk_comm_create(mk_comm_t **out) {
   MK_CUDA_CHECK_GOTO(cudaMemset(c->heap, 0, c->heap_bytes), st, fail);
   MK_CUDA_CHECK_GOTO(cudaDeviceSynchronize(), st, fail);
   c->cursor = MK_HEAP_CTRL_BYTES;
+  MK_CHECK_GOTO(mk_comm_preload_kernels((uint64_t *)(c->heap + offsetof(mk_heap_ctrl, scratch))), st, fail);
   c->map[w->rank] = c->heap;
 
   rank_info me;

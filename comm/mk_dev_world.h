@@ -47,6 +47,7 @@ typedef struct mk_heap_ctrl {
   int32_t abort_flag; /* nonzero: every waiter leaves */
   int32_t pad;
   mk_err_record rec;
+  uint64_t scratch; /* setup's no-op signal target */
   uint64_t epoch[MK_EPOCH_SLOTS];
 } mk_heap_ctrl;
 

@@ -19,7 +19,10 @@
  * FIFO protocol: claim slot idx = atomicAdd(head, 1); wait until idx < tail + capacity
  * (the proxy advances tail after it has read a slot); write the fields; __threadfence_system;
  * st.release.sys seq = idx + 1. The proxy reads slots in order and executes commands in
- * order, so a PUT_SIGNAL's signal never overtakes its data. */
+ * order, so a PUT_SIGNAL's signal never overtakes its data.
+ * Lazy module loading: a kernel is loaded at its first launch, and loading waits for running
+ * kernels. Launch (or cudaFuncGetAttributes) every kernel of a producer/consumer pair once
+ * before one of them spins on the other; comm/ preloads its own (the proxy's signal kernel). */
 #pragma once
 #include <cuda_runtime.h>
 #include <stdint.h>

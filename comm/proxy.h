@@ -71,6 +71,9 @@ int64_t mk_param_timeout_ms(void);
 /* ---- tiny kernels (comm_kernels.cu) ---------------------------------------------------- */
 mk_status mk_comm_launch_signal_add(uint64_t *counter, uint64_t add, void *stream);
 mk_status mk_comm_launch_epoch_advance(uint64_t *epoch, void *stream);
+/* Load both kernels now (lazy module loading would otherwise load them at a first launch
+ * that may wait behind a kernel spinning on the proxy: a deadlock). scratch: a device u64. */
+mk_status mk_comm_preload_kernels(uint64_t *scratch);
 
 #ifdef __cplusplus
 }

@@ -39,7 +39,7 @@ extern "C" mk_status mk_bench_comm_put(const mk_dev_world *w, int method, int lp
     put_sm_kernel<<<blocks, 512, 0, s>>>(dst, src, bytes);
   } else {
     uint64_t want = (bytes + TMA_CHUNK - 1) / TMA_CHUNK;
-    int blocks = (int)(want < (uint64_t)sms ? (want ? want : 1) : (uint64_t)sms);
+    int blocks = (int)(want < 2ull * sms ? (want ? want : 1) : 2ull * sms); /* 2 CTAs of 64 KiB per SM */
     put_tma_kernel<<<blocks, 128, TMA_CHUNK * TMA_STAGES, s>>>(dst, src, bytes);
   }
   MK_CUDA_LAUNCH_CHECK();
