@@ -70,6 +70,9 @@
   } while (0)
 #define ASSERT_OK(call) ASSERT_STATUS(call, MK_STATUS_OK)
 
+#ifdef __cplusplus
+extern "C" {
+#endif
 /* Start of every test's main: a watchdog alarm (the ctest timeout is the outer one). */
 void mk_test_init(int argc, char **argv, unsigned timeout_s);
 /* Exit with the skip code unless at least n GPUs are usable. */
@@ -81,5 +84,8 @@ uint64_t mk_test_seed(void);
 /* ||out - ref||_F / ||ref||_F in double; +inf if any out is NaN/inf. */
 double mk_test_rel_err_f32(const float *out, const float *ref, size_t n);
 double mk_test_rel_err_bf16(const uint16_t *out, const float *ref, size_t n);
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* MK_TEST_H */

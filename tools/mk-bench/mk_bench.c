@@ -19,7 +19,7 @@ static const mk_bench_cmd k_cmds[] = {
     {"ring_attn", "ring attention across ranks", NULL},
     {"attn", "flash attention (prefill) and paged decode", NULL},
     {"layer", "one decoder layer and whole-model prefill/decode", NULL},
-    {"comm", "NVLink put, proxied put and signal latency", NULL},
+    {"comm", "NVLink put, proxied put and signal latency", mk_bench_comm},
 };
 enum { k_ncmds = sizeof k_cmds / sizeof k_cmds[0] };
 

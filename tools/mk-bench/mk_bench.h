@@ -35,6 +35,8 @@ int mk_bench_info(FILE *out);
 int mk_bench_cpu_demo(uint64_t seed);
 /* `mk-bench plot RESULTS.json -o OUT.png` (matplotlib through python3). */
 int mk_bench_plot(int argc, char **argv);
+/* `mk-bench comm` (bench_comm.c), under mk-launch. */
+int mk_bench_comm(int argc, char **argv);
 
 /* ---- common flags ------------------------------------------------------------------------ */
 enum { MK_BENCH_PATH_FUSED = 1, MK_BENCH_PATH_UNFUSED = 2 };

@@ -1,0 +1,246 @@
+/* comm.c — the communicator: world + bootstrap + this rank's GPU + the symmetric heap +
+ * the proxy for other node groups.
+ *
+ * Setup (collective, every rank): cudaSetDevice(MK_DEVICE, else LOCAL_RANK); cudaMalloc the
+ * heap (MK_HEAP_BYTES, zeroed); all-gather {IPC handle, host name, heap size}; open the
+ * handles of every other rank on this host: those of the own node group become the kernels'
+ * peer_heap[], the others only the loopback transport's mapping. With more than one node
+ * group: a FIFO (MK_FIFO_SLOTS) and a proxy thread with the loopback transport. Barrier.
+ * Heap layout and counter ownership: see mk_dev_world.h. */
+#include <cuda_runtime_api.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "comm/proxy.h"
+#include "core/check.h"
+
+MK_PARAM_INT(timeout_ms, "TIMEOUT_MS", 10000, 1, 86400000)
+MK_PARAM_INT(heap_bytes, "HEAP_BYTES", 1ll << 30, 1ll << 20, 1ll << 40)
+MK_PARAM_INT(device, "DEVICE", -1, -1, 1023)
+MK_PARAM_INT(fifo_slots, "FIFO_SLOTS", 4096, 2, 1 << 24)
+
+struct mk_comm {
+  mk_world w;
+  mk_bootstrap_t *bs;
+  int dev;
+  char *heap;
+  uint64_t heap_bytes, cursor;
+  char **map; /* [size]: map[rank] = this process's address of rank's heap, or NULL */
+  mk_fifo *fifo;
+  mk_proxy_t *proxy;
+  void *ctrl_stream; /* cudaStream_t, non-blocking: control reads/writes beside running kernels */
+};
+
+typedef struct rank_info {
+  cudaIpcMemHandle_t ipc;
+  char host[64];
+  uint64_t heap_bytes;
+  int32_t dev, pad;
+} rank_info;
+
+static void on_proxy_error(void *user, mk_status st, const mk_fifo_cmd *cmd) {
+  mk_comm_t *c = user;
+  mk_heap_ctrl h;
+  memset(&h, 0, sizeof h);
+  h.abort_flag = 1;
+  h.rec = (mk_err_record){2, cmd ? (int32_t)cmd->op : -1, c->w.rank, cmd ? cmd->dst_rank : -1, -1, 0, 0, (uint64_t)st};
+  cudaStream_t s = (cudaStream_t)c->ctrl_stream;
+  /* The record first, then the flag. */
+  cudaMemcpyAsync(c->heap + offsetof(mk_heap_ctrl, rec), &h.rec, sizeof h.rec, cudaMemcpyHostToDevice, s);
+  cudaMemcpyAsync(c->heap, &h.abort_flag, sizeof h.abort_flag, cudaMemcpyHostToDevice, s);
+  cudaStreamSynchronize(s);
+}
+
+mk_status mk_comm_create(mk_comm_t **out) {
+  if (!out) return MK_STATUS_INVALID_ARGUMENT;
+  *out = NULL;
+  mk_status st = MK_STATUS_OK;
+  rank_info *all = NULL;
+  mk_comm_t *c = calloc(1, sizeof *c);
+  if (!c) return MK_STATUS_OUT_OF_MEMORY;
+  MK_CHECK_GOTO(mk_world_from_env(&c->w), st, fail);
+  const mk_world *w = &c->w;
+  if (w->local_size > MK_MAX_LOCAL) {
+    MK_WARN(MK_SUBSYS_COMM, "comm: %d ranks per node group; at most %d are supported", w->local_size, MK_MAX_LOCAL);
+    st = MK_STATUS_UNSUPPORTED;
+    goto fail;
+  }
+  c->map = calloc((size_t)w->size, sizeof *c->map);
+  all = calloc((size_t)w->size, sizeof *all);
+  if (!c->map || !all) {
+    st = MK_STATUS_OUT_OF_MEMORY;
+    goto fail;
+  }
+  MK_CHECK_GOTO(mk_bootstrap_create(w, &c->bs), st, fail);
+  int ndev = 0;
+  MK_CHECK_GOTO(mk_device_count(&ndev), st, fail);
+  c->dev = mk_param_device() >= 0 ? (int)mk_param_device() : w->local_rank;
+  if (c->dev >= ndev) {
+    MK_WARN(MK_SUBSYS_COMM, "comm: rank %d wants GPU %d (%s) but this host has %d", w->rank, c->dev,
+            mk_param_device() >= 0 ? "MK_DEVICE" : "LOCAL_RANK", ndev);
+    st = MK_STATUS_NO_DEVICE;
+    goto fail;
+  }
+  MK_CUDA_CHECK_GOTO(cudaSetDevice(c->dev), st, fail);
+  mk_log_set_rank(w->rank, c->dev);
+  cudaStream_t cs;
+  MK_CUDA_CHECK_GOTO(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking), st, fail);
+  c->ctrl_stream = cs;
+
+  c->heap_bytes = (uint64_t)mk_param_heap_bytes();
+  c->heap_bytes = (c->heap_bytes + 0xfffff) & ~(uint64_t)0xfffff;
+  MK_CUDA_CHECK_GOTO(cudaMalloc((void **)&c->heap, c->heap_bytes), st, fail);
+  MK_CUDA_CHECK_GOTO(cudaMemset(c->heap, 0, c->heap_bytes), st, fail);
+  MK_CUDA_CHECK_GOTO(cudaDeviceSynchronize(), st, fail);
+  c->cursor = MK_HEAP_CTRL_BYTES;
+  MK_CHECK_GOTO(mk_comm_preload_kernels((uint64_t *)(c->heap + offsetof(mk_heap_ctrl, scratch))), st, fail);
+  c->map[w->rank] = c->heap;
+
+  rank_info me;
+  memset(&me, 0, sizeof me);
+  MK_CUDA_CHECK_GOTO(cudaIpcGetMemHandle(&me.ipc, c->heap), st, fail);
+  gethostname(me.host, sizeof me.host - 1);
+  me.heap_bytes = c->heap_bytes;
+  me.dev = c->dev;
+  MK_CHECK_GOTO(mk_bootstrap_allgather(c->bs, &me, all, sizeof me), st, fail);
+  for (int r = 0; r < w->size; r++) {
+    if (all[r].heap_bytes != c->heap_bytes) {
+      MK_WARN(MK_SUBSYS_COMM, "comm: rank %d has a %" PRIu64 "-byte heap, this rank %" PRIu64 " (MK_HEAP_BYTES differs)",
+              r, all[r].heap_bytes, c->heap_bytes);
+      st = MK_STATUS_INVALID_ARGUMENT;
+      goto fail;
+    }
+    if (r == w->rank) continue;
+    int same_group = r / w->local_size == w->node, same_host = !strcmp(all[r].host, me.host);
+    if (!same_host) {
+      MK_WARN(MK_SUBSYS_COMM, "comm: rank %d is on host %s, this rank on %s: %s", r, all[r].host, me.host,
+              same_group ? "a node group must be one host"
+                         : "only the loopback transport is built into the comm so far, and it needs one host");
+      st = MK_STATUS_UNSUPPORTED;
+      goto fail;
+    }
+    if (all[r].dev == c->dev) {
+      MK_WARN(MK_SUBSYS_COMM, "comm: ranks %d and %d both use GPU %d (one GPU per rank; see MK_DEVICE)", r, w->rank,
+              c->dev);
+      st = MK_STATUS_INVALID_ARGUMENT;
+      goto fail;
+    }
+    MK_CUDA_CHECK_GOTO(cudaIpcOpenMemHandle((void **)&c->map[r], all[r].ipc, cudaIpcMemLazyEnablePeerAccess), st, fail);
+  }
+  if (w->nnodes > 1) {
+    MK_CHECK_GOTO(mk_fifo_create((uint64_t)mk_param_fifo_slots(), 1, &c->fifo), st, fail);
+    mk_transport tr;
+    MK_CHECK_GOTO(mk_loopback_create(w->rank, w->size, c->map, c->heap_bytes, 1, &tr), st, fail);
+    MK_CHECK_GOTO(mk_proxy_create(c->fifo, tr, c->dev, on_proxy_error, c, &c->proxy), st, fail);
+  }
+  MK_CHECK_GOTO(mk_bootstrap_barrier(c->bs), st, fail);
+  MK_INFO(MK_SUBSYS_COMM, "comm: rank %d of %d, node group %d of %d, GPU %d, heap %" PRIu64 " MiB", w->rank, w->size,
+          w->node, w->nnodes, c->dev, c->heap_bytes >> 20);
+  free(all);
+  *out = c;
+  return MK_STATUS_OK;
+fail:
+  free(all);
+  mk_comm_destroy(c);
+  return st;
+}
+
+void mk_comm_destroy(mk_comm_t *c) {
+  if (!c) return;
+  if (c->bs && c->heap) mk_bootstrap_barrier(c->bs); /* no peer still uses our heap */
+  mk_proxy_destroy(c->proxy);
+  mk_fifo_destroy(c->fifo);
+  if (c->map)
+    for (int r = 0; r < c->w.size; r++)
+      if (c->map[r] && r != c->w.rank) cudaIpcCloseMemHandle(c->map[r]);
+  if (c->heap) cudaFree(c->heap);
+  if (c->ctrl_stream) cudaStreamDestroy((cudaStream_t)c->ctrl_stream);
+  mk_bootstrap_destroy(c->bs);
+  free(c->map);
+  free(c);
+}
+
+const mk_world *mk_comm_world(const mk_comm_t *c) { return &c->w; }
+int mk_comm_device(const mk_comm_t *c) { return c->dev; }
+mk_bootstrap_t *mk_comm_bootstrap(mk_comm_t *c) { return c->bs; }
+
+mk_status mk_comm_heap_alloc(mk_comm_t *c, uint64_t bytes, uint64_t *off) {
+  if (!c || !off) return MK_STATUS_INVALID_ARGUMENT;
+  uint64_t start = (c->cursor + 255) & ~(uint64_t)255;
+  if (bytes > c->heap_bytes || start > c->heap_bytes - bytes)
+    MK_ERR_RETURN(MK_STATUS_OUT_OF_MEMORY, MK_SUBSYS_COMM,
+                  "comm: heap allocation of %" PRIu64 " bytes does not fit (%" PRIu64 " of %" PRIu64
+                  " used; raise MK_HEAP_BYTES)", bytes, c->cursor, c->heap_bytes);
+  *off = start;
+  c->cursor = start + bytes;
+  return MK_STATUS_OK;
+}
+
+void *mk_comm_heap_ptr(const mk_comm_t *c, uint64_t off) { return c->heap + off; }
+
+mk_status mk_comm_dev_world(const mk_comm_t *c, mk_dev_world *out) {
+  if (!c || !out) return MK_STATUS_INVALID_ARGUMENT;
+  memset(out, 0, sizeof *out);
+  const mk_world *w = &c->w;
+  out->rank = w->rank;
+  out->size = w->size;
+  out->local_rank = w->local_rank;
+  out->local_size = w->local_size;
+  out->node = w->node;
+  out->nnodes = w->nnodes;
+  out->timeout_ns = (uint64_t)mk_param_timeout_ms() * 1000000ull;
+  out->heap = c->heap;
+  for (int l = 0; l < w->local_size; l++) out->peer_heap[l] = c->map[w->node * w->local_size + l];
+  out->heap_bytes = c->heap_bytes;
+  out->ctrl = (mk_heap_ctrl *)c->heap;
+  return mk_fifo_dev(c->fifo, &out->fifo);
+}
+
+mk_status mk_comm_epoch_advance(mk_comm_t *c, int slot, void *stream) {
+  if (!c || slot < 0 || slot >= MK_EPOCH_SLOTS)
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_COMM, "comm: epoch slot %d outside [0, %d)", slot, MK_EPOCH_SLOTS);
+  return mk_comm_launch_epoch_advance(&((mk_heap_ctrl *)c->heap)->epoch[slot], stream);
+}
+
+static const char *op_name(int op) {
+  static const char *const n[] = {"test", "fifo-post", "comm-bench"};
+  return op >= 0 && op < 3 ? n[op] : op == 10 ? "ag_gemm" : op == 11 ? "gemm_rs" : op == 12 ? "gemm_ar"
+                                              : op == 13 ? "moe" : op == 14 ? "ring_attn" : "op";
+}
+
+mk_status mk_comm_check(mk_comm_t *c) {
+  if (!c) return MK_STATUS_INVALID_ARGUMENT;
+  mk_heap_ctrl h;
+  cudaStream_t s = (cudaStream_t)c->ctrl_stream;
+  MK_CUDA_CHECK(cudaMemcpyAsync(&h, c->heap, offsetof(mk_heap_ctrl, epoch), cudaMemcpyDeviceToHost, s));
+  MK_CUDA_CHECK(cudaStreamSynchronize(s));
+  mk_status pst = mk_proxy_status(c->proxy);
+  if (!h.abort_flag && pst == MK_STATUS_OK) return MK_STATUS_OK;
+  const mk_err_record *r = &h.rec;
+  if (r->valid == 1) {
+    MK_WARN(MK_SUBSYS_COMM, "comm: TIMEOUT record: op %s (%d) rank %d waited on peer %d tile %d: expected >= %" PRIu64
+            ", saw %" PRIu64 " after MK_TIMEOUT_MS=%lld", op_name(r->op), r->op, r->rank, r->peer, r->tile, r->expected,
+            r->seen, (long long)mk_param_timeout_ms());
+    return MK_STATUS_TIMEOUT;
+  }
+  if (r->valid == 2)
+    MK_WARN(MK_SUBSYS_COMM, "comm: transport error record: rank %d's proxy failed a command (op %d) to rank %d: %s", r->rank,
+            r->op, r->peer, mk_status_name((mk_status)r->seen));
+  else
+    MK_WARN(MK_SUBSYS_COMM, "comm: aborted (flag %d) without a record; proxy status %s", h.abort_flag, mk_status_name(pst));
+  return MK_STATUS_REMOTE_ERROR;
+}
+
+mk_status mk_comm_clear_error(mk_comm_t *c) {
+  if (!c) return MK_STATUS_INVALID_ARGUMENT;
+  MK_CHECK(mk_bootstrap_barrier(c->bs)); /* every rank's kernels are done */
+  if (mk_proxy_status(c->proxy) != MK_STATUS_OK)
+    MK_ERR_RETURN(MK_STATUS_INVALID_USAGE, MK_SUBSYS_COMM, "comm: the proxy stopped on a transport error; recreate the comm");
+  cudaStream_t s = (cudaStream_t)c->ctrl_stream;
+  MK_CUDA_CHECK(cudaMemsetAsync(c->heap, 0, offsetof(mk_heap_ctrl, epoch), s));
+  MK_CUDA_CHECK(cudaStreamSynchronize(s));
+  return mk_bootstrap_barrier(c->bs);
+}

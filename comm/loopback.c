@@ -1,0 +1,165 @@
+/* loopback.c — the NIC-less inter-node transport: the sending rank's proxy executes a put
+ * as a copy from its own heap into the destination's heap, which this process has mapped
+ * (CUDA IPC) for the transport only; kernels never see that mapping.
+ *
+ *   GPU heaps:  PUT        cudaMemcpyAsync(dst heap + dst_off <- own heap + src_off) on the
+ *                          proxy's own non-blocking stream
+ *               SIGNAL     a one-thread kernel on the same stream: atomicAdd_system on the
+ *                          counter in the destination's heap (the counter's owner is the
+ *                          waiting rank; every sender only adds). Stream order puts it after
+ *                          the copy, so the signal never overtakes its data.
+ *               flush      records an event per batch; progress = the last finished batch.
+ *   host heaps: memcpy, then __atomic_fetch_add(release) — for CPU tests.
+ * Shaping (emulate a NIC): MK_LOOPBACK_GBPS paces the data (GB/s, 0 = off) and
+ * MK_LOOPBACK_LAT_US delays each command; the proxy thread waits before issuing.
+ * Note: the signal kernel needs a free SM slot: a persistent kernel that wants proxied
+ * signals must leave room for a one-thread CTA (no stream memop can add on the device). */
+#include <cuda_runtime_api.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "comm/proxy.h"
+#include "core/check.h"
+
+MK_PARAM_INT(loopback_gbps, "LOOPBACK_GBPS", 0, 0, 100000)
+MK_PARAM_INT(loopback_lat_us, "LOOPBACK_LAT_US", 0, 0, 10000000)
+
+enum { RING = 128 };
+
+typedef struct loopback {
+  int self, nranks, on_gpu;
+  char **bases;
+  uint64_t heap_bytes;
+  cudaStream_t stream;
+  cudaEvent_t ev[RING];
+  uint64_t ev_count[RING]; /* posted count when ev[i] was recorded */
+  unsigned ev_head, ev_len;
+  uint64_t posted, completed, flushed;
+  double gbps, lat_ns, next_ns; /* shaping */
+} loopback;
+
+static double now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+static mk_status lb_check(loopback *l, const mk_fifo_cmd *c) {
+  int data = c->op == MK_CMD_PUT || c->op == MK_CMD_PUT_SIGNAL, sig = c->op == MK_CMD_SIGNAL || c->op == MK_CMD_PUT_SIGNAL;
+  if (!data && !sig)
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_PROXY, "loopback: rank %d: unknown command op %u", l->self, c->op);
+  if (c->dst_rank < 0 || c->dst_rank >= l->nranks || !l->bases[c->dst_rank])
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_PROXY, "loopback: rank %d: command to rank %d, which is not mapped",
+                  l->self, c->dst_rank);
+  const uint64_t hb = l->heap_bytes;
+  if (data && (c->bytes > hb || c->src_off > hb - c->bytes || c->dst_off > hb - c->bytes))
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_PROXY,
+                  "loopback: rank %d: put of %llu bytes from offset %llu to rank %d offset %llu leaves the %llu-byte heap",
+                  l->self, (unsigned long long)c->bytes, (unsigned long long)c->src_off, c->dst_rank,
+                  (unsigned long long)c->dst_off, (unsigned long long)hb);
+  if (sig && (c->sig_off > hb - 8 || c->sig_off % 8))
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_PROXY, "loopback: rank %d: signal offset %llu to rank %d is %s",
+                  l->self, (unsigned long long)c->sig_off, c->dst_rank, c->sig_off % 8 ? "misaligned" : "outside the heap");
+  return MK_STATUS_OK;
+}
+
+static mk_status lb_post(void *ctx, const mk_fifo_cmd *c) {
+  loopback *l = ctx;
+  MK_CHECK(lb_check(l, c));
+  const int data = c->op != MK_CMD_SIGNAL, sig = c->op != MK_CMD_PUT;
+  if (l->gbps > 0 || l->lat_ns > 0) { /* pace: this command may start no earlier than next_ns */
+    double t = now_ns(), start = t > l->next_ns ? t : l->next_ns;
+    double done = start + l->lat_ns + (data && l->gbps > 0 ? (double)c->bytes / l->gbps : 0);
+    while (now_ns() < done) {
+    }
+    l->next_ns = done;
+  }
+  char *dst = l->bases[c->dst_rank], *src = l->bases[l->self];
+  if (l->on_gpu) {
+    if (data && c->bytes)
+      MK_CUDA_CHECK(cudaMemcpyAsync(dst + c->dst_off, src + c->src_off, c->bytes, cudaMemcpyDeviceToDevice, l->stream));
+    if (sig) MK_CHECK(mk_comm_launch_signal_add((uint64_t *)(dst + c->sig_off), c->sig_add, l->stream));
+  } else {
+    if (data && c->bytes) memcpy(dst + c->dst_off, src + c->src_off, c->bytes);
+    if (sig) __atomic_fetch_add((uint64_t *)(dst + c->sig_off), c->sig_add, __ATOMIC_RELEASE);
+  }
+  l->posted++;
+  if (!l->on_gpu) l->completed = l->posted;
+  return MK_STATUS_OK;
+}
+
+static mk_status lb_progress(void *ctx, uint64_t *completed) {
+  loopback *l = ctx;
+  while (l->on_gpu && l->ev_len) {
+    cudaError_t e = cudaEventQuery(l->ev[l->ev_head]);
+    if (e == cudaErrorNotReady) break;
+    MK_CUDA_CHECK(e);
+    l->completed = l->ev_count[l->ev_head];
+    l->ev_head = (l->ev_head + 1) % RING;
+    l->ev_len--;
+  }
+  *completed = l->completed;
+  return MK_STATUS_OK;
+}
+
+static mk_status lb_flush(void *ctx) {
+  loopback *l = ctx;
+  if (!l->on_gpu || l->flushed == l->posted) return MK_STATUS_OK;
+  if (l->ev_len == RING) { /* the oldest batch must finish first */
+    MK_CUDA_CHECK(cudaEventSynchronize(l->ev[l->ev_head]));
+    uint64_t dummy;
+    MK_CHECK(lb_progress(l, &dummy));
+  }
+  unsigned i = (l->ev_head + l->ev_len) % RING;
+  MK_CUDA_CHECK(cudaEventRecord(l->ev[i], l->stream));
+  l->ev_count[i] = l->posted;
+  l->ev_len++;
+  l->flushed = l->posted;
+  return MK_STATUS_OK;
+}
+
+static void lb_destroy(void *ctx) {
+  loopback *l = ctx;
+  if (!l) return;
+  if (l->on_gpu) {
+    if (l->stream) cudaStreamSynchronize(l->stream);
+    for (int i = 0; i < RING; i++)
+      if (l->ev[i]) cudaEventDestroy(l->ev[i]);
+    if (l->stream) cudaStreamDestroy(l->stream);
+  }
+  free(l->bases);
+  free(l);
+}
+
+mk_status mk_loopback_create(int self, int nranks, char *const *bases, uint64_t heap_bytes, int on_gpu,
+                             mk_transport *out) {
+  memset(out, 0, sizeof *out);
+  mk_status st = MK_STATUS_OK;
+  loopback *l = calloc(1, sizeof *l);
+  if (!l) return MK_STATUS_OUT_OF_MEMORY;
+  l->bases = malloc(sizeof(char *) * (size_t)nranks);
+  if (!l->bases) {
+    free(l);
+    return MK_STATUS_OUT_OF_MEMORY;
+  }
+  memcpy(l->bases, bases, sizeof(char *) * (size_t)nranks);
+  l->self = self;
+  l->nranks = nranks;
+  l->on_gpu = on_gpu;
+  l->heap_bytes = heap_bytes;
+  l->gbps = (double)mk_param_loopback_gbps(); /* GB/s == bytes per ns */
+  l->lat_ns = (double)mk_param_loopback_lat_us() * 1e3;
+  if (on_gpu) {
+    int lo = 0, hi = 0;
+    MK_CUDA_CHECK_GOTO(cudaDeviceGetStreamPriorityRange(&lo, &hi), st, fail);
+    MK_CUDA_CHECK_GOTO(cudaStreamCreateWithPriority(&l->stream, cudaStreamNonBlocking, hi), st, fail);
+    for (int i = 0; i < RING; i++)
+      MK_CUDA_CHECK_GOTO(cudaEventCreateWithFlags(&l->ev[i], cudaEventDisableTiming), st, fail);
+  }
+  *out = (mk_transport){"loopback", l, lb_post, lb_flush, lb_progress, lb_destroy};
+  return MK_STATUS_OK;
+fail:
+  lb_destroy(l);
+  return st;
+}

@@ -1,0 +1,81 @@
+/* proxy.h — internal to comm/: the GPU -> proxy FIFO (host side), the transport function
+ * table, the proxy thread, and the loopback transport. Host C; no CUDA C++.
+ *
+ * FIFO memory: slots[capacity] and tail in host memory (pinned + mapped when a GPU
+ * produces), head in device memory (GPU producer, atomicAdd) or host memory (CPU producer,
+ * the stress test). Only producers touch head; only the proxy writes tail. */
+#ifndef MK_COMM_PROXY_H
+#define MK_COMM_PROXY_H
+
+#include "comm/mk_comm.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- FIFO ------------------------------------------------------------------------------ */
+typedef struct mk_fifo {
+  mk_fifo_cmd *slots; /* host */
+  uint64_t *tail;     /* host */
+  uint64_t *head;     /* device (on_gpu) or host */
+  uint64_t capacity;  /* power of two */
+  int on_gpu;
+} mk_fifo;
+
+/* on_gpu: slots/tail pinned+mapped, head cudaMalloc'ed (current device); else plain memory. */
+mk_status mk_fifo_create(uint64_t capacity, int on_gpu, mk_fifo **out);
+void mk_fifo_destroy(mk_fifo *f);
+/* The device view (device pointers of the mapped memory). */
+mk_status mk_fifo_dev(const mk_fifo *f, mk_dev_fifo *out);
+/* A CPU producer (the same protocol as mk_post in mk_device.cuh); spins while the FIFO is
+ * full, up to timeout_ms (MK_STATUS_TIMEOUT). */
+mk_status mk_fifo_host_post(mk_fifo *f, const mk_fifo_cmd *cmd, int64_t timeout_ms);
+
+/* ---- transports ------------------------------------------------------------------------ */
+typedef struct mk_transport {
+  const char *name;
+  void *ctx;
+  /* Start one command; commands run in posting order per destination (a signal never
+   * overtakes earlier data). A bad command (rank, offset, size) is MK_STATUS_INVALID_ARGUMENT. */
+  mk_status (*post)(void *ctx, const mk_fifo_cmd *cmd);
+  /* End of a batch (ring doorbells, record completion markers). */
+  mk_status (*flush)(void *ctx);
+  /* How many posted commands have completed (monotone). */
+  mk_status (*progress)(void *ctx, uint64_t *completed);
+  void (*destroy)(void *ctx);
+} mk_transport;
+
+/* Loopback: every rank's heap is mapped here (bases[r], NULL for ranks it cannot reach).
+ * on_gpu: cudaMemcpyAsync on its own stream + a one-thread signal kernel; else memcpy and an
+ * atomic add (host heaps, for CPU tests). Shaping from MK_LOOPBACK_GBPS / MK_LOOPBACK_LAT_US. */
+mk_status mk_loopback_create(int self, int nranks, char *const *bases, uint64_t heap_bytes, int on_gpu,
+                             mk_transport *out);
+
+/* ---- proxy ----------------------------------------------------------------------------- */
+typedef void (*mk_proxy_error_fn)(void *user, mk_status st, const mk_fifo_cmd *cmd);
+typedef struct mk_proxy mk_proxy_t;
+
+/* Starts the thread (device >= 0: it calls cudaSetDevice(device) first). It owns tr. */
+mk_status mk_proxy_create(mk_fifo *f, mk_transport tr, int device, mk_proxy_error_fn on_error, void *user,
+                          mk_proxy_t **out);
+/* Status of the thread: OK, or the transport error that stopped it. */
+mk_status mk_proxy_status(const mk_proxy_t *p);
+/* Commands executed and completed so far. */
+uint64_t mk_proxy_completed(const mk_proxy_t *p);
+/* Finishes every committed command, waits for completion (bounded), stops, frees. */
+void mk_proxy_destroy(mk_proxy_t *p);
+
+/* MK_TIMEOUT_MS (comm.c): the bound on every device wait and proxy drain. */
+int64_t mk_param_timeout_ms(void);
+
+/* ---- tiny kernels (comm_kernels.cu) ---------------------------------------------------- */
+mk_status mk_comm_launch_signal_add(uint64_t *counter, uint64_t add, void *stream);
+mk_status mk_comm_launch_epoch_advance(uint64_t *epoch, void *stream);
+/* Load both kernels now (lazy module loading would otherwise load them at a first launch
+ * that may wait behind a kernel spinning on the proxy: a deadlock). scratch: a device u64. */
+mk_status mk_comm_preload_kernels(uint64_t *scratch);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MK_COMM_PROXY_H */

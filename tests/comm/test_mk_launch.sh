@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# test_mk_launch.sh MK_LAUNCH — environment, output prefixes, --nodes, exit codes, stopping.
+set -u
+L=$1
+fail() { echo "FAIL: $*"; exit 1; }
+out=$("$L" -n 4 --nodes 2 -- sh -c 'echo "env $RANK $WORLD_SIZE $LOCAL_RANK $LOCAL_WORLD_SIZE $MK_DEVICE $MASTER_ADDR $NCCL_NVLS_ENABLE"; echo err >&2' 2>&1) || fail "exit $?"
+echo "$out"
+for r in 0 1 2 3; do
+  echo "$out" | grep -q "^\[$r\] env $r 4 $((r % 2)) 2 $r 127.0.0.1 0$" || fail "rank $r environment"
+  echo "$out" | grep -q "^\[$r\] err$" || fail "rank $r stderr prefix"
+done
+ports=$(echo "$out" | wc -l); [ "$ports" -eq 8 ] || fail "expected 8 lines"
+# One rank fails: the others (sleeping) are stopped, the exit code is the failing rank's.
+t0=$(date +%s)
+"$L" -n 3 -- sh -c '[ "$RANK" = 1 ] && exit 7; sleep 60' >/dev/null 2>&1; rc=$?
+dt=$(( $(date +%s) - t0 ))
+[ $rc -eq 7 ] || fail "exit code $rc, want 7"
+[ $dt -le 8 ] || fail "took $dt s to stop the other ranks"
+# A rank that ignores SIGTERM is killed after the grace period.
+t0=$(date +%s)
+"$L" -n 2 --grace 1 -- sh -c 'trap "" TERM; [ "$RANK" = 0 ] && exit 3; sleep 60' >/dev/null 2>&1; rc=$?
+dt=$(( $(date +%s) - t0 ))
+[ $rc -eq 3 ] && [ $dt -le 8 ] || fail "SIGKILL escalation: rc $rc after $dt s"
+# SIGTERM to mk-launch is forwarded.
+"$L" -n 2 -- sleep 60 >/dev/null 2>&1 & pid=$!
+sleep 1; kill -TERM $pid; wait $pid; rc=$?
+[ $rc -ne 0 ] || fail "SIGTERM: exit 0"
+# Bad usage.
+"$L" -n 3 --nodes 2 -- true 2>/dev/null; [ $? -eq 2 ] || fail "-n 3 --nodes 2 accepted"
+"$L" -n 0 -- true 2>/dev/null; [ $? -eq 2 ] || fail "-n 0 accepted"
+"$L" -n 1 -- /nonexistent/prog 2>/dev/null; [ $? -ne 0 ] || fail "missing program: exit 0"
+echo ok

@@ -1,0 +1,195 @@
+/* bench_comm.c — `mk-bench comm`, run under mk-launch (e.g. `mk-launch -n 4 --nodes 2 --
+ * mk-bench comm`): rank 0 measures, the others serve as peers.
+ *   nvlink_sm / nvlink_tma / nvlink_ce   one-way put bandwidth from rank 0 to each peer of its
+ *                                        node group (all SMs copying, TMA bulk copies, the copy
+ *                                        engine via cudaMemcpyAsync), across message sizes
+ *   sig_nvlink                           signal round trip rank 0 <-> rank 1 (NVLink atomics)
+ *   proxy_put / sig_proxy                (with --nodes >= 2) rank 0 -> first rank of node group 1
+ *                                        through the FIFO + loopback proxy: PUT_SIGNAL then a
+ *                                        SIGNAL back (time = put + round trip); signal round trip
+ * Columns as nccl-tests: size, time, algbw (= busbw for point-to-point); JSON/CSV via --json/--csv. */
+#include <cuda_runtime_api.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "bench_comm.h"
+#include "comm/mk_comm.h"
+#include "core/check.h"
+#include "mk_bench.h"
+
+typedef struct ctx {
+  mk_comm_t *c;
+  mk_dev_world w;
+  int method, lp, peer, initiator, via_proxy, n;
+  uint64_t src, dst, sig, bytes, calls;
+  int *fail;
+} ctx;
+
+static mk_status run_put(void *user, int iter, void *stream) {
+  ctx *x = user;
+  (void)iter;
+  if (x->method == 2) {
+    MK_CUDA_CHECK(cudaMemcpyAsync(x->w.peer_heap[x->lp] + x->dst, x->w.heap + x->src, x->bytes, cudaMemcpyDeviceToDevice,
+                                  (cudaStream_t)stream));
+    return MK_STATUS_OK;
+  }
+  return mk_bench_comm_put(&x->w, x->method, x->lp, x->src, x->dst, x->bytes, stream);
+}
+
+static mk_status run_pingpong(void *user, int iter, void *stream) {
+  ctx *x = user;
+  (void)iter;
+  mk_status st = mk_bench_comm_pingpong(&x->w, x->sig, x->peer, x->initiator, x->calls * (uint64_t)x->n, x->n,
+                                        x->via_proxy, x->fail, stream);
+  x->calls++;
+  return st;
+}
+
+static mk_status run_proxy_put(void *user, int iter, void *stream) {
+  ctx *x = user;
+  (void)iter;
+  mk_status st = mk_bench_comm_proxy_put(&x->w, x->sig, x->src, x->dst, x->bytes, x->peer, x->initiator, x->calls,
+                                         x->fail, stream);
+  x->calls++;
+  return st;
+}
+
+static void add_row(mk_bench_report *r, const ctx *x, const char *path, const mk_bench_stats *t, int n_per_call,
+                    int nodes) {
+  mk_bench_row row;
+  mk_bench_row_init(&row, "comm", path);
+  snprintf(row.shape, sizeof row.shape, "{\"bytes\":%llu,\"peer\":%d}", (unsigned long long)x->bytes, x->peer);
+  row.ranks = 2;
+  row.nodes = nodes;
+  row.t = *t;
+  if (n_per_call > 1) { /* per round trip */
+    row.t.median_ms /= n_per_call;
+    row.t.p10_ms /= n_per_call;
+    row.t.p90_ms /= n_per_call;
+  }
+  if (x->bytes) row.gbps = (double)x->bytes / (row.t.median_ms * 1e6);
+  mk_bench_report_add(r, &row);
+  printf("  %-11s peer %d %12llu B %10.2f us  algbw %8.2f GB/s  busbw %8.2f GB/s\n", path, x->peer,
+         (unsigned long long)x->bytes, row.t.median_ms * 1e3, x->bytes ? row.gbps : 0.0, x->bytes ? row.gbps : 0.0);
+}
+
+int mk_bench_comm(int argc, char **argv) {
+  mk_bench_opts o;
+  mk_bench_opts_default(&o);
+  int64_t max_bytes = 256ll << 20;
+  for (int i = 1; i < argc; i++) {
+    int used = mk_bench_parse_common(&o, argc, argv, i);
+    if (used < 0) return 2;
+    if (used) {
+      i += used - 1;
+      continue;
+    }
+    if (!strcmp(argv[i], "--max-bytes") && i + 1 < argc) {
+      if (mk_bench_parse_i64("--max-bytes", argv[++i], 4096, 1ll << 32, &max_bytes)) return 2;
+    } else if (!strcmp(argv[i], "--help")) {
+      printf("usage: mk-launch -n N [--nodes K] -- mk-bench comm [--max-bytes B] [common flags]\n");
+      mk_bench_print_common_help(stdout);
+      return 0;
+    } else {
+      fprintf(stderr, "mk-bench comm: unknown flag '%s'\n", argv[i]);
+      return 2;
+    }
+  }
+  mk_world wd;
+  int ndev = 0;
+  if (mk_world_from_env(&wd) != MK_STATUS_OK || wd.size < 2) {
+    fprintf(argc == 1 ? stdout : stderr, "mk-bench comm: %sneeds at least 2 ranks: run it under mk-launch -n N (N >= 2)\n",
+            argc == 1 ? "skipped: " : "");
+    return argc == 1 ? 0 : 2; /* argc == 1: the default suite, not under a launcher */
+  }
+  if (mk_device_count(&ndev) != MK_STATUS_OK) {
+    fprintf(stderr, "mk-bench comm: needs GPUs: %s\n", mk_device_absent_reason());
+    return 1;
+  }
+  ctx x;
+  memset(&x, 0, sizeof x);
+  mk_bench_report *r = NULL;
+  cudaStream_t s = NULL;
+  int rc = 1;
+  mk_status st;
+  MK_CHECK_GOTO(mk_comm_create(&x.c), st, fail);
+  o.rank = wd.rank;
+  MK_CHECK_GOTO(mk_comm_dev_world(x.c, &x.w), st, fail);
+  MK_CHECK_GOTO(mk_comm_heap_alloc(x.c, (uint64_t)max_bytes, &x.src), st, fail);
+  MK_CHECK_GOTO(mk_comm_heap_alloc(x.c, (uint64_t)max_bytes, &x.dst), st, fail);
+  MK_CHECK_GOTO(mk_comm_heap_alloc(x.c, 8ull * wd.size, &x.sig), st, fail);
+  MK_CUDA_CHECK_GOTO(cudaMalloc((void **)&x.fail, sizeof(int)), st, fail);
+  MK_CUDA_CHECK_GOTO(cudaMemset(x.fail, 0, sizeof(int)), st, fail);
+  MK_CUDA_CHECK_GOTO(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), st, fail);
+  MK_CHECK_GOTO(mk_bench_report_create(&o, &r), st, fail);
+  const int me = wd.rank, L = wd.local_size;
+  /* 1. NVLink one-way put bandwidth, rank 0 to each peer of its node group. */
+  if (me == 0) printf("NVLink put (rank 0 -> peer), %d ranks per node group\n", L);
+  static const char *const names[3] = {"nvlink_sm", "nvlink_tma", "nvlink_ce"};
+  for (int lp = 1; lp < L; lp++)
+    for (int m = 0; m < 3; m++)
+      for (uint64_t b = 64 << 10; b <= (uint64_t)max_bytes; b *= 4) {
+        if (me == 0) {
+          mk_bench_stats t;
+          x.method = m;
+          x.lp = lp;
+          x.peer = lp;
+          x.bytes = b;
+          MK_CHECK_GOTO(mk_bench_time(&o, run_put, &x, s, &t), st, fail);
+          add_row(r, &x, names[m], &t, 1, 1);
+        }
+      }
+  MK_CHECK_GOTO(mk_comm_barrier(x.c), st, fail);
+  /* 2. Signal round trip over NVLink: rank 0 <-> rank 1. */
+  if (L >= 2 && me < 2) {
+    mk_bench_stats t;
+    x.peer = 1 - me;
+    x.initiator = me == 0;
+    x.via_proxy = 0;
+    x.n = 1000;
+    x.bytes = 0;
+    x.calls = 0;
+    MK_CHECK_GOTO(mk_bench_time(&o, run_pingpong, &x, s, &t), st, fail);
+    if (me == 0) add_row(r, &x, "sig_nvlink", &t, x.n, 1);
+  }
+  MK_CHECK_GOTO(mk_comm_barrier(x.c), st, fail);
+  /* 3. Through the proxy: rank 0 <-> rank L (first rank of node group 1). */
+  if (wd.nnodes >= 2 && (me == 0 || me == L)) {
+    mk_bench_stats t;
+    x.peer = me == 0 ? L : 0;
+    x.initiator = me == 0;
+    x.via_proxy = 1;
+    x.n = 100;
+    x.bytes = 0;
+    x.calls = 0;
+    if (me == 0) printf("through the loopback proxy (rank 0 <-> rank %d)\n", L);
+    MK_CHECK_GOTO(mk_bench_time(&o, run_pingpong, &x, s, &t), st, fail);
+    if (me == 0) add_row(r, &x, "sig_proxy", &t, x.n, 2);
+    uint64_t base = x.calls * (uint64_t)x.n; /* the counters so far */
+    for (uint64_t b = 64 << 10; b <= (uint64_t)max_bytes; b *= 4) {
+      x.bytes = b;
+      x.calls = base;
+      MK_CHECK_GOTO(mk_bench_time(&o, run_proxy_put, &x, s, &t), st, fail);
+      base = x.calls;
+      if (me == 0) add_row(r, &x, "proxy_put", &t, 1, 2);
+    }
+  }
+  MK_CUDA_CHECK_GOTO(cudaStreamSynchronize(s), st, fail);
+  int h_fail = 0;
+  MK_CUDA_CHECK_GOTO(cudaMemcpy(&h_fail, x.fail, sizeof h_fail, cudaMemcpyDeviceToHost), st, fail);
+  st = mk_comm_check(x.c);
+  if (h_fail || st != MK_STATUS_OK) mk_bench_report_fail(r, "rank %d: %d failed waits/posts, comm %s", me, h_fail, mk_status_name(st));
+  MK_CHECK_GOTO(mk_comm_barrier(x.c), st, fail);
+  rc = mk_bench_report_finish(r);
+  r = NULL;
+fail:
+  if (r) {
+    mk_bench_report_fail(r, "rank %d: setup or timing failed", wd.rank);
+    mk_bench_report_finish(r);
+    rc = 1;
+  }
+  if (x.fail) cudaFree(x.fail);
+  if (s) cudaStreamDestroy(s);
+  mk_comm_destroy(x.c);
+  return rc;
+}

@@ -1,0 +1,24 @@
+/* bench_comm.h — kernels of `mk-bench comm` (bench_comm_kernels.cu), C launchers. */
+#ifndef MK_BENCH_COMM_H
+#define MK_BENCH_COMM_H
+#include "comm/mk_dev_world.h"
+#include "core/mk_core.h"
+#ifdef __cplusplus
+extern "C" {
+#endif
+enum { MK_BENCH_PUT_SM = 0, MK_BENCH_PUT_TMA = 1 };
+/* Copy bytes from this rank's heap (src_off) to local peer lp's heap (dst_off) with all SMs. */
+mk_status mk_bench_comm_put(const mk_dev_world *w, int method, int lp, uint64_t src_off, uint64_t dst_off,
+                            uint64_t bytes, void *stream);
+/* n ping-pongs of signals with `peer` (initiator sends first): through NVLink atomics when
+ * via_proxy = 0, through the FIFO + proxy (SIGNAL commands) when 1. Counters sig[rank]. */
+mk_status mk_bench_comm_pingpong(const mk_dev_world *w, uint64_t sig, int peer, int initiator, uint64_t base, int n,
+                                 int via_proxy, int *fail, void *stream);
+/* Proxied put: the initiator posts PUT_SIGNAL(bytes) to peer and waits for peer's SIGNAL back;
+ * the responder waits for the put's signal and answers. */
+mk_status mk_bench_comm_proxy_put(const mk_dev_world *w, uint64_t sig, uint64_t src_off, uint64_t dst_off,
+                                  uint64_t bytes, int peer, int initiator, uint64_t base, int *fail, void *stream);
+#ifdef __cplusplus
+}
+#endif
+#endif

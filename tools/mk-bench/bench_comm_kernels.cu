@@ -1,0 +1,92 @@
+/* bench_comm_kernels.cu — kernels of `mk-bench comm`: NVLink puts (SM copies, TMA bulk
+ * copies) spread over all SMs, signal ping-pong (NVLink or proxy), proxied put round trip. */
+#include <cuda_runtime.h>
+
+#include "bench_comm.h"
+#include "comm/mk_device.cuh"
+#include "core/check.h"
+
+enum { TMA_CHUNK = 16384, TMA_STAGES = 4 };
+
+__global__ void put_sm_kernel(char *dst, const char *src, uint64_t bytes) {
+  mk_copy_range(dst, src, bytes, (uint64_t)blockIdx.x * blockDim.x + threadIdx.x, (uint64_t)gridDim.x * blockDim.x);
+}
+
+__global__ void put_tma_kernel(char *dst, const char *src, uint64_t bytes) {
+  extern __shared__ __align__(128) char smem[];
+  __shared__ uint64_t bars[TMA_STAGES];
+  uint64_t slice = ((bytes + gridDim.x - 1) / gridDim.x + 15) & ~(uint64_t)15;
+  uint64_t off = slice * blockIdx.x;
+  if (off >= bytes) return;
+  uint64_t len = bytes - off < slice ? bytes - off : slice;
+  mk_copy_tma_cta(dst + off, src + off, len, smem, TMA_CHUNK, TMA_STAGES, bars);
+}
+
+extern "C" mk_status mk_bench_comm_put(const mk_dev_world *w, int method, int lp, uint64_t src_off, uint64_t dst_off,
+                                       uint64_t bytes, void *stream) {
+  static int sms;
+  if (!sms) {
+    int dev;
+    MK_CUDA_CHECK(cudaGetDevice(&dev));
+    MK_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    MK_CUDA_CHECK(cudaFuncSetAttribute(put_tma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, TMA_CHUNK * TMA_STAGES));
+  }
+  char *dst = w->peer_heap[lp] + dst_off, *src = w->heap + src_off;
+  cudaStream_t s = (cudaStream_t)stream;
+  if (method == MK_BENCH_PUT_SM) {
+    uint64_t want = (bytes / 16 + 511) / 512;
+    int blocks = (int)(want < (uint64_t)sms * 2 ? (want ? want : 1) : (uint64_t)sms * 2);
+    put_sm_kernel<<<blocks, 512, 0, s>>>(dst, src, bytes);
+  } else {
+    uint64_t want = (bytes + TMA_CHUNK - 1) / TMA_CHUNK;
+    int blocks = (int)(want < 2ull * sms ? (want ? want : 1) : 2ull * sms); /* 2 CTAs of 64 KiB per SM */
+    put_tma_kernel<<<blocks, 128, TMA_CHUNK * TMA_STAGES, s>>>(dst, src, bytes);
+  }
+  MK_CUDA_LAUNCH_CHECK();
+  return MK_STATUS_OK;
+}
+
+__device__ __forceinline__ bool send_signal(const mk_dev_world &w, uint64_t sig, int peer, int via_proxy) {
+  if (via_proxy) return mk_post(w, MK_CMD_SIGNAL, peer, 0, 0, 0, sig + 8ull * w.rank, 1);
+  mk_signal_add(w, peer % w.local_size, sig + 8ull * w.rank, 1);
+  return true;
+}
+
+__global__ void pingpong_kernel(mk_dev_world w, uint64_t sig, int peer, int initiator, uint64_t base, int n,
+                                int via_proxy, int *fail) {
+  for (int k = 1; k <= n; k++) {
+    if (initiator && !send_signal(w, sig, peer, via_proxy)) break;
+    if (!mk_wait_ge(w, sig + 8ull * peer, base + k, MK_OP_COMM_BENCH, peer, k)) break;
+    if (!initiator && !send_signal(w, sig, peer, via_proxy)) break;
+    if (k == n) return;
+  }
+  atomicAdd(fail, 1);
+}
+
+extern "C" mk_status mk_bench_comm_pingpong(const mk_dev_world *w, uint64_t sig, int peer, int initiator, uint64_t base,
+                                            int n, int via_proxy, int *fail, void *stream) {
+  pingpong_kernel<<<1, 1, 0, (cudaStream_t)stream>>>(*w, sig, peer, initiator, base, n, via_proxy, fail);
+  MK_CUDA_LAUNCH_CHECK();
+  return MK_STATUS_OK;
+}
+
+__global__ void proxy_put_kernel(mk_dev_world w, uint64_t sig, uint64_t src_off, uint64_t dst_off, uint64_t bytes,
+                                 int peer, int initiator, uint64_t base, int *fail) {
+  bool ok;
+  if (initiator) {
+    ok = mk_post(w, MK_CMD_PUT_SIGNAL, peer, src_off, dst_off, bytes, sig + 8ull * w.rank, 1) &&
+         mk_wait_ge(w, sig + 8ull * peer, base + 1, MK_OP_COMM_BENCH, peer, 0);
+  } else {
+    ok = mk_wait_ge(w, sig + 8ull * peer, base + 1, MK_OP_COMM_BENCH, peer, 0) &&
+         mk_post(w, MK_CMD_SIGNAL, peer, 0, 0, 0, sig + 8ull * w.rank, 1);
+  }
+  if (!ok) atomicAdd(fail, 1);
+}
+
+extern "C" mk_status mk_bench_comm_proxy_put(const mk_dev_world *w, uint64_t sig, uint64_t src_off, uint64_t dst_off,
+                                             uint64_t bytes, int peer, int initiator, uint64_t base, int *fail,
+                                             void *stream) {
+  proxy_put_kernel<<<1, 1, 0, (cudaStream_t)stream>>>(*w, sig, src_off, dst_off, bytes, peer, initiator, base, fail);
+  MK_CUDA_LAUNCH_CHECK();
+  return MK_STATUS_OK;
+}
