@@ -7,12 +7,22 @@
  *   mk_cublaslt_destroy(lt);
  * The handle owns a 32 MiB workspace and remembers the heuristic's algorithm for the last
  * shape, so repeated calls of one shape cost one cublasLtMatmul each. One handle per stream
- * at a time (the workspace is shared by its calls). */
+ * at a time (the workspace is shared by its calls).
+ *
+ * NCCL collectives over all ranks of an mk_comm_t (the communicator is created through
+ * mkernel's bootstrap; collective call):
+ *   mk_nccl_t *nc; mk_nccl_create(comm, &nc);
+ *   mk_nccl_all_gather(nc, send, recv, count_per_rank, MK_DTYPE_BF16, stream);
+ *   mk_nccl_destroy(nc);
+ * Reductions are sums. Counts are elements. Without NCCL in the build: MK_STATUS_UNSUPPORTED. */
 #ifndef MK_KERNELS_BASELINE_MK_BASELINE_H
 #define MK_KERNELS_BASELINE_MK_BASELINE_H
 
 #include <stdint.h>
 
+#include <stddef.h>
+
+#include "comm/mk_comm.h"
 #include "core/mk_core.h"
 #include "kernels/gemm/mk_gemm.h"
 
@@ -35,6 +45,27 @@ mk_status mk_cublaslt_gemm_bf16(mk_cublaslt_t *lt, const uint16_t *A, const uint
 mk_status mk_cublaslt_gemm_grouped_bf16(mk_cublaslt_t *lt, const uint16_t *A, const uint16_t *B, uint16_t *C,
                                         const int32_t *rows, int groups, int64_t m_cap, int64_t N, int64_t K,
                                         mk_gemm_b_layout b_layout, mk_stream_t stream);
+
+typedef struct mk_nccl mk_nccl_t;
+mk_status mk_nccl_create(mk_comm_t *comm, mk_nccl_t **out);
+void mk_nccl_destroy(mk_nccl_t *n); /* NULL: no-op */
+int mk_nccl_size(const mk_nccl_t *n);
+/* recv[size * count] = every rank's send[count], in rank order. */
+mk_status mk_nccl_all_gather(mk_nccl_t *n, const void *send, void *recv, size_t count, mk_dtype t,
+                             mk_stream_t stream);
+/* recv[recv_count] = rank r's block of sum over ranks of send[size * recv_count]. */
+mk_status mk_nccl_reduce_scatter(mk_nccl_t *n, const void *send, void *recv, size_t recv_count, mk_dtype t,
+                                 mk_stream_t stream);
+mk_status mk_nccl_all_reduce(mk_nccl_t *n, const void *send, void *recv, size_t count, mk_dtype t,
+                             mk_stream_t stream);
+/* Block p of send (count_per_peer elements) goes to rank p; block p of recv comes from rank p. */
+mk_status mk_nccl_all_to_all(mk_nccl_t *n, const void *send, void *recv, size_t count_per_peer, mk_dtype t,
+                             mk_stream_t stream);
+/* Host arrays of size() entries, in elements: send_counts[p] elements at send + send_displs[p]
+ * go to rank p; recv_counts[p] elements from rank p land at recv + recv_displs[p]. */
+mk_status mk_nccl_all_to_allv(mk_nccl_t *n, const void *send, const size_t *send_counts, const size_t *send_displs,
+                              void *recv, const size_t *recv_counts, const size_t *recv_displs, mk_dtype t,
+                              mk_stream_t stream);
 
 #ifdef __cplusplus
 }
