@@ -17,6 +17,7 @@
   } while (0)
 
 static uint16_t bf(uint64_t seed, uint64_t i) { return mk_rng_bf16_bits(mk_rng_uniform(seed, i, -1.0f, 2.0f)); }
+/* The host twin of mk_fill_uniform_*(lo = -1, hi = 1): mk_rng_uniform takes lo and a scale. */
 static float f32v(uint64_t seed, uint64_t i) { return mk_rng_uniform(seed, i, -1.0f, 2.0f); }
 /* Elements rank src sends to rank dst in the all-to-allv (0 for some pairs). */
 static size_t vcount(int src, int dst) { return (src + dst) % 4 == 1 ? 0 : (size_t)((src * 7 + dst * 3) % 5) * 1000 + 17; }
@@ -58,7 +59,7 @@ int main(int argc, char **argv) {
   float *sendf, *recvf, *hf = malloc(m * 4);
   CUDA_OK(cudaMalloc((void **)&sendf, m * 4));
   CUDA_OK(cudaMalloc((void **)&recvf, m * 4));
-  ASSERT_OK(mk_fill_uniform_f32(sendf, m, seed + 100 + (uint64_t)me, -1.0f, 2.0f, (mk_stream_t)s));
+  ASSERT_OK(mk_fill_uniform_f32(sendf, m, seed + 100 + (uint64_t)me, -1.0f, 1.0f, (mk_stream_t)s));
   CUDA_OK(cudaMemsetAsync(recvf, 0xff, m * 4, s));
   ASSERT_OK(mk_nccl_all_reduce(nc, sendf, recvf, m, MK_DTYPE_F32, (mk_stream_t)s));
   CUDA_OK(cudaStreamSynchronize(s));
