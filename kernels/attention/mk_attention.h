@@ -61,6 +61,11 @@ mk_status mk_flash_attn_fwd(const mk_attn_fwd_args *a, mk_stream_t stream);
 mk_status mk_attn_merge(const uint16_t *o1, const float *lse1, const uint16_t *o2, const float *lse2, uint16_t *o,
                         float *lse, int n, int h, int d, mk_stream_t stream);
 
+/* CPU reference (double accumulation) of one output row of mk_flash_attn_fwd: query row i of
+ * sequence b, head h, from the same args with HOST pointers in q, k, v and cu_seqlens_* (o and
+ * lse unused; d <= 256). Writes o_row[d] and *lse (zeros and -inf for a row that sees no key). */
+void mk_attn_ref_row(const mk_attn_fwd_args *a, int b, int h, int i, float *o_row, float *lse);
+
 typedef struct mk_paged_decode_args {
   const uint16_t *q;            /* [batch, hq, d] bf16: one new token per sequence */
   const uint16_t *k_cache;      /* [num_blocks, block_size, hkv, d] bf16 */

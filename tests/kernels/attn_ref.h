@@ -1,18 +1,19 @@
-/* attn_ref.h — CPU reference of attention for the attention tests (double accumulation,
- * threads over (sequence, head)), and helpers to make bf16 inputs on the host. */
+/* attn_ref.h — whole-batch CPU attention reference for the attention tests (the library's
+ * mk_attn_ref_row over every row, threads over (sequence, head)), bf16 input helpers, and
+ * the check every attention test applies. */
 #ifndef MK_TEST_ATTN_REF_H
 #define MK_TEST_ATTN_REF_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-/* Layouts as mk_flash_attn_fwd: q [total_q, hq, d], k/v [total_k, hkv, d], o [total_q, hq, d],
- * lse [hq, total_q] (natural log; -inf for a row that sees no key, whose o is 0).
- * mask: 0 none, 1 causal bottom-right, 2 causal with causal_offset (mk_attn_mask values). */
-void attn_ref(const float *q, const float *k, const float *v, const int32_t *cu_q, const int32_t *cu_k, int batch,
-              int hq, int hkv, int d, int mask, int causal_offset, float scale, float *o, float *lse);
+#include "kernels/mk_kernels.h"
 
-/* n bf16 values uniform in [lo, hi) from stream seed, as bits (h) and as floats (f). */
+/* a: mk_flash_attn_fwd's args with HOST q, k, v, cu_seqlens_*; writes o [total_q, hq, d] and
+ * lse [hq, total_q] (natural log; -inf for a row that sees no key, whose o is 0). */
+void attn_ref(const mk_attn_fwd_args *a, float *o, float *lse);
+
+/* n bf16 values uniform in [lo, hi) from stream seed, as bits (h) and, if f, as floats. */
 void attn_fill_bf16(uint16_t *h, float *f, size_t n, uint64_t seed, float lo, float hi);
 
 /* Checks o (bf16, n_o elements) and lse (n_lse) against the reference: every element finite

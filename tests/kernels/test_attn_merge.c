@@ -44,12 +44,11 @@ static int chunked(const char *name, int d, int hq, int hkv, int causal, int bat
   const size_t nl = (size_t)hq * total_q;
   uint16_t *hq_ = malloc(nq * 2), *hk = malloc(nk * 2), *hv = malloc(nk * 2), *ho = malloc(nq * 2);
   uint16_t *hk1 = malloc(nk * 2), *hv1 = malloc(nk * 2), *hk2 = malloc(nk * 2), *hv2 = malloc(nk * 2);
-  float *fq = malloc(nq * 4), *fk = malloc(nk * 4), *fv = malloc(nk * 4), *oref = malloc(nq * 4);
-  float *lref = malloc(nl * 4), *hl = malloc(nl * 4);
-  ASSERT_TRUE(hq_ && hk && hv && ho && hk1 && hv1 && hk2 && hv2 && fq && fk && fv && oref && lref && hl);
-  attn_fill_bf16(hq_, fq, nq, seed, -2.f, 2.f);
-  attn_fill_bf16(hk, fk, nk, seed + 1, -2.f, 2.f);
-  attn_fill_bf16(hv, fv, nk, seed + 2, -1.f, 1.f);
+  float *oref = malloc(nq * 4), *lref = malloc(nl * 4), *hl = malloc(nl * 4);
+  ASSERT_TRUE(hq_ && hk && hv && ho && hk1 && hv1 && hk2 && hv2 && oref && lref && hl);
+  attn_fill_bf16(hq_, NULL, nq, seed, -2.f, 2.f);
+  attn_fill_bf16(hk, NULL, nk, seed + 1, -2.f, 2.f);
+  attn_fill_bf16(hv, NULL, nk, seed + 2, -1.f, 1.f);
   for (int b = 0; b < batch; b++) {
     memcpy(hk1 + cu_k1[b] * row, hk + cu_k[b] * row, (size_t)split * row * 2);
     memcpy(hv1 + cu_k1[b] * row, hv + cu_k[b] * row, (size_t)split * row * 2);
@@ -60,8 +59,12 @@ static int chunked(const char *name, int d, int hq, int hkv, int causal, int bat
    * causal mask; all sequences here have lk - lq equal, so one offset serves the batch. */
   const int shift = len_k[0] - len_q[0];
   const float scale = 1.0f / sqrtf((float)d);
-  attn_ref(fq, fk, fv, cu_q, cu_k, batch, hq, hkv, d, causal ? MK_ATTN_MASK_CAUSAL : MK_ATTN_MASK_NONE, 0, scale,
-           oref, lref);
+  mk_attn_fwd_args ha; /* the whole sequences, host pointers */
+  memset(&ha, 0, sizeof ha);
+  ha.q = hq_, ha.k = hk, ha.v = hv, ha.cu_seqlens_q = cu_q, ha.cu_seqlens_k = cu_k, ha.batch = batch;
+  ha.hq = hq, ha.hkv = hkv, ha.d = d, ha.softmax_scale = scale;
+  ha.mask = causal ? MK_ATTN_MASK_CAUSAL : MK_ATTN_MASK_NONE;
+  attn_ref(&ha, oref, lref);
 
   uint16_t *dq = dev_copy(hq_, nq * 2), *dk1 = dev_copy(hk1, (size_t)cu_k1[batch] * row * 2);
   uint16_t *dv1 = dev_copy(hv1, (size_t)cu_k1[batch] * row * 2), *dk2 = dev_copy(hk2, (size_t)cu_k2[batch] * row * 2);
@@ -112,8 +115,8 @@ static int chunked(const char *name, int d, int hq, int hkv, int causal, int bat
 
   cudaFree(dq), cudaFree(dk1), cudaFree(dv1), cudaFree(dk2), cudaFree(dv2), cudaFree(dcq), cudaFree(dck1);
   cudaFree(dck2), cudaFree(do1), cudaFree(do2), cudaFree(dout), cudaFree(dl1), cudaFree(dl2), cudaFree(dl);
-  free(hq_), free(hk), free(hv), free(ho), free(hk1), free(hv1), free(hk2), free(hv2), free(fq), free(fk);
-  free(fv), free(oref), free(lref), free(hl);
+  free(hq_), free(hk), free(hv), free(ho), free(hk1), free(hv1), free(hk2), free(hv2);
+  free(oref), free(lref), free(hl);
   return rc;
 }
 

@@ -52,12 +52,11 @@ static int run_case(const fa_case *c, uint64_t seed) {
   const size_t row_q = (size_t)c->hq * d; /* one guard row after o, one guard value after lse */
   uint16_t *hq = malloc(nq * 2 + 2), *hk = malloc(nk * 2 + 2), *hv = malloc(nk * 2 + 2);
   uint16_t *ho = malloc((nq + row_q) * 2);
-  float *fq = malloc(nq * 4 + 4), *fk = malloc(nk * 4 + 4), *fv = malloc(nk * 4 + 4);
   float *oref = malloc(nq * 4 + 4), *lref = malloc(nl * 4 + 4), *hl = malloc((nl + 1) * 4);
-  ASSERT_TRUE(hq && hk && hv && ho && fq && fk && fv && oref && lref && hl);
-  attn_fill_bf16(hq, fq, nq, seed, -2.f, 2.f);
-  attn_fill_bf16(hk, fk, nk, seed + 1, -2.f, 2.f);
-  attn_fill_bf16(hv, fv, nk, seed + 2, -1.f, 1.f);
+  ASSERT_TRUE(hq && hk && hv && ho && oref && lref && hl);
+  attn_fill_bf16(hq, NULL, nq, seed, -2.f, 2.f);
+  attn_fill_bf16(hk, NULL, nk, seed + 1, -2.f, 2.f);
+  attn_fill_bf16(hv, NULL, nk, seed + 2, -1.f, 1.f);
 
   uint16_t *dq, *dk, *dv, *dout;
   float *dl;
@@ -107,8 +106,9 @@ static int run_case(const fa_case *c, uint64_t seed) {
   memcpy(&lguard, &hl[nl], 4);
   guard_bad += lguard != 0xffffffffu;
 
-  attn_ref(fq, fk, fv, cu_q, cu_k, c->batch, c->hq, c->hkv, d, c->mask, c->causal_offset, a.softmax_scale, oref,
-           lref);
+  mk_attn_fwd_args ha = a; /* the same call on host copies */
+  ha.q = hq, ha.k = hk, ha.v = hv, ha.cu_seqlens_q = cu_q, ha.cu_seqlens_k = cu_k;
+  attn_ref(&ha, oref, lref);
   int rc = attn_check(c->name, ho, oref, nq, hl, lref, nl, 1e-2, 1e-3);
   if (guard_bad) {
     printf("  %zu values past the end of o/lse were overwritten\n", guard_bad);
@@ -121,7 +121,7 @@ static int run_case(const fa_case *c, uint64_t seed) {
   cudaFree(dl);
   cudaFree(dcq);
   cudaFree(dck);
-  free(hq), free(hk), free(hv), free(ho), free(fq), free(fk), free(fv), free(oref), free(lref), free(hl);
+  free(hq), free(hk), free(hv), free(ho), free(oref), free(lref), free(hl);
   return rc;
 }
 

@@ -71,11 +71,11 @@ static int run_case(const pd_case *c, uint64_t seed) {
       table[(size_t)b * max_blocks + i] = i < (c->ctx[b] + bs - 1) / bs ? perm[taken++] : num_blocks + 1000;
 
   uint16_t *hq = malloc(nq * 2), *hk = malloc(nkv * 2), *hv = malloc(nkv * 2), *ho = malloc(nq * 2);
-  float *fq = malloc(nq * 4), *fk = malloc(nkv * 4), *fv = malloc(nkv * 4), *hl = malloc(nl * 4);
-  ASSERT_TRUE(hq && hk && hv && ho && fq && fk && fv && hl);
-  attn_fill_bf16(hq, fq, nq, seed, -2.f, 2.f);
-  attn_fill_bf16(hk, fk, nkv, seed + 1, -2.f, 2.f);
-  attn_fill_bf16(hv, fv, nkv, seed + 2, -1.f, 1.f);
+  float *hl = malloc(nl * 4);
+  ASSERT_TRUE(hq && hk && hv && ho && hl);
+  attn_fill_bf16(hq, NULL, nq, seed, -2.f, 2.f);
+  attn_fill_bf16(hk, NULL, nkv, seed + 1, -2.f, 2.f);
+  attn_fill_bf16(hv, NULL, nkv, seed + 2, -1.f, 1.f);
 
   /* Reference: gather each sequence's tokens into contiguous K/V, one query row each. */
   int32_t cu_q[9] = {0}, cu_k[9] = {0};
@@ -84,17 +84,21 @@ static int run_case(const pd_case *c, uint64_t seed) {
     cu_k[b + 1] = cu_k[b] + c->ctx[b];
   }
   const size_t total_k = (size_t)cu_k[batch];
-  float *gk = malloc(total_k * row * 4 + 4), *gv = malloc(total_k * row * 4 + 4);
+  uint16_t *gk = malloc(total_k * row * 2 + 2), *gv = malloc(total_k * row * 2 + 2);
   float *oref = malloc(nq * 4), *lref = malloc(nl * 4);
   ASSERT_TRUE(gk && gv && oref && lref);
   for (int b = 0; b < batch; b++)
     for (int t = 0; t < c->ctx[b]; t++) {
       const size_t src = ((size_t)table[(size_t)b * max_blocks + t / bs] * bs + t % bs) * row;
-      memcpy(gk + (cu_k[b] + t) * row, fk + src, row * 4);
-      memcpy(gv + (cu_k[b] + t) * row, fv + src, row * 4);
+      memcpy(gk + (cu_k[b] + t) * row, hk + src, row * 2);
+      memcpy(gv + (cu_k[b] + t) * row, hv + src, row * 2);
     }
   const float scale = 1.0f / sqrtf((float)d);
-  attn_ref(fq, gk, gv, cu_q, cu_k, batch, c->hq, c->hkv, d, 0, 0, scale, oref, lref);
+  mk_attn_fwd_args ha; /* one query row per sequence over its gathered tokens, no mask */
+  memset(&ha, 0, sizeof ha);
+  ha.q = hq, ha.k = gk, ha.v = gv, ha.cu_seqlens_q = cu_q, ha.cu_seqlens_k = cu_k, ha.batch = batch;
+  ha.hq = c->hq, ha.hkv = c->hkv, ha.d = d, ha.softmax_scale = scale, ha.mask = MK_ATTN_MASK_NONE;
+  attn_ref(&ha, oref, lref);
 
   uint16_t *dq, *dk, *dv, *dout;
   float *dl;
@@ -152,7 +156,7 @@ static int run_case(const pd_case *c, uint64_t seed) {
 
   cudaFree(dq), cudaFree(dk), cudaFree(dv), cudaFree(dout), cudaFree(dl), cudaFree(dtable), cudaFree(dctx);
   if (ws) cudaFree(ws);
-  free(perm), free(table), free(hq), free(hk), free(hv), free(ho), free(fq), free(fk), free(fv), free(hl);
+  free(perm), free(table), free(hq), free(hk), free(hv), free(ho), free(hl);
   free(gk), free(gv), free(oref), free(lref);
   return rc;
 }
