@@ -31,6 +31,8 @@ typedef struct mk_bench_cmd {
 
 /* --info: GPUs, SMs, memory, peer access, driver/CUDA/NCCL versions, transports. */
 int mk_bench_info(FILE *out);
+/* `mk-bench attn`: flash attention prefill and paged decode (bench_attn.c). */
+int mk_bench_attn(int argc, char **argv);
 /* `mk-bench plot RESULTS.json -o OUT.png` (matplotlib through python3). */
 int mk_bench_plot(int argc, char **argv);
 
