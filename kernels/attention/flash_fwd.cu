@@ -1,8 +1,10 @@
 /* flash_fwd.cu — flash attention forward (prefill): bf16 Q/K/V, fp32 accumulation, variable
  * sequence lengths in a batch (cu_seqlens), GQA, causal (bottom-right aligned or an explicit
  * offset) and non-causal; writes O (bf16) and the log-sum-exp (fp32, natural log).
+ * This file: the public launcher (validation, choice of kernel) and the portable mma.sync
+ * kernel (MK_ATTN_IMPL_MMA); the Hopper wgmma kernel is in flash_fwd_sm90.cu.
  *
- * One CTA = 128 query rows of one (sequence, q head); 8 warps, 16 rows each. K/V tiles of 64
+ * mma.sync kernel: one CTA = 128 query rows of one (sequence, q head); 8 warps, 16 rows each. K/V tiles of 64
  * keys stream through a 2-stage cp.async ring in swizzled shared memory. Per tile, each warp:
  *   S = Q K^T        (mma.sync m16n8k16, Q fragments held in registers, K by ldmatrix)
  *   online softmax   (row max over the quad, exp2 with the scale folded in, rescale O)
@@ -12,14 +14,12 @@
 #include <math.h>
 
 #include "core/check.h"
-#include "kernels/attention/attn_tile.cuh"
-#include "kernels/mk_kernels.h"
+#include "kernels/attention/flash_fwd.cuh"
 
+namespace mk_attn {
 namespace {
 
-using namespace mk_attn;
-
-struct fwd_config {
+struct sm80_config {
   static constexpr int kWarps = 8;
   static constexpr int kThreads = 32 * kWarps;
   static constexpr int kBM = 16 * kWarps; /* query rows per CTA */
@@ -31,66 +31,42 @@ struct fwd_config {
   }
 };
 
-struct fwd_params {
-  const uint16_t *q, *k, *v;
-  uint16_t *o;
-  float *lse;
-  const int32_t *cu_q, *cu_k;
-  int total_q, hq, hkv, group;
-  int mask; /* mk_attn_mask */
-  int causal_offset;
-  float scale, scale_log2;
-};
-
 template <int D>
-__global__ void __launch_bounds__(fwd_config::kThreads)
-    flash_fwd_kernel(const fwd_params p) {
-  using C = fwd_config;
+__global__ void __launch_bounds__(sm80_config::kThreads) flash_fwd_sm80_kernel(const fwd_params p) {
+  using C = sm80_config;
   constexpr int BM = C::kBM, BN = C::kBN, CH = D / 8;
   extern __shared__ __align__(128) uint16_t smem[];
   uint16_t *sQ = smem;
-  uint16_t *sK = sQ + BM * D;               /* stage s at sK + s * BN * D */
-  uint16_t *sV = sK + C::kStages * BN * D;  /* stage s at sV + s * BN * D */
+  uint16_t *sK = sQ + BM * D;              /* stage s at sK + s * BN * D */
+  uint16_t *sV = sK + C::kStages * BN * D; /* stage s at sV + s * BN * D */
 
   const int b = blockIdx.z, h = blockIdx.y;
-  const int m_block = gridDim.x - 1 - blockIdx.x;
-  const int q0 = p.cu_q[b], seqlen_q = p.cu_q[b + 1] - q0;
-  const int k0 = p.cu_k[b], seqlen_k = p.cu_k[b + 1] - k0;
-  const int m_start = m_block * BM;
-  if (m_start >= seqlen_q) return;
+  fwd_block blk;
+  if (!fwd_block_setup<BM, BN>(p, b, gridDim.x - 1 - blockIdx.x, blk)) return;
   const int hk = h / p.group;
-  const bool causal = p.mask != MK_ATTN_MASK_NONE;
-  const long long off = p.mask == MK_ATTN_MASK_CAUSAL ? (long long)seqlen_k - seqlen_q : (long long)p.causal_offset;
-  long long n_end = seqlen_k;
-  if (causal) {
-    long long last_row = (long long)min(m_start + BM, seqlen_q) - 1;
-    n_end = max(0LL, min((long long)seqlen_k, last_row + off + 1));
-  }
-  const int n_blocks = (int)((n_end + BN - 1) / BN);
-
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int g = lane / 4, t = lane % 4;
   const long long q_stride = (long long)p.hq * D, kv_stride = (long long)p.hkv * D;
-  const uint16_t *gQ = p.q + ((long long)(q0 + m_start) * p.hq + h) * D;
-  const uint16_t *gK = p.k + ((long long)k0 * p.hkv + hk) * D;
-  const uint16_t *gV = p.v + ((long long)k0 * p.hkv + hk) * D;
+  const uint16_t *gQ = p.q + ((long long)(blk.q0 + blk.m_start) * p.hq + h) * D;
+  const uint16_t *gK = p.k + ((long long)blk.k0 * p.hkv + hk) * D;
+  const uint16_t *gV = p.v + ((long long)blk.k0 * p.hkv + hk) * D;
 
   for (int i = tid; i < BM * CH; i += C::kThreads) {
     const int r = i / CH, c = i % CH;
-    const bool ok = m_start + r < seqlen_q;
+    const bool ok = blk.m_start + r < blk.seqlen_q;
     cp_async16(smem_u32(sQ + swz<D>(r, c)), ok ? gQ + r * q_stride + c * 8 : p.q, ok);
   }
   auto load_kv = [&](int nb, int stage) {
     const int n0 = nb * BN;
     for (int i = tid; i < BN * CH; i += C::kThreads) {
       const int r = i / CH, c = i % CH;
-      const bool ok = n0 + r < seqlen_k;
+      const bool ok = n0 + r < blk.seqlen_k;
       const long long gi = (long long)(n0 + r) * kv_stride + c * 8;
       cp_async16(smem_u32(sK + stage * BN * D + swz<D>(r, c)), ok ? gK + gi : p.k, ok);
       cp_async16(smem_u32(sV + stage * BN * D + swz<D>(r, c)), ok ? gV + gi : p.v, ok);
     }
   };
-  if (n_blocks > 0) load_kv(0, 0);
+  if (blk.n_blocks > 0) load_kv(0, 0);
   cp_async_commit();
 
   uint32_t qf[D / 16][4];
@@ -98,12 +74,12 @@ __global__ void __launch_bounds__(fwd_config::kThreads)
 #pragma unroll
   for (int j = 0; j < D / 8; j++) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
   float m_r[2] = {-INFINITY, -INFINITY}, l_r[2] = {0.f, 0.f};
-  const int row_base = m_start + warp * 16 + g; /* this thread's rows: row_base, row_base + 8 */
+  const int row0 = blk.m_start + warp * 16 + g; /* this thread's rows: row0, row0 + 8 */
   const int mi = lane / 8, mr = lane % 8;       /* ldmatrix: which 8x8 matrix, which row of it */
 
-  for (int it = 0; it < n_blocks; it++) {
+  for (int it = 0; it < blk.n_blocks; it++) {
     const int stage = it & 1;
-    if (it + 1 < n_blocks) load_kv(it + 1, stage ^ 1);
+    if (it + 1 < blk.n_blocks) load_kv(it + 1, stage ^ 1);
     cp_async_commit();
     cp_async_wait<1>();
     __syncthreads();
@@ -128,53 +104,14 @@ __global__ void __launch_bounds__(fwd_config::kThreads)
         mma_16816(s[2 * jp + 1], qf[ks], bk[2], bk[3]);
       }
     }
+    mask_tile<BN / 8>(s, blk, it * BN, row0, t);
+    softmax_step<BN / 8, D / 8>(s, o, m_r, l_r, p.scale_log2);
 
-    /* Mask keys past the sequence and, under a causal mask, keys after the row's diagonal. */
-    const int n0 = it * BN;
-    if (n0 + BN > seqlen_k || (causal && (long long)n0 + BN - 1 > (long long)m_start + off)) {
-#pragma unroll
-      for (int j = 0; j < BN / 8; j++)
-#pragma unroll
-        for (int e = 0; e < 4; e++) {
-          const int key = n0 + j * 8 + 2 * t + (e & 1);
-          const long long row = row_base + (e >> 1) * 8;
-          if (key >= seqlen_k || (causal && (long long)key > row + off)) s[j][e] = -INFINITY;
-        }
-    }
-
-    /* Online softmax: rows g (e = 0, 1) and g + 8 (e = 2, 3); a row is spread over a quad. */
-#pragma unroll
-    for (int r = 0; r < 2; r++) {
-      float mx = -INFINITY;
-#pragma unroll
-      for (int j = 0; j < BN / 8; j++) mx = fmaxf(mx, fmaxf(s[j][2 * r], s[j][2 * r + 1]));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      const float m_new = fmaxf(m_r[r], mx);
-      const float m_use = m_new == -INFINITY ? 0.f : m_new * p.scale_log2; /* all masked so far */
-      const float alpha = exp2f(fmaf(m_r[r], p.scale_log2, -m_use));
-      m_r[r] = m_new;
-      float sum = 0.f;
-#pragma unroll
-      for (int j = 0; j < BN / 8; j++) {
-        s[j][2 * r] = exp2f(fmaf(s[j][2 * r], p.scale_log2, -m_use));
-        s[j][2 * r + 1] = exp2f(fmaf(s[j][2 * r + 1], p.scale_log2, -m_use));
-        sum += s[j][2 * r] + s[j][2 * r + 1];
-      }
-      l_r[r] = l_r[r] * alpha + sum;
-#pragma unroll
-      for (int j = 0; j < D / 8; j++) {
-        o[j][2 * r] *= alpha;
-        o[j][2 * r + 1] *= alpha;
-      }
-    }
-
-    /* O += P V: the S accumulators of n-tiles 2kk, 2kk+1 are the A fragment of k-step kk. */
+    /* O += P V, P from the S registers, V by ldmatrix.trans. */
 #pragma unroll
     for (int kk = 0; kk < BN / 16; kk++) {
-      const uint32_t a[4] = {pack_bf16x2(s[2 * kk][0], s[2 * kk][1]), pack_bf16x2(s[2 * kk][2], s[2 * kk][3]),
-                             pack_bf16x2(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                             pack_bf16x2(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+      uint32_t a[4];
+      p_fragment<BN / 8>(s, kk, a);
 #pragma unroll
       for (int dp = 0; dp < D / 16; dp++) {
         uint32_t bv[4];
@@ -186,38 +123,28 @@ __global__ void __launch_bounds__(fwd_config::kThreads)
     __syncthreads(); /* this stage is refilled by the next iteration's load */
   }
   cp_async_wait<0>();
-
-  /* Normalise, write O and the log-sum-exp. Rows that saw no key: O = 0, lse = -inf. */
-#pragma unroll
-  for (int r = 0; r < 2; r++) {
-    float l = l_r[r];
-    l += __shfl_xor_sync(0xffffffffu, l, 1);
-    l += __shfl_xor_sync(0xffffffffu, l, 2);
-    const int row = row_base + r * 8;
-    if (row >= seqlen_q) continue;
-    const float inv = l > 0.f ? 1.f / l : 0.f;
-    uint16_t *dst = p.o + ((long long)(q0 + row) * p.hq + h) * D + 2 * t;
-#pragma unroll
-    for (int j = 0; j < D / 8; j++)
-      *reinterpret_cast<uint32_t *>(dst + j * 8) = pack_bf16x2(o[j][2 * r] * inv, o[j][2 * r + 1] * inv);
-    if (p.lse && t == 0)
-      p.lse[(long long)h * p.total_q + q0 + row] = l > 0.f ? m_r[r] * p.scale + logf(l) : -INFINITY;
-  }
+  store_out<D>(p, blk, h, row0, t, o, m_r, l_r);
 }
 
 template <int D>
-mk_status launch(const fwd_params &p, int batch, int max_seqlen_q, cudaStream_t stream) {
-  using C = fwd_config;
+mk_status launch_sm80(const fwd_params &p, int batch, int max_seqlen_q, cudaStream_t stream) {
+  using C = sm80_config;
   constexpr size_t smem = C::smem_bytes<D>();
   /* Set on every call: cheap, and correct for whichever device is current. */
-  MK_CUDA_CHECK(cudaFuncSetAttribute(flash_fwd_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  MK_CUDA_CHECK(cudaFuncSetAttribute(flash_fwd_sm80_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
   dim3 grid((unsigned)((max_seqlen_q + C::kBM - 1) / C::kBM), (unsigned)p.hq, (unsigned)batch);
-  flash_fwd_kernel<D><<<grid, C::kThreads, smem, stream>>>(p);
+  flash_fwd_sm80_kernel<D><<<grid, C::kThreads, smem, stream>>>(p);
   MK_CUDA_LAUNCH_CHECK();
   return MK_STATUS_OK;
 }
 
 }  // namespace
+
+mk_status flash_fwd_launch_sm80(const fwd_params &p, int d, int batch, int max_seqlen_q, cudaStream_t stream) {
+  return d == 64 ? launch_sm80<64>(p, batch, max_seqlen_q, stream) : launch_sm80<128>(p, batch, max_seqlen_q, stream);
+}
+
+}  // namespace mk_attn
 
 extern "C" mk_status mk_flash_attn_fwd(const mk_attn_fwd_args *a, mk_stream_t stream) {
   if (!a) MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "flash_attn_fwd: args is NULL");
@@ -239,7 +166,9 @@ extern "C" mk_status mk_flash_attn_fwd(const mk_attn_fwd_args *a, mk_stream_t st
     MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "flash_attn_fwd: a NULL tensor pointer");
   if (((uintptr_t)a->q | (uintptr_t)a->k | (uintptr_t)a->v | (uintptr_t)a->o) % 16)
     MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "flash_attn_fwd: q, k, v, o must be 16-byte aligned");
-  fwd_params p;
+  if (a->impl != MK_ATTN_IMPL_AUTO && a->impl != MK_ATTN_IMPL_MMA && a->impl != MK_ATTN_IMPL_WGMMA)
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "flash_attn_fwd: unknown impl %d", (int)a->impl);
+  mk_attn::fwd_params p;
   p.q = a->q;
   p.k = a->k;
   p.v = a->v;
@@ -256,5 +185,6 @@ extern "C" mk_status mk_flash_attn_fwd(const mk_attn_fwd_args *a, mk_stream_t st
   p.scale = a->softmax_scale;
   p.scale_log2 = a->softmax_scale * 1.4426950408889634f;
   cudaStream_t s = (cudaStream_t)stream;
-  return a->d == 64 ? launch<64>(p, a->batch, a->max_seqlen_q, s) : launch<128>(p, a->batch, a->max_seqlen_q, s);
+  if (a->impl == MK_ATTN_IMPL_MMA) return mk_attn::flash_fwd_launch_sm80(p, a->d, a->batch, a->max_seqlen_q, s);
+  return mk_attn::flash_fwd_launch_sm90(p, a->d, a->batch, a->max_seqlen_q, s);
 }

@@ -32,6 +32,12 @@ typedef enum mk_attn_mask {
   MK_ATTN_MASK_CAUSAL_OFFSET = 2,
 } mk_attn_mask;
 
+typedef enum mk_attn_impl {
+  MK_ATTN_IMPL_AUTO = 0,  /* the fastest kernel for this GPU: WGMMA on Hopper */
+  MK_ATTN_IMPL_MMA = 1,   /* mma.sync (FlashAttention-2 style) */
+  MK_ATTN_IMPL_WGMMA = 2, /* Hopper wgmma (sm_90a) */
+} mk_attn_impl;
+
 typedef struct mk_attn_fwd_args {
   const uint16_t *q;          /* [total_q, hq, d] bf16 */
   const uint16_t *k;          /* [total_k, hkv, d] bf16 */
@@ -49,6 +55,7 @@ typedef struct mk_attn_fwd_args {
   mk_attn_mask mask;
   int causal_offset;          /* MK_ATTN_MASK_CAUSAL_OFFSET only */
   float softmax_scale;        /* usually 1/sqrt(d) */
+  mk_attn_impl impl;          /* 0 (AUTO) unless comparing kernels */
 } mk_attn_fwd_args;
 
 /* Pointers 16-byte aligned. Empty sequences are allowed. */

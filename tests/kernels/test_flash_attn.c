@@ -1,5 +1,5 @@
-/* test_flash_attn.c (gpu) — mk_flash_attn_fwd against the CPU reference (double accumulation)
- * on fresh random inputs: head dim 64 and 128, GQA ratios 1, 4, 8, causal (bottom-right and
+/* test_flash_attn.c (gpu) — mk_flash_attn_fwd, both kernels (Hopper wgmma and mma.sync),
+ * against the CPU reference (double accumulation) on fresh random inputs: head dim 64 and 128, GQA ratios 1, 4, 8, causal (bottom-right and
  * explicit offset) and non-causal, varlen batches with odd lengths, seqlen_q != seqlen_k,
  * empty sequences. Outputs are poisoned first and every element is checked: O rel Frobenius
  * error <= 1e-2, LSE abs error <= 1e-3 (-inf exactly where a row sees no key); the row after
@@ -73,9 +73,6 @@ static int run_case(const fa_case *c, uint64_t seed) {
   CUDA_OK(cudaMemcpy(dv, hv, nk * 2, cudaMemcpyHostToDevice));
   CUDA_OK(cudaMemcpy(dcq, cu_q, sizeof cu_q, cudaMemcpyHostToDevice));
   CUDA_OK(cudaMemcpy(dck, cu_k, sizeof cu_k, cudaMemcpyHostToDevice));
-  CUDA_OK(cudaMemset(dout, 0xff, (nq + row_q) * 2)); /* poison: bf16 NaN */
-  CUDA_OK(cudaMemset(dl, 0xff, (nl + 1) * 4));       /* poison: fp32 NaN */
-
   mk_attn_fwd_args a;
   memset(&a, 0, sizeof a);
   a.q = dq;
@@ -95,24 +92,35 @@ static int run_case(const fa_case *c, uint64_t seed) {
   a.mask = (mk_attn_mask)c->mask;
   a.causal_offset = c->causal_offset;
   a.softmax_scale = 1.0f / sqrtf((float)d);
-  ASSERT_OK(mk_flash_attn_fwd(&a, NULL));
-  CUDA_OK(cudaDeviceSynchronize());
-  CUDA_OK(cudaMemcpy(ho, dout, (nq + row_q) * 2, cudaMemcpyDeviceToHost));
-  CUDA_OK(cudaMemcpy(hl, dl, (nl + 1) * 4, cudaMemcpyDeviceToHost));
-
-  size_t guard_bad = 0;
-  for (size_t i = 0; i < row_q; i++) guard_bad += ho[nq + i] != 0xffff;
-  uint32_t lguard;
-  memcpy(&lguard, &hl[nl], 4);
-  guard_bad += lguard != 0xffffffffu;
-
   mk_attn_fwd_args ha = a; /* the same call on host copies */
   ha.q = hq, ha.k = hk, ha.v = hv, ha.cu_seqlens_q = cu_q, ha.cu_seqlens_k = cu_k;
   attn_ref(&ha, oref, lref);
-  int rc = attn_check(c->name, ho, oref, nq, hl, lref, nl, 1e-2, 1e-3);
-  if (guard_bad) {
-    printf("  %zu values past the end of o/lse were overwritten\n", guard_bad);
-    rc = 1;
+
+  int rc = 0;
+  static const struct {
+    mk_attn_impl impl;
+    const char *name;
+  } impls[] = {{MK_ATTN_IMPL_WGMMA, "wgmma"}, {MK_ATTN_IMPL_MMA, "mma.sync"}};
+  for (int k = 0; k < 2; k++) {
+    CUDA_OK(cudaMemset(dout, 0xff, (nq + row_q) * 2)); /* poison: bf16 NaN */
+    CUDA_OK(cudaMemset(dl, 0xff, (nl + 1) * 4));       /* poison: fp32 NaN */
+    a.impl = impls[k].impl;
+    ASSERT_OK(mk_flash_attn_fwd(&a, NULL));
+    CUDA_OK(cudaDeviceSynchronize());
+    CUDA_OK(cudaMemcpy(ho, dout, (nq + row_q) * 2, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(hl, dl, (nl + 1) * 4, cudaMemcpyDeviceToHost));
+    size_t guard_bad = 0;
+    for (size_t i = 0; i < row_q; i++) guard_bad += ho[nq + i] != 0xffff;
+    uint32_t lguard;
+    memcpy(&lguard, &hl[nl], 4);
+    guard_bad += lguard != 0xffffffffu;
+    char what[160];
+    snprintf(what, sizeof what, "%-8s %s", impls[k].name, c->name);
+    rc |= attn_check(what, ho, oref, nq, hl, lref, nl, 1e-2, 1e-3);
+    if (guard_bad) {
+      printf("  %zu values past the end of o/lse were overwritten\n", guard_bad);
+      rc = 1;
+    }
   }
   cudaFree(dq);
   cudaFree(dk);
@@ -142,6 +150,8 @@ int main(int argc, char **argv) {
   bad.d = 64;
   ASSERT_STATUS(mk_flash_attn_fwd(&bad, NULL), MK_STATUS_INVALID_ARGUMENT); /* NULL tensors */
   ASSERT_STATUS(mk_flash_attn_fwd(NULL, NULL), MK_STATUS_INVALID_ARGUMENT);
+  bad.impl = (mk_attn_impl)7;
+  ASSERT_STATUS(mk_flash_attn_fwd(&bad, NULL), MK_STATUS_INVALID_ARGUMENT);
   ASSERT_EQ(fails, 0);
   printf("ok\n");
   return 0;

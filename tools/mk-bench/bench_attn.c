@@ -5,8 +5,9 @@
  *                   GB/s counts K and V read once plus q and o.
  * Every row's rel_err is the relative Frobenius error of O over sampled rows against the CPU
  * reference (double accumulation; mk_attn_ref_row): prefill samples (row, head) pairs,
- * decode samples whole sequences (all heads). Path "fused" is mkernel's kernel; the PyTorch
- * SDPA rows come from tools/bench/sdpa_ref.py in the same schema. */
+ * decode samples whole sequences (all heads). Path "fused" is mkernel's default kernel (Hopper
+ * wgmma), "fused_mma" the mma.sync one; the PyTorch SDPA rows come from tools/bench/sdpa_ref.py
+ * in the same schema (path "torch_sdpa"). */
 #include <cuda_runtime_api.h>
 #include <math.h>
 #include <stdlib.h>
@@ -155,15 +156,16 @@ static int run_prefill(const attn_opts *ao, const mk_bench_opts *o, mk_bench_rep
     a->q = q, a->k = k, a->v = v, a->o = out, a->lse = lse, a->cu_seqlens_q = cu, a->cu_seqlens_k = cu;
     a->batch = (int)ao->batch, a->max_seqlen_q = a->max_seqlen_k = (int)s, a->total_q = (int)total;
     a->hq = (int)ao->hq, a->hkv = (int)ao->hkv, a->d = (int)ao->d, a->softmax_scale = 1.0f / sqrtf((float)ao->d);
-    for (int ci = 0; ci < ao->ncausal; ci++) {
-      const int causal = ao->causal[ci];
+    for (int ci = 0; ci < ao->ncausal * 2; ci++) {
+      const int causal = ao->causal[ci / 2], mma = ci % 2; /* the wgmma kernel, then mma.sync */
       a->mask = causal ? MK_ATTN_MASK_CAUSAL : MK_ATTN_MASK_NONE;
+      a->impl = mma ? MK_ATTN_IMPL_MMA : MK_ATTN_IMPL_AUTO;
       mk_bench_row row;
-      mk_bench_row_init(&row, "attn_prefill", "fused");
+      mk_bench_row_init(&row, "attn_prefill", mma ? "fused_mma" : "fused");
       snprintf(row.shape, sizeof row.shape, "{\"b\":%lld,\"s\":%lld,\"hq\":%lld,\"hkv\":%lld,\"d\":%lld,\"causal\":%d}",
                (long long)ao->batch, (long long)s, (long long)ao->hq, (long long)ao->hkv, (long long)ao->d, causal);
       if (mk_bench_time(o, prefill_call, &run, stream, &row.t) != MK_STATUS_OK) {
-        mk_bench_report_fail(r, "attn prefill %s: the kernel failed", row.shape);
+        mk_bench_report_fail(r, "attn prefill %s %s: the kernel failed", row.path, row.shape);
         rc = 1;
         continue;
       }
@@ -171,10 +173,11 @@ static int run_prefill(const attn_opts *ao, const mk_bench_opts *o, mk_bench_rep
       row.tflops = flops / (row.t.median_ms * 1e-3) / 1e12;
       double lse_err = 0;
       row.rel_err = prefill_check(a, s, &lse_err);
-      printf("attn_prefill %s: rel_err over %d sampled (row, head) pairs vs the CPU reference; lse max abs err %.2e\n",
-             row.shape, k_prefill_samples, lse_err);
+      printf("attn_prefill %s %s: rel_err over %d sampled (row, head) pairs vs the CPU reference; "
+             "lse max abs err %.2e\n", row.path, row.shape, k_prefill_samples, lse_err);
       if (!(row.rel_err <= 1e-2) || !(lse_err <= 1e-3))
-        mk_bench_report_fail(r, "attn prefill %s: rel_err %.3e, lse err %.3e", row.shape, row.rel_err, lse_err);
+        mk_bench_report_fail(r, "attn prefill %s %s: rel_err %.3e, lse err %.3e", row.path, row.shape, row.rel_err,
+                             lse_err);
       mk_bench_report_add(r, &row);
     }
   next:
