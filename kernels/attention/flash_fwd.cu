@@ -40,31 +40,18 @@ __global__ void __launch_bounds__(sm80_config::kThreads) flash_fwd_sm80_kernel(c
   uint16_t *sK = sQ + BM * D;              /* stage s at sK + s * BN * D */
   uint16_t *sV = sK + C::kStages * BN * D; /* stage s at sV + s * BN * D */
 
-  const int b = blockIdx.z, h = blockIdx.y;
+  const int h = blockIdx.y;
   fwd_block blk;
-  if (!fwd_block_setup<BM, BN>(p, b, gridDim.x - 1 - blockIdx.x, blk)) return;
-  const int hk = h / p.group;
+  if (!fwd_block_setup<D, BM, BN>(p, blockIdx.z, gridDim.x - 1 - blockIdx.x, h, blk)) return;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int g = lane / 4, t = lane % 4;
-  const long long q_stride = (long long)p.hq * D, kv_stride = (long long)p.hkv * D;
-  const uint16_t *gQ = p.q + ((long long)(blk.q0 + blk.m_start) * p.hq + h) * D;
-  const uint16_t *gK = p.k + ((long long)blk.k0 * p.hkv + hk) * D;
-  const uint16_t *gV = p.v + ((long long)blk.k0 * p.hkv + hk) * D;
-
-  for (int i = tid; i < BM * CH; i += C::kThreads) {
-    const int r = i / CH, c = i % CH;
-    const bool ok = blk.m_start + r < blk.seqlen_q;
-    cp_async16(smem_u32(sQ + swz<D>(r, c)), ok ? gQ + r * q_stride + c * 8 : p.q, ok);
-  }
+  auto off = [](int r, int c) { return swz<D>(r, c); };
+  load_rows<BM, CH, C::kThreads>(sQ, blk.gq, blk.q_stride, blk.seqlen_q - blk.m_start, off);
   auto load_kv = [&](int nb, int stage) {
-    const int n0 = nb * BN;
-    for (int i = tid; i < BN * CH; i += C::kThreads) {
-      const int r = i / CH, c = i % CH;
-      const bool ok = n0 + r < blk.seqlen_k;
-      const long long gi = (long long)(n0 + r) * kv_stride + c * 8;
-      cp_async16(smem_u32(sK + stage * BN * D + swz<D>(r, c)), ok ? gK + gi : p.k, ok);
-      cp_async16(smem_u32(sV + stage * BN * D + swz<D>(r, c)), ok ? gV + gi : p.v, ok);
-    }
+    const long long n0 = (long long)nb * BN;
+    const int valid = blk.seqlen_k - nb * BN;
+    load_rows<BN, CH, C::kThreads>(sK + stage * BN * D, blk.gk + n0 * blk.kv_stride, blk.kv_stride, valid, off);
+    load_rows<BN, CH, C::kThreads>(sV + stage * BN * D, blk.gv + n0 * blk.kv_stride, blk.kv_stride, valid, off);
   };
   if (blk.n_blocks > 0) load_kv(0, 0);
   cp_async_commit();
@@ -126,22 +113,15 @@ __global__ void __launch_bounds__(sm80_config::kThreads) flash_fwd_sm80_kernel(c
   store_out<D>(p, blk, h, row0, t, o, m_r, l_r);
 }
 
-template <int D>
-mk_status launch_sm80(const fwd_params &p, int batch, int max_seqlen_q, cudaStream_t stream) {
-  using C = sm80_config;
-  constexpr size_t smem = C::smem_bytes<D>();
-  /* Set on every call: cheap, and correct for whichever device is current. */
-  MK_CUDA_CHECK(cudaFuncSetAttribute(flash_fwd_sm80_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-  dim3 grid((unsigned)((max_seqlen_q + C::kBM - 1) / C::kBM), (unsigned)p.hq, (unsigned)batch);
-  flash_fwd_sm80_kernel<D><<<grid, C::kThreads, smem, stream>>>(p);
-  MK_CUDA_LAUNCH_CHECK();
-  return MK_STATUS_OK;
-}
-
 }  // namespace
 
 mk_status flash_fwd_launch_sm80(const fwd_params &p, int d, int batch, int max_seqlen_q, cudaStream_t stream) {
-  return d == 64 ? launch_sm80<64>(p, batch, max_seqlen_q, stream) : launch_sm80<128>(p, batch, max_seqlen_q, stream);
+  using C = sm80_config;
+  if (d == 64)
+    return flash_fwd_start(flash_fwd_sm80_kernel<64>, C::kThreads, C::kBM, C::smem_bytes<64>(), p, batch, max_seqlen_q,
+                           stream);
+  return flash_fwd_start(flash_fwd_sm80_kernel<128>, C::kThreads, C::kBM, C::smem_bytes<128>(), p, batch, max_seqlen_q,
+                         stream);
 }
 
 }  // namespace mk_attn
@@ -184,7 +164,14 @@ extern "C" mk_status mk_flash_attn_fwd(const mk_attn_fwd_args *a, mk_stream_t st
   p.causal_offset = a->causal_offset;
   p.scale = a->softmax_scale;
   p.scale_log2 = a->softmax_scale * 1.4426950408889634f;
+  int dev = 0, major = 0;
+  MK_CUDA_CHECK(cudaGetDevice(&dev));
+  MK_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+  if (a->impl == MK_ATTN_IMPL_WGMMA && major != 9)
+    MK_ERR_RETURN(MK_STATUS_UNSUPPORTED, MK_SUBSYS_KERNEL,
+                  "flash_attn_fwd: the wgmma kernel needs a Hopper GPU (this one is sm_%d0)", major);
   cudaStream_t s = (cudaStream_t)stream;
-  if (a->impl == MK_ATTN_IMPL_MMA) return mk_attn::flash_fwd_launch_sm80(p, a->d, a->batch, a->max_seqlen_q, s);
+  if (a->impl == MK_ATTN_IMPL_MMA || major != 9)
+    return mk_attn::flash_fwd_launch_sm80(p, a->d, a->batch, a->max_seqlen_q, s);
   return mk_attn::flash_fwd_launch_sm90(p, a->d, a->batch, a->max_seqlen_q, s);
 }

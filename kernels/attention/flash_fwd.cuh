@@ -10,7 +10,7 @@
 #include <cuda_runtime.h>
 #include <math.h>
 
-#include "core/mk_core.h"
+#include "core/check.h"
 #include "kernels/attention/attn_tile.cuh"
 #include "kernels/mk_kernels.h"
 
@@ -27,16 +27,19 @@ struct fwd_params {
   float scale, scale_log2;
 };
 
-/* One (sequence, query block): its extents and how many key tiles of BN it must visit. */
+/* One (sequence, query block, head): its extents, how many key tiles of BN it must visit, and
+ * where its first query row and its sequence's first K/V rows are. */
 struct fwd_block {
   int q0, seqlen_q, k0, seqlen_k, m_start, n_blocks;
   long long off; /* query i sees key j iff j <= i + off (causal) */
   bool causal;
+  const uint16_t *gq, *gk, *gv;   /* row m_start of Q; row 0 of K and V (head h / kv head) */
+  long long q_stride, kv_stride; /* elements between consecutive tokens */
 };
 
 /* False when the block lies past the end of its sequence (nothing to do). */
-template <int BM, int BN>
-__device__ __forceinline__ bool fwd_block_setup(const fwd_params &p, int b, int m_block, fwd_block &s) {
+template <int D, int BM, int BN>
+__device__ __forceinline__ bool fwd_block_setup(const fwd_params &p, int b, int m_block, int h, fwd_block &s) {
   s.q0 = p.cu_q[b];
   s.seqlen_q = p.cu_q[b + 1] - s.q0;
   s.k0 = p.cu_k[b];
@@ -51,7 +54,25 @@ __device__ __forceinline__ bool fwd_block_setup(const fwd_params &p, int b, int 
     n_end = max(0LL, min((long long)s.seqlen_k, last_row + s.off + 1));
   }
   s.n_blocks = (int)((n_end + BN - 1) / BN);
+  s.q_stride = (long long)p.hq * D;
+  s.kv_stride = (long long)p.hkv * D;
+  const long long kv0 = ((long long)s.k0 * p.hkv + h / p.group) * D;
+  s.gq = p.q + ((long long)(s.q0 + s.m_start) * p.hq + h) * D;
+  s.gk = p.k + kv0;
+  s.gv = p.v + kv0;
   return true;
+}
+
+/* cp.async of ROWS token rows of d = 8 * CH bf16 from src (stride elements apart) into a
+ * shared tile; rows >= valid are zero-filled. off(r, c) is the element offset of 16-byte
+ * chunk c of row r in the tile (the kernel's swizzle). */
+template <int ROWS, int CH, int NTHREADS, class Off>
+__device__ __forceinline__ void load_rows(uint16_t *tile, const uint16_t *src, long long stride, int valid, Off off) {
+  for (int i = threadIdx.x; i < ROWS * CH; i += NTHREADS) {
+    const int r = i / CH, c = i % CH;
+    const bool ok = r < valid;
+    cp_async16(smem_u32(tile + off(r, c)), ok ? src + r * stride + c * 8 : src, ok);
+  }
 }
 
 /* Sets S to -inf for keys past the sequence and, under a causal mask, after the row's
@@ -134,7 +155,19 @@ __device__ __forceinline__ void store_out(const fwd_params &p, const fwd_block &
   }
 }
 
-/* Launchers of the two kernels (grid: query blocks x hq x batch). */
+/* Grid: query blocks (the last first) x hq x batch; `smem` bytes of dynamic shared memory. */
+template <class Kernel>
+mk_status flash_fwd_start(Kernel kernel, int threads, int bm, size_t smem, const fwd_params &p, int batch,
+                          int max_seqlen_q, cudaStream_t stream) {
+  /* Set on every call: cheap, and correct for whichever device is current. */
+  MK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  dim3 grid((unsigned)((max_seqlen_q + bm - 1) / bm), (unsigned)p.hq, (unsigned)batch);
+  kernel<<<grid, threads, smem, stream>>>(p);
+  MK_CUDA_LAUNCH_CHECK();
+  return MK_STATUS_OK;
+}
+
+/* Launchers of the two kernels. */
 mk_status flash_fwd_launch_sm80(const fwd_params &p, int d, int batch, int max_seqlen_q, cudaStream_t stream);
 mk_status flash_fwd_launch_sm90(const fwd_params &p, int d, int batch, int max_seqlen_q, cudaStream_t stream);
 

@@ -43,6 +43,9 @@ __device__ __forceinline__ void fence_u32(uint32_t (&r)[N][4]) {
 
 template <int D>
 __global__ void __launch_bounds__(sm90_config::kThreads, 1) flash_fwd_sm90_kernel(const fwd_params p) {
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  __trap(); /* built for a GPU without wgmma: the launcher never starts this kernel there */
+#else
   using C = sm90_config;
   constexpr int BM = C::kBM, BN = C::kBN, CH = D / 8, NT = BN / 8, ND = D / 8;
   extern __shared__ __align__(1024) uint8_t smem_raw[];
@@ -50,31 +53,19 @@ __global__ void __launch_bounds__(sm90_config::kThreads, 1) flash_fwd_sm90_kerne
   uint16_t *sK = sQ + BM * D;              /* stage s at sK + s * BN * D */
   uint16_t *sV = sK + C::kStages * BN * D; /* stage s at sV + s * BN * D */
 
-  const int b = blockIdx.z, h = blockIdx.y;
+  const int h = blockIdx.y;
   fwd_block blk;
-  if (!fwd_block_setup<BM, BN>(p, b, gridDim.x - 1 - blockIdx.x, blk)) return;
-  const int hk = h / p.group;
+  if (!fwd_block_setup<D, BM, BN>(p, blockIdx.z, gridDim.x - 1 - blockIdx.x, h, blk)) return;
   const int tid = threadIdx.x, wg = tid / 128, warp = (tid % 128) / 32, lane = tid % 32;
   const int g = lane / 4, t = lane % 4;
-  const long long q_stride = (long long)p.hq * D, kv_stride = (long long)p.hkv * D;
-  const uint16_t *gQ = p.q + ((long long)(blk.q0 + blk.m_start) * p.hq + h) * D;
-  const uint16_t *gK = p.k + ((long long)blk.k0 * p.hkv + hk) * D;
-  const uint16_t *gV = p.v + ((long long)blk.k0 * p.hkv + hk) * D;
-
-  for (int i = tid; i < BM * CH; i += C::kThreads) {
-    const int r = i / CH, c = i % CH;
-    const bool ok = blk.m_start + r < blk.seqlen_q;
-    cp_async16(smem_u32(sQ + sw128(BM, r, c)), ok ? gQ + r * q_stride + c * 8 : p.q, ok);
-  }
+  load_rows<BM, CH, C::kThreads>(sQ, blk.gq, blk.q_stride, blk.seqlen_q - blk.m_start,
+                                 [](int r, int c) { return sw128(BM, r, c); });
   auto load_kv = [&](int nb, int stage) {
-    const int n0 = nb * BN;
-    for (int i = tid; i < BN * CH; i += C::kThreads) {
-      const int r = i / CH, c = i % CH;
-      const bool ok = n0 + r < blk.seqlen_k;
-      const long long gi = (long long)(n0 + r) * kv_stride + c * 8;
-      cp_async16(smem_u32(sK + stage * BN * D + sw128(BN, r, c)), ok ? gK + gi : p.k, ok);
-      cp_async16(smem_u32(sV + stage * BN * D + sw128(BN, r, c)), ok ? gV + gi : p.v, ok);
-    }
+    const long long n0 = (long long)nb * BN;
+    const int valid = blk.seqlen_k - nb * BN;
+    auto off = [](int r, int c) { return sw128(BN, r, c); };
+    load_rows<BN, CH, C::kThreads>(sK + stage * BN * D, blk.gk + n0 * blk.kv_stride, blk.kv_stride, valid, off);
+    load_rows<BN, CH, C::kThreads>(sV + stage * BN * D, blk.gv + n0 * blk.kv_stride, blk.kv_stride, valid, off);
   };
   if (blk.n_blocks > 0) load_kv(0, 0);
   cp_async_commit();
@@ -140,23 +131,18 @@ __global__ void __launch_bounds__(sm90_config::kThreads, 1) flash_fwd_sm90_kerne
   }
   cp_async_wait<0>();
   store_out<D>(p, blk, h, row0, t, o, m_r, l_r);
-}
-
-template <int D>
-mk_status launch_sm90(const fwd_params &p, int batch, int max_seqlen_q, cudaStream_t stream) {
-  using C = sm90_config;
-  constexpr size_t smem = C::smem_bytes<D>();
-  MK_CUDA_CHECK(cudaFuncSetAttribute(flash_fwd_sm90_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-  dim3 grid((unsigned)((max_seqlen_q + C::kBM - 1) / C::kBM), (unsigned)p.hq, (unsigned)batch);
-  flash_fwd_sm90_kernel<D><<<grid, C::kThreads, smem, stream>>>(p);
-  MK_CUDA_LAUNCH_CHECK();
-  return MK_STATUS_OK;
+#endif
 }
 
 }  // namespace
 
 mk_status flash_fwd_launch_sm90(const fwd_params &p, int d, int batch, int max_seqlen_q, cudaStream_t stream) {
-  return d == 64 ? launch_sm90<64>(p, batch, max_seqlen_q, stream) : launch_sm90<128>(p, batch, max_seqlen_q, stream);
+  using C = sm90_config;
+  if (d == 64)
+    return flash_fwd_start(flash_fwd_sm90_kernel<64>, C::kThreads, C::kBM, C::smem_bytes<64>(), p, batch, max_seqlen_q,
+                           stream);
+  return flash_fwd_start(flash_fwd_sm90_kernel<128>, C::kThreads, C::kBM, C::smem_bytes<128>(), p, batch, max_seqlen_q,
+                         stream);
 }
 
 }  // namespace mk_attn

@@ -247,7 +247,9 @@ mk_status plan(const mk_paged_decode_args *a, int *splits, int *part_len) {
   long long s = a->num_splits;
   if (s <= 0) {
     const long long base = (long long)a->batch * a->hkv;
-    s = (4LL * sms + base - 1) / base;                  /* about 4 CTAs per SM */
+    /* About 16 CTAs per SM: several waves of short CTAs keep the tail of the last wave small;
+     * the partials cost 2 * splits * d * 4 bytes per (sequence, head), far below its K/V. */
+    s = (16LL * sms + base - 1) / base;
     const long long most = (ctx + C::kMinPart - 1) / C::kMinPart;
     if (s > most) s = most;
   }

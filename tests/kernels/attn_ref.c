@@ -1,6 +1,7 @@
 /* attn_ref.c — CPU attention reference and checks for the attention tests (see attn_ref.h). */
 #include "tests/kernels/attn_ref.h"
 
+#include <cuda_runtime_api.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -49,6 +50,14 @@ void attn_fill_bf16(uint16_t *h, float *f, size_t n, uint64_t seed, float lo, fl
     h[i] = mk_rng_bf16_bits(mk_rng_uniform(seed, i, lo, hi - lo));
     if (f) f[i] = mk_bf16_to_float(h[i]);
   }
+}
+
+void *attn_dev(const void *h, size_t bytes) {
+  void *d = NULL;
+  cudaError_t e = cudaMalloc(&d, bytes ? bytes : 16);
+  if (e == cudaSuccess) e = h ? cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice) : cudaMemset(d, 0xff, bytes);
+  if (e != cudaSuccess) MK_TEST_FAIL_("attn_dev(%zu bytes): %s", bytes, cudaGetErrorString(e));
+  return d;
 }
 
 int attn_check(const char *what, const uint16_t *o, const float *o_ref, size_t n_o, const float *lse,

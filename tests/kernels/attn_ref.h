@@ -16,6 +16,10 @@ void attn_ref(const mk_attn_fwd_args *a, float *o, float *lse);
 /* n bf16 values uniform in [lo, hi) from stream seed, as bits (h) and, if f, as floats. */
 void attn_fill_bf16(uint16_t *h, float *f, size_t n, uint64_t seed, float lo, float hi);
 
+/* A device copy of bytes from h, or (h NULL) a buffer poisoned with 0xff (NaN for bf16 and
+ * fp32); never NULL (a test failure instead). */
+void *attn_dev(const void *h, size_t bytes);
+
 /* Checks o (bf16, n_o elements) and lse (n_lse) against the reference: every element finite
  * where the reference is, lse -inf exactly where the reference is, rel Frobenius error of o
  * <= o_tol, max |lse error| <= lse_tol. Prints one line with `what`; returns 0 if it passes. */

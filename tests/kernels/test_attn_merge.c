@@ -19,13 +19,6 @@
     if (e_ != cudaSuccess) MK_TEST_FAIL_("%s: %s", #x, cudaGetErrorString(e_)); \
   } while (0)
 
-static void *dev_copy(const void *h, size_t bytes) {
-  void *d = NULL;
-  CUDA_OK(cudaMalloc(&d, bytes ? bytes : 16));
-  if (bytes) CUDA_OK(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice));
-  return d;
-}
-
 /* One varlen batch; keys [0, split) form chunk 1 and [split, lk) chunk 2 of every sequence. */
 static int chunked(const char *name, int d, int hq, int hkv, int causal, int batch, const int *len_q,
                    const int *len_k, int split, uint64_t seed) {
@@ -66,20 +59,12 @@ static int chunked(const char *name, int d, int hq, int hkv, int causal, int bat
   ha.mask = causal ? MK_ATTN_MASK_CAUSAL : MK_ATTN_MASK_NONE;
   attn_ref(&ha, oref, lref);
 
-  uint16_t *dq = dev_copy(hq_, nq * 2), *dk1 = dev_copy(hk1, (size_t)cu_k1[batch] * row * 2);
-  uint16_t *dv1 = dev_copy(hv1, (size_t)cu_k1[batch] * row * 2), *dk2 = dev_copy(hk2, (size_t)cu_k2[batch] * row * 2);
-  uint16_t *dv2 = dev_copy(hv2, (size_t)cu_k2[batch] * row * 2);
-  int32_t *dcq = dev_copy(cu_q, sizeof cu_q), *dck1 = dev_copy(cu_k1, sizeof cu_k1), *dck2 = dev_copy(cu_k2, sizeof cu_k2);
-  uint16_t *do1, *do2, *dout;
-  float *dl1, *dl2, *dl;
-  CUDA_OK(cudaMalloc((void **)&do1, nq * 2));
-  CUDA_OK(cudaMalloc((void **)&do2, nq * 2));
-  CUDA_OK(cudaMalloc((void **)&dout, nq * 2));
-  CUDA_OK(cudaMalloc((void **)&dl1, nl * 4));
-  CUDA_OK(cudaMalloc((void **)&dl2, nl * 4));
-  CUDA_OK(cudaMalloc((void **)&dl, nl * 4));
-  CUDA_OK(cudaMemset(dout, 0xff, nq * 2));
-  CUDA_OK(cudaMemset(dl, 0xff, nl * 4));
+  uint16_t *dq = attn_dev(hq_, nq * 2), *dk1 = attn_dev(hk1, (size_t)cu_k1[batch] * row * 2);
+  uint16_t *dv1 = attn_dev(hv1, (size_t)cu_k1[batch] * row * 2), *dk2 = attn_dev(hk2, (size_t)cu_k2[batch] * row * 2);
+  uint16_t *dv2 = attn_dev(hv2, (size_t)cu_k2[batch] * row * 2);
+  int32_t *dcq = attn_dev(cu_q, sizeof cu_q), *dck1 = attn_dev(cu_k1, sizeof cu_k1), *dck2 = attn_dev(cu_k2, sizeof cu_k2);
+  uint16_t *do1 = attn_dev(NULL, nq * 2), *do2 = attn_dev(NULL, nq * 2), *dout = attn_dev(NULL, nq * 2);
+  float *dl1 = attn_dev(NULL, nl * 4), *dl2 = attn_dev(NULL, nl * 4), *dl = attn_dev(NULL, nl * 4);
 
   mk_attn_fwd_args a;
   memset(&a, 0, sizeof a);
@@ -151,12 +136,8 @@ static int formula(uint64_t seed) {
         oref[oi] = (float)(w1 * f1[oi] + w2 * f2[oi]);
       }
     }
-  uint16_t *d1 = dev_copy(o1, no * 2), *d2 = dev_copy(o2, no * 2), *dout;
-  float *dl1 = dev_copy(l1, nl * 4), *dl2 = dev_copy(l2, nl * 4), *dl;
-  CUDA_OK(cudaMalloc((void **)&dout, no * 2));
-  CUDA_OK(cudaMalloc((void **)&dl, nl * 4));
-  CUDA_OK(cudaMemset(dout, 0xff, no * 2));
-  CUDA_OK(cudaMemset(dl, 0xff, nl * 4));
+  uint16_t *d1 = attn_dev(o1, no * 2), *d2 = attn_dev(o2, no * 2), *dout = attn_dev(NULL, no * 2);
+  float *dl1 = attn_dev(l1, nl * 4), *dl2 = attn_dev(l2, nl * 4), *dl = attn_dev(NULL, nl * 4);
   ASSERT_OK(mk_attn_merge(d1, dl1, d2, dl2, dout, dl, n, h, d, NULL));
   CUDA_OK(cudaDeviceSynchronize());
   CUDA_OK(cudaMemcpy(ho, dout, no * 2, cudaMemcpyDeviceToHost));

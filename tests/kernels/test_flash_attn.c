@@ -58,40 +58,14 @@ static int run_case(const fa_case *c, uint64_t seed) {
   attn_fill_bf16(hk, NULL, nk, seed + 1, -2.f, 2.f);
   attn_fill_bf16(hv, NULL, nk, seed + 2, -1.f, 1.f);
 
-  uint16_t *dq, *dk, *dv, *dout;
-  float *dl;
-  int32_t *dcq, *dck;
-  CUDA_OK(cudaMalloc((void **)&dq, nq * 2 + 16));
-  CUDA_OK(cudaMalloc((void **)&dk, nk * 2 + 16));
-  CUDA_OK(cudaMalloc((void **)&dv, nk * 2 + 16));
-  CUDA_OK(cudaMalloc((void **)&dout, (nq + row_q) * 2));
-  CUDA_OK(cudaMalloc((void **)&dl, (nl + 1) * 4));
-  CUDA_OK(cudaMalloc((void **)&dcq, sizeof cu_q));
-  CUDA_OK(cudaMalloc((void **)&dck, sizeof cu_k));
-  CUDA_OK(cudaMemcpy(dq, hq, nq * 2, cudaMemcpyHostToDevice));
-  CUDA_OK(cudaMemcpy(dk, hk, nk * 2, cudaMemcpyHostToDevice));
-  CUDA_OK(cudaMemcpy(dv, hv, nk * 2, cudaMemcpyHostToDevice));
-  CUDA_OK(cudaMemcpy(dcq, cu_q, sizeof cu_q, cudaMemcpyHostToDevice));
-  CUDA_OK(cudaMemcpy(dck, cu_k, sizeof cu_k, cudaMemcpyHostToDevice));
-  mk_attn_fwd_args a;
-  memset(&a, 0, sizeof a);
-  a.q = dq;
-  a.k = dk;
-  a.v = dv;
-  a.o = dout;
-  a.lse = dl;
-  a.cu_seqlens_q = dcq;
-  a.cu_seqlens_k = dck;
-  a.batch = c->batch;
-  a.max_seqlen_q = max_q;
-  a.max_seqlen_k = max_k;
-  a.total_q = total_q;
-  a.hq = c->hq;
-  a.hkv = c->hkv;
-  a.d = d;
-  a.mask = (mk_attn_mask)c->mask;
-  a.causal_offset = c->causal_offset;
-  a.softmax_scale = 1.0f / sqrtf((float)d);
+  uint16_t *dq = attn_dev(hq, nq * 2), *dk = attn_dev(hk, nk * 2), *dv = attn_dev(hv, nk * 2);
+  uint16_t *dout = attn_dev(NULL, (nq + row_q) * 2);
+  float *dl = attn_dev(NULL, (nl + 1) * 4);
+  int32_t *dcq = attn_dev(cu_q, sizeof cu_q), *dck = attn_dev(cu_k, sizeof cu_k);
+  mk_attn_fwd_args a = {.q = dq, .k = dk, .v = dv, .o = dout, .lse = dl, .cu_seqlens_q = dcq, .cu_seqlens_k = dck,
+                        .batch = c->batch, .max_seqlen_q = max_q, .max_seqlen_k = max_k, .total_q = total_q,
+                        .hq = c->hq, .hkv = c->hkv, .d = d, .mask = (mk_attn_mask)c->mask,
+                        .causal_offset = c->causal_offset, .softmax_scale = 1.0f / sqrtf((float)d)};
   mk_attn_fwd_args ha = a; /* the same call on host copies */
   ha.q = hq, ha.k = hk, ha.v = hv, ha.cu_seqlens_q = cu_q, ha.cu_seqlens_k = cu_k;
   attn_ref(&ha, oref, lref);

@@ -100,51 +100,22 @@ static int run_case(const pd_case *c, uint64_t seed) {
   ha.hq = c->hq, ha.hkv = c->hkv, ha.d = d, ha.softmax_scale = scale, ha.mask = MK_ATTN_MASK_NONE;
   attn_ref(&ha, oref, lref);
 
-  uint16_t *dq, *dk, *dv, *dout;
-  float *dl;
-  int32_t *dtable, *dctx;
+  uint16_t *dq = attn_dev(hq, nq * 2), *dk = attn_dev(hk, nkv * 2), *dv = attn_dev(hv, nkv * 2);
+  uint16_t *dout = attn_dev(NULL, nq * 2);
+  float *dl = attn_dev(NULL, nl * 4);
+  int32_t *dtable = attn_dev(table, sizeof(int32_t) * (size_t)batch * max_blocks);
+  int32_t *dctx = attn_dev(c->ctx, sizeof(int32_t) * (size_t)batch);
   void *ws = NULL;
-  CUDA_OK(cudaMalloc((void **)&dq, nq * 2));
-  CUDA_OK(cudaMalloc((void **)&dk, nkv * 2));
-  CUDA_OK(cudaMalloc((void **)&dv, nkv * 2));
-  CUDA_OK(cudaMalloc((void **)&dout, nq * 2));
-  CUDA_OK(cudaMalloc((void **)&dl, nl * 4));
-  CUDA_OK(cudaMalloc((void **)&dtable, sizeof(int32_t) * (size_t)batch * max_blocks));
-  CUDA_OK(cudaMalloc((void **)&dctx, sizeof(int32_t) * (size_t)batch));
-  CUDA_OK(cudaMemcpy(dq, hq, nq * 2, cudaMemcpyHostToDevice));
-  CUDA_OK(cudaMemcpy(dk, hk, nkv * 2, cudaMemcpyHostToDevice));
-  CUDA_OK(cudaMemcpy(dv, hv, nkv * 2, cudaMemcpyHostToDevice));
-  CUDA_OK(cudaMemcpy(dtable, table, sizeof(int32_t) * (size_t)batch * max_blocks, cudaMemcpyHostToDevice));
-  CUDA_OK(cudaMemcpy(dctx, c->ctx, sizeof(int32_t) * (size_t)batch, cudaMemcpyHostToDevice));
-  CUDA_OK(cudaMemset(dout, 0xff, nq * 2));
-  CUDA_OK(cudaMemset(dl, 0xff, nl * 4));
 
-  mk_paged_decode_args a;
-  memset(&a, 0, sizeof a);
-  a.q = dq;
-  a.k_cache = dk;
-  a.v_cache = dv;
-  a.block_table = dtable;
-  a.context_lens = dctx;
-  a.o = dout;
-  a.lse = dl;
-  a.batch = batch;
-  a.hq = c->hq;
-  a.hkv = c->hkv;
-  a.d = d;
-  a.block_size = bs;
-  a.max_blocks_per_seq = max_blocks;
-  a.max_context_len = max_ctx;
-  a.num_blocks = num_blocks;
-  a.num_splits = c->num_splits;
-  a.softmax_scale = scale;
+  mk_paged_decode_args a = {.q = dq, .k_cache = dk, .v_cache = dv, .block_table = dtable, .context_lens = dctx,
+                          .o = dout, .lse = dl, .batch = batch, .hq = c->hq, .hkv = c->hkv, .d = d,
+                          .block_size = bs, .max_blocks_per_seq = max_blocks, .max_context_len = max_ctx,
+                          .num_blocks = num_blocks, .num_splits = c->num_splits, .softmax_scale = scale};
   size_t ws_bytes = 0;
   ASSERT_OK(mk_paged_decode_workspace_size(&a, &ws_bytes));
   if (ws_bytes) {
     ASSERT_STATUS(mk_paged_decode(&a, NULL), MK_STATUS_INVALID_ARGUMENT); /* split path without a workspace */
-    CUDA_OK(cudaMalloc(&ws, ws_bytes));
-    CUDA_OK(cudaMemset(ws, 0xff, ws_bytes));
-    a.workspace = ws;
+    a.workspace = ws = attn_dev(NULL, ws_bytes);
   }
   ASSERT_OK(mk_paged_decode(&a, NULL));
   CUDA_OK(cudaDeviceSynchronize());
