@@ -10,8 +10,13 @@ with `mk-bench attn --json` rows. rel_err: O over sampled rows against an fp64 r
 GQA: enable_gqa=True where this torch's flash backend takes it; otherwise K/V are expanded to
 hq heads before timing (the row's shape then carries "gqa":"expanded").
 
+--merge FILE adds the rows to an `mk-bench attn --json FILE` results file (in place) and prints,
+per shape, each mkernel path's speed relative to SDPA (sdpa median / path median; >= 0.9 is
+the acceptance bar), so both sides come from one run on one GPU:
+  build/bin/mk-bench attn --mode prefill --json R.json && python3 tools/bench/sdpa_ref.py --merge R.json
+
 usage: python3 tools/bench/sdpa_ref.py [--seq 2048,8192,32768] [--causal 0,1] [--batch 1]
-           [--hq 32] [--hkv 8] [--d 128] [--warmup 10] [--iters 50] [--json FILE]"""
+           [--hq 32] [--hkv 8] [--d 128] [--warmup 10] [--iters 50] [--json FILE] [--merge FILE]"""
 import argparse
 import datetime
 import json
@@ -46,6 +51,7 @@ def main():
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--samples", type=int, default=96, help="(row, head) pairs checked against fp64")
     ap.add_argument("--json", help="also write the document to this file")
+    ap.add_argument("--merge", help="add the rows to this mk-bench results file and compare")
     args = ap.parse_args()
 
     import torch
@@ -134,6 +140,30 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             f.write(text + "\n")
+    if args.merge:
+        return merge(args.merge, doc)
+    return 0
+
+
+def merge(path, doc):
+    with open(path) as f:
+        mk = json.load(f)
+    if mk.get("gpu") != doc["gpu"]:
+        print(f"sdpa_ref.py: warning: {path} was measured on {mk.get('gpu')}, SDPA on {doc['gpu']}", file=sys.stderr)
+    mk["results"] = [r for r in mk["results"] if r.get("path") != "torch_sdpa"] + doc["results"]
+    mk["torch"] = doc["torch"]
+    with open(path, "w") as f:
+        f.write(json.dumps(mk, indent=2) + "\n")
+    key = lambda r: json.dumps({k: v for k, v in r["shape"].items() if k != "gqa"}, sort_keys=True)
+    sdpa = {key(r): r for r in doc["results"]}
+    print(f"{'shape':<56} {'path':<10} {'ms':>9} {'TFLOP/s':>8} {'sdpa ms':>9} {'vs sdpa':>8}")
+    for r in mk["results"]:
+        base = sdpa.get(key(r))
+        if r["op"] != "attn_prefill" or r["path"] == "torch_sdpa" or not base or not r.get("median_ms"):
+            continue
+        print(f"{key(r):<56} {r['path']:<10} {r['median_ms']:9.4f} {r['tflops'] or 0:8.1f} "
+              f"{base['median_ms']:9.4f} {base['median_ms'] / r['median_ms']:8.3f}")
+    print(f"sdpa_ref.py: merged {len(doc['results'])} rows into {path}")
     return 0
 
 
