@@ -25,4 +25,8 @@ mk_status mk_fill_uniform_f32(float *out, size_t n, uint64_t seed, float lo, flo
 #ifdef __cplusplus
 }
 #endif
+
+/* ---- attention: flash forward, LSE merge, paged decode ---- */
+#include "kernels/attention/mk_attention.h"
+
 #endif /* MK_KERNELS_H */

@@ -20,6 +20,11 @@ expect 0 '^mk-bench [0-9.]+ \(commit ' --version
 expect 2 "unknown op or flag '--frobnicate'" --frobnicate
 expect 2 "--info takes no arguments" --info extra
 if "$bench" --info | grep -qE '^GPUs +0'; then expect 0 'olmoe .*generated 16 tokens'; else expect 0 'ran [0-9]+ op benchmark'; fi # the default suite
+expect 0 'usage: mk-bench attn' attn --help
+expect 2 "unknown flag '--frobnicate'" attn --frobnicate
+expect 2 '--mode needs prefill, decode or all' attn --mode sideways
+expect 2 "--seq 'x' is not an integer" attn --seq 1,x
+expect 2 '--d must be 64 or 128' attn --d 96
 expect 2 'cannot read /nonexistent.json' plot /nonexistent.json -o /tmp/x.png
 expect 2 'usage: mk-bench plot' plot onlyone
 

@@ -33,6 +33,8 @@ typedef struct mk_bench_cmd {
 int mk_bench_info(FILE *out);
 /* The default job without a GPU: tiny random models generated with the fp32 reference. */
 int mk_bench_cpu_demo(uint64_t seed);
+/* `mk-bench attn`: flash attention prefill and paged decode (bench_attn.c). */
+int mk_bench_attn(int argc, char **argv);
 /* `mk-bench plot RESULTS.json -o OUT.png` (matplotlib through python3). */
 int mk_bench_plot(int argc, char **argv);
 /* `mk-bench comm` (bench_comm.c), under mk-launch. */

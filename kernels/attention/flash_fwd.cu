@@ -1,0 +1,177 @@
+/* flash_fwd.cu — flash attention forward (prefill): bf16 Q/K/V, fp32 accumulation, variable
+ * sequence lengths in a batch (cu_seqlens), GQA, causal (bottom-right aligned or an explicit
+ * offset) and non-causal; writes O (bf16) and the log-sum-exp (fp32, natural log).
+ * This file: the public launcher (validation, choice of kernel) and the portable mma.sync
+ * kernel (MK_ATTN_IMPL_MMA); the Hopper wgmma kernel is in flash_fwd_sm90.cu.
+ *
+ * mma.sync kernel: one CTA = 128 query rows of one (sequence, q head); 8 warps, 16 rows each. K/V tiles of 64
+ * keys stream through a 2-stage cp.async ring in swizzled shared memory. Per tile, each warp:
+ *   S = Q K^T        (mma.sync m16n8k16, Q fragments held in registers, K by ldmatrix)
+ *   online softmax   (row max over the quad, exp2 with the scale folded in, rescale O)
+ *   O += P V         (P converted to bf16 in registers as the A operand, V by ldmatrix.trans)
+ * CTAs of the last query blocks (the most work under a causal mask) are launched first. */
+#include <cuda_runtime.h>
+#include <math.h>
+
+#include "core/check.h"
+#include "kernels/attention/flash_fwd.cuh"
+
+namespace mk_attn {
+namespace {
+
+struct sm80_config {
+  static constexpr int kWarps = 8;
+  static constexpr int kThreads = 32 * kWarps;
+  static constexpr int kBM = 16 * kWarps; /* query rows per CTA */
+  static constexpr int kBN = 64;          /* keys per tile */
+  static constexpr int kStages = 2;
+  template <int D>
+  static constexpr size_t smem_bytes() {
+    return (size_t)(kBM * D + kStages * 2 * kBN * D) * sizeof(uint16_t);
+  }
+};
+
+template <int D>
+__global__ void __launch_bounds__(sm80_config::kThreads) flash_fwd_sm80_kernel(const fwd_params p) {
+  using C = sm80_config;
+  constexpr int BM = C::kBM, BN = C::kBN, CH = D / 8;
+  extern __shared__ __align__(128) uint16_t smem[];
+  uint16_t *sQ = smem;
+  uint16_t *sK = sQ + BM * D;              /* stage s at sK + s * BN * D */
+  uint16_t *sV = sK + C::kStages * BN * D; /* stage s at sV + s * BN * D */
+
+  const int h = blockIdx.y;
+  fwd_block blk;
+  if (!fwd_block_setup<D, BM, BN>(p, blockIdx.z, gridDim.x - 1 - blockIdx.x, h, blk)) return;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int g = lane / 4, t = lane % 4;
+  auto off = [](int r, int c) { return swz<D>(r, c); };
+  load_rows<BM, CH, C::kThreads>(sQ, blk.gq, blk.q_stride, blk.seqlen_q - blk.m_start, off);
+  auto load_kv = [&](int nb, int stage) {
+    const long long n0 = (long long)nb * BN;
+    const int valid = blk.seqlen_k - nb * BN;
+    load_rows<BN, CH, C::kThreads>(sK + stage * BN * D, blk.gk + n0 * blk.kv_stride, blk.kv_stride, valid, off);
+    load_rows<BN, CH, C::kThreads>(sV + stage * BN * D, blk.gv + n0 * blk.kv_stride, blk.kv_stride, valid, off);
+  };
+  if (blk.n_blocks > 0) load_kv(0, 0);
+  cp_async_commit();
+
+  uint32_t qf[D / 16][4];
+  float o[D / 8][4];
+#pragma unroll
+  for (int j = 0; j < D / 8; j++) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
+  float m_r[2] = {-INFINITY, -INFINITY}, l_r[2] = {0.f, 0.f};
+  const int row0 = blk.m_start + warp * 16 + g; /* this thread's rows: row0, row0 + 8 */
+  const int mi = lane / 8, mr = lane % 8;       /* ldmatrix: which 8x8 matrix, which row of it */
+
+  for (int it = 0; it < blk.n_blocks; it++) {
+    const int stage = it & 1;
+    if (it + 1 < blk.n_blocks) load_kv(it + 1, stage ^ 1);
+    cp_async_commit();
+    cp_async_wait<1>();
+    __syncthreads();
+    if (it == 0) {
+#pragma unroll
+      for (int ks = 0; ks < D / 16; ks++)
+        ldsm_x4(qf[ks], smem_u32(sQ + swz<D>(warp * 16 + (mi & 1) * 8 + mr, ks * 2 + (mi >> 1))));
+    }
+    const uint16_t *tK = sK + stage * BN * D, *tV = sV + stage * BN * D;
+
+    /* S = Q K^T for this warp's 16 rows x 64 keys. */
+    float s[BN / 8][4];
+#pragma unroll
+    for (int j = 0; j < BN / 8; j++) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
+#pragma unroll
+    for (int ks = 0; ks < D / 16; ks++) {
+#pragma unroll
+      for (int jp = 0; jp < BN / 16; jp++) {
+        uint32_t bk[4];
+        ldsm_x4(bk, smem_u32(tK + swz<D>(jp * 16 + (mi >> 1) * 8 + mr, ks * 2 + (mi & 1))));
+        mma_16816(s[2 * jp], qf[ks], bk[0], bk[1]);
+        mma_16816(s[2 * jp + 1], qf[ks], bk[2], bk[3]);
+      }
+    }
+    mask_tile<BN / 8>(s, blk, it * BN, row0, t);
+    softmax_step<BN / 8, D / 8>(s, o, m_r, l_r, p.scale_log2);
+
+    /* O += P V, P from the S registers, V by ldmatrix.trans. */
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; kk++) {
+      uint32_t a[4];
+      p_fragment<BN / 8>(s, kk, a);
+#pragma unroll
+      for (int dp = 0; dp < D / 16; dp++) {
+        uint32_t bv[4];
+        ldsm_x4_trans(bv, smem_u32(tV + swz<D>(kk * 16 + (mi & 1) * 8 + mr, dp * 2 + (mi >> 1))));
+        mma_16816(o[2 * dp], a, bv[0], bv[1]);
+        mma_16816(o[2 * dp + 1], a, bv[2], bv[3]);
+      }
+    }
+    __syncthreads(); /* this stage is refilled by the next iteration's load */
+  }
+  cp_async_wait<0>();
+  store_out<D>(p, blk, h, row0, t, o, m_r, l_r);
+}
+
+}  // namespace
+
+mk_status flash_fwd_launch_sm80(const fwd_params &p, int d, int batch, int max_seqlen_q, cudaStream_t stream) {
+  using C = sm80_config;
+  if (d == 64)
+    return flash_fwd_start(flash_fwd_sm80_kernel<64>, C::kThreads, C::kBM, C::smem_bytes<64>(), p, batch, max_seqlen_q,
+                           stream);
+  return flash_fwd_start(flash_fwd_sm80_kernel<128>, C::kThreads, C::kBM, C::smem_bytes<128>(), p, batch, max_seqlen_q,
+                         stream);
+}
+
+}  // namespace mk_attn
+
+extern "C" mk_status mk_flash_attn_fwd(const mk_attn_fwd_args *a, mk_stream_t stream) {
+  if (!a) MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "flash_attn_fwd: args is NULL");
+  if (a->d != 64 && a->d != 128)
+    MK_ERR_RETURN(MK_STATUS_UNSUPPORTED, MK_SUBSYS_KERNEL, "flash_attn_fwd: head dim %d (supported: 64, 128)", a->d);
+  if (a->hq <= 0 || a->hkv <= 0 || a->hq % a->hkv != 0 || a->hq > 65535)
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL,
+                  "flash_attn_fwd: hq %d must be a positive multiple of hkv %d (and <= 65535)", a->hq, a->hkv);
+  if (a->batch < 0 || a->batch > 65535 || a->max_seqlen_q < 0 || a->max_seqlen_k < 0 || a->total_q < 0)
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL,
+                  "flash_attn_fwd: batch %d (<= 65535), max_seqlen_q %d, max_seqlen_k %d, total_q %d must be >= 0",
+                  a->batch, a->max_seqlen_q, a->max_seqlen_k, a->total_q);
+  if (a->mask != MK_ATTN_MASK_NONE && a->mask != MK_ATTN_MASK_CAUSAL && a->mask != MK_ATTN_MASK_CAUSAL_OFFSET)
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "flash_attn_fwd: unknown mask %d", (int)a->mask);
+  if (!(a->softmax_scale == a->softmax_scale) || isinf(a->softmax_scale))
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "flash_attn_fwd: softmax_scale is not finite");
+  if (a->batch == 0 || a->max_seqlen_q == 0) return MK_STATUS_OK;
+  if (!a->q || !a->k || !a->v || !a->o || !a->cu_seqlens_q || !a->cu_seqlens_k)
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "flash_attn_fwd: a NULL tensor pointer");
+  if (((uintptr_t)a->q | (uintptr_t)a->k | (uintptr_t)a->v | (uintptr_t)a->o) % 16)
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "flash_attn_fwd: q, k, v, o must be 16-byte aligned");
+  if (a->impl != MK_ATTN_IMPL_AUTO && a->impl != MK_ATTN_IMPL_MMA && a->impl != MK_ATTN_IMPL_WGMMA)
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "flash_attn_fwd: unknown impl %d", (int)a->impl);
+  mk_attn::fwd_params p;
+  p.q = a->q;
+  p.k = a->k;
+  p.v = a->v;
+  p.o = a->o;
+  p.lse = a->lse;
+  p.cu_q = a->cu_seqlens_q;
+  p.cu_k = a->cu_seqlens_k;
+  p.total_q = a->total_q;
+  p.hq = a->hq;
+  p.hkv = a->hkv;
+  p.group = a->hq / a->hkv;
+  p.mask = (int)a->mask;
+  p.causal_offset = a->causal_offset;
+  p.scale = a->softmax_scale;
+  p.scale_log2 = a->softmax_scale * 1.4426950408889634f;
+  int dev = 0, major = 0;
+  MK_CUDA_CHECK(cudaGetDevice(&dev));
+  MK_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+  if (a->impl == MK_ATTN_IMPL_WGMMA && major != 9)
+    MK_ERR_RETURN(MK_STATUS_UNSUPPORTED, MK_SUBSYS_KERNEL,
+                  "flash_attn_fwd: the wgmma kernel needs a Hopper GPU (this one is sm_%d0)", major);
+  cudaStream_t s = (cudaStream_t)stream;
+  if (a->impl == MK_ATTN_IMPL_MMA || major != 9)
+    return mk_attn::flash_fwd_launch_sm80(p, a->d, a->batch, a->max_seqlen_q, s);
+  return mk_attn::flash_fwd_launch_sm90(p, a->d, a->batch, a->max_seqlen_q, s);
+}

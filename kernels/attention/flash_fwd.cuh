@@ -1,0 +1,176 @@
+/* flash_fwd.cuh — internal to the flash forward kernels (flash_fwd.cu: mma.sync, any sm_80+;
+ * flash_fwd_sm90.cu: Hopper wgmma): the launch parameters and the per-thread pieces both share
+ * — which keys a query block sees, masking of one S tile, the online-softmax step, and the
+ * normalised store of O and the LSE. Fragments follow the m16n8 accumulator layout (see
+ * attn_tile.cuh): a thread holds rows g and g + 8 of its warp's 16 rows, a row is spread over
+ * the 4 lanes of a quad. */
+#ifndef MK_ATTN_FLASH_FWD_CUH
+#define MK_ATTN_FLASH_FWD_CUH
+
+#include <cuda_runtime.h>
+#include <math.h>
+
+#include "core/check.h"
+#include "kernels/attention/attn_tile.cuh"
+#include "kernels/mk_kernels.h"
+
+namespace mk_attn {
+
+struct fwd_params {
+  const uint16_t *q, *k, *v;
+  uint16_t *o;
+  float *lse;
+  const int32_t *cu_q, *cu_k;
+  int total_q, hq, hkv, group;
+  int mask; /* mk_attn_mask */
+  int causal_offset;
+  float scale, scale_log2;
+};
+
+/* One (sequence, query block, head): its extents, how many key tiles of BN it must visit, and
+ * where its first query row and its sequence's first K/V rows are. */
+struct fwd_block {
+  int q0, seqlen_q, k0, seqlen_k, m_start, n_blocks;
+  long long off; /* query i sees key j iff j <= i + off (causal) */
+  bool causal;
+  const uint16_t *gq, *gk, *gv;   /* row m_start of Q; row 0 of K and V (head h / kv head) */
+  long long q_stride, kv_stride; /* elements between consecutive tokens */
+};
+
+/* False when the block lies past the end of its sequence (nothing to do). */
+template <int D, int BM, int BN>
+__device__ __forceinline__ bool fwd_block_setup(const fwd_params &p, int b, int m_block, int h, fwd_block &s) {
+  s.q0 = p.cu_q[b];
+  s.seqlen_q = p.cu_q[b + 1] - s.q0;
+  s.k0 = p.cu_k[b];
+  s.seqlen_k = p.cu_k[b + 1] - s.k0;
+  s.m_start = m_block * BM;
+  if (s.m_start >= s.seqlen_q) return false;
+  s.causal = p.mask != MK_ATTN_MASK_NONE;
+  s.off = p.mask == MK_ATTN_MASK_CAUSAL ? (long long)s.seqlen_k - s.seqlen_q : (long long)p.causal_offset;
+  long long n_end = s.seqlen_k;
+  if (s.causal) {
+    const long long last_row = (long long)min(s.m_start + BM, s.seqlen_q) - 1;
+    n_end = max(0LL, min((long long)s.seqlen_k, last_row + s.off + 1));
+  }
+  s.n_blocks = (int)((n_end + BN - 1) / BN);
+  s.q_stride = (long long)p.hq * D;
+  s.kv_stride = (long long)p.hkv * D;
+  const long long kv0 = ((long long)s.k0 * p.hkv + h / p.group) * D;
+  s.gq = p.q + ((long long)(s.q0 + s.m_start) * p.hq + h) * D;
+  s.gk = p.k + kv0;
+  s.gv = p.v + kv0;
+  return true;
+}
+
+/* cp.async of ROWS token rows of d = 8 * CH bf16 from src (stride elements apart) into a
+ * shared tile; rows >= valid are zero-filled. off(r, c) is the element offset of 16-byte
+ * chunk c of row r in the tile (the kernel's swizzle). */
+template <int ROWS, int CH, int NTHREADS, class Off>
+__device__ __forceinline__ void load_rows(uint16_t *tile, const uint16_t *src, long long stride, int valid, Off off) {
+  for (int i = threadIdx.x; i < ROWS * CH; i += NTHREADS) {
+    const int r = i / CH, c = i % CH;
+    const bool ok = r < valid;
+    cp_async16(smem_u32(tile + off(r, c)), ok ? src + r * stride + c * 8 : src, ok);
+  }
+}
+
+/* Sets S to -inf for keys past the sequence and, under a causal mask, after the row's
+ * diagonal; only tiles that can hold such keys are touched. row0 = this thread's first row. */
+template <int NT>
+__device__ __forceinline__ void mask_tile(float (&s)[NT][4], const fwd_block &blk, int n0, int row0, int t) {
+  const bool tail = n0 + NT * 8 > blk.seqlen_k;
+  const bool diag = blk.causal && (long long)n0 + NT * 8 - 1 > (long long)blk.m_start + blk.off;
+  if (!tail && !diag) return;
+#pragma unroll
+  for (int j = 0; j < NT; j++)
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+      const int key = n0 + j * 8 + 2 * t + (e & 1);
+      const long long row = row0 + (e >> 1) * 8;
+      if (key >= blk.seqlen_k || (blk.causal && (long long)key > row + blk.off)) s[j][e] = -INFINITY;
+    }
+}
+
+/* Online softmax over one S tile: new row max (quad reduce), S -> P = exp2(S*scale_log2 - m),
+ * running sums l (per thread, reduced at the end) and O rescaled by exp2(m_old - m_new). */
+template <int NT, int ND>
+__device__ __forceinline__ void softmax_step(float (&s)[NT][4], float (&o)[ND][4], float (&m_r)[2], float (&l_r)[2],
+                                             float scale_log2) {
+#pragma unroll
+  for (int r = 0; r < 2; r++) {
+    float mx = -INFINITY;
+#pragma unroll
+    for (int j = 0; j < NT; j++) mx = fmaxf(mx, fmaxf(s[j][2 * r], s[j][2 * r + 1]));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    const float m_new = fmaxf(m_r[r], mx);
+    const float m_use = m_new == -INFINITY ? 0.f : m_new * scale_log2; /* all masked so far */
+    const float alpha = exp2f(fmaf(m_r[r], scale_log2, -m_use));
+    m_r[r] = m_new;
+    float sum = 0.f;
+#pragma unroll
+    for (int j = 0; j < NT; j++) {
+      s[j][2 * r] = exp2f(fmaf(s[j][2 * r], scale_log2, -m_use));
+      s[j][2 * r + 1] = exp2f(fmaf(s[j][2 * r + 1], scale_log2, -m_use));
+      sum += s[j][2 * r] + s[j][2 * r + 1];
+    }
+    l_r[r] = l_r[r] * alpha + sum;
+#pragma unroll
+    for (int j = 0; j < ND; j++) {
+      o[j][2 * r] *= alpha;
+      o[j][2 * r + 1] *= alpha;
+    }
+  }
+}
+
+/* P of n8 tiles 2kk and 2kk+1 as the A fragment (bf16) of k-step kk. */
+template <int NT>
+__device__ __forceinline__ void p_fragment(const float (&s)[NT][4], int kk, uint32_t (&a)[4]) {
+  a[0] = pack_bf16x2(s[2 * kk][0], s[2 * kk][1]);
+  a[1] = pack_bf16x2(s[2 * kk][2], s[2 * kk][3]);
+  a[2] = pack_bf16x2(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+  a[3] = pack_bf16x2(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+}
+
+/* O / l as bf16 and the LSE for this thread's two rows; rows that saw no key get O = 0 and
+ * LSE = -inf. Every lane must call it (quad shuffles). */
+template <int D>
+__device__ __forceinline__ void store_out(const fwd_params &p, const fwd_block &blk, int h, int row0, int t,
+                                          const float (&o)[D / 8][4], const float (&m_r)[2], float (&l_r)[2]) {
+#pragma unroll
+  for (int r = 0; r < 2; r++) {
+    float l = l_r[r];
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    const int row = row0 + r * 8;
+    if (row >= blk.seqlen_q) continue;
+    const float inv = l > 0.f ? 1.f / l : 0.f;
+    uint16_t *dst = p.o + ((long long)(blk.q0 + row) * p.hq + h) * D + 2 * t;
+#pragma unroll
+    for (int j = 0; j < D / 8; j++)
+      *reinterpret_cast<uint32_t *>(dst + j * 8) = pack_bf16x2(o[j][2 * r] * inv, o[j][2 * r + 1] * inv);
+    if (p.lse && t == 0)
+      p.lse[(long long)h * p.total_q + blk.q0 + row] = l > 0.f ? m_r[r] * p.scale + logf(l) : -INFINITY;
+  }
+}
+
+/* Grid: query blocks (the last first) x hq x batch; `smem` bytes of dynamic shared memory. */
+template <class Kernel>
+mk_status flash_fwd_start(Kernel kernel, int threads, int bm, size_t smem, const fwd_params &p, int batch,
+                          int max_seqlen_q, cudaStream_t stream) {
+  /* Set on every call: cheap, and correct for whichever device is current. */
+  MK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  dim3 grid((unsigned)((max_seqlen_q + bm - 1) / bm), (unsigned)p.hq, (unsigned)batch);
+  kernel<<<grid, threads, smem, stream>>>(p);
+  MK_CUDA_LAUNCH_CHECK();
+  return MK_STATUS_OK;
+}
+
+/* Launchers of the two kernels. */
+mk_status flash_fwd_launch_sm80(const fwd_params &p, int d, int batch, int max_seqlen_q, cudaStream_t stream);
+mk_status flash_fwd_launch_sm90(const fwd_params &p, int d, int batch, int max_seqlen_q, cudaStream_t stream);
+
+}  // namespace mk_attn
+
+#endif /* MK_ATTN_FLASH_FWD_CUH */

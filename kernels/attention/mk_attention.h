@@ -1,0 +1,101 @@
+/* mk_attention.h — attention launchers (included from kernels/mk_kernels.h):
+ *   mk_flash_attn_fwd   prefill flash attention: bf16, varlen batches, GQA, causal or not;
+ *                       returns O and the log-sum-exp so partial results merge exactly
+ *   mk_attn_merge       (o1, lse1) + (o2, lse2) -> (o, lse): merge two partial attentions
+ *   mk_paged_decode     one query token per sequence over a paged KV cache, split along the
+ *                       sequence (flash-decoding) with a reduce step
+ * All pointers are device pointers; bf16 tensors are uint16_t bit patterns, row-major.
+ *
+ * Log-sum-exp convention: lse = log(sum_j exp(scale * q.k_j)) in natural log; a row that
+ * sees no key at all gets O = 0 and lse = -inf (the merge treats it as an empty part). */
+#ifndef MK_ATTENTION_H
+#define MK_ATTENTION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/mk_core.h"
+#include "kernels/mk_kernels.h" /* mk_stream_t */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum mk_attn_mask {
+  MK_ATTN_MASK_NONE = 0,
+  /* Causal, bottom-right aligned as FlashAttention does: query i of a sequence sees key j
+   * iff j <= i + (seqlen_k - seqlen_q). */
+  MK_ATTN_MASK_CAUSAL = 1,
+  /* Causal with an explicit offset, the same for every sequence: query i sees key j iff
+   * j <= i + causal_offset. For one K/V chunk of a longer sequence (ring attention):
+   * causal_offset = (global position of query 0) - (global position of key 0). */
+  MK_ATTN_MASK_CAUSAL_OFFSET = 2,
+} mk_attn_mask;
+
+typedef enum mk_attn_impl {
+  MK_ATTN_IMPL_AUTO = 0,  /* the fastest kernel for this GPU: WGMMA on Hopper */
+  MK_ATTN_IMPL_MMA = 1,   /* mma.sync (FlashAttention-2 style) */
+  MK_ATTN_IMPL_WGMMA = 2, /* Hopper wgmma (sm_90a) */
+} mk_attn_impl;
+
+typedef struct mk_attn_fwd_args {
+  const uint16_t *q;          /* [total_q, hq, d] bf16 */
+  const uint16_t *k;          /* [total_k, hkv, d] bf16 */
+  const uint16_t *v;          /* [total_k, hkv, d] bf16 */
+  uint16_t *o;                /* [total_q, hq, d] bf16 */
+  float *lse;                 /* [hq, total_q] fp32, natural log; may be NULL */
+  const int32_t *cu_seqlens_q; /* [batch + 1], device, cu[0] = 0, non-decreasing */
+  const int32_t *cu_seqlens_k; /* [batch + 1], device */
+  int batch;
+  int max_seqlen_q;           /* >= every seqlen_q (sizes the grid) */
+  int max_seqlen_k;           /* >= every seqlen_k (informational; not needed for the grid) */
+  int total_q;                /* cu_seqlens_q[batch]: rows of o and columns of lse */
+  int hq, hkv;                /* hq % hkv == 0 */
+  int d;                      /* head dim: 64 or 128 */
+  mk_attn_mask mask;
+  int causal_offset;          /* MK_ATTN_MASK_CAUSAL_OFFSET only */
+  float softmax_scale;        /* usually 1/sqrt(d) */
+  mk_attn_impl impl;          /* 0 (AUTO) unless comparing kernels */
+} mk_attn_fwd_args;
+
+/* Pointers 16-byte aligned. Empty sequences are allowed. */
+mk_status mk_flash_attn_fwd(const mk_attn_fwd_args *a, mk_stream_t stream);
+
+/* o = (exp(lse1) o1 + exp(lse2) o2) / (exp(lse1) + exp(lse2)), lse = log(exp(lse1) + exp(lse2)),
+ * for o* [n, h, d] bf16 and lse* [h, n] fp32 (the layouts mk_flash_attn_fwd writes).
+ * o may alias o1 or o2 and lse may alias lse1 or lse2 (one warp reads a (row, head) before
+ * writing it). d a multiple of 8, at most 256. */
+mk_status mk_attn_merge(const uint16_t *o1, const float *lse1, const uint16_t *o2, const float *lse2, uint16_t *o,
+                        float *lse, int n, int h, int d, mk_stream_t stream);
+
+/* CPU reference (double accumulation) of one output row of mk_flash_attn_fwd: query row i of
+ * sequence b, head h, from the same args with HOST pointers in q, k, v and cu_seqlens_* (o and
+ * lse unused; d <= 256). Writes o_row[d] and *lse (zeros and -inf for a row that sees no key). */
+void mk_attn_ref_row(const mk_attn_fwd_args *a, int b, int h, int i, float *o_row, float *lse);
+
+typedef struct mk_paged_decode_args {
+  const uint16_t *q;            /* [batch, hq, d] bf16: one new token per sequence */
+  const uint16_t *k_cache;      /* [num_blocks, block_size, hkv, d] bf16 */
+  const uint16_t *v_cache;      /* [num_blocks, block_size, hkv, d] bf16 */
+  const int32_t *block_table;   /* [batch, max_blocks_per_seq]: block of token t is row[t / block_size] */
+  const int32_t *context_lens;  /* [batch]: tokens in the cache for each sequence (0 allowed) */
+  uint16_t *o;                  /* [batch, hq, d] bf16 */
+  float *lse;                   /* [hq, batch] fp32 natural log (as mk_flash_attn_fwd); may be NULL */
+  void *workspace;              /* mk_paged_decode_workspace_size() bytes, 16-byte aligned; NULL if 0 */
+  int batch, hq, hkv, d;        /* d: 64 or 128; hq / hkv <= 16 */
+  int block_size;               /* tokens per cache block, >= 1 */
+  int max_blocks_per_seq;
+  int max_context_len;          /* >= every context_lens[b] (sizes the split) */
+  int num_blocks;               /* blocks in the cache (bounds the block ids; not checked on the device) */
+  int num_splits;               /* 0: chosen from the shape and the GPU; else forced (>= 1) */
+  float softmax_scale;
+} mk_paged_decode_args;
+
+/* Bytes of workspace the call with these args needs (0 when it does not split). */
+mk_status mk_paged_decode_workspace_size(const mk_paged_decode_args *a, size_t *bytes);
+mk_status mk_paged_decode(const mk_paged_decode_args *a, mk_stream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MK_ATTENTION_H */

@@ -1,0 +1,362 @@
+/* paged_decode.cu — decode attention (one query token per sequence) over a paged KV cache,
+ * split along the sequence (flash-decoding), GQA-aware.
+ *
+ * Cache layout: k_cache/v_cache [num_blocks, block_size, hkv, d] bf16; token t of sequence b
+ * lives in block block_table[b][t / block_size], slot t % block_size.
+ *
+ * Pass 1 (grid: splits x hkv x batch, 128 threads): a CTA takes one KV head and one range of
+ * part_len tokens, and all `group` query heads that share that KV head, so each K/V row is
+ * read from HBM once. A token's d-vector is spread over d/8 lanes (16 bytes each); a warp
+ * covers 32/(d/8) tokens per step and keeps U steps of loads in flight. Every token group
+ * of lanes keeps its own online-softmax state (max, sum, accumulator, in log2 units); the
+ * groups of a warp merge by shuffles, the 4 warps through shared memory.
+ * With one split the CTA writes O (bf16) and the LSE directly; with more, each split writes
+ * a normalised fp32 partial O and its LSE to the workspace:
+ *   o_part [batch, hq, splits, d] fp32, then lse_part [batch, hq, splits] fp32,
+ * and pass 2 (grid: hq x batch) merges the splits of each (sequence, head) by LSE. */
+#include <cuda_runtime.h>
+#include <math.h>
+
+#include "core/check.h"
+#include "kernels/attention/attn_tile.cuh"
+#include "kernels/mk_kernels.h"
+
+namespace {
+
+using namespace mk_attn;
+
+struct decode_config {
+  static constexpr int kWarps = 4;
+  static constexpr int kThreads = 32 * kWarps;
+  static constexpr int kUnroll = 4;       /* token steps of loads in flight per warp */
+  static constexpr int kPartAlign = 64;   /* part_len is a multiple of this */
+  static constexpr int kMinPart = 256;    /* fewest tokens per split */
+  static constexpr int kMaxGroup = 16;    /* hq / hkv */
+};
+
+struct decode_params {
+  const uint16_t *q, *k, *v;
+  const int32_t *block_table, *context_lens;
+  uint16_t *o;
+  float *lse;
+  float *o_part, *lse_part; /* workspace; NULL when splits == 1 */
+  int batch, hq, hkv, group, block_size, max_blocks, max_ctx, num_blocks, splits, part_len;
+  float scale_log2;
+};
+
+__device__ __forceinline__ int seq_len(const decode_params &p, int b) {
+  return min(max(p.context_lens[b], 0), p.max_ctx);
+}
+
+template <int D, int G>
+__global__ void __launch_bounds__(decode_config::kThreads)
+    paged_decode_kernel(const decode_params p) {
+  using C = decode_config;
+  constexpr int LPT = D / 8, TPW = 32 / LPT, U = C::kUnroll;
+  __shared__ float sm_acc[C::kWarps][G][D];
+  __shared__ float sm_m[C::kWarps][G], sm_l[C::kWarps][G];
+
+  const int split = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z;
+  const int ctx = seq_len(p, b);
+  const int t_begin = split * p.part_len;
+  if (t_begin >= ctx && split > 0) return; /* split 0 always writes, so an empty sequence gets O = 0 */
+  const int t_end = min(ctx, t_begin + p.part_len);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int tg = lane / LPT, c = lane % LPT; /* token group in the warp, 16-byte chunk of d */
+  const int ng = p.group;
+
+  float qv[G][8], acc[G][8], m[G], l[G];
+#pragma unroll
+  for (int h = 0; h < G; h++) {
+    m[h] = -INFINITY;
+    l[h] = 0.f;
+    uint4 raw = make_uint4(0, 0, 0, 0);
+    if (h < ng) raw = *reinterpret_cast<const uint4 *>(p.q + ((long long)b * p.hq + kvh * ng + h) * D + c * 8);
+    const uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+    for (int x = 0; x < 4; x++) {
+      qv[h][2 * x] = bf16_lo(w[x]) * p.scale_log2;
+      qv[h][2 * x + 1] = bf16_hi(w[x]) * p.scale_log2;
+    }
+#pragma unroll
+    for (int x = 0; x < 8; x++) acc[h][x] = 0.f;
+  }
+
+  const int32_t *table = p.block_table + (long long)b * p.max_blocks;
+  const long long kv_token_stride = (long long)p.hkv * D;
+  for (int base = t_begin + warp * TPW * U; base < t_end; base += C::kWarps * TPW * U) {
+    uint4 kr[U], vr[U];
+    bool valid[U];
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+      const int t = base + u * TPW + tg;
+      valid[u] = false;
+      kr[u] = vr[u] = make_uint4(0, 0, 0, 0);
+      if (t < t_end) {
+        const int blk = __ldg(table + t / p.block_size);
+        if (blk >= 0 && blk < p.num_blocks) { /* a corrupt table entry drops the token, never faults */
+          const long long off =
+              ((long long)blk * p.block_size + t % p.block_size) * kv_token_stride + (long long)kvh * D + c * 8;
+          kr[u] = __ldg(reinterpret_cast<const uint4 *>(p.k + off));
+          vr[u] = __ldg(reinterpret_cast<const uint4 *>(p.v + off));
+          valid[u] = true;
+        }
+      }
+    }
+    float kf[U][8];
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+      const uint32_t w[4] = {kr[u].x, kr[u].y, kr[u].z, kr[u].w};
+#pragma unroll
+      for (int x = 0; x < 4; x++) {
+        kf[u][2 * x] = bf16_lo(w[x]);
+        kf[u][2 * x + 1] = bf16_hi(w[x]);
+      }
+    }
+#pragma unroll
+    for (int h = 0; h < G; h++) {
+      if (h >= ng) break; /* uniform across the CTA */
+      float s[U];
+#pragma unroll
+      for (int u = 0; u < U; u++) {
+        float dot = 0.f;
+#pragma unroll
+        for (int x = 0; x < 8; x++) dot = fmaf(qv[h][x], kf[u][x], dot);
+#pragma unroll
+        for (int o = 1; o < LPT; o <<= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
+        s[u] = valid[u] ? dot : -INFINITY;
+      }
+      float mx = m[h];
+#pragma unroll
+      for (int u = 0; u < U; u++) mx = fmaxf(mx, s[u]);
+      if (mx == -INFINITY) continue; /* nothing valid yet in this token group */
+      const float alpha = exp2f(m[h] - mx);
+      m[h] = mx;
+      l[h] *= alpha;
+#pragma unroll
+      for (int x = 0; x < 8; x++) acc[h][x] *= alpha;
+#pragma unroll
+      for (int u = 0; u < U; u++) {
+        const float pu = exp2f(s[u] - mx);
+        l[h] += pu;
+        const uint32_t w[4] = {vr[u].x, vr[u].y, vr[u].z, vr[u].w};
+#pragma unroll
+        for (int x = 0; x < 4; x++) {
+          acc[h][2 * x] = fmaf(pu, bf16_lo(w[x]), acc[h][2 * x]);
+          acc[h][2 * x + 1] = fmaf(pu, bf16_hi(w[x]), acc[h][2 * x + 1]);
+        }
+      }
+    }
+  }
+
+  /* Merge the token groups of the warp (lanes with the same chunk c). */
+#pragma unroll
+  for (int o = LPT; o < 32; o <<= 1) {
+#pragma unroll
+    for (int h = 0; h < G; h++) {
+      if (h >= ng) break;
+      const float mo = __shfl_xor_sync(0xffffffffu, m[h], o);
+      const float lo = __shfl_xor_sync(0xffffffffu, l[h], o);
+      const float mx = fmaxf(m[h], mo);
+      const float a = m[h] == -INFINITY ? 0.f : exp2f(m[h] - mx);
+      const float bw = mo == -INFINITY ? 0.f : exp2f(mo - mx);
+      l[h] = l[h] * a + lo * bw;
+#pragma unroll
+      for (int x = 0; x < 8; x++) {
+        const float ao = __shfl_xor_sync(0xffffffffu, acc[h][x], o);
+        acc[h][x] = acc[h][x] * a + ao * bw;
+      }
+      m[h] = mx;
+    }
+  }
+  if (tg == 0) {
+#pragma unroll
+    for (int h = 0; h < G; h++) {
+      if (h >= ng) break;
+#pragma unroll
+      for (int x = 0; x < 8; x++) sm_acc[warp][h][c * 8 + x] = acc[h][x];
+      if (c == 0) {
+        sm_m[warp][h] = m[h];
+        sm_l[warp][h] = l[h];
+      }
+    }
+  }
+  __syncthreads();
+
+  /* Merge the warps; write the final O and LSE (one split) or this split's partial. */
+  for (int i = threadIdx.x; i < ng * D; i += C::kThreads) {
+    const int h = i / D, x = i % D;
+    float mx = -INFINITY;
+#pragma unroll
+    for (int w = 0; w < C::kWarps; w++) mx = fmaxf(mx, sm_m[w][h]);
+    float sum = 0.f, out = 0.f;
+    if (mx != -INFINITY) {
+#pragma unroll
+      for (int w = 0; w < C::kWarps; w++) {
+        const float e = sm_m[w][h] == -INFINITY ? 0.f : exp2f(sm_m[w][h] - mx);
+        sum += sm_l[w][h] * e;
+        out += sm_acc[w][h][x] * e;
+      }
+    }
+    out = sum > 0.f ? out / sum : 0.f;
+    const float lse = sum > 0.f ? (mx + log2f(sum)) * 0.6931471805599453f : -INFINITY;
+    const int head = kvh * ng + h;
+    if (p.splits == 1) {
+      const long long oi = ((long long)b * p.hq + head) * D + x;
+      p.o[oi] = (uint16_t)(pack_bf16x2(out, 0.f) & 0xffffu);
+      if (x == 0 && p.lse) p.lse[(long long)head * p.batch + b] = lse;
+    } else {
+      const long long pi = ((long long)b * p.hq + head) * p.splits + split;
+      p.o_part[pi * D + x] = out;
+      if (x == 0) p.lse_part[pi] = lse;
+    }
+  }
+}
+
+/* Pass 2: merge the splits of one (head, sequence) by their LSE. Sequences with no token get
+ * O = 0 and LSE = -inf. */
+template <int D>
+__global__ void __launch_bounds__(128) paged_decode_reduce_kernel(const decode_params p) {
+  const int head = blockIdx.x, b = blockIdx.y;
+  const int ctx = seq_len(p, b);
+  const int ns = (ctx + p.part_len - 1) / p.part_len;
+  const long long pi = ((long long)b * p.hq + head) * p.splits;
+  float mx = -INFINITY;
+  for (int s = 0; s < ns; s++) mx = fmaxf(mx, p.lse_part[pi + s]);
+  float sum = 0.f;
+  if (mx != -INFINITY)
+    for (int s = 0; s < ns; s++) sum += expf(p.lse_part[pi + s] - mx);
+  for (int x = threadIdx.x; x < D; x += blockDim.x) {
+    float out = 0.f;
+    if (sum > 0.f) {
+      for (int s = 0; s < ns; s++) out += expf(p.lse_part[pi + s] - mx) * p.o_part[(pi + s) * D + x];
+      out /= sum;
+    }
+    p.o[((long long)b * p.hq + head) * D + x] = (uint16_t)(pack_bf16x2(out, 0.f) & 0xffffu);
+  }
+  if (threadIdx.x == 0 && p.lse) p.lse[(long long)head * p.batch + b] = sum > 0.f ? mx + logf(sum) : -INFINITY;
+}
+
+/* Splits and tokens per split for this shape on the current device. */
+mk_status plan(const mk_paged_decode_args *a, int *splits, int *part_len) {
+  int dev = 0, sms = 0;
+  MK_CUDA_CHECK(cudaGetDevice(&dev));
+  MK_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  using C = decode_config;
+  const long long ctx = a->max_context_len > 0 ? a->max_context_len : 1;
+  long long s = a->num_splits;
+  if (s <= 0) {
+    const long long base = (long long)a->batch * a->hkv;
+    /* About 16 CTAs per SM: several waves of short CTAs keep the tail of the last wave small;
+     * the partials cost 2 * splits * d * 4 bytes per (sequence, head), far below its K/V. */
+    s = (16LL * sms + base - 1) / base;
+    const long long most = (ctx + C::kMinPart - 1) / C::kMinPart;
+    if (s > most) s = most;
+  }
+  if (s < 1) s = 1;
+  if (s > ctx) s = ctx;
+  long long part = (ctx + s - 1) / s;
+  part = (part + C::kPartAlign - 1) / C::kPartAlign * C::kPartAlign;
+  *part_len = (int)part;
+  *splits = (int)((ctx + part - 1) / part);
+  return MK_STATUS_OK;
+}
+
+mk_status validate(const mk_paged_decode_args *a) {
+  if (!a) MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "paged_decode: args is NULL");
+  if (a->d != 64 && a->d != 128)
+    MK_ERR_RETURN(MK_STATUS_UNSUPPORTED, MK_SUBSYS_KERNEL, "paged_decode: head dim %d (supported: 64, 128)", a->d);
+  if (a->hkv <= 0 || a->hq <= 0 || a->hq % a->hkv || a->hq / a->hkv > decode_config::kMaxGroup || a->hkv > 65535)
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL,
+                  "paged_decode: hq %d must be a multiple of hkv %d, at most %d times it", a->hq, a->hkv,
+                  decode_config::kMaxGroup);
+  if (a->batch < 0 || a->batch > 65535 || a->block_size <= 0 || a->max_blocks_per_seq < 0 ||
+      a->max_context_len < 0 || a->num_blocks < 0 || a->num_splits < 0)
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL,
+                  "paged_decode: batch %d (<= 65535), block_size %d (> 0), max_blocks_per_seq %d, "
+                  "max_context_len %d, num_blocks %d, num_splits %d must be >= 0",
+                  a->batch, a->block_size, a->max_blocks_per_seq, a->max_context_len, a->num_blocks, a->num_splits);
+  if ((long long)a->max_blocks_per_seq * a->block_size < a->max_context_len)
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL,
+                  "paged_decode: max_context_len %d does not fit in %d blocks of %d tokens", a->max_context_len,
+                  a->max_blocks_per_seq, a->block_size);
+  if (!(a->softmax_scale == a->softmax_scale) || isinf(a->softmax_scale))
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "paged_decode: softmax_scale is not finite");
+  return MK_STATUS_OK;
+}
+
+template <int D, int G>
+void launch_pass1(const decode_params &p, cudaStream_t stream) {
+  dim3 grid((unsigned)p.splits, (unsigned)p.hkv, (unsigned)p.batch);
+  paged_decode_kernel<D, G><<<grid, decode_config::kThreads, 0, stream>>>(p);
+}
+
+template <int D>
+void launch_d(const decode_params &p, cudaStream_t stream) {
+  if (p.group <= 1)
+    launch_pass1<D, 1>(p, stream);
+  else if (p.group <= 2)
+    launch_pass1<D, 2>(p, stream);
+  else if (p.group <= 4)
+    launch_pass1<D, 4>(p, stream);
+  else if (p.group <= 8)
+    launch_pass1<D, 8>(p, stream);
+  else
+    launch_pass1<D, 16>(p, stream);
+  if (p.splits > 1) paged_decode_reduce_kernel<D><<<dim3((unsigned)p.hq, (unsigned)p.batch), 128, 0, stream>>>(p);
+}
+
+}  // namespace
+
+extern "C" mk_status mk_paged_decode_workspace_size(const mk_paged_decode_args *a, size_t *bytes) {
+  if (!bytes) MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "paged_decode: bytes is NULL");
+  *bytes = 0;
+  MK_CHECK(validate(a));
+  int splits = 1, part = 0;
+  MK_CHECK(plan(a, &splits, &part));
+  if (splits > 1) *bytes = (size_t)a->batch * a->hq * splits * ((size_t)a->d + 1) * sizeof(float);
+  return MK_STATUS_OK;
+}
+
+extern "C" mk_status mk_paged_decode(const mk_paged_decode_args *a, mk_stream_t stream) {
+  MK_CHECK(validate(a));
+  if (a->batch == 0) return MK_STATUS_OK;
+  if (!a->q || !a->k_cache || !a->v_cache || !a->block_table || !a->context_lens || !a->o)
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "paged_decode: a NULL tensor pointer");
+  if (((uintptr_t)a->q | (uintptr_t)a->k_cache | (uintptr_t)a->v_cache | (uintptr_t)a->workspace) % 16)
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL,
+                  "paged_decode: q, k_cache, v_cache, workspace must be 16-byte aligned");
+  decode_params p;
+  p.q = a->q;
+  p.k = a->k_cache;
+  p.v = a->v_cache;
+  p.block_table = a->block_table;
+  p.context_lens = a->context_lens;
+  p.o = a->o;
+  p.lse = a->lse;
+  p.batch = a->batch;
+  p.hq = a->hq;
+  p.hkv = a->hkv;
+  p.group = a->hq / a->hkv;
+  p.block_size = a->block_size;
+  p.max_blocks = a->max_blocks_per_seq;
+  p.max_ctx = a->max_context_len;
+  p.num_blocks = a->num_blocks;
+  p.scale_log2 = a->softmax_scale * 1.4426950408889634f;
+  MK_CHECK(plan(a, &p.splits, &p.part_len));
+  p.o_part = p.lse_part = NULL;
+  if (p.splits > 1) {
+    if (!a->workspace)
+      MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL,
+                    "paged_decode: %d splits need a workspace (mk_paged_decode_workspace_size)", p.splits);
+    p.o_part = (float *)a->workspace;
+    p.lse_part = p.o_part + (size_t)a->batch * a->hq * p.splits * a->d;
+  }
+  cudaStream_t s = (cudaStream_t)stream;
+  if (a->d == 64)
+    launch_d<64>(p, s);
+  else
+    launch_d<128>(p, s);
+  MK_CUDA_LAUNCH_CHECK();
+  return MK_STATUS_OK;
+}
