@@ -480,7 +480,7 @@ void mk_request_release(mk_request_t *r) {
 void mk_engine_get_stats(mk_engine_t *e, mk_engine_stats *out) {
   pthread_mutex_lock(&e->mu);
   *out = e->st;
-  out->running = e->n_running, out->waiting = e->n_waiting;
+  out->running = e->n_running, out->waiting = e->n_waiting, out->shutting_down = e->shutting_down;
   mk_kv_pages_stats(e->kv, &out->kv);
   pthread_mutex_unlock(&e->mu);
 }

@@ -173,7 +173,7 @@ void mk_request_next(mk_request_t *r, int wait_ms, mk_request_update *u);
 void mk_request_release(mk_request_t *r);
 
 typedef struct mk_engine_stats {
-  int running, waiting;
+  int running, waiting, shutting_down;
   mk_kv_stats kv;
   uint64_t prompt_tokens, generation_tokens, steps;
   uint64_t finished[6]; /* by finish reason: length, stop, timeout, abort, error, rejected */
