@@ -20,7 +20,8 @@ static int put(mk_text_t *t, const char *s, size_t n) {
 }
 
 /* Length of the valid UTF-8 sequence at s (n bytes left): >0 valid, 0 incomplete (could
- * still become valid), -1 invalid. */
+ * still become valid), -k invalid: its first k bytes (the maximal subpart, as Rust's
+ * from_utf8_lossy and Python's errors="replace" count it) become one U+FFFD. */
 static int utf8_seq(const unsigned char *s, size_t n) {
   unsigned c = s[0];
   int len = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : -1;
@@ -28,7 +29,7 @@ static int utf8_seq(const unsigned char *s, size_t n) {
   for (int i = 1; i < len; i++) {
     if ((size_t)i >= n) return 0;
     unsigned d = s[i];
-    if ((d & 0xc0) != 0x80) return -1;
+    if ((d & 0xc0) != 0x80) return -i;
     if (i == 1 && ((c == 0xe0 && d < 0xa0) || (c == 0xed && d > 0x9f) || (c == 0xf0 && d < 0x90) || (c == 0xf4 && d > 0x8f)))
       return -1;
   }
@@ -51,7 +52,7 @@ static void repair(mk_text_t *t, int final) {
     int k = utf8_seq(s, t->raw_len - t->raw_done);
     if (k == 0 && !final) break;
     if (k > 0) put(t, (const char *)s, (size_t)k), t->raw_done += (size_t)k;
-    else put(t, k_repl, 3), t->raw_done++;
+    else put(t, k_repl, 3), t->raw_done = k < 0 ? t->raw_done + (size_t)-k : t->raw_len;
   }
 }
 

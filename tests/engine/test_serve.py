@@ -155,7 +155,7 @@ MALFORMED = [
     ("prompt float ids", '{"prompt": [1, 2.5]}'),
     ("prompt empty", '{"prompt": []}'),
     ("batched prompts", '{"prompt": [[1], [2]]}'),
-    ("token id outside the vocabulary", '{"prompt": [1, 256]}'),
+    ("token id outside the vocabulary", '{"prompt": [1, 100000]}'),
     ("negative token id", '{"prompt": [-1]}'),
     ("negative max_tokens", '{"prompt": [1], "max_tokens": -5}'),
     ("zero max_tokens", '{"prompt": [1], "max_tokens": 0}'),
@@ -258,6 +258,57 @@ def slow(s):
                  "requests left after the queue test")
 
 
+def byte_decoder(tok):
+    bs = list(range(33, 127)) + list(range(161, 173)) + list(range(174, 256))
+    cs, n = bs[:], 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    u2b = {chr(c): b for b, c in zip(bs, cs)}
+    strs = {i: (s, False) for s, i in tok["model"]["vocab"].items()}
+    for a in tok["added_tokens"]:
+        strs[a["id"]] = (a["content"], a["special"])
+
+    def decode(ids):
+        out = b""
+        for i in ids:
+            if i not in strs or strs[i][1]:
+                continue
+            s, _ = strs[i]
+            out += s.encode() if i >= 420 else bytes(u2b[ch] for ch in s)
+        return out.decode("utf-8", errors="replace")
+    return decode
+
+
+def text_prompts(s, model, tokfile, golden):
+    decode = byte_decoder(json.load(open(tokfile)))
+    for case in [c for c in golden if c["tokenizer"] == os.path.basename(tokfile)][:6]:
+        want = greedy(model, case["ids"], 12)
+        st, r = s.complete({"prompt": case["text"], "max_tokens": 12, "temperature": 0})
+        check(st == 200, f"text prompt {case['text']!r}: {st} {r}")
+        ch = r["choices"][0]
+        check(r["usage"]["prompt_tokens"] == len(case["ids"]), f"text prompt {case['text']!r}: {r['usage']} vs {case['ids']}")
+        check(ch["token_ids"] == want, f"text prompt {case['text']!r}: tokens {ch['token_ids']} != greedy {want}")
+        check(ch["text"] == decode(want), f"text {ch['text']!r} != decode {decode(want)!r}")
+        st, ev, raw = s.stream({"prompt": case["text"], "max_tokens": 12, "temperature": 0})
+        streamed = "".join(c["text"] for e in ev[:-1] for c in json.loads(e)["choices"])
+        check(streamed == ch["text"], f"streamed text {streamed!r} != {ch['text']!r}")
+        full = ch["text"]
+        if len(full) >= 6:
+            stop = full[len(full) // 2: len(full) // 2 + 2]
+            cut = full[:full.find(stop)]
+            r = s.complete({"prompt": case["text"], "max_tokens": 12, "temperature": 0, "stop": [stop, "\x01never"]})[1]
+            check(r["choices"][0]["text"] == cut and r["choices"][0]["finish_reason"] == "stop",
+                  f"stop {stop!r}: {r['choices'][0]} want text {cut!r}")
+            st, ev, raw = s.stream({"prompt": case["text"], "max_tokens": 12, "temperature": 0, "stop": stop})
+            streamed = "".join(c["text"] for e in ev[:-1] for c in json.loads(e)["choices"])
+            check(streamed == cut, f"streamed stop {stop!r}: {streamed!r} want {cut!r}")
+    st, out = s.req("POST", "/v1/completions", raw=b'{"prompt": "bad \xff utf8"}')
+    check(st == 400, f"invalid UTF-8 prompt: {st}")
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="mk_test_serve_")
     try:
@@ -270,6 +321,18 @@ def main():
             malformed(s, model, text_prompt_ok=False)
         finally:
             s.stop()
+        if TOKDIR:
+            tmodel = os.path.join(tmp, "tok")
+            subprocess.run([MK_GEN, "--family", "qwen3_moe", "--out", tmodel, "--seed", "12", "--vocab", "448"],
+                           check=True, capture_output=True)
+            shutil.copy(os.path.join(TOKDIR, "tok_split.json"), os.path.join(tmodel, "tokenizer.json"))
+            golden = json.load(open(os.path.join(TOKDIR, "golden.json")))["cases"]
+            s = Server(tmodel, "--max-model-len", "64")
+            try:
+                text_prompts(s, tmodel, os.path.join(TOKDIR, "tok_split.json"), golden)
+                malformed(s, tmodel, text_prompt_ok=True)
+            finally:
+                s.stop()
         s = Server(model, "--debug-step-delay-ms", "20", "--request-timeout-ms", "1500", "--max-batch", "1",
                    "--max-waiting", "1")
         try:
