@@ -7,8 +7,9 @@ loopback, each server on an ephemeral port:
   - every malformed request gets 400 with an OpenAI-style error body, while valid requests
     sent at the same time all succeed, and the server still serves afterwards;
   - a client that disconnects mid-stream: the request is cancelled, its KV pages freed;
-  - request timeout (408, and an error event in a stream); full queue -> 429.
-usage: test_serve.py MK_SERVE MK_GEN MK_RUN [TOKENIZER_DIR]"""
+  - request timeout (408, and an error event in a stream); full queue -> 429;
+  - `mk-bench serve` against the server: every request completes, the block and the JSON.
+usage: test_serve.py MK_SERVE MK_GEN MK_RUN MK_BENCH [TOKENIZER_DIR]"""
 import http.client
 import json
 import os
@@ -21,8 +22,8 @@ import tempfile
 import threading
 import time
 
-MK_SERVE, MK_GEN, MK_RUN = sys.argv[1:4]
-TOKDIR = sys.argv[4] if len(sys.argv) > 4 else None
+MK_SERVE, MK_GEN, MK_RUN, MK_BENCH = sys.argv[1:5]
+TOKDIR = sys.argv[5] if len(sys.argv) > 5 else None
 FAILS = []
 
 
@@ -309,6 +310,21 @@ def text_prompts(s, model, tokfile, golden):
     check(st == 400, f"invalid UTF-8 prompt: {st}")
 
 
+def bench(s, tmp):
+    out = os.path.join(tmp, "bench.json")
+    r = subprocess.run([MK_BENCH, "serve", "--port", str(s.port), "--num-prompts", "12", "--concurrency", "4",
+                        "--input-len", "6", "--output-len", "8", "--request-rate", "200", "--json", out],
+                       capture_output=True, text=True, timeout=60)
+    check(r.returncode == 0 and "Serving Benchmark Result" in r.stdout and "Median ITL (ms):" in r.stdout,
+          f"mk-bench serve: rc {r.returncode}\n{r.stdout}{r.stderr}")
+    j = json.load(open(out)) if os.path.exists(out) else {}
+    check(j.get("completed") == 12 and j.get("total_output_tokens") == 96 and j.get("mean_ttft_ms", -1) > 0,
+          f"mk-bench serve JSON: {j}")
+    r = subprocess.run([MK_BENCH, "serve", "--port", str(s.port), "--num-prompts", "2", "--input-len", "100"],
+                       capture_output=True, text=True, timeout=60)
+    check(r.returncode == 1 and "HTTP 400" in r.stderr, f"mk-bench serve with failing requests: rc {r.returncode} {r.stderr}")
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="mk_test_serve_")
     try:
@@ -319,6 +335,7 @@ def main():
             basic(s, model)
             concurrent(s, model)
             malformed(s, model, text_prompt_ok=False)
+            bench(s, tmp)
         finally:
             s.stop()
         if TOKDIR:
