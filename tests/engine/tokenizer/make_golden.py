@@ -7,7 +7,11 @@ and HF's decode of them. Run from this directory; commit what it writes.
                         a special <|endoftext|> and a non-special added token <tool>
   tok_gpt2_legacy.json  the same tokenizer with merges as "a b" strings (the older format)
   tok_split.json        Sequence[Split(Qwen2-style regex, Isolated), ByteLevel(no regex)]
-  tok_prefix.json       ByteLevel with add_prefix_space"""
+  tok_prefix.json       ByteLevel with add_prefix_space
+`make_golden.py --check` retrains nothing: it encodes golden.json's texts with the committed
+tokenizer files through the installed `tokenizers` and reports any id or decode that differs
+(for a machine with another tokenizers version, e.g. the GPU machine)."""
+import sys
 import json
 
 import tokenizers
@@ -83,5 +87,20 @@ def main():
     print(f"wrote {len(toks)} tokenizers and {len(cases)} cases")
 
 
+def check():
+    g = json.load(open("golden.json"))
+    bad = 0
+    for c in g["cases"]:
+        tok = Tokenizer.from_file(c["tokenizer"])
+        ids = tok.encode(c["text"], add_special_tokens=False).ids
+        if ids != c["ids"] or tok.decode(ids, skip_special_tokens=False) != c["decoded"]:
+            bad += 1
+            print(f"DIFF {c['tokenizer']} {c['text']!r}: {ids} vs golden {c['ids']}")
+    print(f"tokenizers {tokenizers.__version__}: {len(g['cases']) - bad}/{len(g['cases'])} golden cases agree")
+    return 1 if bad else 0
+
+
 if __name__ == "__main__":
+    if sys.argv[1:] == ["--check"]:
+        sys.exit(check())
     main()
