@@ -37,6 +37,8 @@ int mk_bench_cpu_demo(uint64_t seed);
 int mk_bench_attn(int argc, char **argv);
 /* `mk-bench plot RESULTS.json -o OUT.png` (matplotlib through python3). */
 int mk_bench_plot(int argc, char **argv);
+/* `mk-bench serve` (bench_serve.c): load generator over HTTP against a running server. */
+int mk_bench_serve(int argc, char **argv);
 /* `mk-bench comm` (bench_comm.c), under mk-launch. */
 int mk_bench_comm(int argc, char **argv);
 
