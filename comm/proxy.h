@@ -51,6 +51,15 @@ typedef struct mk_transport {
 mk_status mk_loopback_create(int self, int nranks, char *const *bases, uint64_t heap_bytes, int on_gpu,
                              mk_transport *out);
 
+/* RDMA transports (MK_HAVE_VERBS / MK_HAVE_EFA builds; see transport_ib.c and transport_efa.c
+ * for the protocols). Collective over the bootstrap: every rank calls it; the peers are the
+ * ranks of other node groups; a failure on any rank fails it on every rank. heap: this rank's
+ * symmetric heap (device memory when on_gpu, else host memory). */
+mk_status mk_ib_create(mk_bootstrap_t *bs, const mk_world *w, char *heap, uint64_t heap_bytes, int on_gpu,
+                       mk_transport *out);
+mk_status mk_efa_create(mk_bootstrap_t *bs, const mk_world *w, char *heap, uint64_t heap_bytes, int on_gpu,
+                        mk_transport *out);
+
 /* ---- proxy ----------------------------------------------------------------------------- */
 typedef void (*mk_proxy_error_fn)(void *user, mk_status st, const mk_fifo_cmd *cmd);
 typedef struct mk_proxy mk_proxy_t;
