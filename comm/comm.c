@@ -91,6 +91,7 @@ mk_status mk_comm_create(mk_comm_t **out) {
   if (!c) return MK_STATUS_OUT_OF_MEMORY;
   MK_CHECK_GOTO(mk_world_from_env(&c->w), st, fail);
   const mk_world *w = &c->w;
+  mk_log_set_rank(w->rank, -1);
   if (w->local_size > MK_MAX_LOCAL) {
     MK_WARN(MK_SUBSYS_COMM, "comm: %d ranks per node group; at most %d are supported", w->local_size, MK_MAX_LOCAL);
     st = MK_STATUS_UNSUPPORTED;

@@ -45,6 +45,14 @@ typedef struct mk_transport {
   void (*destroy)(void *ctx);
 } mk_transport;
 
+/* Checks a command every transport runs first: a known op, a reachable destination, the put
+ * inside both heaps (src_bytes here, dst_bytes at dst_rank), an aligned counter inside the
+ * destination heap. MK_STATUS_INVALID_ARGUMENT with a message naming transport and rank.
+ * *data / *sig: whether the command carries data / a signal. */
+mk_status mk_cmd_check(const char *tname, int self, int nranks, int reachable, uint64_t src_bytes, uint64_t dst_bytes,
+                       const mk_fifo_cmd *c, int *data, int *sig);
+int64_t mk_now_ms(void); /* CLOCK_MONOTONIC */
+
 /* Loopback: every rank's heap is mapped here (bases[r], NULL for ranks it cannot reach).
  * on_gpu: cudaMemcpyAsync on its own stream + a one-thread signal kernel; else memcpy and an
  * atomic add (host heaps, for CPU tests). Shaping from MK_LOOPBACK_GBPS / MK_LOOPBACK_LAT_US. */

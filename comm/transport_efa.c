@@ -29,7 +29,6 @@
 #include <endian.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <cuda_runtime_api.h>
 #include <infiniband/efadv.h>
@@ -66,12 +65,6 @@ typedef struct efa {
   cudaStream_t stream;
 } efa;
 
-static int64_t now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static mk_status efa_post_recv(efa *t, uint64_t slot) {
   struct ibv_sge sge = {(uint64_t)(uintptr_t)(t->rbuf + slot * RBUF), RBUF, t->rmr->lkey};
   struct ibv_recv_wr wr = {.wr_id = slot, .sg_list = &sge, .num_sge = 1}, *bad = NULL;
@@ -98,10 +91,15 @@ static mk_status efa_progress(void *ctx, uint64_t *completed) {
     for (int i = 0; i < n; i++) {
       const struct ibv_wc *c = &wc[i];
       const int recv = c->opcode == IBV_WC_RECV || c->opcode == IBV_WC_RECV_RDMA_WITH_IMM;
-      if (c->status != IBV_WC_SUCCESS)
-        MK_ERR_RETURN(MK_STATUS_NET_ERROR, MK_SUBSYS_NET, "efa: rank %d: %s completion failed on %s: %s (vendor error 0x%x)%s",
-                      t->self, recv ? "receive" : "send", t->dev.name, mk_verbs_wc_text(c->status), c->vendor_err,
-                      recv ? "" : t->ring[c->wr_id % CMD_RING].dst >= 0 ? " (towards the rank of that command)" : "");
+      if (c->status != IBV_WC_SUCCESS) {
+        if (recv)
+          MK_ERR_RETURN(MK_STATUS_NET_ERROR, MK_SUBSYS_NET, "efa: rank %d: a receive failed on %s: %s (vendor error 0x%x)",
+                        t->self, t->dev.name, mk_verbs_wc_text(c->status), c->vendor_err);
+        MK_ERR_RETURN(MK_STATUS_NET_ERROR, MK_SUBSYS_NET, "efa: rank %d -> rank %d (%s on %s): work completion failed: %s "
+                      "(vendor error 0x%x)", t->self, t->ring[c->wr_id % CMD_RING].dst,
+                      c->opcode == IBV_WC_SEND ? "signal descriptor" : "data write", t->dev.name,
+                      mk_verbs_wc_text(c->status), c->vendor_err);
+      }
       if (recv) {
         int ready = 0;
         mk_efa_desc sig;
@@ -141,11 +139,11 @@ static mk_status efa_flush(void *ctx) {
   do {                                                                                                \
     if (!(cond)) {                                                                                    \
       MK_CHECK(efa_flush(t));                                                                         \
-      const int64_t deadline_ = now_ms() + mk_param_timeout_ms();                                     \
+      const int64_t deadline_ = mk_now_ms() + mk_param_timeout_ms();                                     \
       uint64_t dummy_;                                                                                \
       while (!(cond)) {                                                                               \
         MK_CHECK(efa_progress(t, &dummy_));                                                           \
-        if (now_ms() > deadline_)                                                                     \
+        if (mk_now_ms() > deadline_)                                                                     \
           MK_ERR_RETURN(MK_STATUS_TIMEOUT, MK_SUBSYS_NET, "efa: rank %d: %s for MK_TIMEOUT_MS=%lld", (t)->self, \
                         (what), (long long)mk_param_timeout_ms());                                     \
       }                                                                                               \
@@ -165,22 +163,11 @@ static void efa_begin(efa *t, uint64_t seq) {
 
 static mk_status efa_post(void *ctx, const mk_fifo_cmd *c) {
   efa *t = ctx;
-  const int data = c->op == MK_CMD_PUT || c->op == MK_CMD_PUT_SIGNAL, sig = c->op == MK_CMD_SIGNAL || c->op == MK_CMD_PUT_SIGNAL;
-  if (!data && !sig)
-    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_PROXY, "efa: rank %d: unknown command op %u", t->self, c->op);
-  if (c->dst_rank < 0 || c->dst_rank >= t->nranks || !t->peer[c->dst_rank].ah)
-    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_PROXY, "efa: rank %d: command to rank %d, which it has no route to",
-                  t->self, c->dst_rank);
+  int data, sig;
+  const int reach = c->dst_rank >= 0 && c->dst_rank < t->nranks && t->peer[c->dst_rank].ah;
+  const uint64_t dst_bytes = reach ? t->peer[c->dst_rank].bytes : 0;
+  MK_CHECK(mk_cmd_check("efa", t->self, t->nranks, reach, t->heap_bytes, dst_bytes, c, &data, &sig));
   efa_peer *p = &t->peer[c->dst_rank];
-  const uint64_t hb = t->heap_bytes;
-  if (data && (c->bytes > hb || c->src_off > hb - c->bytes || c->bytes > p->bytes || c->dst_off > p->bytes - c->bytes))
-    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_PROXY,
-                  "efa: rank %d: put of %llu bytes from offset %llu to rank %d offset %llu leaves the %llu-byte heap",
-                  t->self, (unsigned long long)c->bytes, (unsigned long long)c->src_off, c->dst_rank,
-                  (unsigned long long)c->dst_off, (unsigned long long)hb);
-  if (sig && (c->sig_off > p->bytes - 8 || c->sig_off % 8))
-    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_PROXY, "efa: rank %d: signal offset %llu to rank %d is %s", t->self,
-                  (unsigned long long)c->sig_off, c->dst_rank, c->sig_off % 8 ? "misaligned" : "outside the heap");
   EFA_WAIT(t, t->posted + 1 - t->completed <= CMD_RING, "the command ring stayed full");
   const uint64_t seq = ++t->posted;
   t->ring[seq % CMD_RING] = (efa_cmd){0, c->dst_rank};

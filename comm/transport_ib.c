@@ -34,7 +34,6 @@
  *   adds to must not also receive NVLink atomics (NIC atomics are atomic among themselves only). */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "comm/proxy.h"
 #include "comm/verbs_common.h"
@@ -77,12 +76,6 @@ typedef struct ib {
   uint64_t posted_cmds, completed;
   uint64_t max_chunk;
 } ib;
-
-static int64_t now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static mk_status ib_progress(void *ctx, uint64_t *completed) {
   ib *t = ctx;
@@ -151,11 +144,11 @@ static mk_status ib_flush(void *ctx) {
 static mk_status ib_reserve(ib *t, int qi, uint32_t n) {
   ib_qp *q = &t->qps[qi];
   MK_CHECK(ib_ring(t, qi));
-  const int64_t deadline = now_ms() + mk_param_timeout_ms();
+  const int64_t deadline = mk_now_ms() + mk_param_timeout_ms();
   uint64_t dummy;
   while (mk_sq_room(&t->sq[qi]) < n) {
     MK_CHECK(ib_progress(t, &dummy));
-    if (now_ms() > deadline)
+    if (mk_now_ms() > deadline)
       MK_ERR_RETURN(MK_STATUS_TIMEOUT, MK_SUBSYS_NET, "ib: rank %d: QP %d to rank %d stayed full for MK_TIMEOUT_MS=%lld",
                     t->self, q->lane, q->peer, (long long)mk_param_timeout_ms());
   }
@@ -180,22 +173,11 @@ static struct ibv_send_wr *ib_push(ib *t, int qi, uint64_t lbase, uint64_t len, 
 
 static mk_status ib_post(void *ctx, const mk_fifo_cmd *c) {
   ib *t = ctx;
-  const int data = c->op == MK_CMD_PUT || c->op == MK_CMD_PUT_SIGNAL, sig = c->op == MK_CMD_SIGNAL || c->op == MK_CMD_PUT_SIGNAL;
-  if (!data && !sig)
-    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_PROXY, "ib: rank %d: unknown command op %u", t->self, c->op);
-  if (c->dst_rank < 0 || c->dst_rank >= t->nranks || !t->qps[(size_t)c->dst_rank * t->nqps].qp)
-    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_PROXY, "ib: rank %d: command to rank %d, which it has no QP to",
-                  t->self, c->dst_rank);
+  int data, sig;
+  const int reach = c->dst_rank >= 0 && c->dst_rank < t->nranks && t->qps[(size_t)c->dst_rank * t->nqps].qp;
+  const uint64_t dst_bytes = reach ? t->peer[c->dst_rank].bytes : 0;
+  MK_CHECK(mk_cmd_check("ib", t->self, t->nranks, reach, t->heap_bytes, dst_bytes, c, &data, &sig));
   ib_peer *p = &t->peer[c->dst_rank];
-  const uint64_t hb = t->heap_bytes;
-  if (data && (c->bytes > hb || c->src_off > hb - c->bytes || c->bytes > p->bytes || c->dst_off > p->bytes - c->bytes))
-    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_PROXY,
-                  "ib: rank %d: put of %llu bytes from offset %llu to rank %d offset %llu leaves the %llu-byte heap", t->self,
-                  (unsigned long long)c->bytes, (unsigned long long)c->src_off, c->dst_rank,
-                  (unsigned long long)c->dst_off, (unsigned long long)hb);
-  if (sig && (c->sig_off > p->bytes - 8 || c->sig_off % 8))
-    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_PROXY, "ib: rank %d: signal offset %llu to rank %d is %s", t->self,
-                  (unsigned long long)c->sig_off, c->dst_rank, c->sig_off % 8 ? "misaligned" : "outside the heap");
   const uint64_t seq = ++t->posted_cmds;
   const uint64_t nchunks = data ? (c->bytes + t->max_chunk - 1) / t->max_chunk : 0;
   if (!nchunks && !sig) return MK_STATUS_OK; /* an empty put: nothing to send, done at once */

@@ -56,6 +56,8 @@ int main(int argc, char **argv) {
   /* Each field a peer can get wrong. */
   mk_qp_info in = random_info(MK_TRANSPORT_EFA, 3), out;
   in.nqps = 2;
+  in.qpn[0] = 0xabcdef;
+  in.qpn[1] = 0x123456;
   in.qpn[2] = in.qpn[3] = 0;
   mk_qpinfo_pack(&in, buf);
   ASSERT_OK(mk_qpinfo_unpack(buf, sizeof buf, 3, MK_TRANSPORT_EFA, &out));
