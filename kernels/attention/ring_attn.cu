@@ -184,7 +184,11 @@ __device__ bool ring_compute(const ring_params &rp, uint64_t call, uint8_t *smem
       }
       __syncthreads();
       const int k = sh[1];
-      if (!sh[2]) return false;
+      if (!sh[2]) { /* timeout or abort: drain the loads in flight and leave */
+        cp_async_commit();
+        cp_async_wait<0>();
+        return false;
+      }
       todo &= ~(1ull << k);
       const int src = (r - k + W) % W, n = key_spans(rp, src, ks);
       for (int i = 0; i < n; i++) {
