@@ -69,7 +69,8 @@ __device__ __forceinline__ void decode_init(const decode_params &p, int b, int k
     m[h] = -INFINITY;
     l[h] = 0.f;
     uint4 raw = make_uint4(0, 0, 0, 0);
-    if (h < p.group) raw = *reinterpret_cast<const uint4 *>(p.q + ((long long)b * p.hq + kvh * p.group + h) * D + c * 8);
+    if (h < p.group)
+      raw = *reinterpret_cast<const uint4 *>(p.q + ((long long)b * p.hq + kvh * p.group + h) * D + c * 8);
     const uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
 #pragma unroll
     for (int x = 0; x < 4; x++) {
@@ -284,7 +285,8 @@ __global__ void __launch_bounds__(decode_config::kThreads)
   long long next_off[U]; /* K/V offsets of the next step to issue (-1: no token) */
   auto offsets = [&](int i) {
 #pragma unroll
-    for (int u = 0; u < U; u++) next_off[u] = decode_kv_off<D>(p, table, first + i * step + u * TPW + tg, t_end, kvh, c);
+    for (int u = 0; u < U; u++)
+      next_off[u] = decode_kv_off<D>(p, table, first + i * step + u * TPW + tg, t_end, kvh, c);
   };
   auto issue = [&](int i) { /* step i from next_off; always one commit group */
     uint4 *st = ring + (i % S) * 2 * U * 32;
@@ -355,8 +357,9 @@ mk_status plan(const mk_paged_decode_args *a, int *splits, int *part_len) {
   long long s = a->num_splits;
   if (s <= 0) {
     const long long base = (long long)a->batch * a->hkv;
-    /* About 16 CTAs per SM (MK_PAGED_DECODE_CTAS_PER_SM): several waves of short CTAs keep the tail of the last wave small;
-     * the partials cost 2 * splits * d * 4 bytes per (sequence, head), far below its K/V. */
+    /* About 16 CTAs per SM (MK_PAGED_DECODE_CTAS_PER_SM): several waves of short CTAs keep the
+     * tail of the last wave small; the partials cost 2 * splits * d * 4 bytes per (sequence,
+     * head), far below its K/V. */
     s = (mk_param_paged_decode_ctas_per_sm() * sms + base - 1) / base;
     const long long most = (ctx + C::kMinPart - 1) / C::kMinPart;
     if (s > most) s = most;

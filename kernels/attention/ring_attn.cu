@@ -13,9 +13,10 @@
  *                   call resets the first two and advances the third, so nothing is reset by
  *                   the host and graph replays stay correct)
  *
- * One launch of grid G <= SMs - 1 (all CTAs resident, one SM left for the proxy's signal
- * kernel), 256 threads. Call number e = ctl[calls] at the start.
- *  send CTAs (the first kRingCommCtas): CTA 0 thread 0 first posts PUT_SIGNALs of K and V to
+ * One launch of grid G <= SMs (all CTAs resident; SMs - 1 with other node groups, leaving one
+ * SM for the proxy's signal kernel), 256 threads, one CTA per SM. Call number e = ctl[calls]
+ * at the start.
+ *  send CTAs (the first MK_RING_COMM_CTAS): CTA 0 thread 0 first posts PUT_SIGNALs of K and V to
  *    every rank of another node group (ring order: rank + 1 first), each after waiting for
  *    done[dst] >= e (dst no longer reads its slot of call e - 1). Then the send CTAs push
  *    (dst, tensor, part) units to the peers of the node group with TMA bulk copies, in ring
@@ -170,10 +171,10 @@ __device__ bool ring_compute(const ring_params &rp, uint64_t call, uint8_t *smem
       __syncthreads(); /* every thread has read sh[1], sh[2] of the previous source */
       if (threadIdx.x == 0) {
         int pick = -1, ok = 1;
-        for (int k = 0; k < W && pick < 0; k++)
-          if (((todo >> k) & 1) &&
-              (k == 0 || mk_ld_acquire_sys(mk_local_ptr<uint64_t>(w, rp.arrive_off + 8ull * ((r - k + W) % W))) >= target))
-            pick = k;
+        for (int k = 0; k < W && pick < 0; k++) {
+          const uint64_t *arrived = mk_local_ptr<uint64_t>(w, rp.arrive_off + 8ull * ((r - k + W) % W));
+          if (((todo >> k) & 1) && (k == 0 || mk_ld_acquire_sys(arrived) >= target)) pick = k;
+        }
         if (pick < 0) { /* nothing has arrived: wait for the nearest in ring order */
           pick = __ffsll((long long)todo) - 1;
           const int src = (r - pick + W) % W;
@@ -328,7 +329,8 @@ extern "C" mk_status mk_ring_attn_kv(const mk_ring_attn_t *ra, uint16_t **k, uin
 
 static mk_status ring_check_args(const mk_ring_attn_t *ra, const mk_ring_attn_args *a) {
   if (!ra || !a) MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "ring_attn: handle or args is NULL");
-  if (a->s < 1 || a->s > ra->max_s || a->hq < 1 || a->hq % ra->hkv || a->hq > 65535 || (a->causal != 0 && a->causal != 1))
+  if (a->s < 1 || a->s > ra->max_s || a->hq < 1 || a->hq % ra->hkv || a->hq > 65535 ||
+      (a->causal != 0 && a->causal != 1))
     MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL,
                   "ring_attn: s %d (1..%d), hq %d (a multiple of hkv %d), causal %d (0 or 1)", a->s, ra->max_s, a->hq,
                   ra->hkv, a->causal);
@@ -337,7 +339,8 @@ static mk_status ring_check_args(const mk_ring_attn_t *ra, const mk_ring_attn_ar
   if (!a->q || !a->o || ((uintptr_t)a->q | (uintptr_t)a->o) % 16)
     MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "ring_attn: q and o must be non-NULL, 16-byte aligned");
   if ((int64_t)a->s * ra->W > INT32_MAX)
-    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "ring_attn: %d ranks x s %d overflow int32", ra->W, a->s);
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "ring_attn: %d ranks x s %d overflow int32", ra->W,
+                  a->s);
   return MK_STATUS_OK;
 }
 
@@ -358,7 +361,8 @@ extern "C" mk_status mk_ring_attn_fwd(mk_ring_attn_t *ra, const mk_ring_attn_arg
   rp.p = ring_fwd_params(ra, a, (const uint16_t *)mk_comm_heap_ptr(ra->comm, ra->k_off),
                          (const uint16_t *)mk_comm_heap_ptr(ra->comm, ra->v_off));
   rp.w = ra->w;
-  rp.k_off = ra->k_off, rp.v_off = ra->v_off, rp.slot_bytes = ra->slot_bytes, rp.row_bytes = (uint64_t)ra->hkv * ra->d * 2;
+  rp.k_off = ra->k_off, rp.v_off = ra->v_off, rp.slot_bytes = ra->slot_bytes;
+  rp.row_bytes = (uint64_t)ra->hkv * ra->d * 2;
   rp.arrive_off = ra->sig_off, rp.done_off = ra->sig_off + 8ull * ra->W, rp.ack_off = ra->sig_off + 16ull * ra->W;
   rp.ctl_off = ra->sig_off + 24ull * ra->W;
   rp.s = a->s, rp.s1 = (a->s + 1) / 2, rp.s2 = a->s / 2, rp.max_s = ra->max_s, rp.causal = a->causal;
@@ -367,7 +371,10 @@ extern "C" mk_status mk_ring_attn_fwd(mk_ring_attn_t *ra, const mk_ring_attn_arg
   rp.nqb_b = a->causal ? (rp.s2 + bm - 1) / bm : 0;
   rp.n_items = (rp.nqb_a + rp.nqb_b) * a->hq;
   int grid = rp.n_items > (int)mk_param_ring_comm_ctas() ? rp.n_items : (int)mk_param_ring_comm_ctas();
-  if (grid > ra->sms - 1) grid = ra->sms - 1; /* all resident, one SM left for the proxy */
+  /* All CTAs resident (one per SM); with other node groups one SM stays free for the proxy's
+   * signal kernel, which this launch waits for. */
+  const int most = ra->sms - (ra->w.nnodes > 1 ? 1 : 0);
+  if (grid > most) grid = most;
   if (grid < 1) grid = 1;
   rp.comm_ctas = (int)mk_param_ring_comm_ctas() < grid ? (int)mk_param_ring_comm_ctas() : grid;
   cudaStream_t s = (cudaStream_t)stream;

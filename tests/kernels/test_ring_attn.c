@@ -42,7 +42,8 @@ static void make_io(const ring_case *c, int rank, int w, uint64_t seed, ring_io 
   const int n = w * c->s;
   const size_t qrow = (size_t)c->hq * c->d, krow = (size_t)c->hkv * c->d;
   uint16_t *gq = malloc((size_t)n * qrow * 2), *gk = malloc((size_t)n * krow * 2), *gv = malloc((size_t)n * krow * 2);
-  io->q = malloc((size_t)c->s * qrow * 2), io->k = malloc((size_t)c->s * krow * 2), io->v = malloc((size_t)c->s * krow * 2);
+  io->q = malloc((size_t)c->s * qrow * 2), io->k = malloc((size_t)c->s * krow * 2),
+  io->v = malloc((size_t)c->s * krow * 2);
   io->o_ref = malloc((size_t)c->s * qrow * 4), io->lse_ref = malloc((size_t)c->hq * c->s * 4);
   ASSERT_TRUE(gq && gk && gv && io->q && io->k && io->v && io->o_ref && io->lse_ref);
   attn_fill_bf16(gq, NULL, (size_t)n * qrow, seed, -2.f, 2.f);
@@ -110,7 +111,8 @@ int main(int argc, char **argv) {
     const ring_case *c = &k_cases[ci];
     mk_ring_attn_t *ra = NULL;
     ASSERT_OK(mk_ring_attn_create(comm, c->max_s, c->hkv, c->d, &ra));
-    uint16_t *dk, *dv, *dq = attn_dev(NULL, (size_t)c->s * c->hq * c->d * 2), *dout = attn_dev(NULL, (size_t)c->s * c->hq * c->d * 2);
+    uint16_t *dk, *dv, *dq = attn_dev(NULL, (size_t)c->s * c->hq * c->d * 2),
+                       *dout = attn_dev(NULL, (size_t)c->s * c->hq * c->d * 2);
     float *dl = attn_dev(NULL, (size_t)c->hq * c->s * 4);
     ASSERT_OK(mk_ring_attn_kv(ra, &dk, &dv));
     mk_ring_attn_args a = {dq, dout, dl, c->s, c->hq, c->causal, 1.0f / sqrtf((float)c->d)};
@@ -126,7 +128,8 @@ int main(int argc, char **argv) {
                c->hkv, c->causal ? "causal" : "full", set);
       fails += run_path(comm, ra, NULL, c, &io, &a, 1, what, st);
       if (set == 1) {
-        snprintf(what, sizeof what, "rank %d/%d fused x20 s %d d %d %s", rank, W, c->s, c->d, c->causal ? "causal" : "full");
+        snprintf(what, sizeof what, "rank %d/%d fused x20 s %d d %d %s", rank, W, c->s, c->d,
+                 c->causal ? "causal" : "full");
         fails += run_path(comm, ra, NULL, c, &io, &a, 20, what, st);
       }
       if (nccl) {

@@ -228,7 +228,8 @@ int mk_bench_ring_attn(int argc, char **argv) {
         b.parts = MK_RING_ATTN_GATHER;
         if (time_path(c, &o, &b, stream, &tg)) mk_bench_report_fail(r, "ring_attn %s: the all-gather failed", shape);
         b.parts = MK_RING_ATTN_ATTEND;
-        if (time_path(c, &o, &b, stream, &tc)) mk_bench_report_fail(r, "ring_attn %s: the local attention failed", shape);
+        if (time_path(c, &o, &b, stream, &tc))
+          mk_bench_report_fail(r, "ring_attn %s: the local attention failed", shape);
       }
       for (int p = 0; p < 2; p++) {
         if (!(o.paths & (p ? MK_BENCH_PATH_UNFUSED : MK_BENCH_PATH_FUSED)) || (p && !b.nccl)) continue;
