@@ -135,34 +135,12 @@ int mk_bench_ring_attn(int argc, char **argv) {
     if (!strcmp(f, "--help") || !strcmp(f, "-h")) {
       usage(stdout);
       return 0;
-    } else if (!strcmp(f, "--seq") || !strcmp(f, "--causal")) {
-      const int is_seq = !strcmp(f, "--seq");
-      int64_t list[k_max_seqs];
-      int n = 0;
-      char buf[256], *save = NULL;
-      if (!val || strlen(val) >= sizeof buf) {
-        fprintf(stderr, "mk-bench: %s needs a comma list\n", f);
-        return 2;
-      }
-      strcpy(buf, val);
-      for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        if (n == (is_seq ? k_max_seqs : 2)) {
-          fprintf(stderr, "mk-bench: %s takes at most %d values\n", f, is_seq ? k_max_seqs : 2);
-          return 2;
-        }
-        if (mk_bench_parse_i64(f, t, is_seq ? 1 : 0, is_seq ? 1 << 20 : 1, &list[n++])) return 2;
-      }
-      if (!n) {
-        fprintf(stderr, "mk-bench: %s names no value\n", f);
-        return 2;
-      }
-      if (is_seq) {
-        nseq = n;
-        memcpy(seqs, list, sizeof(int64_t) * (size_t)n);
-      } else {
-        ncausal = n;
-        for (int j = 0; j < n; j++) causal[j] = (int)list[j];
-      }
+    } else if (!strcmp(f, "--seq")) {
+      if (mk_bench_parse_list(f, val, 1, 1 << 20, k_max_seqs, seqs, &nseq)) return 2;
+    } else if (!strcmp(f, "--causal")) {
+      int64_t list[2];
+      if (mk_bench_parse_list(f, val, 0, 1, 2, list, &ncausal)) return 2;
+      for (int j = 0; j < ncausal; j++) causal[j] = (int)list[j];
     } else if (!strcmp(f, "--hq") || !strcmp(f, "--hkv") || !strcmp(f, "--d")) {
       int64_t x = 0;
       if (mk_bench_parse_i64(f, val, 1, 65535, &x)) return 2;
@@ -178,16 +156,8 @@ int mk_bench_ring_attn(int argc, char **argv) {
     return 2;
   }
   mk_world wd;
-  int ndev = 0;
-  if (mk_world_from_env(&wd) != MK_STATUS_OK || wd.size < 2) {
-    fprintf(argc == 1 ? stdout : stderr, "mk-bench ring_attn: %sneeds at least 2 ranks: run it under mk-launch -n N\n",
-            argc == 1 ? "skipped: " : "");
-    return argc == 1 ? 0 : 2; /* argc == 1: the default suite, not under a launcher */
-  }
-  if (mk_device_count(&ndev) != MK_STATUS_OK) {
-    fprintf(stderr, "mk-bench ring_attn: needs GPUs: %s\n", mk_device_absent_reason());
-    return 1;
-  }
+  const int early = mk_bench_multi_rank("ring_attn", argc, &wd);
+  if (early >= 0) return early;
   int64_t max_s = 0;
   for (int i = 0; i < nseq; i++) max_s = seqs[i] > max_s ? seqs[i] : max_s;
   mk_comm_t *c = NULL;
