@@ -73,6 +73,8 @@ static int run_path(mk_comm_t *comm, mk_ring_attn_t *ra, mk_nccl_t *nccl, const 
   const size_t no = (size_t)c->s * c->hq * c->d, nl = (size_t)c->hq * c->s;
   CUDA_OK(cudaMemsetAsync(a->o, 0xff, no * 2, st));
   CUDA_OK(cudaMemsetAsync(a->lse, 0xff, nl * 4, st));
+  CUDA_OK(cudaStreamSynchronize(st));
+  ASSERT_OK(mk_comm_barrier(comm)); /* the ranks' CPU references take different times: start together */
   for (int i = 0; i < calls; i++)
     ASSERT_OK(nccl ? mk_ring_attn_unfused(ra, nccl, a, MK_RING_ATTN_GATHER | MK_RING_ATTN_ATTEND, st)
                    : mk_ring_attn_fwd(ra, a, st));
