@@ -16,7 +16,7 @@ static const mk_bench_cmd k_cmds[] = {
     {"gemm_rs", "GEMM + ReduceScatter", NULL},
     {"gemm_ar", "GEMM + AllReduce", NULL},
     {"moe", "MoE dispatch + grouped GEMM + combine", NULL},
-    {"ring_attn", "ring attention across ranks", NULL},
+    {"ring_attn", "ring attention across ranks (under mk-launch)", mk_bench_ring_attn},
     {"attn", "flash attention (prefill) and paged decode", mk_bench_attn},
     {"layer", "one decoder layer and whole-model prefill/decode", NULL},
     {"comm", "NVLink put, proxied put and signal latency", mk_bench_comm},
