@@ -20,7 +20,11 @@ static const mk_bench_cmd k_cmds[] = {
     {"attn", "flash attention (prefill) and paged decode", mk_bench_attn},
     {"layer", "one decoder layer and whole-model prefill/decode", NULL},
     {"comm", "NVLink put, proxied put and signal latency", mk_bench_comm},
+#if MK_HAVE_SERVE
     {"serve", "load generator for an OpenAI-compatible server: TTFT, TPOT, ITL, throughput", mk_bench_serve},
+#else
+    {"serve", "load generator for an OpenAI-compatible server (needs libmicrohttpd + PCRE2)", NULL},
+#endif
 };
 enum { k_ncmds = sizeof k_cmds / sizeof k_cmds[0] };
 
