@@ -38,6 +38,14 @@
  * Tile width: 128 x 256 (m64n256k16) by default, 128 x 128 (m64n128k16, a 6-deep ring) where
  * 256-wide tiles would leave most SMs idle in the last wave (mk_gemm_core_launch).
  *
+ * Stream-K (opt-in, template parameter kStreamK, plain GEMM only: mk_gemm_bf16 picks it per
+ * shape with mk_gemm_sk_plan): the k-iterations of the first args.sk_tiles tiles are shared
+ * out evenly over the grid; partial tiles go through an fp32 workspace and are summed in a
+ * fixed order by the CTA holding each tile's first k-segment (mk_gemm_units), so results
+ * are the same on every run on the same GPU model. Hooks keep their meaning: before_load
+ * before the first load of each k-segment a CTA loads, after_store once per tile, by the CTA
+ * that stores it.
+ *
  * Host side: mk_gemm_core_launch<Policy>() encodes the tensor maps (cuTensorMapEncodeTiled
  * through cudaGetDriverEntryPointByVersion; libcuda is never linked) and launches. */
 #ifndef MK_KERNELS_GEMM_CORE_CUH
@@ -46,6 +54,8 @@
 #include <cuda_runtime.h>
 #include <cudaTypedefs.h>
 #include <cuda_bf16.h>
+
+#include <algorithm>
 
 #include "core/check.h"
 #include "kernels/gemm/mk_gemm.h"
@@ -83,7 +93,39 @@ struct mk_gemm_args {
   int64_t m_cap, n, k;  /* m_cap: rows of A and C (plain GEMM: M) */
   int groups;           /* 1 for a plain GEMM */
   const int32_t *rows;  /* device [groups] row counts; NULL: one group of m_cap rows */
+  /* Stream-K (kernels instantiated with kStreamK only; see mk_gemm_units): */
+  int sk_tiles;         /* tile indices [0, sk_tiles) are shared out as iterations */
+  float *ws;            /* [grid][2 warpgroups][kBN/8][128 threads] float4 partial sums */
+  uint32_t *flags;      /* [grid][2]: 128 once that partial is written; 0 between launches */
 };
+
+/* Stream-K work split (deterministic: it depends on the shape and the grid only). The
+ * sk_tiles * k_iters iterations of the first sk_tiles tile indices are cut into gridDim.x
+ * contiguous ranges, CTA b taking [it(b), it(b+1)), it(b) = floor(sk_tiles * k_iters * b /
+ * gridDim.x); the remaining tiles are whole units dealt round-robin, as in the plain kernel.
+ * Within a range, a CTA computes each tile's k-segment in turn. A segment that does not start
+ * at k = 0 ends up in the workspace (the CTA's first segment: each CTA writes at most one);
+ * the CTA whose segment starts at k = 0 (the lowest CTA touching the tile, which reaches it
+ * last in its range) adds the partials of the higher CTAs in increasing order and stores the
+ * tile. Waits only go to higher CTAs, which write their partial first thing, so with every
+ * CTA resident (grid <= SMs, one CTA per SM) the fix-up cannot deadlock. f(idx, k0, k1). */
+template <bool kStreamK, class F>
+__device__ __forceinline__ void mk_gemm_units(const mk_gemm_args &args, int total, int k_iters, F &&f) {
+  int first = 0;
+  if constexpr (kStreamK) {
+    const int64_t sk_total = (int64_t)args.sk_tiles * k_iters;
+    int64_t it = sk_total * blockIdx.x / gridDim.x;
+    const int64_t end = sk_total * (blockIdx.x + 1) / gridDim.x;
+    while (it < end) {
+      const int tile = (int)(it / k_iters), k0 = (int)(it - (int64_t)tile * k_iters);
+      const int k1 = (int)min((int64_t)k_iters, k0 + (end - it));
+      f(tile, k0, k1);
+      it += k1 - k0;
+    }
+    first = args.sk_tiles;
+  }
+  for (int idx = first + (int)blockIdx.x; idx < total; idx += gridDim.x) f(idx, 0, k_iters);
+}
 
 /* Default: grouped order for L2 reuse — group_m consecutive tile-rows walk one column of
  * tiles before moving right, so a B panel is read once per group_m tile-rows. */
@@ -133,7 +175,7 @@ struct mk_gemm_sched {
   }
 };
 
-template <class Policy, int kBNMajor, int kBN>
+template <class Policy, int kBNMajor, int kBN, bool kStreamK = false>
 __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
     mk_gemm_core_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
                         mk_gemm_args args, Policy policy) {
@@ -185,10 +227,10 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
       tma_prefetch_desc(&tma_b);
       int s = 0;
       uint32_t phase = 0;
-      for (int idx = blockIdx.x; idx < sched.total(); idx += gridDim.x) {
+      mk_gemm_units<kStreamK>(args, sched.total(), k_iters, [&](int idx, int k0, int k1) {
         const mk_gemm_tile t = sched.get(policy, idx);
         policy.before_load(t);
-        for (int kb = 0; kb < k_iters; kb++) {
+        for (int kb = k0; kb < k1; kb++) {
           mbar_wait(&empty[s], phase ^ 1);
           uint8_t *sa = smem + s * Cfg::kStageBytes, *sb = sa + Cfg::kABytes;
           mbar_expect_tx(&full[s], Cfg::kStageBytes);
@@ -205,7 +247,7 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
             phase ^= 1;
           }
         }
-      }
+      });
     }
   } else {
     /* ---- consumers ---- */
@@ -214,12 +256,12 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
     int s = 0;
     uint32_t phase = 0;
     float d[kBN / 2];
-    for (int idx = blockIdx.x; idx < sched.total(); idx += gridDim.x) {
+    mk_gemm_units<kStreamK>(args, sched.total(), k_iters, [&](int idx, int k0, int k1) {
       const mk_gemm_tile t = sched.get(policy, idx);
 #pragma unroll
       for (int i = 0; i < kBN / 2; i++) d[i] = 0.f;
       int prev = -1;
-      for (int kb = 0; kb < k_iters; kb++) {
+      for (int kb = k0; kb < k1; kb++) {
         mbar_wait(&full[s], phase);
         const uint8_t *sa = smem + s * Cfg::kStageBytes + cw * 64 * Cfg::kBK * 2, *sb = smem + s * Cfg::kStageBytes + Cfg::kABytes;
         wgmma_fence();
@@ -249,6 +291,45 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
         __syncwarp();
         if (lane == 0) mbar_arrive(&empty[prev]);
       }
+      if constexpr (kStreamK) {
+        if (idx < args.sk_tiles) {
+          /* Partial sums, thread-major float4s: each warpgroup writes / reads 2 KB runs. */
+          const size_t slot_floats = (size_t)128 * (kBN / 2);
+          const int l = tid % 128;
+          uint32_t *flags = args.flags + cw;
+          if (k0 != 0) { /* not the tile's first segment: leave the partial for its owner */
+            float4 *w = (float4 *)(args.ws + (blockIdx.x * 2 + cw) * slot_floats) + l;
+#pragma unroll
+            for (int j = 0; j < kBN / 8; j++) __stcg(w + j * 128, make_float4(d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3]));
+            red_release_gpu_add(flags + 2 * blockIdx.x, 1);
+            return;
+          }
+          const int64_t sk_total = (int64_t)args.sk_tiles * k_iters, tile_end = (int64_t)(idx + 1) * k_iters;
+          int last = blockIdx.x;
+          for (int c = blockIdx.x + 1; c < (int)gridDim.x; c++) {
+            const int64_t cs = sk_total * c / gridDim.x;
+            if (cs >= tile_end) break;
+            if (cs == sk_total * (c + 1) / gridDim.x) continue; /* empty range */
+            while (ld_acquire_gpu(flags + 2 * c) < 128) {
+            }
+            const float4 *w = (const float4 *)(args.ws + (c * 2 + cw) * slot_floats) + l;
+#pragma unroll
+            for (int j = 0; j < kBN / 8; j++) {
+              const float4 v = __ldcg(w + j * 128);
+              d[4 * j] += v.x;
+              d[4 * j + 1] += v.y;
+              d[4 * j + 2] += v.z;
+              d[4 * j + 3] += v.w;
+            }
+            last = c;
+          }
+          if (last != (int)blockIdx.x) { /* every thread has seen the flags: re-arm them */
+            named_bar_sync(2 + cw, 128);
+            if (l == 0)
+              for (int c = blockIdx.x + 1; c <= last; c++) flags[2 * c] = 0;
+          }
+        }
+      }
       /* Epilogue: accumulator (row r, cols 8j + 2q, +1) pairs -> bf16x2 stores. */
       const int r0 = t.m0 + cw * 64 + warp * 16 + lane / 4;
       uint16_t *c_lo = args.C + (size_t)r0 * args.n, *c_hi = c_lo + 8 * (size_t)args.n;
@@ -272,7 +353,7 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
         named_bar_sync(1, 256);
         if (tid == 128) policy.after_store(t);
       }
-    }
+    });
   }
 }
 
@@ -301,8 +382,9 @@ static inline mk_status mk_gemm_encode_map(CUtensorMap *map, const void *base, u
   return MK_STATUS_OK;
 }
 
-/* Encodes the tensor maps for tile width kBN and launches. */
-template <class Policy, int kBN>
+/* Encodes the tensor maps for tile width kBN and launches (kStreamK: args.sk_tiles, ws and
+ * flags set, grid <= SMs). */
+template <class Policy, int kBN, bool kStreamK = false>
 static mk_status mk_gemm_core_launch_bn(const uint16_t *A, const uint16_t *B, const mk_gemm_args &args,
                                         mk_gemm_b_layout layout, const Policy &policy, int grid, cudaStream_t stream) {
   using Cfg = mk_gemm_tile_config<kBN>;
@@ -313,11 +395,11 @@ static mk_status mk_gemm_core_launch_bn(const uint16_t *A, const uint16_t *B, co
   else
     MK_CHECK(mk_gemm_encode_map(&mb, B, (uint64_t)args.n, (uint64_t)args.k, (uint64_t)args.groups, 64, Cfg::kBK));
   if (layout == MK_GEMM_B_NK) {
-    auto kern = mk_gemm_core_kernel<Policy, 0, kBN>;
+    auto kern = mk_gemm_core_kernel<Policy, 0, kBN, kStreamK>;
     MK_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes));
     kern<<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(ma, mb, args, policy);
   } else {
-    auto kern = mk_gemm_core_kernel<Policy, 1, kBN>;
+    auto kern = mk_gemm_core_kernel<Policy, 1, kBN, kStreamK>;
     MK_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes));
     kern<<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(ma, mb, args, policy);
   }
@@ -331,15 +413,9 @@ static inline int64_t mk_gemm_tiles_bound(const mk_gemm_args &args, int bn) {
   return tiles_m * ((args.n + bn - 1) / bn);
 }
 
-/* Validates the shape, picks the tile width and launches. A: [m_cap, K]; B: groups x ([N, K]
- * or [K, N]); C: [m_cap, N]. grid = 0: one CTA per SM (capped at the tile count). tile_n =
- * 0 picks the width: 128 when 256-wide tiles fill the last wave of SMs so poorly that twice
- * as many half-size tiles finish sooner (at the 20 % lower rate per flop measured on an H200,
- * docs/perf/NOTES.md), else 256. */
-template <class Policy>
-static mk_status mk_gemm_core_launch(const uint16_t *A, const uint16_t *B, const mk_gemm_args &args,
-                                     mk_gemm_b_layout layout, const Policy &policy, int grid, int tile_n,
-                                     cudaStream_t stream) {
+/* Checks the shape, the layout, the forced tile width (0, 128 or 256) and the pointers. */
+static inline mk_status mk_gemm_core_check(const uint16_t *A, const uint16_t *B, const mk_gemm_args &args,
+                                           mk_gemm_b_layout layout, int tile_n) {
   using Cfg = mk_gemm_config;
   if (args.m_cap < 0 || args.n <= 0 || args.k <= 0 || args.n % 8 || args.k % 8 || args.groups < 1 ||
       args.groups > Cfg::kMaxGroups || args.m_cap > INT32_MAX - Cfg::kBM || args.n > INT32_MAX - 256 ||
@@ -350,19 +426,61 @@ static mk_status mk_gemm_core_launch(const uint16_t *A, const uint16_t *B, const
                   "and multiples of 8, 1 <= groups <= %d)",
                   (long long)args.m_cap, (long long)args.n, (long long)args.k, args.groups, (int)layout, tile_n,
                   Cfg::kMaxGroups);
-  if (args.m_cap == 0) return MK_STATUS_OK;
-  if (!A || !B || !args.C || ((uintptr_t)A | (uintptr_t)B | (uintptr_t)args.C) % 16)
+  if (args.m_cap > 0 && (!A || !B || !args.C || ((uintptr_t)A | (uintptr_t)B | (uintptr_t)args.C) % 16))
     MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "gemm: A, B and C must be non-null and 16-byte aligned");
-  int dev = 0, sms = 0;
+  return MK_STATUS_OK;
+}
+
+static inline mk_status mk_gemm_sm_count(int *sms) {
+  int dev = 0;
   MK_CUDA_CHECK(cudaGetDevice(&dev));
-  MK_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  if (grid <= 0) grid = sms;
+  MK_CUDA_CHECK(cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev));
+  return MK_STATUS_OK;
+}
+
+/* Tile width for a data-parallel launch on `grid` CTAs: 128 when 256-wide tiles fill the last
+ * wave of SMs so poorly that twice as many half-size tiles finish sooner (at the 20 % lower
+ * rate per flop measured on an H200, docs/perf/NOTES.md), else 256. */
+static inline int mk_gemm_pick_width(const mk_gemm_args &args, int grid) {
   const int64_t t256 = mk_gemm_tiles_bound(args, 256), t128 = mk_gemm_tiles_bound(args, 128);
-  if (!tile_n) {
-    const double w256 = (double)((t256 + grid - 1) / grid), w128 = (double)((t128 + grid - 1) / grid) * 0.5 * 1.2;
-    tile_n = w128 < w256 ? 128 : 256;
-  }
-  const int64_t want = tile_n == 256 ? t256 : t128;
+  const double w256 = (double)((t256 + grid - 1) / grid), w128 = (double)((t128 + grid - 1) / grid) * 0.5 * 1.2;
+  return w128 < w256 ? 128 : 256;
+}
+
+/* Stream-K plan for a plain GEMM (groups == 1) of 256-wide tiles (or tile_n when forced) on
+ * `grid` resident CTAs. mode: -1 the model, 0 never, 1 always (hybrid split below), 2 every
+ * tile. Hybrid: the last partial wave plus one full wave go to stream-K (each CTA then gets
+ * at least one tile's worth of iterations), the other full waves stay whole tiles. Model, in
+ * k-iterations of a 256-wide tile per CTA: data-parallel costs waves * k_iters (or the
+ * 128-wide equivalent), stream-K costs its share of iterations plus 12 (pipeline fill and
+ * the fp32 fix-up of up to two tiles); stream-K is taken when it is 5 % cheaper. Returns
+ * sk_tiles (0: data-parallel). */
+static inline int64_t mk_gemm_sk_plan(const mk_gemm_args &args, int grid, int mode, int tile_n) {
+  if (mode == 0 || args.groups != 1 || args.rows) return 0;
+  const int bn = tile_n ? tile_n : 256;
+  const int64_t tiles = mk_gemm_tiles_bound(args, bn), k_iters = (args.k + mk_gemm_config::kBK - 1) / mk_gemm_config::kBK;
+  const int64_t sk_tiles = mode == 2 ? tiles : std::min(tiles, tiles % grid + grid);
+  if (mode > 0) return sk_tiles;
+  if (tile_n || tiles % grid == 0) return 0;
+  const double dp256 = (double)((tiles + grid - 1) / grid) * (double)k_iters;
+  const int64_t t128 = mk_gemm_tiles_bound(args, 128);
+  const double dp128 = (double)((t128 + grid - 1) / grid) * 0.5 * 1.2 * (double)k_iters;
+  const double sk = (double)(sk_tiles * k_iters) / grid + (double)((tiles - sk_tiles) / grid * k_iters) + 12.0;
+  return sk < 0.95 * std::min(dp256, dp128) ? sk_tiles : 0;
+}
+
+/* Validates the shape, picks the tile width and launches. A: [m_cap, K]; B: groups x ([N, K]
+ * or [K, N]); C: [m_cap, N]. grid = 0: one CTA per SM (capped at the tile count). tile_n =
+ * 0 picks the width (mk_gemm_pick_width). */
+template <class Policy>
+static mk_status mk_gemm_core_launch(const uint16_t *A, const uint16_t *B, const mk_gemm_args &args,
+                                     mk_gemm_b_layout layout, const Policy &policy, int grid, int tile_n,
+                                     cudaStream_t stream) {
+  MK_CHECK(mk_gemm_core_check(A, B, args, layout, tile_n));
+  if (args.m_cap == 0) return MK_STATUS_OK;
+  if (grid <= 0) MK_CHECK(mk_gemm_sm_count(&grid));
+  if (!tile_n) tile_n = mk_gemm_pick_width(args, grid);
+  const int64_t want = mk_gemm_tiles_bound(args, tile_n);
   if (want < grid) grid = (int)want;
   if (tile_n == 256) return mk_gemm_core_launch_bn<Policy, 256>(A, B, args, layout, policy, grid, stream);
   return mk_gemm_core_launch_bn<Policy, 128>(A, B, args, layout, policy, grid, stream);
