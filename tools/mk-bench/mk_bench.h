@@ -51,6 +51,7 @@ typedef struct mk_bench_opts {
   unsigned paths;        /* --path fused,unfused (default both) */
   const char *json_path; /* --json FILE */
   const char *csv_path;  /* --csv FILE */
+  const char *samples_path; /* --samples FILE: every timed call's ms appended (timing.c) */
   uint64_t seed;         /* --seed N (default: fresh) */
   int autotune;          /* --autotune (ops that have a role split) */
   int rank;              /* only rank 0 prints the table and writes files (multi-rank ops) */

@@ -3,6 +3,7 @@
 #include <cuda_runtime_api.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/check.h"
 #include "mk_bench.h"
@@ -68,6 +69,21 @@ mk_status mk_bench_time(const mk_bench_opts *o, mk_bench_fn fn, void *user, void
     ms[i] = t;
   }
   mk_bench_stats_from(ms, n, out);
+  if (o->samples_path) { /* per-call times, for distributions (bimodal timings) */
+    static int batch = 0;
+    FILE *f = fopen(o->samples_path, "a");
+    if (!f) {
+      fprintf(stderr, "mk-bench: cannot append to --samples %s\n", o->samples_path);
+      st = MK_STATUS_SYSTEM_ERROR;
+      goto fail;
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    for (int i = 0; i < n; i++)
+      fprintf(f, "%d,%d,%.3f,%.6f\n", batch, i, (double)ts.tv_sec + ts.tv_nsec * 1e-9, ms[i]);
+    fclose(f);
+    batch++;
+  }
 fail:
   if (ev)
     for (int i = 0; i < 2 * n; i++)
