@@ -1,8 +1,9 @@
-/* gemm.cu — the plain GEMM: the core (gemm_core.cuh) with no-op hooks, data-parallel or
- * stream-K (mk_gemm_sk_plan picks per shape). Stream-K needs an fp32 workspace of one
- * partial tile per CTA plus flags; it is allocated once per (device, stream) and kept for
- * the life of the process (the flags re-arm themselves, so launches on one stream reuse it
- * in stream order). While a stream is being captured into a graph no workspace can be
+/* gemm.cu — the plain GEMM: the core (gemm_core.cuh) with no-op hooks, data-parallel, or
+ * with the last wave split along K (mk_gemm_split_plan picks per shape). The split needs an
+ * fp32 workspace of (splits - 1) partial tiles per split tile (about one per SM where the
+ * model picks it) plus flags; it is allocated once per (device, stream) and kept for the
+ * life of the process (the flags re-arm themselves, so launches on one stream reuse it in
+ * stream order). While a stream is being captured into a graph no workspace can be
  * allocated: a stream that has none yet then runs data-parallel. */
 #include <pthread.h>
 
@@ -12,8 +13,9 @@
 MK_PARAM_INT(gemm_tile_n, "GEMM_TILE_N", 0, 0, 256)
 /* Tile-rows per group of the default tile order (L2 reuse of B panels). */
 MK_PARAM_INT(gemm_group_m, "GEMM_GROUP_M", 16, 1, 1024)
-/* -1: stream-K where the model says it pays; 0: never; 1: always (hybrid); 2: every tile. */
-MK_PARAM_INT(gemm_stream_k, "GEMM_STREAM_K", -1, -1, 2)
+/* -1: split the last wave along K where the model says it pays; 0 (or 1): never; 2..16:
+ * always, in that many k-slices. */
+MK_PARAM_INT(gemm_split_k, "GEMM_SPLIT_K", -1, -1, 16)
 
 namespace {
 struct gemm_ws {
@@ -25,7 +27,7 @@ struct gemm_ws {
 gemm_ws g_ws[32];
 int g_nws;
 pthread_mutex_t g_ws_lock = PTHREAD_MUTEX_INITIALIZER;
-const size_t kFlagBytes = 64 * 1024; /* room for 8192 CTAs' two flags */
+const size_t kFlagBytes = 64 * 1024; /* room for 8192 partial tiles' two flags */
 }  // namespace
 
 /* The workspace of (current device, stream) with at least `bytes` of partials; *base = NULL
@@ -57,7 +59,7 @@ static mk_status gemm_workspace(cudaStream_t stream, size_t bytes, uint8_t **bas
   if (e != cudaSuccess) {
     if (p) cudaFree(p);
     (void)cudaGetLastError();
-    MK_WARN(MK_SUBSYS_KERNEL, "gemm: no stream-K workspace (%zu bytes): %s; running data-parallel", bytes,
+    MK_WARN(MK_SUBSYS_KERNEL, "gemm: no split-K workspace (%zu bytes): %s; running data-parallel", bytes,
             cudaGetErrorString(e));
     goto done;
   }
@@ -80,18 +82,21 @@ extern "C" mk_status mk_gemm_bf16(const uint16_t *A, const uint16_t *B, uint16_t
   if (M == 0) return MK_STATUS_OK;
   int grid = 0;
   MK_CHECK(mk_gemm_sm_count(&grid));
-  args.sk_tiles = (int)mk_gemm_sk_plan(args, grid, (int)mk_param_gemm_stream_k(), tile_n);
-  if (args.sk_tiles && 2 * (size_t)grid * 4 <= kFlagBytes) {
+  args.split_tiles = (int)mk_gemm_split_plan(args, grid, (int)mk_param_gemm_split_k(), tile_n, &args.splits);
+  const size_t parts = (size_t)(args.splits - 1) * args.split_tiles;
+  if (args.split_tiles && parts * 2 * 4 <= kFlagBytes) {
     const int bn = tile_n ? tile_n : 256;
     uint8_t *ws = NULL;
-    MK_CHECK(gemm_workspace(s, (size_t)grid * mk_gemm_config::kBM * bn * 4, &ws));
+    MK_CHECK(gemm_workspace(s, parts * mk_gemm_config::kBM * bn * 4, &ws));
     if (ws) {
       args.flags = (uint32_t *)ws;
       args.ws = (float *)(ws + kFlagBytes);
+      const int units = (int)(mk_gemm_tiles_bound(args, bn) - args.split_tiles) + args.split_tiles * args.splits;
+      grid = std::min(grid, units);
       if (bn == 256) return mk_gemm_core_launch_bn<mk_gemm_policy_plain, 256, true>(A, B, args, b_layout, policy, grid, s);
       return mk_gemm_core_launch_bn<mk_gemm_policy_plain, 128, true>(A, B, args, b_layout, policy, grid, s);
     }
-    args.sk_tiles = 0;
   }
+  args.split_tiles = args.splits = 0;
   return mk_gemm_core_launch(A, B, args, b_layout, policy, 0, tile_n, s);
 }

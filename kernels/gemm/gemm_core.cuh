@@ -38,13 +38,12 @@
  * Tile width: 128 x 256 (m64n256k16) by default, 128 x 128 (m64n128k16, a 6-deep ring) where
  * 256-wide tiles would leave most SMs idle in the last wave (mk_gemm_core_launch).
  *
- * Stream-K (opt-in, template parameter kStreamK, plain GEMM only: mk_gemm_bf16 picks it per
- * shape with mk_gemm_sk_plan): the k-iterations of the first args.sk_tiles tiles are shared
- * out evenly over the grid; partial tiles go through an fp32 workspace and are summed in a
- * fixed order by the CTA holding each tile's first k-segment (mk_gemm_units), so results
- * are the same on every run on the same GPU model. Hooks keep their meaning: before_load
- * before the first load of each k-segment a CTA loads, after_store once per tile, by the CTA
- * that stores it.
+ * Split-K of the last wave (opt-in, template parameter kSplitK, plain GEMM only: mk_gemm_bf16
+ * picks it per shape with mk_gemm_split_plan): the tiles of the last, partly filled wave are
+ * computed in k-slices side by side on the SMs the wave would leave idle; slices meet in an
+ * fp32 workspace and are summed in a fixed order (mk_gemm_units), so results are the same on
+ * every run on the same GPU model. Hooks keep their meaning: before_load before the first
+ * load of each slice a CTA loads, after_store once per tile, by the CTA that stores it.
  *
  * Host side: mk_gemm_core_launch<Policy>() encodes the tensor maps (cuTensorMapEncodeTiled
  * through cudaGetDriverEntryPointByVersion; libcuda is never linked) and launches. */
@@ -93,38 +92,37 @@ struct mk_gemm_args {
   int64_t m_cap, n, k;  /* m_cap: rows of A and C (plain GEMM: M) */
   int groups;           /* 1 for a plain GEMM */
   const int32_t *rows;  /* device [groups] row counts; NULL: one group of m_cap rows */
-  /* Stream-K (kernels instantiated with kStreamK only; see mk_gemm_units): */
-  int sk_tiles;         /* tile indices [0, sk_tiles) are shared out as iterations */
-  float *ws;            /* [grid][2 warpgroups][kBN/8][128 threads] float4 partial sums */
-  uint32_t *flags;      /* [grid][2]: 128 once that partial is written; 0 between launches */
+  /* Split-K of the last wave (kernels instantiated with kSplitK only; see mk_gemm_units): */
+  int split_tiles;      /* the last split_tiles tile indices are computed in `splits` k-slices */
+  int splits;           /* 2 <= splits <= k-iterations */
+  float *ws;            /* [splits - 1][split_tiles][2 warpgroups][kBN/8][128 threads] float4 */
+  uint32_t *flags;      /* [splits - 1][split_tiles][2]: 128 once written; 0 between launches */
 };
 
-/* Stream-K work split (deterministic: it depends on the shape and the grid only). The
- * sk_tiles * k_iters iterations of the first sk_tiles tile indices are cut into gridDim.x
- * contiguous ranges, CTA b taking [it(b), it(b+1)), it(b) = floor(sk_tiles * k_iters * b /
- * gridDim.x); the remaining tiles are whole units dealt round-robin, as in the plain kernel.
- * Within a range, a CTA computes each tile's k-segment in turn. A segment that does not start
- * at k = 0 ends up in the workspace (the CTA's first segment: each CTA writes at most one);
- * the CTA whose segment starts at k = 0 (the lowest CTA touching the tile, which reaches it
- * last in its range) adds the partials of the higher CTAs in increasing order and stores the
- * tile. Waits only go to higher CTAs, which write their partial first thing, so with every
- * CTA resident (grid <= SMs, one CTA per SM) the fix-up cannot deadlock. f(idx, k0, k1). */
-template <bool kStreamK, class F>
+/* Work units of a CTA, in order: f(idx, k0, k1, s) computes k-iterations [k0, k1) of tile
+ * idx; s = -1 for a whole tile, else the k-slice. Without kSplitK: every tile whole, CTA b
+ * taking idx = b, b + gridDim.x, ... With kSplitK: the same over units = the first total -
+ * split_tiles tiles whole (full waves: the data-parallel part), then split_tiles * splits
+ * slices of the last tiles, slice-major (unit dp + s * split_tiles + r is slice s of tile dp
+ * + r), so the slices of the last wave run side by side on otherwise idle SMs, all CTAs at
+ * the same k-offsets of A and B (L2 reuse; an earlier stream-K version with staggered
+ * offsets ran 1.3-1.7x slower per iteration, docs/perf/NOTES.md). Slice s < splits - 1 goes
+ * to the fp32 workspace; slice splits - 1 waits for the others and adds them in order s = 0,
+ * 1, ... (deterministic: the split depends on the shape and the grid only). Waits go only to
+ * lower unit indices, which every CTA walks in increasing order, so with every CTA resident
+ * (grid <= SMs, one CTA per SM) the fix-up cannot deadlock. */
+template <bool kSplitK, class F>
 __device__ __forceinline__ void mk_gemm_units(const mk_gemm_args &args, int total, int k_iters, F &&f) {
-  int first = 0;
-  if constexpr (kStreamK) {
-    const int64_t sk_total = (int64_t)args.sk_tiles * k_iters;
-    int64_t it = sk_total * blockIdx.x / gridDim.x;
-    const int64_t end = sk_total * (blockIdx.x + 1) / gridDim.x;
-    while (it < end) {
-      const int tile = (int)(it / k_iters), k0 = (int)(it - (int64_t)tile * k_iters);
-      const int k1 = (int)min((int64_t)k_iters, k0 + (end - it));
-      f(tile, k0, k1);
-      it += k1 - k0;
+  const int dp = kSplitK ? total - args.split_tiles : total;
+  const int units = kSplitK ? dp + args.split_tiles * args.splits : total;
+  for (int u = blockIdx.x; u < units; u += gridDim.x) {
+    if (!kSplitK || u < dp) {
+      f(u, 0, k_iters, -1);
+    } else {
+      const int v = u - dp, sl = v / args.split_tiles, r = v - sl * args.split_tiles;
+      f(dp + r, (int)((int64_t)k_iters * sl / args.splits), (int)((int64_t)k_iters * (sl + 1) / args.splits), sl);
     }
-    first = args.sk_tiles;
   }
-  for (int idx = first + (int)blockIdx.x; idx < total; idx += gridDim.x) f(idx, 0, k_iters);
 }
 
 /* Default: grouped order for L2 reuse — group_m consecutive tile-rows walk one column of
@@ -175,7 +173,7 @@ struct mk_gemm_sched {
   }
 };
 
-template <class Policy, int kBNMajor, int kBN, bool kStreamK = false>
+template <class Policy, int kBNMajor, int kBN, bool kSplitK = false>
 __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
     mk_gemm_core_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
                         mk_gemm_args args, Policy policy) {
@@ -227,7 +225,7 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
       tma_prefetch_desc(&tma_b);
       int s = 0;
       uint32_t phase = 0;
-      mk_gemm_units<kStreamK>(args, sched.total(), k_iters, [&](int idx, int k0, int k1) {
+      mk_gemm_units<kSplitK>(args, sched.total(), k_iters, [&](int idx, int k0, int k1, int) {
         const mk_gemm_tile t = sched.get(policy, idx);
         policy.before_load(t);
         for (int kb = k0; kb < k1; kb++) {
@@ -256,7 +254,7 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
     int s = 0;
     uint32_t phase = 0;
     float d[kBN / 2];
-    mk_gemm_units<kStreamK>(args, sched.total(), k_iters, [&](int idx, int k0, int k1) {
+    mk_gemm_units<kSplitK>(args, sched.total(), k_iters, [&](int idx, int k0, int k1, int sl) {
       const mk_gemm_tile t = sched.get(policy, idx);
 #pragma unroll
       for (int i = 0; i < kBN / 2; i++) d[i] = 0.f;
@@ -291,28 +289,24 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
         __syncwarp();
         if (lane == 0) mbar_arrive(&empty[prev]);
       }
-      if constexpr (kStreamK) {
-        if (idx < args.sk_tiles) {
+      if constexpr (kSplitK) {
+        if (sl >= 0) {
           /* Partial sums, thread-major float4s: each warpgroup writes / reads 2 KB runs. */
+          const int l = tid % 128, r = idx - (sched.total() - args.split_tiles);
           const size_t slot_floats = (size_t)128 * (kBN / 2);
-          const int l = tid % 128;
-          uint32_t *flags = args.flags + cw;
-          if (k0 != 0) { /* not the tile's first segment: leave the partial for its owner */
-            float4 *w = (float4 *)(args.ws + (blockIdx.x * 2 + cw) * slot_floats) + l;
+          if (sl < args.splits - 1) { /* leave the slice for the last one */
+            const int slot = (sl * args.split_tiles + r) * 2 + cw;
+            float4 *w = (float4 *)(args.ws + slot * slot_floats) + l;
 #pragma unroll
             for (int j = 0; j < kBN / 8; j++) __stcg(w + j * 128, make_float4(d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3]));
-            red_release_gpu_add(flags + 2 * blockIdx.x, 1);
+            red_release_gpu_add(args.flags + slot, 1);
             return;
           }
-          const int64_t sk_total = (int64_t)args.sk_tiles * k_iters, tile_end = (int64_t)(idx + 1) * k_iters;
-          int last = blockIdx.x;
-          for (int c = blockIdx.x + 1; c < (int)gridDim.x; c++) {
-            const int64_t cs = sk_total * c / gridDim.x;
-            if (cs >= tile_end) break;
-            if (cs == sk_total * (c + 1) / gridDim.x) continue; /* empty range */
-            while (ld_acquire_gpu(flags + 2 * c) < 128) {
+          for (int q = 0; q < args.splits - 1; q++) {
+            const int slot = (q * args.split_tiles + r) * 2 + cw;
+            while (ld_acquire_gpu(args.flags + slot) < 128) {
             }
-            const float4 *w = (const float4 *)(args.ws + (c * 2 + cw) * slot_floats) + l;
+            const float4 *w = (const float4 *)(args.ws + slot * slot_floats) + l;
 #pragma unroll
             for (int j = 0; j < kBN / 8; j++) {
               const float4 v = __ldcg(w + j * 128);
@@ -321,13 +315,9 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
               d[4 * j + 2] += v.z;
               d[4 * j + 3] += v.w;
             }
-            last = c;
           }
-          if (last != (int)blockIdx.x) { /* every thread has seen the flags: re-arm them */
-            named_bar_sync(2 + cw, 128);
-            if (l == 0)
-              for (int c = blockIdx.x + 1; c <= last; c++) flags[2 * c] = 0;
-          }
+          named_bar_sync(2 + cw, 128); /* every thread has seen the flags: re-arm them */
+          if (l < args.splits - 1) args.flags[(l * args.split_tiles + r) * 2 + cw] = 0;
         }
       }
       /* Epilogue: accumulator (row r, cols 8j + 2q, +1) pairs -> bf16x2 stores. */
@@ -382,9 +372,9 @@ static inline mk_status mk_gemm_encode_map(CUtensorMap *map, const void *base, u
   return MK_STATUS_OK;
 }
 
-/* Encodes the tensor maps for tile width kBN and launches (kStreamK: args.sk_tiles, ws and
- * flags set, grid <= SMs). */
-template <class Policy, int kBN, bool kStreamK = false>
+/* Encodes the tensor maps for tile width kBN and launches (kSplitK: args.split_tiles,
+ * splits, ws and flags set, grid <= SMs). */
+template <class Policy, int kBN, bool kSplitK = false>
 static mk_status mk_gemm_core_launch_bn(const uint16_t *A, const uint16_t *B, const mk_gemm_args &args,
                                         mk_gemm_b_layout layout, const Policy &policy, int grid, cudaStream_t stream) {
   using Cfg = mk_gemm_tile_config<kBN>;
@@ -395,11 +385,11 @@ static mk_status mk_gemm_core_launch_bn(const uint16_t *A, const uint16_t *B, co
   else
     MK_CHECK(mk_gemm_encode_map(&mb, B, (uint64_t)args.n, (uint64_t)args.k, (uint64_t)args.groups, 64, Cfg::kBK));
   if (layout == MK_GEMM_B_NK) {
-    auto kern = mk_gemm_core_kernel<Policy, 0, kBN, kStreamK>;
+    auto kern = mk_gemm_core_kernel<Policy, 0, kBN, kSplitK>;
     MK_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes));
     kern<<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(ma, mb, args, policy);
   } else {
-    auto kern = mk_gemm_core_kernel<Policy, 1, kBN, kStreamK>;
+    auto kern = mk_gemm_core_kernel<Policy, 1, kBN, kSplitK>;
     MK_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes));
     kern<<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(ma, mb, args, policy);
   }
@@ -447,26 +437,33 @@ static inline int mk_gemm_pick_width(const mk_gemm_args &args, int grid) {
   return w128 < w256 ? 128 : 256;
 }
 
-/* Stream-K plan for a plain GEMM (groups == 1) of 256-wide tiles (or tile_n when forced) on
- * `grid` resident CTAs. mode: -1 the model, 0 never, 1 always (hybrid split below), 2 every
- * tile. Hybrid: the last partial wave plus one full wave go to stream-K (each CTA then gets
- * at least one tile's worth of iterations), the other full waves stay whole tiles. Model, in
- * k-iterations of a 256-wide tile per CTA: data-parallel costs waves * k_iters (or the
- * 128-wide equivalent), stream-K costs its share of iterations plus 12 (pipeline fill and
- * the fp32 fix-up of up to two tiles); stream-K is taken when it is 5 % cheaper. Returns
- * sk_tiles (0: data-parallel). */
-static inline int64_t mk_gemm_sk_plan(const mk_gemm_args &args, int grid, int mode, int tile_n) {
+/* Split-K plan for a plain GEMM (groups == 1) of 256-wide tiles (or tile_n when forced) on
+ * `grid` resident CTAs. The last wave (tiles - full waves before it) is split in `splits`
+ * k-slices; *splits = 0: data-parallel. mode: -1 the model, 0 never, 2..16 that many slices.
+ * Model, in k-iterations of a 256-wide tile per CTA: data-parallel costs waves * k_iters (or
+ * the 128-wide equivalent at the 20 % lower rate per flop); split costs the full waves, one
+ * slice, and 4 + 2 (splits - 1) for the fix-up (write one, read splits - 1 fp32 tiles). Slices
+ * fill the idle SMs (splits = grid / last-wave tiles, at most 8, each slice >= 8 iterations)
+ * and are taken when 5 % cheaper. Returns the split tile count. */
+static inline int64_t mk_gemm_split_plan(const mk_gemm_args &args, int grid, int mode, int tile_n, int *splits) {
+  *splits = 0;
   if (mode == 0 || args.groups != 1 || args.rows) return 0;
   const int bn = tile_n ? tile_n : 256;
   const int64_t tiles = mk_gemm_tiles_bound(args, bn), k_iters = (args.k + mk_gemm_config::kBK - 1) / mk_gemm_config::kBK;
-  const int64_t sk_tiles = mode == 2 ? tiles : std::min(tiles, tiles % grid + grid);
-  if (mode > 0) return sk_tiles;
-  if (tile_n || tiles % grid == 0) return 0;
-  const double dp256 = (double)((tiles + grid - 1) / grid) * (double)k_iters;
-  const int64_t t128 = mk_gemm_tiles_bound(args, 128);
-  const double dp128 = (double)((t128 + grid - 1) / grid) * 0.5 * 1.2 * (double)k_iters;
-  const double sk = (double)(sk_tiles * k_iters) / grid + (double)((tiles - sk_tiles) / grid * k_iters) + 12.0;
-  return sk < 0.95 * std::min(dp256, dp128) ? sk_tiles : 0;
+  const int64_t last = tiles - (tiles - 1) / grid * grid; /* tiles of the last wave, 1..grid */
+  int64_t s = mode > 0 ? mode : std::min<int64_t>(std::min<int64_t>(grid / last, k_iters / 8), 8);
+  s = std::min(s, k_iters);
+  if (s < 2) return 0;
+  if (mode < 0) {
+    if (tile_n || last == grid) return 0;
+    const double dp256 = (double)((tiles + grid - 1) / grid) * (double)k_iters;
+    const int64_t t128 = mk_gemm_tiles_bound(args, 128);
+    const double dp128 = (double)((t128 + grid - 1) / grid) * 0.5 * 1.2 * (double)k_iters;
+    const double sk = (double)((tiles - 1) / grid * k_iters) + (double)k_iters / (double)s + 4.0 + 2.0 * (double)(s - 1);
+    if (!(sk < 0.95 * std::min(dp256, dp128))) return 0;
+  }
+  *splits = (int)s;
+  return last;
 }
 
 /* Validates the shape, picks the tile width and launches. A: [m_cap, K]; B: groups x ([N, K]

@@ -1,6 +1,7 @@
 /* sm90_ptx.cuh — thin wrappers over the Hopper (sm_90a) instructions the GEMM core uses:
  * mbarriers, TMA tensor loads, wgmma (descriptors, fence/commit/wait, m64n256k16 bf16),
- * setmaxnreg and the release/acquire flags of the stream-K fix-up. Device-only; included by gemm_core.cuh. */
+ * setmaxnreg and the release/acquire flags of the split-K fix-up. Device-only; included by
+ * gemm_core.cuh. */
 #ifndef MK_KERNELS_GEMM_SM90_PTX_CUH
 #define MK_KERNELS_GEMM_SM90_PTX_CUH
 
@@ -140,7 +141,7 @@ __device__ __forceinline__ void wgmma_m64nk16_bf16(float (&d)[kN / 2], uint64_t 
 #undef MK_WG_R32
 #undef MK_WG_R8
 
-/* ---- flags between CTAs (stream-K fix-up) ---------------------------------------------- */
+/* ---- flags between CTAs (split-K fix-up) ----------------------------------------------- */
 /* Adds 1 with release semantics at GPU scope: this thread's earlier writes are visible to a
  * thread that observes the sum with ld_acquire_gpu. */
 __device__ __forceinline__ void red_release_gpu_add(uint32_t *p, uint32_t v) {

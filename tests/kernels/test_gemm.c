@@ -1,10 +1,11 @@
 /* test_gemm.c (gpu) — mk_gemm_bf16 on fresh random inputs: 24 shapes (M in {1, 7, 127, 1000,
  * 3000, ...}, N and K multiples of 8 that are not multiples of the tile, exact tiles, more
  * tiles than SMs), both B layouts, in four modes: data-parallel with each tile width
- * (MK_GEMM_TILE_N=256, 128; MK_GEMM_STREAM_K=0), stream-K on every tile (MK_GEMM_STREAM_K=2)
- * and hybrid stream-K with 128-wide tiles (MK_GEMM_STREAM_K=1, MK_GEMM_TILE_N=128). Then the
- * shapes where the model picks stream-K on an H200 (M = 16, 128, 2048 with N = 2560 or 7168,
- * K = 8192) with the defaults, each run twice: the two results must be bit-identical. C is
+ * (MK_GEMM_TILE_N=256, 128; MK_GEMM_SPLIT_K=0), the last wave split in 3 k-slices
+ * (MK_GEMM_SPLIT_K=3) and in 2 with 128-wide tiles (MK_GEMM_SPLIT_K=2, MK_GEMM_TILE_N=128),
+ * each split run twice: the two results must be bit-identical. Then the shapes where the
+ * model splits on an H200 (M = 16, 128, 2048 with N = 2560 or 7168, K = 8192) with the
+ * defaults, also twice. C is
  * poisoned (bf16 NaN) with 3 extra rows: every element is checked against an fp32 reference
  * and the extra rows must stay untouched. Bad shapes are refused. */
 #include "tests/kernels/gemm_check.h"
@@ -25,11 +26,11 @@ static const shape k_shapes[] = {
     {4096, 4096, 512, MK_GEMM_B_KN},  {5000, 3000, 1000, MK_GEMM_B_NK},  {17, 24, 24, MK_GEMM_B_KN},
 };
 
-/* MK_GEMM_TILE_N, MK_GEMM_STREAM_K of each pass over k_shapes. */
-static const char *const k_modes[][2] = {{"256", "0"}, {"128", "0"}, {"0", "2"}, {"128", "1"}};
+/* MK_GEMM_TILE_N, MK_GEMM_SPLIT_K of each pass over k_shapes. */
+static const char *const k_modes[][2] = {{"256", "0"}, {"128", "0"}, {"0", "3"}, {"128", "2"}};
 #define NMODES ((int)(sizeof k_modes / sizeof k_modes[0]))
 
-/* Shapes where the default model picks stream-K (on 132 SMs), run with the defaults. */
+/* Shapes where the default model splits the last wave (on 132 SMs), run with the defaults. */
 static const shape k_auto[] = {
     {2048, 2560, 8192, MK_GEMM_B_NK}, {2048, 7168, 8192, MK_GEMM_B_NK}, {128, 7168, 8192, MK_GEMM_B_KN},
     {16, 2560, 8192, MK_GEMM_B_NK},
@@ -98,14 +99,14 @@ int main(int argc, char **argv) {
   for (int run = 0; run < NMODES * nshapes; run++) {
     const int i = run % nshapes, m = run / nshapes;
     setenv("MK_GEMM_TILE_N", k_modes[m][0], 1);
-    setenv("MK_GEMM_STREAM_K", k_modes[m][1], 1);
+    setenv("MK_GEMM_SPLIT_K", k_modes[m][1], 1);
     mk_param_reset_cache();
     char mode[64];
-    snprintf(mode, sizeof mode, "tile_n=%s stream_k=%s", k_modes[m][0], k_modes[m][1]);
+    snprintf(mode, sizeof mode, "tile_n=%s split_k=%s", k_modes[m][0], k_modes[m][1]);
     failed += run_shape(k_shapes[i], seed * 131 + 2 * i, mode, m >= 2);
   }
   unsetenv("MK_GEMM_TILE_N");
-  unsetenv("MK_GEMM_STREAM_K");
+  unsetenv("MK_GEMM_SPLIT_K");
   mk_param_reset_cache();
   for (int i = 0; i < nauto; i++) failed += run_shape(k_auto[i], seed * 137 + 2 * i, "defaults", 1);
   if (failed) MK_TEST_FAIL_("%d of %d shape/mode runs wrong", failed, NMODES * nshapes + nauto);
