@@ -372,6 +372,21 @@ static inline mk_status mk_gemm_encode_map(CUtensorMap *map, const void *base, u
   return MK_STATUS_OK;
 }
 
+/* Raises a kernel's dynamic shared-memory limit once per device (devices 0..63; others every
+ * call), not on every launch. */
+struct mk_gemm_smem_attr {
+  unsigned long long done = 0; /* bit d: set on device d */
+  mk_status set(const void *kern, int bytes) {
+    int dev = 0;
+    MK_CUDA_CHECK(cudaGetDevice(&dev));
+    const unsigned long long bit = dev < 64 ? 1ull << dev : 0;
+    if (bit && (__atomic_load_n(&done, __ATOMIC_ACQUIRE) & bit)) return MK_STATUS_OK;
+    MK_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+    __atomic_fetch_or(&done, bit, __ATOMIC_RELEASE);
+    return MK_STATUS_OK;
+  }
+};
+
 /* Encodes the tensor maps for tile width kBN and launches (kSplitK: args.split_tiles,
  * splits, ws and flags set, grid <= SMs). */
 template <class Policy, int kBN, bool kSplitK = false>
@@ -386,11 +401,13 @@ static mk_status mk_gemm_core_launch_bn(const uint16_t *A, const uint16_t *B, co
     MK_CHECK(mk_gemm_encode_map(&mb, B, (uint64_t)args.n, (uint64_t)args.k, (uint64_t)args.groups, 64, Cfg::kBK));
   if (layout == MK_GEMM_B_NK) {
     auto kern = mk_gemm_core_kernel<Policy, 0, kBN, kSplitK>;
-    MK_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes));
+    static mk_gemm_smem_attr attr;
+    MK_CHECK(attr.set((const void *)kern, Cfg::kSmemBytes));
     kern<<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(ma, mb, args, policy);
   } else {
     auto kern = mk_gemm_core_kernel<Policy, 1, kBN, kSplitK>;
-    MK_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes));
+    static mk_gemm_smem_attr attr;
+    MK_CHECK(attr.set((const void *)kern, Cfg::kSmemBytes));
     kern<<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(ma, mb, args, policy);
   }
   MK_CUDA_LAUNCH_CHECK();
