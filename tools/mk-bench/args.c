@@ -1,5 +1,5 @@
 /* args.c — mk-bench's common flags (--warmup, --iters, --rotate, --flush-l2, --path, --json,
- * --csv, --samples, --seed, --autotune) and strict number parsing. */
+ * --csv, --samples, --seed, --autotune, --interleave) and strict number parsing. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,6 +83,10 @@ int mk_bench_parse_common(mk_bench_opts *o, int argc, char **argv, int i) {
     o->autotune = 1;
     return 1;
   }
+  if (!strcmp(f, "--interleave")) {
+    o->interleave = 1;
+    return 1;
+  }
   if (!strcmp(f, "--warmup")) {
     if (mk_bench_parse_i64(f, val, 0, 100000, &v)) return -1;
     o->warmup = (int)v;
@@ -132,5 +136,7 @@ void mk_bench_print_common_help(FILE *out) {
           "  --json FILE, --csv FILE  write results with gpu, commit and date\n"
           "  --samples FILE         append every timed call: batch,iter,unix_s,ms (batch = n-th\n"
           "                         timing in this process, iter in call order, unix_s at the batch's end)\n"
-          "  --autotune             search the SM role split (ops that have one)\n");
+          "  --autotune             search the SM role split (ops that have one)\n"
+          "  --interleave           time fused and unfused calls alternately, so both see the same\n"
+          "                         clocks under the GPU's power cap (gemm)\n");
 }
