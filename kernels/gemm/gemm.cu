@@ -1,16 +1,102 @@
-/* gemm.cu — the plain GEMM: the core (gemm_core.cuh) with no-op hooks. */
+/* gemm.cu — the plain GEMM: the core (gemm_core.cuh) with no-op hooks, data-parallel, or
+ * with the last wave split along K (mk_gemm_split_plan picks per shape). The split needs an
+ * fp32 workspace of (splits - 1) partial tiles per split tile (about one per SM where the
+ * model picks it) plus flags; it is allocated once per (device, stream) and kept for the
+ * life of the process (the flags re-arm themselves, so launches on one stream reuse it in
+ * stream order). While a stream is being captured into a graph no workspace can be
+ * allocated: a stream that has none yet then runs data-parallel. */
+#include <pthread.h>
+
 #include "kernels/gemm/gemm_core.cuh"
 
 /* 0: pick the tile width per shape; 128 or 256: force it (tuning, tests). */
 MK_PARAM_INT(gemm_tile_n, "GEMM_TILE_N", 0, 0, 256)
 /* Tile-rows per group of the default tile order (L2 reuse of B panels). */
 MK_PARAM_INT(gemm_group_m, "GEMM_GROUP_M", 16, 1, 1024)
+/* -1: split the last wave along K where the model says it pays; 0 (or 1): never; 2..16:
+ * always, in that many k-slices. */
+MK_PARAM_INT(gemm_split_k, "GEMM_SPLIT_K", -1, -1, 16)
+
+namespace {
+struct gemm_ws {
+  int dev;
+  cudaStream_t stream;
+  uint8_t *base;
+  size_t bytes;
+};
+gemm_ws g_ws[32];
+int g_nws;
+pthread_mutex_t g_ws_lock = PTHREAD_MUTEX_INITIALIZER;
+const size_t kFlagBytes = 64 * 1024; /* room for 8192 partial tiles' two flags */
+}  // namespace
+
+/* The workspace of (current device, stream) with at least `bytes` of partials; *base = NULL
+ * when none can be had now (capture in progress, or the table is full). */
+static mk_status gemm_workspace(cudaStream_t stream, size_t bytes, uint8_t **base) {
+  *base = NULL;
+  int dev = 0;
+  MK_CUDA_CHECK(cudaGetDevice(&dev));
+  mk_status st = MK_STATUS_OK;
+  cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+  cudaError_t e = cudaSuccess;
+  uint8_t *p = NULL;
+  int i = 0;
+  pthread_mutex_lock(&g_ws_lock);
+  while (i < g_nws && !(g_ws[i].dev == dev && g_ws[i].stream == stream)) i++;
+  if (i < g_nws && g_ws[i].bytes >= bytes) {
+    *base = g_ws[i].base;
+    goto done;
+  }
+  MK_CUDA_CHECK_GOTO(cudaStreamIsCapturing(stream, &cap), st, done);
+  if (cap != cudaStreamCaptureStatusNone || i == (int)(sizeof g_ws / sizeof g_ws[0])) goto done;
+  if (i < g_nws) { /* too small: cudaFree waits for the kernels still using it */
+    cudaFree(g_ws[i].base);
+    g_ws[i].base = NULL;
+    g_ws[i].bytes = 0;
+  }
+  e = cudaMalloc((void **)&p, kFlagBytes + bytes);
+  if (e == cudaSuccess) e = cudaMemsetAsync(p, 0, kFlagBytes, stream);
+  if (e != cudaSuccess) {
+    if (p) cudaFree(p);
+    (void)cudaGetLastError();
+    MK_WARN(MK_SUBSYS_KERNEL, "gemm: no split-K workspace (%zu bytes): %s; running data-parallel", bytes,
+            cudaGetErrorString(e));
+    goto done;
+  }
+  g_ws[i] = gemm_ws{dev, stream, p, bytes};
+  if (i == g_nws) g_nws++;
+  *base = p;
+done:
+  pthread_mutex_unlock(&g_ws_lock);
+  return st;
+}
 
 extern "C" mk_status mk_gemm_bf16(const uint16_t *A, const uint16_t *B, uint16_t *C, int64_t M, int64_t N, int64_t K,
                                   mk_gemm_b_layout b_layout, mk_stream_t stream) {
   mk_gemm_args args = {C, M, N, K, 1, NULL};
   mk_gemm_policy_plain policy;
   policy.group_m = (int)mk_param_gemm_group_m();
-  return mk_gemm_core_launch(A, B, args, b_layout, policy, 0, (int)mk_param_gemm_tile_n(),
-                             (cudaStream_t)stream);
+  const int tile_n = (int)mk_param_gemm_tile_n();
+  cudaStream_t s = (cudaStream_t)stream;
+  MK_CHECK(mk_gemm_core_check(A, B, args, b_layout, tile_n));
+  if (M == 0) return MK_STATUS_OK;
+  int grid = 0;
+  MK_CHECK(mk_gemm_sm_count(&grid));
+  args.split_tiles = (int)mk_gemm_split_plan(args, grid, (int)mk_param_gemm_split_k(), tile_n, &args.splits);
+  const size_t parts = (size_t)(args.splits - 1) * args.split_tiles;
+  if (args.split_tiles && parts * 2 * 4 <= kFlagBytes) {
+    const int bn = tile_n ? tile_n : 256;
+    uint8_t *ws = NULL;
+    MK_CHECK(gemm_workspace(s, parts * mk_gemm_config::kBM * bn * 4, &ws));
+    if (ws) {
+      args.flags = (uint32_t *)ws;
+      args.ws = (float *)(ws + kFlagBytes);
+      const int units = (int)(mk_gemm_tiles_bound(args, bn) - args.split_tiles) + args.split_tiles * args.splits;
+      grid = std::min(grid, units);
+      if (bn == 256) return mk_gemm_core_launch_bn<mk_gemm_policy_plain, 256, true>(A, B, args, b_layout, policy, grid, s);
+      return mk_gemm_core_launch_bn<mk_gemm_policy_plain, 128, true>(A, B, args, b_layout, policy, grid, s);
+    }
+  }
+  args.split_tiles = args.splits = 0;
+  return mk_gemm_core_launch(A, B, args, b_layout, policy, 0, tile_n, s);
 }

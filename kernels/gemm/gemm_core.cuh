@@ -38,6 +38,13 @@
  * Tile width: 128 x 256 (m64n256k16) by default, 128 x 128 (m64n128k16, a 6-deep ring) where
  * 256-wide tiles would leave most SMs idle in the last wave (mk_gemm_core_launch).
  *
+ * Split-K of the last wave (opt-in, template parameter kSplitK, plain GEMM only: mk_gemm_bf16
+ * picks it per shape with mk_gemm_split_plan): the tiles of the last, partly filled wave are
+ * computed in k-slices side by side on the SMs the wave would leave idle; slices meet in an
+ * fp32 workspace and are summed in a fixed order (mk_gemm_units), so results are the same on
+ * every run on the same GPU model. Hooks keep their meaning: before_load before the first
+ * load of each slice a CTA loads, after_store once per tile, by the CTA that stores it.
+ *
  * Host side: mk_gemm_core_launch<Policy>() encodes the tensor maps (cuTensorMapEncodeTiled
  * through cudaGetDriverEntryPointByVersion; libcuda is never linked) and launches. */
 #ifndef MK_KERNELS_GEMM_CORE_CUH
@@ -46,6 +53,8 @@
 #include <cuda_runtime.h>
 #include <cudaTypedefs.h>
 #include <cuda_bf16.h>
+
+#include <algorithm>
 
 #include "core/check.h"
 #include "kernels/gemm/mk_gemm.h"
@@ -83,7 +92,38 @@ struct mk_gemm_args {
   int64_t m_cap, n, k;  /* m_cap: rows of A and C (plain GEMM: M) */
   int groups;           /* 1 for a plain GEMM */
   const int32_t *rows;  /* device [groups] row counts; NULL: one group of m_cap rows */
+  /* Split-K of the last wave (kernels instantiated with kSplitK only; see mk_gemm_units): */
+  int split_tiles;      /* the last split_tiles tile indices are computed in `splits` k-slices */
+  int splits;           /* 2 <= splits <= k-iterations */
+  float *ws;            /* [splits - 1][split_tiles][2 warpgroups][kBN/8][128 threads] float4 */
+  uint32_t *flags;      /* [splits - 1][split_tiles][2]: 128 once written; 0 between launches */
 };
+
+/* Work units of a CTA, in order: f(idx, k0, k1, s) computes k-iterations [k0, k1) of tile
+ * idx; s = -1 for a whole tile, else the k-slice. Without kSplitK: every tile whole, CTA b
+ * taking idx = b, b + gridDim.x, ... With kSplitK: the same over units = the first total -
+ * split_tiles tiles whole (full waves: the data-parallel part), then split_tiles * splits
+ * slices of the last tiles, slice-major (unit dp + s * split_tiles + r is slice s of tile dp
+ * + r), so the slices of the last wave run side by side on otherwise idle SMs, all CTAs at
+ * the same k-offsets of A and B (L2 reuse; an earlier stream-K version with staggered
+ * offsets ran 1.3-1.7x slower per iteration, docs/perf/NOTES.md). Slice s < splits - 1 goes
+ * to the fp32 workspace; slice splits - 1 waits for the others and adds them in order s = 0,
+ * 1, ... (deterministic: the split depends on the shape and the grid only). Waits go only to
+ * lower unit indices, which every CTA walks in increasing order, so with every CTA resident
+ * (grid <= SMs, one CTA per SM) the fix-up cannot deadlock. */
+template <bool kSplitK, class F>
+__device__ __forceinline__ void mk_gemm_units(const mk_gemm_args &args, int total, int k_iters, F &&f) {
+  const int dp = kSplitK ? total - args.split_tiles : total;
+  const int units = kSplitK ? dp + args.split_tiles * args.splits : total;
+  for (int u = blockIdx.x; u < units; u += gridDim.x) {
+    if (!kSplitK || u < dp) {
+      f(u, 0, k_iters, -1);
+    } else {
+      const int v = u - dp, sl = v / args.split_tiles, r = v - sl * args.split_tiles;
+      f(dp + r, (int)((int64_t)k_iters * sl / args.splits), (int)((int64_t)k_iters * (sl + 1) / args.splits), sl);
+    }
+  }
+}
 
 /* Default: grouped order for L2 reuse — group_m consecutive tile-rows walk one column of
  * tiles before moving right, so a B panel is read once per group_m tile-rows. */
@@ -133,7 +173,7 @@ struct mk_gemm_sched {
   }
 };
 
-template <class Policy, int kBNMajor, int kBN>
+template <class Policy, int kBNMajor, int kBN, bool kSplitK = false>
 __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
     mk_gemm_core_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
                         mk_gemm_args args, Policy policy) {
@@ -185,10 +225,10 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
       tma_prefetch_desc(&tma_b);
       int s = 0;
       uint32_t phase = 0;
-      for (int idx = blockIdx.x; idx < sched.total(); idx += gridDim.x) {
+      mk_gemm_units<kSplitK>(args, sched.total(), k_iters, [&](int idx, int k0, int k1, int) {
         const mk_gemm_tile t = sched.get(policy, idx);
         policy.before_load(t);
-        for (int kb = 0; kb < k_iters; kb++) {
+        for (int kb = k0; kb < k1; kb++) {
           mbar_wait(&empty[s], phase ^ 1);
           uint8_t *sa = smem + s * Cfg::kStageBytes, *sb = sa + Cfg::kABytes;
           mbar_expect_tx(&full[s], Cfg::kStageBytes);
@@ -205,7 +245,7 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
             phase ^= 1;
           }
         }
-      }
+      });
     }
   } else {
     /* ---- consumers ---- */
@@ -214,12 +254,12 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
     int s = 0;
     uint32_t phase = 0;
     float d[kBN / 2];
-    for (int idx = blockIdx.x; idx < sched.total(); idx += gridDim.x) {
+    mk_gemm_units<kSplitK>(args, sched.total(), k_iters, [&](int idx, int k0, int k1, int sl) {
       const mk_gemm_tile t = sched.get(policy, idx);
 #pragma unroll
       for (int i = 0; i < kBN / 2; i++) d[i] = 0.f;
       int prev = -1;
-      for (int kb = 0; kb < k_iters; kb++) {
+      for (int kb = k0; kb < k1; kb++) {
         mbar_wait(&full[s], phase);
         const uint8_t *sa = smem + s * Cfg::kStageBytes + cw * 64 * Cfg::kBK * 2, *sb = smem + s * Cfg::kStageBytes + Cfg::kABytes;
         wgmma_fence();
@@ -249,6 +289,37 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
         __syncwarp();
         if (lane == 0) mbar_arrive(&empty[prev]);
       }
+      if constexpr (kSplitK) {
+        if (sl >= 0) {
+          /* Partial sums, thread-major float4s: each warpgroup writes / reads 2 KB runs. */
+          const int l = tid % 128, r = idx - (sched.total() - args.split_tiles);
+          const size_t slot_floats = (size_t)128 * (kBN / 2);
+          if (sl < args.splits - 1) { /* leave the slice for the last one */
+            const int slot = (sl * args.split_tiles + r) * 2 + cw;
+            float4 *w = (float4 *)(args.ws + slot * slot_floats) + l;
+#pragma unroll
+            for (int j = 0; j < kBN / 8; j++) __stcg(w + j * 128, make_float4(d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3]));
+            red_release_gpu_add(args.flags + slot, 1);
+            return;
+          }
+          for (int q = 0; q < args.splits - 1; q++) {
+            const int slot = (q * args.split_tiles + r) * 2 + cw;
+            while (ld_acquire_gpu(args.flags + slot) < 128) {
+            }
+            const float4 *w = (const float4 *)(args.ws + slot * slot_floats) + l;
+#pragma unroll
+            for (int j = 0; j < kBN / 8; j++) {
+              const float4 v = __ldcg(w + j * 128);
+              d[4 * j] += v.x;
+              d[4 * j + 1] += v.y;
+              d[4 * j + 2] += v.z;
+              d[4 * j + 3] += v.w;
+            }
+          }
+          named_bar_sync(2 + cw, 128); /* every thread has seen the flags: re-arm them */
+          if (l < args.splits - 1) args.flags[(l * args.split_tiles + r) * 2 + cw] = 0;
+        }
+      }
       /* Epilogue: accumulator (row r, cols 8j + 2q, +1) pairs -> bf16x2 stores. */
       const int r0 = t.m0 + cw * 64 + warp * 16 + lane / 4;
       uint16_t *c_lo = args.C + (size_t)r0 * args.n, *c_hi = c_lo + 8 * (size_t)args.n;
@@ -272,7 +343,7 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
         named_bar_sync(1, 256);
         if (tid == 128) policy.after_store(t);
       }
-    }
+    });
   }
 }
 
@@ -301,8 +372,24 @@ static inline mk_status mk_gemm_encode_map(CUtensorMap *map, const void *base, u
   return MK_STATUS_OK;
 }
 
-/* Encodes the tensor maps for tile width kBN and launches. */
-template <class Policy, int kBN>
+/* Raises a kernel's dynamic shared-memory limit once per device (devices 0..63; others every
+ * call), not on every launch. */
+struct mk_gemm_smem_attr {
+  unsigned long long done = 0; /* bit d: set on device d */
+  mk_status set(const void *kern, int bytes) {
+    int dev = 0;
+    MK_CUDA_CHECK(cudaGetDevice(&dev));
+    const unsigned long long bit = dev < 64 ? 1ull << dev : 0;
+    if (bit && (__atomic_load_n(&done, __ATOMIC_ACQUIRE) & bit)) return MK_STATUS_OK;
+    MK_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+    __atomic_fetch_or(&done, bit, __ATOMIC_RELEASE);
+    return MK_STATUS_OK;
+  }
+};
+
+/* Encodes the tensor maps for tile width kBN and launches (kSplitK: args.split_tiles,
+ * splits, ws and flags set, grid <= SMs). */
+template <class Policy, int kBN, bool kSplitK = false>
 static mk_status mk_gemm_core_launch_bn(const uint16_t *A, const uint16_t *B, const mk_gemm_args &args,
                                         mk_gemm_b_layout layout, const Policy &policy, int grid, cudaStream_t stream) {
   using Cfg = mk_gemm_tile_config<kBN>;
@@ -313,12 +400,14 @@ static mk_status mk_gemm_core_launch_bn(const uint16_t *A, const uint16_t *B, co
   else
     MK_CHECK(mk_gemm_encode_map(&mb, B, (uint64_t)args.n, (uint64_t)args.k, (uint64_t)args.groups, 64, Cfg::kBK));
   if (layout == MK_GEMM_B_NK) {
-    auto kern = mk_gemm_core_kernel<Policy, 0, kBN>;
-    MK_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes));
+    auto kern = mk_gemm_core_kernel<Policy, 0, kBN, kSplitK>;
+    static mk_gemm_smem_attr attr;
+    MK_CHECK(attr.set((const void *)kern, Cfg::kSmemBytes));
     kern<<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(ma, mb, args, policy);
   } else {
-    auto kern = mk_gemm_core_kernel<Policy, 1, kBN>;
-    MK_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes));
+    auto kern = mk_gemm_core_kernel<Policy, 1, kBN, kSplitK>;
+    static mk_gemm_smem_attr attr;
+    MK_CHECK(attr.set((const void *)kern, Cfg::kSmemBytes));
     kern<<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(ma, mb, args, policy);
   }
   MK_CUDA_LAUNCH_CHECK();
@@ -331,15 +420,9 @@ static inline int64_t mk_gemm_tiles_bound(const mk_gemm_args &args, int bn) {
   return tiles_m * ((args.n + bn - 1) / bn);
 }
 
-/* Validates the shape, picks the tile width and launches. A: [m_cap, K]; B: groups x ([N, K]
- * or [K, N]); C: [m_cap, N]. grid = 0: one CTA per SM (capped at the tile count). tile_n =
- * 0 picks the width: 128 when 256-wide tiles fill the last wave of SMs so poorly that twice
- * as many half-size tiles finish sooner (at the 20 % lower rate per flop measured on an H200,
- * docs/perf/NOTES.md), else 256. */
-template <class Policy>
-static mk_status mk_gemm_core_launch(const uint16_t *A, const uint16_t *B, const mk_gemm_args &args,
-                                     mk_gemm_b_layout layout, const Policy &policy, int grid, int tile_n,
-                                     cudaStream_t stream) {
+/* Checks the shape, the layout, the forced tile width (0, 128 or 256) and the pointers. */
+static inline mk_status mk_gemm_core_check(const uint16_t *A, const uint16_t *B, const mk_gemm_args &args,
+                                           mk_gemm_b_layout layout, int tile_n) {
   using Cfg = mk_gemm_config;
   if (args.m_cap < 0 || args.n <= 0 || args.k <= 0 || args.n % 8 || args.k % 8 || args.groups < 1 ||
       args.groups > Cfg::kMaxGroups || args.m_cap > INT32_MAX - Cfg::kBM || args.n > INT32_MAX - 256 ||
@@ -350,19 +433,68 @@ static mk_status mk_gemm_core_launch(const uint16_t *A, const uint16_t *B, const
                   "and multiples of 8, 1 <= groups <= %d)",
                   (long long)args.m_cap, (long long)args.n, (long long)args.k, args.groups, (int)layout, tile_n,
                   Cfg::kMaxGroups);
-  if (args.m_cap == 0) return MK_STATUS_OK;
-  if (!A || !B || !args.C || ((uintptr_t)A | (uintptr_t)B | (uintptr_t)args.C) % 16)
+  if (args.m_cap > 0 && (!A || !B || !args.C || ((uintptr_t)A | (uintptr_t)B | (uintptr_t)args.C) % 16))
     MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "gemm: A, B and C must be non-null and 16-byte aligned");
-  int dev = 0, sms = 0;
+  return MK_STATUS_OK;
+}
+
+static inline mk_status mk_gemm_sm_count(int *sms) {
+  int dev = 0;
   MK_CUDA_CHECK(cudaGetDevice(&dev));
-  MK_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  if (grid <= 0) grid = sms;
+  MK_CUDA_CHECK(cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev));
+  return MK_STATUS_OK;
+}
+
+/* Tile width for a data-parallel launch on `grid` CTAs: 128 when 256-wide tiles fill the last
+ * wave of SMs so poorly that twice as many half-size tiles finish sooner (at the 20 % lower
+ * rate per flop measured on an H200, docs/perf/NOTES.md), else 256. */
+static inline int mk_gemm_pick_width(const mk_gemm_args &args, int grid) {
   const int64_t t256 = mk_gemm_tiles_bound(args, 256), t128 = mk_gemm_tiles_bound(args, 128);
-  if (!tile_n) {
-    const double w256 = (double)((t256 + grid - 1) / grid), w128 = (double)((t128 + grid - 1) / grid) * 0.5 * 1.2;
-    tile_n = w128 < w256 ? 128 : 256;
+  const double w256 = (double)((t256 + grid - 1) / grid), w128 = (double)((t128 + grid - 1) / grid) * 0.5 * 1.2;
+  return w128 < w256 ? 128 : 256;
+}
+
+/* Split-K plan for a plain GEMM (groups == 1) of 256-wide tiles (or tile_n when forced) on
+ * `grid` resident CTAs. The last wave (tiles - full waves before it) is split in `splits`
+ * k-slices; *splits = 0: data-parallel. mode: -1 the model, 0 never, 2..16 that many slices.
+ * Model, in k-iterations of a 256-wide tile per CTA: data-parallel costs waves * k_iters (or
+ * the 128-wide equivalent at the 20 % lower rate per flop); split costs the full waves, one
+ * slice, and 4 + 2 (splits - 1) for the fix-up (write one, read splits - 1 fp32 tiles). Slices
+ * fill the idle SMs (splits = grid / last-wave tiles, at most 8, each slice >= 8 iterations)
+ * and are taken when 5 % cheaper. Returns the split tile count. */
+static inline int64_t mk_gemm_split_plan(const mk_gemm_args &args, int grid, int mode, int tile_n, int *splits) {
+  *splits = 0;
+  if (mode == 0 || args.groups != 1 || args.rows) return 0;
+  const int bn = tile_n ? tile_n : 256;
+  const int64_t tiles = mk_gemm_tiles_bound(args, bn), k_iters = (args.k + mk_gemm_config::kBK - 1) / mk_gemm_config::kBK;
+  const int64_t last = tiles - (tiles - 1) / grid * grid; /* tiles of the last wave, 1..grid */
+  int64_t s = mode > 0 ? mode : std::min<int64_t>(std::min<int64_t>(grid / last, k_iters / 8), 8);
+  s = std::min(s, k_iters);
+  if (s < 2) return 0;
+  if (mode < 0) {
+    if (tile_n || last == grid) return 0;
+    const double dp256 = (double)((tiles + grid - 1) / grid) * (double)k_iters;
+    const int64_t t128 = mk_gemm_tiles_bound(args, 128);
+    const double dp128 = (double)((t128 + grid - 1) / grid) * 0.5 * 1.2 * (double)k_iters;
+    const double sk = (double)((tiles - 1) / grid * k_iters) + (double)k_iters / (double)s + 4.0 + 2.0 * (double)(s - 1);
+    if (!(sk < 0.95 * std::min(dp256, dp128))) return 0;
   }
-  const int64_t want = tile_n == 256 ? t256 : t128;
+  *splits = (int)s;
+  return last;
+}
+
+/* Validates the shape, picks the tile width and launches. A: [m_cap, K]; B: groups x ([N, K]
+ * or [K, N]); C: [m_cap, N]. grid = 0: one CTA per SM (capped at the tile count). tile_n =
+ * 0 picks the width (mk_gemm_pick_width). */
+template <class Policy>
+static mk_status mk_gemm_core_launch(const uint16_t *A, const uint16_t *B, const mk_gemm_args &args,
+                                     mk_gemm_b_layout layout, const Policy &policy, int grid, int tile_n,
+                                     cudaStream_t stream) {
+  MK_CHECK(mk_gemm_core_check(A, B, args, layout, tile_n));
+  if (args.m_cap == 0) return MK_STATUS_OK;
+  if (grid <= 0) MK_CHECK(mk_gemm_sm_count(&grid));
+  if (!tile_n) tile_n = mk_gemm_pick_width(args, grid);
+  const int64_t want = mk_gemm_tiles_bound(args, tile_n);
   if (want < grid) grid = (int)want;
   if (tile_n == 256) return mk_gemm_core_launch_bn<Policy, 256>(A, B, args, layout, policy, grid, stream);
   return mk_gemm_core_launch_bn<Policy, 128>(A, B, args, layout, policy, grid, stream);

@@ -21,7 +21,11 @@ typedef enum mk_gemm_b_layout {
 } mk_gemm_b_layout;
 
 /* C[M, N] = A[M, K] @ B. Any M >= 0 (0 is a no-op); N, K > 0 and multiples of 8.
- * Hopper (sm_90a) only. */
+ * Hopper (sm_90a) only. Where the last wave of tiles is split along K (MK_GEMM_SPLIT_K),
+ * the call uses an fp32 workspace owned by (device, stream), allocated on the first such
+ * call outside graph capture and kept; a graph captured with it must not run concurrently
+ * with other work on that stream that also uses it. Results are deterministic (the same
+ * bits on every run on the same GPU model). */
 mk_status mk_gemm_bf16(const uint16_t *A, const uint16_t *B, uint16_t *C, int64_t M, int64_t N, int64_t K,
                        mk_gemm_b_layout b_layout, mk_stream_t stream);
 

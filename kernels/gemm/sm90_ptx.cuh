@@ -1,6 +1,7 @@
 /* sm90_ptx.cuh — thin wrappers over the Hopper (sm_90a) instructions the GEMM core uses:
- * mbarriers, TMA tensor loads, wgmma (descriptors, fence/commit/wait, m64n256k16 bf16) and
- * setmaxnreg. Device-only; included by gemm_core.cuh. */
+ * mbarriers, TMA tensor loads, wgmma (descriptors, fence/commit/wait, m64n256k16 bf16),
+ * setmaxnreg and the release/acquire flags of the split-K fix-up. Device-only; included by
+ * gemm_core.cuh. */
 #ifndef MK_KERNELS_GEMM_SM90_PTX_CUH
 #define MK_KERNELS_GEMM_SM90_PTX_CUH
 
@@ -139,6 +140,18 @@ __device__ __forceinline__ void wgmma_m64nk16_bf16(float (&d)[kN / 2], uint64_t 
 }
 #undef MK_WG_R32
 #undef MK_WG_R8
+
+/* ---- flags between CTAs (split-K fix-up) ----------------------------------------------- */
+/* Adds 1 with release semantics at GPU scope: this thread's earlier writes are visible to a
+ * thread that observes the sum with ld_acquire_gpu. */
+__device__ __forceinline__ void red_release_gpu_add(uint32_t *p, uint32_t v) {
+  asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ uint32_t ld_acquire_gpu(const uint32_t *p) {
+  uint32_t v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
 
 /* Named barrier among `count` threads (ids 1..15; 0 is __syncthreads). */
 __device__ __forceinline__ void named_bar_sync(int id, int count) {

@@ -1,8 +1,13 @@
 /* test_gemm.c (gpu) — mk_gemm_bf16 on fresh random inputs: 24 shapes (M in {1, 7, 127, 1000,
  * 3000, ...}, N and K multiples of 8 that are not multiples of the tile, exact tiles, more
- * tiles than SMs), both B layouts, both tile widths (MK_GEMM_TILE_N=256 and 128). C is poisoned (bf16 NaN) with 3 extra rows: every element
- * is checked against an fp32 reference and the extra rows must stay untouched. Bad shapes are
- * refused. */
+ * tiles than SMs), both B layouts, in four modes: data-parallel with each tile width
+ * (MK_GEMM_TILE_N=256, 128; MK_GEMM_SPLIT_K=0), the last wave split in 3 k-slices
+ * (MK_GEMM_SPLIT_K=3) and in 2 with 128-wide tiles (MK_GEMM_SPLIT_K=2, MK_GEMM_TILE_N=128),
+ * each split run twice: the two results must be bit-identical. Then the shapes where the
+ * model splits on an H200 (M = 16, 128, 2048 with N = 2560 or 7168, K = 8192) with the
+ * defaults, also twice. C is
+ * poisoned (bf16 NaN) with 3 extra rows: every element is checked against an fp32 reference
+ * and the extra rows must stay untouched. Bad shapes are refused. */
 #include "tests/kernels/gemm_check.h"
 
 typedef struct shape {
@@ -21,6 +26,60 @@ static const shape k_shapes[] = {
     {4096, 4096, 512, MK_GEMM_B_KN},  {5000, 3000, 1000, MK_GEMM_B_NK},  {17, 24, 24, MK_GEMM_B_KN},
 };
 
+/* MK_GEMM_TILE_N, MK_GEMM_SPLIT_K of each pass over k_shapes. */
+static const char *const k_modes[][2] = {{"256", "0"}, {"128", "0"}, {"0", "3"}, {"128", "2"}};
+#define NMODES ((int)(sizeof k_modes / sizeof k_modes[0]))
+
+/* Shapes where the default model splits the last wave (on 132 SMs), run with the defaults. */
+static const shape k_auto[] = {
+    {2048, 2560, 8192, MK_GEMM_B_NK}, {2048, 7168, 8192, MK_GEMM_B_NK}, {128, 7168, 8192, MK_GEMM_B_KN},
+    {16, 2560, 8192, MK_GEMM_B_NK},
+};
+
+/* Runs one shape with the current environment; returns 1 when wrong. With twice set, runs it
+ * again into a second poisoned buffer and requires bit-identical results. */
+static int run_shape(shape s, uint64_t seed, const char *mode, int twice) {
+  uint16_t *A = gemm_check_random((size_t)s.m * s.k, seed);
+  uint16_t *B = gemm_check_random((size_t)s.n * s.k, seed + 1);
+  uint16_t *C[2] = {NULL, NULL};
+  const size_t extra = 3 * (size_t)s.n, elems = (size_t)s.m * s.n + extra;
+  int wrong = 0;
+  float *ref = gemm_check_reference(A, B, s.m, s.n, s.k, s.b);
+  for (int r = 0; r < 1 + twice; r++) {
+    CUDA_OK(cudaMalloc((void **)&C[r], elems * 2));
+    CUDA_OK(cudaMemset(C[r], 0xff, elems * 2));
+    ASSERT_OK(mk_gemm_bf16(A, B, C[r], s.m, s.n, s.k, s.b, NULL));
+    CUDA_OK(cudaDeviceSynchronize());
+    char what[160];
+    snprintf(what, sizeof what, "M=%lld N=%lld K=%lld B=%s %s%s", (long long)s.m, (long long)s.n, (long long)s.k,
+             s.b == MK_GEMM_B_KN ? "[K,N]" : "[N,K]", mode, r ? " (again)" : "");
+    double rel;
+    size_t bad = gemm_check_compare(what, C[r], ref, s.m, s.n, &rel);
+    size_t touched = gemm_check_count_touched(C[r] + (size_t)s.m * s.n, extra);
+    if (touched) printf("  %zu elements written past row M\n", touched);
+    if (bad || touched || !(rel <= 1e-2)) wrong = 1;
+  }
+  if (twice) {
+    const size_t bytes = (size_t)s.m * s.n * 2;
+    uint16_t *h0 = malloc(bytes), *h1 = malloc(bytes);
+    if (!h0 || !h1) MK_TEST_FAIL_("out of host memory");
+    CUDA_OK(cudaMemcpy(h0, C[0], bytes, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(h1, C[1], bytes, cudaMemcpyDeviceToHost));
+    if (memcmp(h0, h1, bytes)) {
+      printf("  two runs differ\n");
+      wrong = 1;
+    }
+    free(h0);
+    free(h1);
+  }
+  CUDA_OK(cudaFree(A));
+  CUDA_OK(cudaFree(B));
+  for (int r = 0; r < 2; r++)
+    if (C[r]) CUDA_OK(cudaFree(C[r]));
+  CUDA_OK(cudaFree(ref));
+  return wrong;
+}
+
 int main(int argc, char **argv) {
   mk_test_init(argc, argv, 600);
   mk_test_require_gpus(1);
@@ -36,35 +95,21 @@ int main(int argc, char **argv) {
   CUDA_OK(cudaFree(dummy));
 
   int failed = 0;
-  const int nshapes = (int)(sizeof k_shapes / sizeof k_shapes[0]);
-  for (int run = 0; run < 2 * nshapes; run++) {
-    const int i = run % nshapes, tile_n = run < nshapes ? 256 : 128;
-    const shape s = k_shapes[i];
-    setenv("MK_GEMM_TILE_N", tile_n == 256 ? "256" : "128", 1); /* both tile widths */
+  const int nshapes = (int)(sizeof k_shapes / sizeof k_shapes[0]), nauto = (int)(sizeof k_auto / sizeof k_auto[0]);
+  for (int run = 0; run < NMODES * nshapes; run++) {
+    const int i = run % nshapes, m = run / nshapes;
+    setenv("MK_GEMM_TILE_N", k_modes[m][0], 1);
+    setenv("MK_GEMM_SPLIT_K", k_modes[m][1], 1);
     mk_param_reset_cache();
-    uint16_t *A = gemm_check_random((size_t)s.m * s.k, seed * 131 + 2 * i);
-    uint16_t *B = gemm_check_random((size_t)s.n * s.k, seed * 131 + 2 * i + 1);
-    uint16_t *C = NULL;
-    const size_t extra = 3 * (size_t)s.n;
-    CUDA_OK(cudaMalloc((void **)&C, ((size_t)s.m * s.n + extra) * 2));
-    CUDA_OK(cudaMemset(C, 0xff, ((size_t)s.m * s.n + extra) * 2));
-    float *ref = gemm_check_reference(A, B, s.m, s.n, s.k, s.b);
-    ASSERT_OK(mk_gemm_bf16(A, B, C, s.m, s.n, s.k, s.b, NULL));
-    CUDA_OK(cudaDeviceSynchronize());
-    char what[112];
-    snprintf(what, sizeof what, "M=%lld N=%lld K=%lld B=%s tile_n=%d", (long long)s.m, (long long)s.n,
-             (long long)s.k, s.b == MK_GEMM_B_KN ? "[K,N]" : "[N,K]", tile_n);
-    double rel;
-    size_t bad = gemm_check_compare(what, C, ref, s.m, s.n, &rel);
-    size_t touched = gemm_check_count_touched(C + (size_t)s.m * s.n, extra);
-    if (touched) printf("  %zu elements written past row M\n", touched);
-    if (bad || touched || !(rel <= 1e-2)) failed++;
-    CUDA_OK(cudaFree(A));
-    CUDA_OK(cudaFree(B));
-    CUDA_OK(cudaFree(C));
-    CUDA_OK(cudaFree(ref));
+    char mode[64];
+    snprintf(mode, sizeof mode, "tile_n=%s split_k=%s", k_modes[m][0], k_modes[m][1]);
+    failed += run_shape(k_shapes[i], seed * 131 + 2 * i, mode, m >= 2);
   }
-  if (failed) MK_TEST_FAIL_("%d of %d shape/tile runs wrong", failed, 2 * nshapes);
-  printf("ok: %d shapes x 2 tile widths\n", nshapes);
+  unsetenv("MK_GEMM_TILE_N");
+  unsetenv("MK_GEMM_SPLIT_K");
+  mk_param_reset_cache();
+  for (int i = 0; i < nauto; i++) failed += run_shape(k_auto[i], seed * 137 + 2 * i, "defaults", 1);
+  if (failed) MK_TEST_FAIL_("%d of %d shape/mode runs wrong", failed, NMODES * nshapes + nauto);
+  printf("ok: %d shapes x %d modes, %d shapes with the defaults\n", nshapes, NMODES, nauto);
   return 0;
 }

@@ -29,8 +29,11 @@ expect 2 '--groups 0 is out of range' --groups 0
 expect 2 '--groups 513 is out of range' --groups 513
 expect 2 "unknown flag '--frobnicate'" --frobnicate
 expect 2 'iters' --iters 0
+expect 2 '--samples needs a file name' --samples
+expect 0 'interleave' --help
 if ! "$bench" --info 2>/dev/null | grep -qE '^GPUs +[1-9]'; then
   expect 0 'skipped: no GPU' --shape 128x128x128
+  expect 0 'skipped: no GPU' --shape 128x128x128 --interleave --samples /dev/null
 fi
 [ $fail -eq 0 ] && echo "ok"
 exit $fail

@@ -1,5 +1,5 @@
 /* args.c — mk-bench's common flags (--warmup, --iters, --rotate, --flush-l2, --path, --json,
- * --csv, --seed, --autotune) and strict number parsing. */
+ * --csv, --samples, --seed, --autotune, --interleave) and strict number parsing. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,6 +83,10 @@ int mk_bench_parse_common(mk_bench_opts *o, int argc, char **argv, int i) {
     o->autotune = 1;
     return 1;
   }
+  if (!strcmp(f, "--interleave")) {
+    o->interleave = 1;
+    return 1;
+  }
   if (!strcmp(f, "--warmup")) {
     if (mk_bench_parse_i64(f, val, 0, 100000, &v)) return -1;
     o->warmup = (int)v;
@@ -104,15 +108,17 @@ int mk_bench_parse_common(mk_bench_opts *o, int argc, char **argv, int i) {
     return 2;
   }
   if (!strcmp(f, "--path")) return parse_paths(val, &o->paths) ? -1 : 2;
-  if (!strcmp(f, "--json") || !strcmp(f, "--csv")) {
+  if (!strcmp(f, "--json") || !strcmp(f, "--csv") || !strcmp(f, "--samples")) {
     if (!val || !*val || val[0] == '-') {
       fprintf(stderr, "mk-bench: %s needs a file name\n", f);
       return -1;
     }
     if (f[2] == 'j')
       o->json_path = val;
-    else
+    else if (f[2] == 'c')
       o->csv_path = val;
+    else
+      o->samples_path = val;
     return 2;
   }
   return 0;
@@ -128,7 +134,11 @@ void mk_bench_print_common_help(FILE *out) {
           "  --flush-l2             overwrite a 2xL2 buffer before every timed call\n"
           "  --seed N               seed of the random inputs (default: fresh, printed)\n"
           "  --json FILE, --csv FILE  write results with gpu, commit and date\n"
-          "  --autotune             search the SM role split (ops that have one)\n");
+          "  --samples FILE         append every timed call: batch,iter,unix_s,ms (batch = n-th\n"
+          "                         timing in this process, iter in call order, unix_s at the batch's end)\n"
+          "  --autotune             search the SM role split (ops that have one)\n"
+          "  --interleave           time fused and unfused calls alternately, so both see the same\n"
+          "                         clocks under the GPU's power cap (gemm)\n");
 }
 
 int mk_bench_parse_list(const char *flag, const char *text, int64_t lo, int64_t hi, int max, int64_t *out, int *n) {

@@ -210,29 +210,40 @@ static int bench_shape(const mk_bench_opts *o, const gemm_cfg *c, gemm_shape sh,
       goto done;
   }
   MK_CHECK_GOTO(reference(&r, ref, stream), st, done);
+  const mk_bench_fn fns[2] = {run_fused, run_unfused};
+  mk_bench_row rows[2];
+  int have[2] = {0, 0};
   for (int p = 0; p < 2; p++) {
     const unsigned bit = p == 0 ? MK_BENCH_PATH_FUSED : MK_BENCH_PATH_UNFUSED;
     if (!(o->paths & bit)) continue;
-    mk_bench_fn fn = p == 0 ? run_fused : run_unfused;
-    mk_bench_row row;
-    mk_bench_row_init(&row, "gemm", p == 0 ? "fused" : "unfused");
+    mk_bench_row *row = &rows[p];
+    mk_bench_row_init(row, "gemm", p == 0 ? "fused" : "unfused");
     if (groups)
-      snprintf(row.shape, sizeof row.shape, "{\"m\":%lld,\"n\":%lld,\"k\":%lld,\"b\":\"%s\",\"groups\":%d}",
+      snprintf(row->shape, sizeof row->shape, "{\"m\":%lld,\"n\":%lld,\"k\":%lld,\"b\":\"%s\",\"groups\":%d}",
                (long long)sh.m, (long long)sh.n, (long long)sh.k, c->layout == MK_GEMM_B_KN ? "kn" : "nk", groups);
     else
-      snprintf(row.shape, sizeof row.shape, "{\"m\":%lld,\"n\":%lld,\"k\":%lld,\"b\":\"%s\"}", (long long)sh.m,
+      snprintf(row->shape, sizeof row->shape, "{\"m\":%lld,\"n\":%lld,\"k\":%lld,\"b\":\"%s\"}", (long long)sh.m,
                (long long)sh.n, (long long)sh.k, c->layout == MK_GEMM_B_KN ? "kn" : "nk");
-    row.ranks = row.nodes = 1;
+    row->ranks = row->nodes = 1;
     /* Correctness on this run: poisoned C, one call on set 0, error against the reference. */
     if (cudaMemsetAsync(r.C, 0xff, c_el * 2, stream) != cudaSuccess) goto done;
-    MK_CHECK_GOTO(fn(&r, 0, stream), st, done);
-    MK_CHECK_GOTO(mk_gemm_rel_err(r.C, ref, (int64_t)c_el, &row.rel_err, stream), st, done);
-    if (!(row.rel_err <= 1e-2))
-      mk_bench_report_fail(rep, "gemm %s %s: rel err %.3g > 1e-2", row.path, shape_txt, row.rel_err);
-    MK_CHECK_GOTO(mk_bench_time(o, fn, &r, stream, &row.t), st, done);
-    row.tflops = 2.0 * (double)sh.m * sh.n * sh.k / (row.t.median_ms * 1e-3) / 1e12;
-    row.compute_ms = row.t.median_ms;
-    MK_CHECK_GOTO(mk_bench_report_add(rep, &row), st, done);
+    MK_CHECK_GOTO(fns[p](&r, 0, stream), st, done);
+    MK_CHECK_GOTO(mk_gemm_rel_err(r.C, ref, (int64_t)c_el, &row->rel_err, stream), st, done);
+    if (!(row->rel_err <= 1e-2))
+      mk_bench_report_fail(rep, "gemm %s %s: rel err %.3g > 1e-2", row->path, shape_txt, row->rel_err);
+    have[p] = 1;
+  }
+  if (o->interleave && have[0] && have[1]) {
+    MK_CHECK_GOTO(mk_bench_time_pair(o, fns[0], &r, fns[1], &r, stream, &rows[0].t, &rows[1].t), st, done);
+  } else {
+    for (int p = 0; p < 2; p++)
+      if (have[p]) MK_CHECK_GOTO(mk_bench_time(o, fns[p], &r, stream, &rows[p].t), st, done);
+  }
+  for (int p = 0; p < 2; p++) {
+    if (!have[p]) continue;
+    rows[p].tflops = 2.0 * (double)sh.m * sh.n * sh.k / (rows[p].t.median_ms * 1e-3) / 1e12;
+    rows[p].compute_ms = rows[p].t.median_ms;
+    MK_CHECK_GOTO(mk_bench_report_add(rep, &rows[p]), st, done);
   }
   rc = 0;
 done:

@@ -56,8 +56,10 @@ typedef struct mk_bench_opts {
   unsigned paths;        /* --path fused,unfused (default both) */
   const char *json_path; /* --json FILE */
   const char *csv_path;  /* --csv FILE */
+  const char *samples_path; /* --samples FILE: every timed call's ms appended (timing.c) */
   uint64_t seed;         /* --seed N (default: fresh) */
   int autotune;          /* --autotune (ops that have a role split) */
+  int interleave;        /* --interleave: time the paths alternately (ops that support it) */
   int rank;              /* only rank 0 prints the table and writes files (multi-rank ops) */
 } mk_bench_opts;
 
@@ -89,6 +91,10 @@ typedef struct mk_bench_stats {
   double median_ms, p10_ms, p90_ms;
 } mk_bench_stats;
 mk_status mk_bench_time(const mk_bench_opts *o, mk_bench_fn fn, void *user, void *stream, mk_bench_stats *out);
+/* The same for two calls, alternating (fn0, fn1, fn0, ...; warm-up too): under the GPU's power
+ * cap both then run at the same clocks (--interleave). */
+mk_status mk_bench_time_pair(const mk_bench_opts *o, mk_bench_fn fn0, void *user0, mk_bench_fn fn1, void *user1,
+                             void *stream, mk_bench_stats *out0, mk_bench_stats *out1);
 /* Percentiles of n samples (sorted copy; linear interpolation). */
 void mk_bench_stats_from(const double *ms, int n, mk_bench_stats *out);
 

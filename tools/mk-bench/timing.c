@@ -1,8 +1,10 @@
-/* timing.c — time a call with CUDA events after warm-up; median/p10/p90 over iterations.
+/* timing.c — time a call (or two, alternating) with CUDA events after warm-up; median/p10/p90
+ * over iterations.
  * The optional L2 flush (a memset of 2x the L2 size) runs outside the timed events. */
 #include <cuda_runtime_api.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/check.h"
 #include "mk_bench.h"
@@ -34,12 +36,15 @@ void mk_bench_stats_from(const double *ms, int n, mk_bench_stats *out) {
   free(s);
 }
 
-mk_status mk_bench_time(const mk_bench_opts *o, mk_bench_fn fn, void *user, void *stream, mk_bench_stats *out) {
+/* Times nf (1 or 2) callables; with two, their calls alternate (warm-up too), so both see the
+ * same clocks under the power cap. */
+static mk_status time_fns(const mk_bench_opts *o, int nf, const mk_bench_fn *fns, void *const *users, void *stream,
+                          mk_bench_stats *outs) {
   mk_status st = MK_STATUS_OK;
   cudaStream_t s = (cudaStream_t)stream;
   int n = o->iters, rot = o->rotate > 0 ? o->rotate : 1;
-  cudaEvent_t *ev = calloc((size_t)n * 2, sizeof *ev);
-  double *ms = calloc((size_t)n, sizeof *ms);
+  cudaEvent_t *ev = calloc((size_t)n * 2 * nf, sizeof *ev);
+  double *ms = calloc((size_t)n * nf, sizeof *ms);
   void *flush = NULL;
   size_t flush_bytes = 0;
   if (!ev || !ms) {
@@ -53,27 +58,63 @@ mk_status mk_bench_time(const mk_bench_opts *o, mk_bench_fn fn, void *user, void
     flush_bytes = (size_t)l2 * 2;
     MK_CUDA_CHECK_GOTO(cudaMalloc(&flush, flush_bytes), st, fail);
   }
-  for (int i = 0; i < 2 * n; i++) MK_CUDA_CHECK_GOTO(cudaEventCreate(&ev[i]), st, fail);
-  for (int i = 0; i < o->warmup; i++) MK_CHECK_GOTO(fn(user, i % rot, stream), st, fail);
+  for (int i = 0; i < 2 * n * nf; i++) MK_CUDA_CHECK_GOTO(cudaEventCreate(&ev[i]), st, fail);
+  /* Call c of the sequence (warm-up first) reads input set c % rot: consecutive calls never
+   * share a set, so neither path finds the other's inputs in L2 (with rot >= 2). */
+  for (int i = 0; i < o->warmup; i++)
+    for (int f = 0; f < nf; f++) MK_CHECK_GOTO(fns[f](users[f], (i * nf + f) % rot, stream), st, fail);
   for (int i = 0; i < n; i++) {
-    if (flush) MK_CUDA_CHECK_GOTO(cudaMemsetAsync(flush, i & 0xff, flush_bytes, s), st, fail);
-    MK_CUDA_CHECK_GOTO(cudaEventRecord(ev[2 * i], s), st, fail);
-    MK_CHECK_GOTO(fn(user, (o->warmup + i) % rot, stream), st, fail);
-    MK_CUDA_CHECK_GOTO(cudaEventRecord(ev[2 * i + 1], s), st, fail);
+    for (int f = 0; f < nf; f++) {
+      cudaEvent_t *e = ev + 2 * ((size_t)f * n + i);
+      if (flush) MK_CUDA_CHECK_GOTO(cudaMemsetAsync(flush, i & 0xff, flush_bytes, s), st, fail);
+      MK_CUDA_CHECK_GOTO(cudaEventRecord(e[0], s), st, fail);
+      MK_CHECK_GOTO(fns[f](users[f], ((o->warmup + i) * nf + f) % rot, stream), st, fail);
+      MK_CUDA_CHECK_GOTO(cudaEventRecord(e[1], s), st, fail);
+    }
   }
   MK_CUDA_CHECK_GOTO(cudaStreamSynchronize(s), st, fail);
-  for (int i = 0; i < n; i++) {
+  for (int i = 0; i < n * nf; i++) {
     float t = 0;
     MK_CUDA_CHECK_GOTO(cudaEventElapsedTime(&t, ev[2 * i], ev[2 * i + 1]), st, fail);
     ms[i] = t;
   }
-  mk_bench_stats_from(ms, n, out);
+  for (int f = 0; f < nf; f++) mk_bench_stats_from(ms + (size_t)f * n, n, &outs[f]);
+  if (o->samples_path) { /* per-call times, for distributions (bimodal timings) */
+    static int batch = 0;
+    FILE *fp = fopen(o->samples_path, "a");
+    if (!fp) {
+      fprintf(stderr, "mk-bench: cannot append to --samples %s\n", o->samples_path);
+      st = MK_STATUS_SYSTEM_ERROR;
+      goto fail;
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    for (int f = 0; f < nf; f++, batch++)
+      for (int i = 0; i < n; i++)
+        fprintf(fp, "%d,%d,%.3f,%.6f\n", batch, i, (double)ts.tv_sec + ts.tv_nsec * 1e-9, ms[(size_t)f * n + i]);
+    fclose(fp);
+  }
 fail:
   if (ev)
-    for (int i = 0; i < 2 * n; i++)
+    for (int i = 0; i < 2 * n * nf; i++)
       if (ev[i]) cudaEventDestroy(ev[i]);
   if (flush) cudaFree(flush);
   free(ev);
   free(ms);
+  return st;
+}
+
+mk_status mk_bench_time(const mk_bench_opts *o, mk_bench_fn fn, void *user, void *stream, mk_bench_stats *out) {
+  return time_fns(o, 1, &fn, &user, stream, out);
+}
+
+mk_status mk_bench_time_pair(const mk_bench_opts *o, mk_bench_fn fn0, void *user0, mk_bench_fn fn1, void *user1,
+                             void *stream, mk_bench_stats *out0, mk_bench_stats *out1) {
+  const mk_bench_fn fns[2] = {fn0, fn1};
+  void *const users[2] = {user0, user1};
+  mk_bench_stats outs[2];
+  mk_status st = time_fns(o, 2, fns, users, stream, outs);
+  *out0 = outs[0];
+  *out1 = outs[1];
   return st;
 }
