@@ -151,7 +151,7 @@ static void run_case(mk_comm_t *c, const cfg *g, uint64_t seed, cudaStream_t s) 
 }
 
 int main(int argc, char **argv) {
-  mk_test_init(argc, argv, 600);
+  mk_test_init(argc, argv, 170);
   mk_world wd;
   ASSERT_OK(mk_world_from_env(&wd));
   mk_test_require_gpus(wd.size);
