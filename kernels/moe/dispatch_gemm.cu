@@ -66,7 +66,7 @@ __global__ void moe_plan_kernel(mk_moe_dev d, const int32_t *ids, const float *w
 
 /* One CTA. Thread r < W sends the record for rank r; thread s < W waits for source s. */
 __global__ void moe_exchange_kernel(mk_moe_dev d) {
-  const uint64_t target = mk_epoch(d.w, MK_MOE_EPOCH_SLOT) + 1;
+  const uint64_t target = moe_target(d);
   const uint64_t rec_bytes = (uint64_t)d.cnt_stride * 4;
   for (int r = threadIdx.x; r < d.W; r += blockDim.x) {
     int32_t *rec = mk_local_ptr<int32_t>(d.w, d.o_cnt_out) + (int64_t)r * d.cnt_stride;
@@ -110,7 +110,7 @@ __global__ void moe_exchange_kernel(mk_moe_dev d) {
 }
 
 __global__ void __launch_bounds__(kMoeCommThreads) moe_dispatch_kernel(mk_moe_dev d, const uint16_t *x) {
-  const uint64_t target = mk_epoch(d.w, MK_MOE_EPOCH_SLOT) + 1;
+  const uint64_t target = moe_target(d);
   const int c = blockIdx.x, warp = threadIdx.x / 32, lane = threadIdx.x & 31;
   const uint64_t row_bytes = (uint64_t)d.H * 2, area = (uint64_t)d.Tm * row_bytes;
   /* ---- send: chunk c of the rows for each destination ---- */
@@ -149,18 +149,20 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_dispatch_kernel(mk_moe_de
     const mk_moe_meta *lm = mk_local_ptr<mk_moe_meta>(d.w, d.o_lmeta) + (int64_t)s * d.Tm;
     for (int64_t j = j0 + warp; j < j1; j += kMoeWarps) {
       const int n = lm[j].n;
-      for (int q = 0; q < n; q++) {
-        const int e = lm[j].e[q];
-        int pos = 0;
-        if (lane == 0) pos = d.exp_off[e] + atomicAdd(&d.fill[e], 1);
-        pos = __shfl_sync(0xffffffffu, pos, 0);
-        moe_copy_row(d.A1 + (int64_t)pos * d.H, land + j * row_bytes, (int64_t)row_bytes);
-        __syncwarp();
-        if (lane == 0) {
-          d.posmap[((int64_t)s * d.Tm + j) * d.K + q] = pos;
-          __threadfence();
-          moe_red_add_gpu(mk_local_ptr<uint64_t>(d.w, d.o_ready) + moe_tile_of(d, e, pos), 1);
-        }
+      int e = 0, p = 0; /* lane q < n: expert q of the row and its row of A1 */
+      if (lane < n) {
+        e = lm[j].e[lane];
+        p = d.exp_off[e] + atomicAdd(&d.fill[e], 1);
+      }
+      int pos[MK_MOE_MAX_TOPK];
+#pragma unroll
+      for (int q = 0; q < MK_MOE_MAX_TOPK; q++) pos[q] = __shfl_sync(0xffffffffu, p, q);
+      moe_copy_row_multi((char *)d.A1, pos, n, land + j * row_bytes, (int64_t)row_bytes);
+      __syncwarp();
+      if (lane < n) {
+        d.posmap[((int64_t)s * d.Tm + j) * d.K + lane] = p;
+        __threadfence();
+        moe_red_add_gpu(mk_local_ptr<uint64_t>(d.w, d.o_ready) + moe_tile_of(d, e, p), 1);
       }
     }
   }

@@ -51,19 +51,30 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_combine_kernel(mk_moe_dev
       }
       __syncwarp();
       uint16_t *o = (uint16_t *)(dst + j * row_bytes);
+      const uint16_t *y[MK_MOE_MAX_TOPK];
+      float wq[MK_MOE_MAX_TOPK];
+#pragma unroll
+      for (int q = 0; q < MK_MOE_MAX_TOPK; q++) {
+        y[q] = d.C2 + (int64_t)(q < n ? pm[q] : 0) * d.H;
+        wq[q] = q < n ? lm[j].w[q] : 0.f;
+      }
       for (int v = lane; v < vecs; v += 32) {
+        uint4 yv[MK_MOE_MAX_TOPK]; /* all loads of this vector in flight together */
+#pragma unroll
+        for (int q = 0; q < MK_MOE_MAX_TOPK; q++)
+          if (q < n) yv[q] = *(const uint4 *)(y[q] + 8 * v);
         float acc[8];
 #pragma unroll
-        for (int q = 0; q < 8; q++) acc[q] = 0.f;
-        for (int q = 0; q < n; q++) {
-          const float wq = lm[j].w[q];
-          const uint4 y = *(const uint4 *)(d.C2 + (int64_t)pm[q] * d.H + 8 * v);
-          const __nv_bfloat162 *y2 = (const __nv_bfloat162 *)&y;
+        for (int h = 0; h < 8; h++) acc[h] = 0.f;
+#pragma unroll
+        for (int q = 0; q < MK_MOE_MAX_TOPK; q++) {
+          if (q >= n) break;
+          const __nv_bfloat162 *y2 = (const __nv_bfloat162 *)&yv[q];
 #pragma unroll
           for (int h = 0; h < 4; h++) {
             const float2 f = __bfloat1622float2(y2[h]);
-            acc[2 * h] = __fadd_rn(acc[2 * h], __fmul_rn(wq, f.x));
-            acc[2 * h + 1] = __fadd_rn(acc[2 * h + 1], __fmul_rn(wq, f.y));
+            acc[2 * h] = __fadd_rn(acc[2 * h], __fmul_rn(wq[q], f.x));
+            acc[2 * h + 1] = __fadd_rn(acc[2 * h + 1], __fmul_rn(wq[q], f.y));
           }
         }
         uint4 out;
@@ -83,7 +94,7 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_combine_kernel(mk_moe_dev
 constexpr int kReduceWarps = 8;
 
 __global__ void __launch_bounds__(kReduceWarps * 32) moe_reduce_kernel(mk_moe_dev d, int64_t T, uint16_t *out) {
-  const uint64_t target = mk_epoch(d.w, MK_MOE_EPOCH_SLOT) + 1;
+  const uint64_t target = moe_target(d);
   int ok = 1;
   for (int i = threadIdx.x; i < d.W * d.C; i += blockDim.x)
     ok &= mk_wait_ge(d.w, d.o_comb_sig + (uint64_t)i * 8, target, MK_OP_MOE, i / d.C, i % d.C);

@@ -118,6 +118,10 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
     goto fail;
   }
   MK_CUDA_CHECK_GOTO(cudaDeviceSynchronize(), st, fail);
+  /* Counters of this handle start at 0; the epoch slot is shared with earlier handles. */
+  const mk_heap_ctrl *ctrl = (const mk_heap_ctrl *)mk_comm_heap_ptr(comm, 0);
+  MK_CUDA_CHECK_GOTO(cudaMemcpy(&d->epoch0, &ctrl->epoch[MK_MOE_EPOCH_SLOT], sizeof d->epoch0, cudaMemcpyDeviceToHost),
+                     st, fail);
   MK_CHECK_GOTO(mk_comm_barrier(comm), st, fail);
   *out = m;
   return MK_STATUS_OK;

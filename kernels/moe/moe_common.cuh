@@ -22,13 +22,33 @@ __device__ __forceinline__ T *moe_heap(const mk_moe_dev &d, int r, uint64_t off)
   return moe_same_node(d, r) ? mk_peer_ptr<T>(d.w, moe_local(d, r), off) : mk_local_ptr<T>(d.w, off);
 }
 
-/* One warp copies `bytes` (multiple of 16, 16-aligned). */
-__device__ __forceinline__ void moe_copy_row(void *dst, const void *src, int64_t bytes) {
+/* One warp copies a row of `bytes` (multiple of 16, 16-aligned) from src to n destinations
+ * (n <= 8; dst q = base + pos[q] * bytes): 8 16-byte loads in flight per lane, each loaded
+ * vector stored to every destination (a row bound for several local experts is read once). */
+__device__ __forceinline__ void moe_copy_row_multi(char *base, const int *pos, int n, const void *src,
+                                                   int64_t bytes) {
   const int lane = threadIdx.x & 31;
-  uint4 *o = (uint4 *)dst;
-  const uint4 *i = (const uint4 *)src;
-  const int64_t n = bytes / 16;
-  for (int64_t v = lane; v < n; v += 32) o[v] = i[v];
+  const uint4 *__restrict__ in = (const uint4 *)src;
+  const int64_t nv = bytes / 16;
+  int64_t v = lane;
+  for (; v + 7 * 32 < nv; v += 8 * 32) {
+    uint4 r[8];
+#pragma unroll
+    for (int q = 0; q < 8; q++) r[q] = in[v + 32 * q];
+    for (int k = 0; k < n; k++) {
+      uint4 *o = (uint4 *)(base + (int64_t)pos[k] * bytes);
+#pragma unroll
+      for (int q = 0; q < 8; q++) o[v + 32 * q] = r[q];
+    }
+  }
+  for (; v < nv; v += 32) {
+    const uint4 r = in[v];
+    for (int k = 0; k < n; k++) ((uint4 *)(base + (int64_t)pos[k] * bytes))[v] = r;
+  }
+}
+__device__ __forceinline__ void moe_copy_row(void *dst, const void *src, int64_t bytes) {
+  const int zero = 0;
+  moe_copy_row_multi((char *)dst, &zero, 1, src, bytes);
 }
 
 /* GEMM tile-row holding row `pos` of local expert e. */
@@ -56,6 +76,12 @@ __device__ __forceinline__ bool moe_publish(const mk_moe_dev &d, int r, uint64_t
   if (bytes2) ok = ok && mk_post(d.w, MK_CMD_PUT, r, src2, dst2, bytes2, 0, 0);
   ok = ok && mk_post(d.w, MK_CMD_SIGNAL, r, 0, 0, 0, sig_off, 1);
   return ok;
+}
+
+/* This call's target for the counters that grow by 1 per call: the handle's counters started
+ * at 0 when the epoch slot (shared by every MoE handle) stood at epoch0. */
+__device__ __forceinline__ uint64_t moe_target(const mk_moe_dev &d) {
+  return mk_epoch(d.w, MK_MOE_EPOCH_SLOT) - d.epoch0 + 1;
 }
 
 /* Chunk c of n rows split over C CTAs. */
