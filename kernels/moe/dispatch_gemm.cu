@@ -20,7 +20,9 @@
  *   gemm1     (s)  the GEMM core over the groups on SMs - C CTAs; before_load waits until its
  *                  tile-row has all its rows (ready >= rows of the tile), so tiles start as
  *                  their rows land, in any order of arrival.
- *   swiglu    (s)  act[m, i] = silu(C1[m, i]) * C1[m, I + i].
+ *   swiglu         SwiGLU in gemm1's epilogue (default: w1 interleaved by 8 rows at create, the
+ *                  core's kGluPairs epilogue writes act directly), or a separate pass (s) act[m, i]
+ *                  = silu(C1[m, i]) * C1[m, I + i] when args.swiglu_pass.
  * Determinism: a row's GEMM result does not depend on where it sits in A1, and every
  * reduction (combine) runs in a fixed order, so outputs are bit-identical across runs. */
 #include "kernels/gemm/gemm_core.cuh"
@@ -168,9 +170,12 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_dispatch_kernel(mk_moe_de
   }
 }
 
-/* GEMM1 hooks: a tile-row's loads wait until all its rows have landed in A1. */
+/* GEMM1 hooks: a tile-row's loads wait until all its rows have landed in A1. kGlu: SwiGLU in
+ * the epilogue (B = w1 with gate/up rows interleaved by 8, C = act). */
+template <bool kGlu>
 struct moe_gemm1_policy : mk_gemm_order_grouped {
   static constexpr bool kAfterStore = false;
+  static constexpr bool kGluPairs = kGlu;
   mk_dev_world w;
   uint64_t o_ready;
   const int32_t *exp_off, *tile_base;
@@ -222,15 +227,20 @@ extern "C" mk_status mk_moe_launch_dispatch(const mk_moe_dev *d, const uint16_t 
   return MK_STATUS_OK;
 }
 
-extern "C" mk_status mk_moe_launch_gemm1(const mk_moe_dev *d, int grid, void *stream) {
-  moe_gemm1_policy p;
+template <bool kGlu>
+static mk_status launch_gemm1(const mk_moe_dev *d, int grid, cudaStream_t stream) {
+  moe_gemm1_policy<kGlu> p;
   p.group_m = (int)mk_param_gemm_group_m();
   p.w = d->w;
   p.o_ready = d->o_ready;
   p.exp_off = d->exp_off;
   p.tile_base = d->tile_base;
-  mk_gemm_args args = {d->C1, d->m_cap, 2 * (int64_t)d->I, d->H, d->El, d->rows};
-  return mk_gemm_core_launch(d->A1, d->w1, args, MK_GEMM_B_NK, p, grid, 0, (cudaStream_t)stream);
+  mk_gemm_args args = {kGlu ? d->act : d->C1, d->m_cap, 2 * (int64_t)d->I, d->H, d->El, d->rows};
+  return mk_gemm_core_launch(d->A1, kGlu ? d->w1g : d->w1, args, MK_GEMM_B_NK, p, grid, 0, stream);
+}
+
+extern "C" mk_status mk_moe_launch_gemm1(const mk_moe_dev *d, int grid, void *stream) {
+  return d->glu ? launch_gemm1<true>(d, grid, (cudaStream_t)stream) : launch_gemm1<false>(d, grid, (cudaStream_t)stream);
 }
 
 extern "C" mk_status mk_moe_launch_swiglu(const mk_moe_dev *d, int64_t rows_host, void *stream) {
@@ -245,7 +255,9 @@ extern "C" mk_status mk_moe_preload_dispatch(void) {
   MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)moe_exchange_kernel));
   MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)moe_dispatch_kernel));
   MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)moe_swiglu_kernel));
-  MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)mk_gemm_core_kernel<moe_gemm1_policy, 0, 256>));
-  MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)mk_gemm_core_kernel<moe_gemm1_policy, 0, 128>));
+  MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)mk_gemm_core_kernel<moe_gemm1_policy<false>, 0, 256>));
+  MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)mk_gemm_core_kernel<moe_gemm1_policy<false>, 0, 128>));
+  MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)mk_gemm_core_kernel<moe_gemm1_policy<true>, 0, 256>));
+  MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)mk_gemm_core_kernel<moe_gemm1_policy<true>, 0, 128>));
   return MK_STATUS_OK;
 }

@@ -54,6 +54,9 @@ typedef struct mk_moe_args {
   int64_t max_tokens;                  /* per rank and call */
   const uint16_t *w1, *w2;             /* this rank's experts, layouts above (device) */
   int comm_ctas;                       /* fused: CTAs that move rows (0 = default 16) */
+  int swiglu_pass;                     /* fused: 0 = SwiGLU in the gate/up GEMM's epilogue (from an
+                                          interleaved copy of w1 made at create); 1 = the GEMM
+                                          writes gate and up, a separate pass follows (A/B) */
 } mk_moe_args;
 
 typedef struct mk_moe mk_moe_t;

@@ -51,7 +51,7 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
   d->tiles_n2 = (a->hidden + 255) / 256;
   d->m_cap = (int64_t)W * d->Tm * (a->top_k < El ? a->top_k : El);
   d->cnt_stride = ((El + 1 + 3) / 4) * 4;
-  d->w1 = a->w1, d->w2 = a->w2;
+  d->w1 = a->w1, d->w2 = a->w2, d->glu = !a->swiglu_pass;
   int dev = mk_comm_device(comm);
   MK_CUDA_CHECK_GOTO(cudaDeviceGetAttribute(&m->sms, cudaDevAttrMultiProcessorCount, dev), st, fail);
   if (m->sms <= d->C + 8)
@@ -90,6 +90,16 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
   MK_CHECK_GOTO(dalloc((void **)&d->C1, (size_t)d->m_cap * d->I * 4), st, fail);
   MK_CHECK_GOTO(dalloc((void **)&d->act, (size_t)d->m_cap * d->I * 2), st, fail);
   MK_CHECK_GOTO(dalloc((void **)&d->C2, (size_t)d->m_cap * d->H * 2), st, fail);
+  if (d->glu) { /* rows 16i..16i+7 = gate rows 8i.., 16i+8..16i+15 = up rows 8i.. (mk_gemm_glu_pairs) */
+    const size_t row = (size_t)d->H * 2, per = (size_t)2 * d->I * d->H;
+    MK_CHECK_GOTO(dalloc((void **)&d->w1g, per * 2 * (size_t)El), st, fail);
+    for (int e = 0; e < El; e++)
+      for (int h = 0; h < 2; h++)
+        MK_CUDA_CHECK_GOTO(cudaMemcpy2D(d->w1g + e * per + (size_t)h * 8 * d->H, 16 * row,
+                                        a->w1 + e * per + (size_t)h * d->I * d->H, 8 * row, 8 * row,
+                                        (size_t)d->I / 8, cudaMemcpyDeviceToDevice),
+                           st, fail);
+  }
   MK_CUDA_CHECK_GOTO(cudaStreamCreateWithFlags((cudaStream_t *)&m->s2, cudaStreamNonBlocking), st, fail);
   MK_CUDA_CHECK_GOTO(cudaEventCreateWithFlags((cudaEvent_t *)&m->ev_fork, cudaEventDisableTiming), st, fail);
   MK_CUDA_CHECK_GOTO(cudaEventCreateWithFlags((cudaEvent_t *)&m->ev_join, cudaEventDisableTiming), st, fail);
@@ -141,6 +151,7 @@ void mk_moe_destroy(mk_moe_t *m) {
   cudaFree(d->C1);
   cudaFree(d->act);
   cudaFree(d->C2);
+  cudaFree(d->w1g);
   if (m->s2) cudaStreamDestroy((cudaStream_t)m->s2);
   if (m->ev_fork) cudaEventDestroy((cudaEvent_t)m->ev_fork);
   if (m->ev_join) cudaEventDestroy((cudaEvent_t)m->ev_join);
@@ -168,7 +179,7 @@ static mk_status forward_fused(mk_moe_t *m, const uint16_t *x, int64_t T, const 
   MK_CHECK(mk_moe_launch_combine(d, s2)); /* spins on done2 until gemm2 stores tiles */
   MK_CUDA_CHECK(cudaEventRecord((cudaEvent_t)m->ev_join, s2));
   MK_CHECK(mk_moe_launch_gemm1(d, m->sms - d->C, s));
-  MK_CHECK(mk_moe_launch_swiglu(d, -1, s));
+  if (!d->glu) MK_CHECK(mk_moe_launch_swiglu(d, -1, s));
   MK_CHECK(mk_moe_launch_gemm2(d, m->sms - d->C, s));
   MK_CUDA_CHECK(cudaStreamWaitEvent(s, (cudaEvent_t)m->ev_join, 0));
   MK_CHECK(mk_moe_launch_reduce(d, T, out, s)); /* barrier point 2: all combine rows home */

@@ -60,6 +60,8 @@ typedef struct mk_moe_dev {
   int32_t *posmap;   /* [W][Tm][K] row of A1 of landing row (s, j), expert i */
   uint16_t *A1, *C1, *act, *C2;
   const uint16_t *w1, *w2;
+  uint16_t *w1g; /* w1 with gate/up rows interleaved in blocks of 8 (glu); NULL otherwise */
+  int glu;       /* SwiGLU in GEMM1's epilogue: GEMM1 writes act directly */
 } mk_moe_dev;
 
 struct mk_moe {

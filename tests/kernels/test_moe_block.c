@@ -94,59 +94,63 @@ static void run_case(mk_comm_t *c, const cfg *g, uint64_t seed, cudaStream_t s) 
   CUDA_OK(cudaMemcpy(did, tid, sizeof(int32_t) * T * K, cudaMemcpyHostToDevice));
   CUDA_OK(cudaMemcpy(dtw, tw, sizeof(float) * T * K, cudaMemcpyHostToDevice));
 
-  mk_moe_args a = {.hidden = H, .inter = I, .n_experts = E, .top_k = K, .max_tokens = Tmax, .w1 = dw1, .w2 = dw2,
-                   .comm_ctas = 4};
-  mk_moe_t *m;
-  ASSERT_OK(mk_moe_create(c, &a, &m));
-  for (int path = 0; path < 2; path++) {
-    for (int rep = 0; rep < 3; rep++) {
-      CUDA_OK(cudaMemsetAsync(dout, 0xff, 2 * (size_t)Tmax * H, s)); /* poison: NaN */
-      const mk_status st = mk_moe_forward(m, (mk_moe_path)path, dx, T, did, dtw, dout, (mk_stream_t)s);
-      if (path == MK_MOE_UNFUSED && st == MK_STATUS_UNSUPPORTED) {
-        printf("rank %d: unfused path not built (no NCCL): skipped\n", me);
-        break;
-      }
-      ASSERT_OK(st);
-      CUDA_OK(cudaStreamSynchronize(s));
-      ASSERT_OK(mk_comm_check(c));
-      CUDA_OK(cudaMemcpy(rep ? ob2 : ob, dout, 2 * (size_t)T * H, cudaMemcpyDeviceToHost));
-      if (rep == 0 && T > 0) {
-        const double err = mk_test_rel_err_bf16(ob, ref, (size_t)T * H);
-        size_t bad = 0;
-        for (size_t i = 0; i < (size_t)T * H; i++) {
-          const float v = mk_bf16_to_float(ob[i]);
-          bad += !(fabsf(v - ref[i]) <= 0.05f + 0.05f * fabsf(ref[i]));
+  /* variant 0: SwiGLU in the gate/up GEMM's epilogue (default), both paths; variant 1: the
+   * separate SwiGLU pass, fused path only */
+  for (int variant = 0; variant < 2; variant++) {
+    mk_moe_args a = {.hidden = H, .inter = I, .n_experts = E, .top_k = K, .max_tokens = Tmax, .w1 = dw1, .w2 = dw2,
+                     .comm_ctas = 4, .swiglu_pass = variant};
+    mk_moe_t *m;
+    ASSERT_OK(mk_moe_create(c, &a, &m));
+    for (int path = 0; path < 2 - variant; path++) {
+      for (int rep = 0; rep < 3; rep++) {
+        CUDA_OK(cudaMemsetAsync(dout, 0xff, 2 * (size_t)Tmax * H, s)); /* poison: NaN */
+        const mk_status st = mk_moe_forward(m, (mk_moe_path)path, dx, T, did, dtw, dout, (mk_stream_t)s);
+        if (path == MK_MOE_UNFUSED && st == MK_STATUS_UNSUPPORTED) {
+          printf("rank %d: unfused path not built (no NCCL): skipped\n", me);
+          break;
         }
-        printf("rank %d %s E=%d k=%d renorm=%d T=%d %s: rel err %.3g, %zu elements off\n", me, g->routing, E, K,
-               g->renorm, T, path ? "unfused" : "fused", err, bad);
-        ASSERT_DBL_LE(err, 1e-2);
-        ASSERT_EQ(bad, 0);
-      } else if (rep > 0) {
-        ASSERT_EQ(memcmp(ob, ob2, 2 * (size_t)T * H), 0); /* bit-identical across runs */
+        ASSERT_OK(st);
+        CUDA_OK(cudaStreamSynchronize(s));
+        ASSERT_OK(mk_comm_check(c));
+        CUDA_OK(cudaMemcpy(rep ? ob2 : ob, dout, 2 * (size_t)T * H, cudaMemcpyDeviceToHost));
+        if (rep == 0 && T > 0) {
+          const double err = mk_test_rel_err_bf16(ob, ref, (size_t)T * H);
+          size_t bad = 0;
+          for (size_t i = 0; i < (size_t)T * H; i++) {
+            const float v = mk_bf16_to_float(ob[i]);
+            bad += !(fabsf(v - ref[i]) <= 0.05f + 0.05f * fabsf(ref[i]));
+          }
+          printf("rank %d %s E=%d k=%d renorm=%d T=%d %s: rel err %.3g, %zu elements off\n", me, g->routing, E, K,
+                 g->renorm, T, path ? "unfused" : variant ? "fused (SwiGLU pass)" : "fused", err, bad);
+          ASSERT_DBL_LE(err, 1e-2);
+          ASSERT_EQ(bad, 0);
+        } else if (rep > 0) {
+          ASSERT_EQ(memcmp(ob, ob2, 2 * (size_t)T * H), 0); /* bit-identical across runs */
+        }
       }
     }
-  }
-  /* CUDA graph of the fused path, replayed twice: the same bits as the direct call */
-  ASSERT_OK(mk_moe_forward(m, MK_MOE_FUSED, dx, T, did, dtw, dout, (mk_stream_t)s));
-  CUDA_OK(cudaStreamSynchronize(s));
-  CUDA_OK(cudaMemcpy(ob, dout, 2 * (size_t)T * H, cudaMemcpyDeviceToHost));
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-  ASSERT_OK(mk_moe_forward(m, MK_MOE_FUSED, dx, T, did, dtw, dout, (mk_stream_t)s));
-  CUDA_OK(cudaStreamEndCapture(s, &graph));
-  CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
-  for (int rep = 0; rep < 2; rep++) {
-    CUDA_OK(cudaMemsetAsync(dout, 0xff, 2 * (size_t)Tmax * H, s));
-    CUDA_OK(cudaGraphLaunch(exec, s));
+    /* CUDA graph of the fused path, replayed twice: the same bits as the direct call */
+    ASSERT_OK(mk_moe_forward(m, MK_MOE_FUSED, dx, T, did, dtw, dout, (mk_stream_t)s));
     CUDA_OK(cudaStreamSynchronize(s));
-    ASSERT_OK(mk_comm_check(c));
-    CUDA_OK(cudaMemcpy(ob2, dout, 2 * (size_t)T * H, cudaMemcpyDeviceToHost));
-    ASSERT_EQ(memcmp(ob, ob2, 2 * (size_t)T * H), 0);
+    CUDA_OK(cudaMemcpy(ob, dout, 2 * (size_t)T * H, cudaMemcpyDeviceToHost));
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    ASSERT_OK(mk_moe_forward(m, MK_MOE_FUSED, dx, T, did, dtw, dout, (mk_stream_t)s));
+    CUDA_OK(cudaStreamEndCapture(s, &graph));
+    CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+    for (int rep = 0; rep < 2; rep++) {
+      CUDA_OK(cudaMemsetAsync(dout, 0xff, 2 * (size_t)Tmax * H, s));
+      CUDA_OK(cudaGraphLaunch(exec, s));
+      CUDA_OK(cudaStreamSynchronize(s));
+      ASSERT_OK(mk_comm_check(c));
+      CUDA_OK(cudaMemcpy(ob2, dout, 2 * (size_t)T * H, cudaMemcpyDeviceToHost));
+      ASSERT_EQ(memcmp(ob, ob2, 2 * (size_t)T * H), 0);
+    }
+    CUDA_OK(cudaGraphExecDestroy(exec));
+    CUDA_OK(cudaGraphDestroy(graph));
+    mk_moe_destroy(m);
   }
-  CUDA_OK(cudaGraphExecDestroy(exec));
-  CUDA_OK(cudaGraphDestroy(graph));
-  mk_moe_destroy(m);
   cudaFree(dw1), cudaFree(dw2), cudaFree(dx), cudaFree(dout), cudaFree(did), cudaFree(dtw);
   for (int e = 0; e < E; e++) free(gate[e]), free(up[e]), free(down[e]);
   free(gate), free(up), free(down), free(router), free(w1), free(w2), free(x), free(ref), free(tw), free(xb), free(ob);

@@ -55,7 +55,7 @@ static double rel_err_host(const uint16_t *a, const uint16_t *b, size_t n) {
 
 /* One shape: weights, tokens, routing, both paths checked then timed. */
 static mk_status bench_shape(mk_comm_t *comm, const mk_bench_opts *o, mk_bench_report *r, const moe_shape *sh,
-                             const char *routing, int comm_ctas, cudaStream_t s) {
+                             const char *routing, int comm_ctas, int swiglu_pass, cudaStream_t s) {
   const mk_world *wd = mk_comm_world(comm);
   const int W = wd->size, El = sh->E / W;
   const int64_t T = sh->T;
@@ -98,7 +98,8 @@ static mk_status bench_shape(mk_comm_t *comm, const mk_bench_opts *o, mk_bench_r
   MK_CUDA_CHECK_GOTO(cudaMemcpy(logits, hl, sizeof(float) * (size_t)T * sh->E, cudaMemcpyHostToDevice), st, fail);
   MK_CHECK_GOTO(mk_moe_route(logits, T, sh->E, sh->K, 1, NULL, ids, wts, NULL, NULL, s), st, fail);
   mk_moe_args a = {.hidden = sh->H, .inter = sh->I, .n_experts = sh->E, .top_k = sh->K, .max_tokens = T,
-                   .w1 = w1, .w2 = w2, .comm_ctas = comm_ctas};
+                   .w1 = w1, .w2 = w2, .comm_ctas = comm_ctas,
+                   .swiglu_pass = swiglu_pass};
   MK_CHECK_GOTO(mk_moe_create(comm, &a, &m), st, fail);
   /* correctness: fused vs unfused, and fused twice (bit-identical) */
   ctx c = {m, x, ids, wts, of, T, 0};
@@ -169,6 +170,7 @@ int mk_bench_moe(int argc, char **argv) {
   const char *routings[3] = {"uniform", NULL, NULL};
   int nr = 0;
   int64_t comm_ctas = 0;
+  int swiglu_pass = 0;
   for (int i = 1; i < argc; i++) {
     int used = mk_bench_parse_common(&o, argc, argv, i);
     if (used < 0) return 2;
@@ -195,12 +197,15 @@ int mk_bench_moe(int argc, char **argv) {
       routings[nr++] = v;
     } else if (!strcmp(argv[i], "--comm-ctas") && i + 1 < argc) {
       if (mk_bench_parse_i64("--comm-ctas", argv[++i], 0, 64, &comm_ctas)) return 2;
+    } else if (!strcmp(argv[i], "--swiglu-pass")) {
+      swiglu_pass = 1;
     } else if (!strcmp(argv[i], "--help")) {
       printf("usage: mk-launch -n N [--nodes K] -- mk-bench moe [--shape T,H,E,K,I]... [--routing "
-             "uniform|zipf|hot]... [--comm-ctas N] [common flags]\n"
+             "uniform|zipf|hot]... [--comm-ctas N] [--swiglu-pass] [common flags]\n"
              "  T tokens per rank, H hidden, E experts (a multiple of N), K top-k, I expert size.\n"
              "  Default shapes: (4096,4096,8,2,14336) (4096,2048,128,8,768) (8192,7168,256,8,2048) and T = 16, 128\n"
-             "  with each model; default routing uniform. --comm-ctas: CTAs moving rows in the fused path (0 = 16).\n");
+             "  with each model; default routing uniform. --comm-ctas: CTAs moving rows in the fused path (0 = 16).\n"
+             "  --swiglu-pass: the fused path runs SwiGLU as a separate pass instead of in the GEMM epilogue.\n");
       mk_bench_print_common_help(stdout);
       return 0;
     } else {
@@ -241,7 +246,7 @@ int mk_bench_moe(int argc, char **argv) {
   if (o.rank == 0) printf("MoE block, %d ranks (%d node group(s)), fused vs unfused\n", wd.size, wd.nnodes);
   for (int q = 0; q < nr; q++)
     for (int i = 0; i < ns; i++) {
-      st = bench_shape(comm, &o, r, &shapes[i], routings[q], (int)comm_ctas, s);
+      st = bench_shape(comm, &o, r, &shapes[i], routings[q], (int)comm_ctas, swiglu_pass, s);
       if (st != MK_STATUS_OK) {
         if (o.rank == 0) mk_bench_report_fail(r, "moe shape %d (%s): %s", i, routings[q], mk_status_str(st));
         goto done;
