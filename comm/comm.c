@@ -5,7 +5,9 @@
  * heap (MK_HEAP_BYTES, zeroed); all-gather {IPC handle, host name, heap size}; open the
  * handles of every other rank on this host: those of the own node group become the kernels'
  * peer_heap[], the others only the loopback transport's mapping. With more than one node
- * group: a FIFO (MK_FIFO_SLOTS) and a proxy thread with the loopback transport. Barrier.
+ * group: the inter-node transport is chosen first (MK_NET_TRANSPORT, agreed by every rank,
+ * before any GPU work), then a FIFO (MK_FIFO_SLOTS) and a proxy thread with that transport
+ * (loopback, ib or efa; ranks of other node groups are IPC-mapped only for loopback). Barrier.
  * Heap layout and counter ownership: see mk_dev_world.h. */
 #include <cuda_runtime_api.h>
 #include <inttypes.h>
@@ -15,6 +17,7 @@
 #include <unistd.h>
 
 #include "comm/proxy.h"
+#include "comm/verbs_common.h"
 #include "core/check.h"
 
 MK_PARAM_INT(timeout_ms, "TIMEOUT_MS", 10000, 1, 86400000)
@@ -32,6 +35,7 @@ struct mk_comm {
   mk_fifo *fifo;
   mk_proxy_t *proxy;
   void *ctrl_stream; /* cudaStream_t, non-blocking: control reads/writes beside running kernels */
+  mk_transport_kind net; /* for peers in other node groups */
 };
 
 typedef struct rank_info {
@@ -54,6 +58,30 @@ static void on_proxy_error(void *user, mk_status st, const mk_fifo_cmd *cmd) {
   cudaStreamSynchronize(s);
 }
 
+/* MK_NET_TRANSPORT on every rank, then agreement: every rank must pick the same transport. */
+static mk_status select_transport(mk_comm_t *c) {
+  char why[320];
+  mk_status st = mk_net_select(&c->net, why, sizeof why);
+  if (st != MK_STATUS_OK) MK_WARN(MK_SUBSYS_COMM, "comm: rank %d: %s", c->w.rank, why);
+  else MK_INFO(MK_SUBSYS_COMM, "comm: inter-node transport %s", why);
+  int32_t mine = st != MK_STATUS_OK ? -(int32_t)st : (int32_t)c->net, *all = calloc((size_t)c->w.size, sizeof *all);
+  if (!all) return MK_STATUS_OUT_OF_MEMORY;
+  mk_status bst = mk_bootstrap_allgather(c->bs, &mine, all, sizeof mine);
+  for (int r = 0; bst == MK_STATUS_OK && st == MK_STATUS_OK && r < c->w.size; r++) {
+    if (all[r] < 0) {
+      MK_WARN(MK_SUBSYS_COMM, "comm: rank %d could not set up its inter-node transport (%s; see its log)", r,
+              mk_status_name((mk_status)-all[r]));
+      st = MK_STATUS_REMOTE_ERROR;
+    } else if (all[r] != (int32_t)c->net) {
+      MK_WARN(MK_SUBSYS_COMM, "comm: rank %d chose inter-node transport %d, this rank %d: set MK_NET_TRANSPORT alike on "
+              "every rank (or give every node the same NICs)", r, all[r], (int)c->net);
+      st = MK_STATUS_INVALID_ARGUMENT;
+    }
+  }
+  free(all);
+  return bst != MK_STATUS_OK ? bst : st;
+}
+
 mk_status mk_comm_create(mk_comm_t **out) {
   if (!out) return MK_STATUS_INVALID_ARGUMENT;
   *out = NULL;
@@ -63,6 +91,7 @@ mk_status mk_comm_create(mk_comm_t **out) {
   if (!c) return MK_STATUS_OUT_OF_MEMORY;
   MK_CHECK_GOTO(mk_world_from_env(&c->w), st, fail);
   const mk_world *w = &c->w;
+  mk_log_set_rank(w->rank, -1);
   if (w->local_size > MK_MAX_LOCAL) {
     MK_WARN(MK_SUBSYS_COMM, "comm: %d ranks per node group; at most %d are supported", w->local_size, MK_MAX_LOCAL);
     st = MK_STATUS_UNSUPPORTED;
@@ -75,6 +104,7 @@ mk_status mk_comm_create(mk_comm_t **out) {
     goto fail;
   }
   MK_CHECK_GOTO(mk_bootstrap_create(w, &c->bs), st, fail);
+  if (w->nnodes > 1) MK_CHECK_GOTO(select_transport(c), st, fail); /* before any GPU work: fails on a CPU too */
   int ndev = 0;
   MK_CHECK_GOTO(mk_device_count(&ndev), st, fail);
   c->dev = mk_param_device() >= 0 ? (int)mk_param_device() : w->local_rank;
@@ -115,10 +145,11 @@ mk_status mk_comm_create(mk_comm_t **out) {
     }
     if (r == w->rank) continue;
     int same_group = r / w->local_size == w->node, same_host = !strcmp(all[r].host, me.host);
+    if (!same_group && c->net != MK_TRANSPORT_LOOPBACK) continue; /* reached through the NIC only */
     if (!same_host) {
       MK_WARN(MK_SUBSYS_COMM, "comm: rank %d is on host %s, this rank on %s: %s", r, all[r].host, me.host,
               same_group ? "a node group must be one host"
-                         : "only the loopback transport is built into the comm so far, and it needs one host");
+                         : "the loopback transport needs one host (MK_NET_TRANSPORT=ib or efa, or auto with an RDMA device)");
       st = MK_STATUS_UNSUPPORTED;
       goto fail;
     }
@@ -133,7 +164,16 @@ mk_status mk_comm_create(mk_comm_t **out) {
   if (w->nnodes > 1) {
     MK_CHECK_GOTO(mk_fifo_create((uint64_t)mk_param_fifo_slots(), 1, &c->fifo), st, fail);
     mk_transport tr;
-    MK_CHECK_GOTO(mk_loopback_create(w->rank, w->size, c->map, c->heap_bytes, 1, &tr), st, fail);
+    switch (c->net) {
+#if MK_HAVE_VERBS
+    case MK_TRANSPORT_IB: st = mk_ib_create(c->bs, w, c->heap, c->heap_bytes, 1, &tr); break;
+#endif
+#if MK_HAVE_EFA
+    case MK_TRANSPORT_EFA: st = mk_efa_create(c->bs, w, c->heap, c->heap_bytes, 1, &tr); break;
+#endif
+    default: st = mk_loopback_create(w->rank, w->size, c->map, c->heap_bytes, 1, &tr); break;
+    }
+    if (st != MK_STATUS_OK) goto fail;
     MK_CHECK_GOTO(mk_proxy_create(c->fifo, tr, c->dev, on_proxy_error, c, &c->proxy), st, fail);
   }
   MK_CHECK_GOTO(mk_bootstrap_barrier(c->bs), st, fail);

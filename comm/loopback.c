@@ -45,29 +45,11 @@ static double now_ns(void) {
   return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 
-static mk_status lb_check(loopback *l, const mk_fifo_cmd *c) {
-  int data = c->op == MK_CMD_PUT || c->op == MK_CMD_PUT_SIGNAL, sig = c->op == MK_CMD_SIGNAL || c->op == MK_CMD_PUT_SIGNAL;
-  if (!data && !sig)
-    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_PROXY, "loopback: rank %d: unknown command op %u", l->self, c->op);
-  if (c->dst_rank < 0 || c->dst_rank >= l->nranks || !l->bases[c->dst_rank])
-    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_PROXY, "loopback: rank %d: command to rank %d, which is not mapped",
-                  l->self, c->dst_rank);
-  const uint64_t hb = l->heap_bytes;
-  if (data && (c->bytes > hb || c->src_off > hb - c->bytes || c->dst_off > hb - c->bytes))
-    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_PROXY,
-                  "loopback: rank %d: put of %llu bytes from offset %llu to rank %d offset %llu leaves the %llu-byte heap",
-                  l->self, (unsigned long long)c->bytes, (unsigned long long)c->src_off, c->dst_rank,
-                  (unsigned long long)c->dst_off, (unsigned long long)hb);
-  if (sig && (c->sig_off > hb - 8 || c->sig_off % 8))
-    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_PROXY, "loopback: rank %d: signal offset %llu to rank %d is %s",
-                  l->self, (unsigned long long)c->sig_off, c->dst_rank, c->sig_off % 8 ? "misaligned" : "outside the heap");
-  return MK_STATUS_OK;
-}
-
 static mk_status lb_post(void *ctx, const mk_fifo_cmd *c) {
   loopback *l = ctx;
-  MK_CHECK(lb_check(l, c));
-  const int data = c->op != MK_CMD_SIGNAL, sig = c->op != MK_CMD_PUT;
+  int data, sig;
+  const int reach = c->dst_rank >= 0 && c->dst_rank < l->nranks && l->bases[c->dst_rank];
+  MK_CHECK(mk_cmd_check("loopback", l->self, l->nranks, reach, l->heap_bytes, l->heap_bytes, c, &data, &sig));
   if (l->gbps > 0 || l->lat_ns > 0) { /* pace: this command may start no earlier than next_ns */
     double t = now_ns(), start = t > l->next_ns ? t : l->next_ns;
     double done = start + l->lat_ns + (data && l->gbps > 0 ? (double)c->bytes / l->gbps : 0);

@@ -62,7 +62,8 @@ __device__ __forceinline__ T *mk_local_ptr(const mk_dev_world &w, uint64_t off) 
 __device__ __forceinline__ uint64_t mk_epoch(const mk_dev_world &w, int slot) { return mk_ld_volatile(&w.ctrl->epoch[slot]); }
 __device__ __forceinline__ bool mk_aborted(const mk_dev_world &w) { return *(volatile int32_t *)&w.ctrl->abort_flag != 0; }
 
-/* First timeout wins the record; then the flag goes up. */
+/* First timeout wins the record; then the flag goes up. static: each .cu that includes this
+ * header keeps its own copy (two of them in one program would otherwise clash at link time). */
 static __device__ __noinline__ void mk_raise_timeout(const mk_dev_world &w, int op, int peer, int tile, uint64_t expected,
                                               uint64_t seen) {
   mk_err_record *r = &w.ctrl->rec;

@@ -35,10 +35,31 @@ struct mk_proxy {
   uint64_t completed;   /* atomic */
 };
 
-static int64_t now_ms(void) {
+int64_t mk_now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+mk_status mk_cmd_check(const char *tname, int self, int nranks, int reachable, uint64_t src_bytes, uint64_t dst_bytes,
+                       const mk_fifo_cmd *c, int *data, int *sig) {
+  *data = c->op == MK_CMD_PUT || c->op == MK_CMD_PUT_SIGNAL;
+  *sig = c->op == MK_CMD_SIGNAL || c->op == MK_CMD_PUT_SIGNAL;
+  if (!*data && !*sig)
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_PROXY, "%s: rank %d: unknown command op %u", tname, self, c->op);
+  if (c->dst_rank < 0 || c->dst_rank >= nranks || !reachable)
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_PROXY, "%s: rank %d: command to rank %d, which it cannot reach",
+                  tname, self, c->dst_rank);
+  if (*data && (c->bytes > src_bytes || c->src_off > src_bytes - c->bytes || c->bytes > dst_bytes ||
+                c->dst_off > dst_bytes - c->bytes))
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_PROXY,
+                  "%s: rank %d: put of %llu bytes from offset %llu to rank %d offset %llu leaves the %llu-byte heap", tname,
+                  self, (unsigned long long)c->bytes, (unsigned long long)c->src_off, c->dst_rank,
+                  (unsigned long long)c->dst_off, (unsigned long long)dst_bytes);
+  if (*sig && (dst_bytes < 8 || c->sig_off > dst_bytes - 8 || c->sig_off % 8))
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_PROXY, "%s: rank %d: signal offset %llu to rank %d is %s", tname,
+                  self, (unsigned long long)c->sig_off, c->dst_rank, c->sig_off % 8 ? "misaligned" : "outside the heap");
+  return MK_STATUS_OK;
 }
 
 static mk_status fail(mk_proxy_t *p, mk_status st, const mk_fifo_cmd *cmd) {
@@ -77,10 +98,10 @@ static void *proxy_main(void *arg) {
       mk_status st;
       if (cmd.op == MK_CMD_FENCE) { /* everything before it completes first */
         st = p->tr.flush(p->tr.ctx);
-        int64_t deadline = now_ms() + mk_param_timeout_ms();
+        int64_t deadline = mk_now_ms() + mk_param_timeout_ms();
         while (st == MK_STATUS_OK && __atomic_load_n(&p->completed, __ATOMIC_ACQUIRE) < p->posted) {
           st = poll_completions(p);
-          if (now_ms() > deadline) st = MK_STATUS_TIMEOUT;
+          if (mk_now_ms() > deadline) st = MK_STATUS_TIMEOUT;
         }
       } else {
         st = p->tr.post(p->tr.ctx, &cmd);
@@ -110,9 +131,9 @@ static void *proxy_main(void *arg) {
     if (++idle > 1024) sched_yield();
   }
   /* Stop: every committed command is posted; wait for them to complete. */
-  int64_t deadline = now_ms() + mk_param_timeout_ms();
+  int64_t deadline = mk_now_ms() + mk_param_timeout_ms();
   while (__atomic_load_n(&p->completed, __ATOMIC_ACQUIRE) < p->posted) {
-    if (poll_completions(p) != MK_STATUS_OK || now_ms() > deadline) {
+    if (poll_completions(p) != MK_STATUS_OK || mk_now_ms() > deadline) {
       fail(p, MK_STATUS_TIMEOUT, NULL);
       break;
     }

@@ -45,11 +45,28 @@ typedef struct mk_transport {
   void (*destroy)(void *ctx);
 } mk_transport;
 
+/* Checks a command every transport runs first: a known op, a reachable destination, the put
+ * inside both heaps (src_bytes here, dst_bytes at dst_rank), an aligned counter inside the
+ * destination heap. MK_STATUS_INVALID_ARGUMENT with a message naming transport and rank.
+ * *data / *sig: whether the command carries data / a signal. */
+mk_status mk_cmd_check(const char *tname, int self, int nranks, int reachable, uint64_t src_bytes, uint64_t dst_bytes,
+                       const mk_fifo_cmd *c, int *data, int *sig);
+int64_t mk_now_ms(void); /* CLOCK_MONOTONIC */
+
 /* Loopback: every rank's heap is mapped here (bases[r], NULL for ranks it cannot reach).
  * on_gpu: cudaMemcpyAsync on its own stream + a one-thread signal kernel; else memcpy and an
  * atomic add (host heaps, for CPU tests). Shaping from MK_LOOPBACK_GBPS / MK_LOOPBACK_LAT_US. */
 mk_status mk_loopback_create(int self, int nranks, char *const *bases, uint64_t heap_bytes, int on_gpu,
                              mk_transport *out);
+
+/* RDMA transports (MK_HAVE_VERBS / MK_HAVE_EFA builds; see transport_ib.c and transport_efa.c
+ * for the protocols). Collective over the bootstrap: every rank calls it; the peers are the
+ * ranks of other node groups; a failure on any rank fails it on every rank. heap: this rank's
+ * symmetric heap (device memory when on_gpu, else host memory). */
+mk_status mk_ib_create(mk_bootstrap_t *bs, const mk_world *w, char *heap, uint64_t heap_bytes, int on_gpu,
+                       mk_transport *out);
+mk_status mk_efa_create(mk_bootstrap_t *bs, const mk_world *w, char *heap, uint64_t heap_bytes, int on_gpu,
+                        mk_transport *out);
 
 /* ---- proxy ----------------------------------------------------------------------------- */
 typedef void (*mk_proxy_error_fn)(void *user, mk_status st, const mk_fifo_cmd *cmd);

@@ -1,17 +1,15 @@
 /* transport_info.c — what `mk-bench --info` says of the transports: built into this
- * library (configure-time detection) and usable here (a device is present). */
+ * library (configure-time detection) and usable here (a device is present); and the choice
+ * of the inter-node transport (MK_NET_TRANSPORT) from the same probe. */
 #include <stdio.h>
 #include <string.h>
 
 #include "comm/mk_comm.h"
 #include "core/check.h"
 
-#if MK_HAVE_VERBS
-#include <infiniband/verbs.h>
-#endif
-#if MK_HAVE_EFA
-#include <infiniband/efadv.h>
-#endif
+#include "comm/verbs_common.h"
+
+MK_PARAM_STR(net_transport, "NET_TRANSPORT", "auto")
 
 static void probe_loopback(mk_transport_info *t) {
   int n = 0;
@@ -24,42 +22,6 @@ static void probe_loopback(mk_transport_info *t) {
   snprintf(t->detail, sizeof t->detail, "device-to-device copies between IPC-mapped heaps, %d local GPU(s)", n);
 }
 
-#if MK_HAVE_VERBS
-/* Count RDMA devices (efa: 1 = only EFA devices, 0 = only non-EFA) with at least one active port. */
-static int count_devices(int want_efa, char *names, size_t cap) {
-  int ndev = 0, found = 0;
-  struct ibv_device **list = ibv_get_device_list(&ndev);
-  if (!list) return 0;
-  names[0] = 0;
-  for (int i = 0; i < ndev; i++) {
-    const char *nm = ibv_get_device_name(list[i]);
-    struct ibv_context *ctx = ibv_open_device(list[i]);
-    if (!ctx) continue;
-    int is_efa = 0;
-#if MK_HAVE_EFA
-    struct efadv_device_attr ea;
-    memset(&ea, 0, sizeof ea);
-    is_efa = efadv_query_device(ctx, &ea, sizeof ea) == 0;
-#endif
-    struct ibv_device_attr da;
-    int active = 0;
-    if (ibv_query_device(ctx, &da) == 0)
-      for (uint8_t p = 1; p <= da.phys_port_cnt; p++) {
-        struct ibv_port_attr pa;
-        if (ibv_query_port(ctx, p, &pa) == 0 && pa.state == IBV_PORT_ACTIVE) active = 1;
-      }
-    ibv_close_device(ctx);
-    if (active && is_efa == want_efa) {
-      found++;
-      size_t len = strlen(names);
-      if (len + strlen(nm) + 2 < cap) snprintf(names + len, cap - len, "%s%s", len ? "," : "", nm);
-    }
-  }
-  ibv_free_device_list(list);
-  return found;
-}
-#endif
-
 static void probe_rdma(mk_transport_info *t, int efa) {
 #if MK_HAVE_VERBS
   t->built = efa ? MK_HAVE_EFA : 1;
@@ -67,14 +29,14 @@ static void probe_rdma(mk_transport_info *t, int efa) {
     snprintf(t->detail, sizeof t->detail, "not built: efadv headers or libefa were not found at configure time");
     return;
   }
-  char names[128];
-  int n = count_devices(efa, names, sizeof names);
+  char names[128], seen[128];
+  int n = mk_verbs_probe(efa, names, sizeof names, seen, sizeof seen);
   t->usable = n > 0;
   if (n)
-    snprintf(t->detail, sizeof t->detail, "%d active device(s): %s", n, names);
+    snprintf(t->detail, sizeof t->detail, "%d active device(s): %.100s", n, names);
   else
-    snprintf(t->detail, sizeof t->detail, "no %s device with an active port on this machine",
-             efa ? "EFA" : "InfiniBand/RoCE");
+    snprintf(t->detail, sizeof t->detail, "no %s device with an active port was found; devices seen: %.100s",
+             efa ? "EFA" : "InfiniBand/RoCE", seen);
 #else
   (void)efa;
   snprintf(t->detail, sizeof t->detail, "not built: libibverbs was not found at configure time");
@@ -90,5 +52,39 @@ mk_status mk_comm_transport_info(mk_transport_info out[MK_TRANSPORT_COUNT_]) {
   probe_loopback(&out[MK_TRANSPORT_LOOPBACK]);
   probe_rdma(&out[MK_TRANSPORT_IB], 0);
   probe_rdma(&out[MK_TRANSPORT_EFA], 1);
+  return MK_STATUS_OK;
+}
+
+const char *mk_net_param(void) { return mk_param_net_transport(); }
+
+mk_status mk_net_select(mk_transport_kind *out, char *why, size_t cap) {
+  static const char *const names[MK_TRANSPORT_COUNT_] = {"loopback", "ib", "efa"};
+  const char *want = mk_param_net_transport();
+  int forced = -1;
+  for (int i = 0; i < MK_TRANSPORT_COUNT_; i++)
+    if (!strcmp(want, names[i])) forced = i;
+  *out = MK_TRANSPORT_LOOPBACK;
+  why[0] = 0;
+  if (forced < 0 && strcmp(want, "auto")) {
+    snprintf(why, cap, "MK_NET_TRANSPORT=%s is not one of loopback, ib, efa, auto", want);
+    return MK_STATUS_INVALID_ARGUMENT;
+  }
+  if (forced == MK_TRANSPORT_LOOPBACK) return MK_STATUS_OK;
+  mk_transport_info t;
+  for (int k = MK_TRANSPORT_IB; k <= MK_TRANSPORT_EFA; k++) {
+    if (forced >= 0 && forced != k) continue;
+    memset(&t, 0, sizeof t);
+    probe_rdma(&t, k == MK_TRANSPORT_EFA);
+    if (t.usable) {
+      *out = (mk_transport_kind)k;
+      snprintf(why, cap, "%s: %s", names[k], t.detail);
+      return MK_STATUS_OK;
+    }
+    if (forced == k) {
+      snprintf(why, cap, "MK_NET_TRANSPORT=%s but %s", names[k], t.detail);
+      return MK_STATUS_UNSUPPORTED;
+    }
+  }
+  snprintf(why, cap, "auto: no usable RDMA device, loopback");
   return MK_STATUS_OK;
 }

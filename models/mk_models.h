@@ -196,6 +196,10 @@ typedef struct mk_ref mk_ref_t;
  * on a process-wide pool of MK_REF_THREADS threads (default: the online CPUs); results do
  * not depend on the thread count. */
 mk_status mk_ref_create(const mk_model_t *m, int max_seq, mk_ref_t **out);
+/* A second handle that borrows base's fp32 weights (base must outlive it) and has its own
+ * KV cache of max_seq positions: one per running sequence when serving. */
+mk_status mk_ref_create_shared(const mk_ref_t *base, int max_seq, mk_ref_t **out);
+int mk_ref_max_seq(const mk_ref_t *r);
 void mk_ref_destroy(mk_ref_t *r);
 void mk_ref_reset(mk_ref_t *r); /* empty the KV cache */
 int mk_ref_position(const mk_ref_t *r);

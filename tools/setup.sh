@@ -9,6 +9,7 @@ set -euo pipefail
 PKGS=(
   build-essential cmake ninja-build pkg-config git   # build
   libcjson-dev                                       # required: safetensors headers, config.json
+  libmicrohttpd-dev libpcre2-dev                     # required: mk-serve HTTP server, tokenizer pre-tokenizer regex
   libibverbs-dev                                     # optional: ib and efa transports (rdma-core)
   python3 python3-matplotlib                         # mk-bench plot
 )

@@ -37,17 +37,19 @@ struct fwd_block {
   long long q_stride, kv_stride; /* elements between consecutive tokens */
 };
 
-/* False when the block lies past the end of its sequence (nothing to do). */
+/* Fills s for query rows [m_start, m_start + BM) of a query sequence that starts at row q0 of
+ * p.q (seqlen_q rows) against the keys at rows [k0, k0 + seqlen_k) of p.k / p.v; under a causal
+ * mask query i sees key j iff j <= i + off. Counts the key tiles of BN the block must visit. */
 template <int D, int BM, int BN>
-__device__ __forceinline__ bool fwd_block_setup(const fwd_params &p, int b, int m_block, int h, fwd_block &s) {
-  s.q0 = p.cu_q[b];
-  s.seqlen_q = p.cu_q[b + 1] - s.q0;
-  s.k0 = p.cu_k[b];
-  s.seqlen_k = p.cu_k[b + 1] - s.k0;
-  s.m_start = m_block * BM;
-  if (s.m_start >= s.seqlen_q) return false;
-  s.causal = p.mask != MK_ATTN_MASK_NONE;
-  s.off = p.mask == MK_ATTN_MASK_CAUSAL ? (long long)s.seqlen_k - s.seqlen_q : (long long)p.causal_offset;
+__device__ __forceinline__ void fwd_block_init(const fwd_params &p, int h, int q0, int seqlen_q, int k0, int seqlen_k,
+                                               int m_start, bool causal, long long off, fwd_block &s) {
+  s.q0 = q0;
+  s.seqlen_q = seqlen_q;
+  s.k0 = k0;
+  s.seqlen_k = seqlen_k;
+  s.m_start = m_start;
+  s.causal = causal;
+  s.off = off;
   long long n_end = s.seqlen_k;
   if (s.causal) {
     const long long last_row = (long long)min(s.m_start + BM, s.seqlen_q) - 1;
@@ -60,6 +62,16 @@ __device__ __forceinline__ bool fwd_block_setup(const fwd_params &p, int b, int 
   s.gq = p.q + ((long long)(s.q0 + s.m_start) * p.hq + h) * D;
   s.gk = p.k + kv0;
   s.gv = p.v + kv0;
+}
+
+/* False when the block lies past the end of its sequence (nothing to do). */
+template <int D, int BM, int BN>
+__device__ __forceinline__ bool fwd_block_setup(const fwd_params &p, int b, int m_block, int h, fwd_block &s) {
+  const int q0 = p.cu_q[b], seqlen_q = p.cu_q[b + 1] - q0, k0 = p.cu_k[b], seqlen_k = p.cu_k[b + 1] - k0;
+  if (m_block * BM >= seqlen_q) return false;
+  const long long off =
+      p.mask == MK_ATTN_MASK_CAUSAL ? (long long)seqlen_k - seqlen_q : (long long)p.causal_offset;
+  fwd_block_init<D, BM, BN>(p, h, q0, seqlen_q, k0, seqlen_k, m_block * BM, p.mask != MK_ATTN_MASK_NONE, off, s);
   return true;
 }
 

@@ -4,6 +4,9 @@
  *   mk_attn_merge       (o1, lse1) + (o2, lse2) -> (o, lse): merge two partial attentions
  *   mk_paged_decode     one query token per sequence over a paged KV cache, split along the
  *                       sequence (flash-decoding) with a reduce step
+ *   mk_ring_attn_*      sequence-parallel attention over the ranks of an mk_comm_t: each rank
+ *                       holds S query and K/V rows; fused (one persistent launch, K/V travel
+ *                       while the flash tile loop runs) and unfused (NCCL all-gather + flash)
  * All pointers are device pointers; bf16 tensors are uint16_t bit patterns, row-major.
  *
  * Log-sum-exp convention: lse = log(sum_j exp(scale * q.k_j)) in natural log; a row that
@@ -94,6 +97,57 @@ typedef struct mk_paged_decode_args {
 /* Bytes of workspace the call with these args needs (0 when it does not split). */
 mk_status mk_paged_decode_workspace_size(const mk_paged_decode_args *a, size_t *bytes);
 mk_status mk_paged_decode(const mk_paged_decode_args *a, mk_stream_t stream);
+
+/* ---- ring attention (sequence parallel) -------------------------------------------------
+ * W ranks each hold S rows of Q, K and V of one sequence of W * S tokens (batch 1).
+ *   non-causal: rank r holds rows [r S, (r + 1) S) of the sequence;
+ *   causal (zigzag, balanced): the sequence is cut into 2W chunks, chunks 0..W-1 of S1 =
+ *     ceil(S/2) tokens, then chunks W..2W-1 of S2 = floor(S/2); rank r holds chunk r in its
+ *     rows [0, S1) and chunk 2W-1-r in its rows [S1, S) (mk_ring_attn_position).
+ * Usage (every rank, same order; create is collective):
+ *   mk_ring_attn_t *ra; mk_ring_attn_create(comm, max_s, hkv, d, &ra);
+ *   uint16_t *k, *v; mk_ring_attn_kv(ra, &k, &v);    // this rank's K/V shard buffers [max_s, hkv, d]
+ *   ... write the shard's S rows into k and v (stream-ordered before the call) ...
+ *   mk_ring_attn_args a = {q, o, lse, S, hq, causal, 1/sqrt(d)};
+ *   mk_ring_attn_fwd(ra, &a, stream);                  // fused
+ *   mk_ring_attn_unfused(ra, nccl, &a, MK_RING_ATTN_GATHER | MK_RING_ATTN_ATTEND, stream);
+ *   cudaStreamSynchronize(stream); mk_comm_check(comm);  // TIMEOUT / REMOTE_ERROR of the fused path
+ *   mk_ring_attn_destroy(ra);
+ * The handle's K/V buffers live in the symmetric heap (2 W max_s hkv d bf16 each way, taken from
+ * MK_HEAP_BYTES for the comm's lifetime: heap allocations are never returned). o and lse are
+ * this rank's rows: o [S, hq, d] bf16, lse [hq, S] fp32 natural log (may be NULL). Hopper only.
+ * Calls on one handle must be stream-ordered (one stream, or the caller orders them). */
+typedef struct mk_ring_attn mk_ring_attn_t;
+
+typedef struct mk_ring_attn_args {
+  const uint16_t *q;   /* [s, hq, d] bf16, this rank's query rows */
+  uint16_t *o;         /* [s, hq, d] bf16 */
+  float *lse;          /* [hq, s] fp32; may be NULL */
+  int s;               /* rows per rank, 1..max_s; the same on every rank */
+  int hq;              /* a multiple of the handle's hkv */
+  int causal;          /* 0: no mask; 1: causal over the zigzag layout */
+  float softmax_scale; /* usually 1/sqrt(d) */
+} mk_ring_attn_args;
+
+enum { MK_RING_ATTN_GATHER = 1, MK_RING_ATTN_ATTEND = 2 }; /* parts of mk_ring_attn_unfused */
+
+/* Collective. hkv >= 1, d 64 or 128, max_s >= 1, at most 64 ranks. */
+mk_status mk_ring_attn_create(mk_comm_t *comm, int max_s, int hkv, int d, mk_ring_attn_t **out);
+void mk_ring_attn_destroy(mk_ring_attn_t *ra); /* NULL: no-op; the heap space stays taken */
+/* This rank's K and V shard buffers ([max_s, hkv, d] bf16 each, device, in the heap). */
+mk_status mk_ring_attn_kv(const mk_ring_attn_t *ra, uint16_t **k, uint16_t **v);
+/* Global position of row `row` of rank `rank`'s shard (world size w, s rows per rank). */
+int64_t mk_ring_attn_position(int rank, int w, int s, int causal, int row);
+
+/* Fused: one persistent launch on every rank. Completion and errors as for any fused op:
+ * synchronise, then mk_comm_check (a peer that does not arrive is MK_STATUS_TIMEOUT). */
+mk_status mk_ring_attn_fwd(mk_ring_attn_t *ra, const mk_ring_attn_args *a, mk_stream_t stream);
+/* Unfused: MK_RING_ATTN_GATHER = NCCL all-gather of K and V (plus, causal, a reorder into
+ * sequence order) into a local buffer; MK_RING_ATTN_ATTEND = mk_flash_attn_fwd of the local
+ * queries over the gathered keys (needs a gather of the same s before). Both = the unfused
+ * path; each alone = its part (the benchmark's comm and compute times). */
+mk_status mk_ring_attn_unfused(mk_ring_attn_t *ra, mk_nccl_t *nccl, const mk_ring_attn_args *a, int parts,
+                               mk_stream_t stream);
 
 #ifdef __cplusplus
 }

@@ -13,13 +13,22 @@
  * With one split the CTA writes O (bf16) and the LSE directly; with more, each split writes
  * a normalised fp32 partial O and its LSE to the workspace:
  *   o_part [batch, hq, splits, d] fp32, then lse_part [batch, hq, splits] fp32,
- * and pass 2 (grid: hq x batch) merges the splits of each (sequence, head) by LSE. */
+ * and pass 2 (grid: hq x batch) merges the splits of each (sequence, head) by LSE.
+ * Two pass-1 kernels (MK_PAGED_DECODE_KERNEL): 0 loads K/V straight into registers; 1 streams
+ * them through a cp.async pipeline in shared memory with the block-table lookups one step
+ * ahead, for more bytes in flight per SM. Both share the softmax step and the epilogue. */
 #include <cuda_runtime.h>
 #include <math.h>
 
 #include "core/check.h"
 #include "kernels/attention/attn_tile.cuh"
 #include "kernels/mk_kernels.h"
+
+/* Pass-1 kernel: 0 = loads into registers, U token steps per warp (the first version);
+ * 1 = cp.async pipeline through shared memory, kStages steps in flight per warp. */
+MK_PARAM_INT(paged_decode_kernel, "PAGED_DECODE_KERNEL", 0, 0, 1)
+/* CTAs per SM the automatic split count aims at. */
+MK_PARAM_INT(paged_decode_ctas_per_sm, "PAGED_DECODE_CTAS_PER_SM", 16, 1, 256)
 
 namespace {
 
@@ -32,6 +41,8 @@ struct decode_config {
   static constexpr int kPartAlign = 64;   /* part_len is a multiple of this */
   static constexpr int kMinPart = 256;    /* fewest tokens per split */
   static constexpr int kMaxGroup = 16;    /* hq / hkv */
+  static constexpr int kStages = 4;       /* kernel 1: shared-memory stages per warp */
+  static constexpr size_t kPipeSmem = (size_t)kWarps * kStages * 2 * kUnroll * 32 * 16; /* 64 KiB */
 };
 
 struct decode_params {
@@ -48,30 +59,18 @@ __device__ __forceinline__ int seq_len(const decode_params &p, int b) {
   return min(max(p.context_lens[b], 0), p.max_ctx);
 }
 
+/* This thread's 8 elements (chunk c of d) of the group's query heads, scaled to log2 units,
+ * and the empty online-softmax state. */
 template <int D, int G>
-__global__ void __launch_bounds__(decode_config::kThreads)
-    paged_decode_kernel(const decode_params p) {
-  using C = decode_config;
-  constexpr int LPT = D / 8, TPW = 32 / LPT, U = C::kUnroll;
-  __shared__ float sm_acc[C::kWarps][G][D];
-  __shared__ float sm_m[C::kWarps][G], sm_l[C::kWarps][G];
-
-  const int split = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z;
-  const int ctx = seq_len(p, b);
-  const int t_begin = split * p.part_len;
-  if (t_begin >= ctx && split > 0) return; /* split 0 always writes, so an empty sequence gets O = 0 */
-  const int t_end = min(ctx, t_begin + p.part_len);
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int tg = lane / LPT, c = lane % LPT; /* token group in the warp, 16-byte chunk of d */
-  const int ng = p.group;
-
-  float qv[G][8], acc[G][8], m[G], l[G];
+__device__ __forceinline__ void decode_init(const decode_params &p, int b, int kvh, int c, float (&qv)[G][8],
+                                            float (&acc)[G][8], float (&m)[G], float (&l)[G]) {
 #pragma unroll
   for (int h = 0; h < G; h++) {
     m[h] = -INFINITY;
     l[h] = 0.f;
     uint4 raw = make_uint4(0, 0, 0, 0);
-    if (h < ng) raw = *reinterpret_cast<const uint4 *>(p.q + ((long long)b * p.hq + kvh * ng + h) * D + c * 8);
+    if (h < p.group)
+      raw = *reinterpret_cast<const uint4 *>(p.q + ((long long)b * p.hq + kvh * p.group + h) * D + c * 8);
     const uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
 #pragma unroll
     for (int x = 0; x < 4; x++) {
@@ -81,75 +80,83 @@ __global__ void __launch_bounds__(decode_config::kThreads)
 #pragma unroll
     for (int x = 0; x < 8; x++) acc[h][x] = 0.f;
   }
+}
 
-  const int32_t *table = p.block_table + (long long)b * p.max_blocks;
-  const long long kv_token_stride = (long long)p.hkv * D;
-  for (int base = t_begin + warp * TPW * U; base < t_end; base += C::kWarps * TPW * U) {
-    uint4 kr[U], vr[U];
-    bool valid[U];
+/* Offset of lane chunk c of token t's K/V row for KV head kvh, or -1 when t is past t_end or
+ * its block-table entry is out of range (a corrupt entry drops the token, never faults). */
+template <int D>
+__device__ __forceinline__ long long decode_kv_off(const decode_params &p, const int32_t *table, int t, int t_end,
+                                                   int kvh, int c) {
+  if (t >= t_end) return -1;
+  const int blk = __ldg(table + t / p.block_size);
+  if (blk < 0 || blk >= p.num_blocks) return -1;
+  return ((long long)blk * p.block_size + t % p.block_size) * ((long long)p.hkv * D) + (long long)kvh * D + c * 8;
+}
+
+/* The online-softmax update with U tokens per lane group (a token's d spread over LPT lanes):
+ * s = q.k, running max and sum, acc += p v, for every query head of the group. */
+template <int D, int G, int U>
+__device__ __forceinline__ void decode_step(const uint4 (&kr)[U], const uint4 (&vr)[U], const bool (&valid)[U],
+                                            const float (&qv)[G][8], float (&acc)[G][8], float (&m)[G], float (&l)[G],
+                                            int ng) {
+  constexpr int LPT = D / 8;
+  float kf[U][8];
 #pragma unroll
-    for (int u = 0; u < U; u++) {
-      const int t = base + u * TPW + tg;
-      valid[u] = false;
-      kr[u] = vr[u] = make_uint4(0, 0, 0, 0);
-      if (t < t_end) {
-        const int blk = __ldg(table + t / p.block_size);
-        if (blk >= 0 && blk < p.num_blocks) { /* a corrupt table entry drops the token, never faults */
-          const long long off =
-              ((long long)blk * p.block_size + t % p.block_size) * kv_token_stride + (long long)kvh * D + c * 8;
-          kr[u] = __ldg(reinterpret_cast<const uint4 *>(p.k + off));
-          vr[u] = __ldg(reinterpret_cast<const uint4 *>(p.v + off));
-          valid[u] = true;
-        }
-      }
+  for (int u = 0; u < U; u++) {
+    const uint32_t w[4] = {kr[u].x, kr[u].y, kr[u].z, kr[u].w};
+#pragma unroll
+    for (int x = 0; x < 4; x++) {
+      kf[u][2 * x] = bf16_lo(w[x]);
+      kf[u][2 * x + 1] = bf16_hi(w[x]);
     }
-    float kf[U][8];
+  }
+#pragma unroll
+  for (int h = 0; h < G; h++) {
+    if (h >= ng) break; /* uniform across the CTA */
+    float s[U];
 #pragma unroll
     for (int u = 0; u < U; u++) {
-      const uint32_t w[4] = {kr[u].x, kr[u].y, kr[u].z, kr[u].w};
+      float dot = 0.f;
+#pragma unroll
+      for (int x = 0; x < 8; x++) dot = fmaf(qv[h][x], kf[u][x], dot);
+#pragma unroll
+      for (int o = 1; o < LPT; o <<= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
+      s[u] = valid[u] ? dot : -INFINITY;
+    }
+    float mx = m[h];
+#pragma unroll
+    for (int u = 0; u < U; u++) mx = fmaxf(mx, s[u]);
+    if (mx == -INFINITY) continue; /* nothing valid yet in this token group */
+    const float alpha = exp2f(m[h] - mx);
+    m[h] = mx;
+    l[h] *= alpha;
+#pragma unroll
+    for (int x = 0; x < 8; x++) acc[h][x] *= alpha;
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+      const float pu = exp2f(s[u] - mx);
+      l[h] += pu;
+      const uint32_t w[4] = {vr[u].x, vr[u].y, vr[u].z, vr[u].w};
 #pragma unroll
       for (int x = 0; x < 4; x++) {
-        kf[u][2 * x] = bf16_lo(w[x]);
-        kf[u][2 * x + 1] = bf16_hi(w[x]);
-      }
-    }
-#pragma unroll
-    for (int h = 0; h < G; h++) {
-      if (h >= ng) break; /* uniform across the CTA */
-      float s[U];
-#pragma unroll
-      for (int u = 0; u < U; u++) {
-        float dot = 0.f;
-#pragma unroll
-        for (int x = 0; x < 8; x++) dot = fmaf(qv[h][x], kf[u][x], dot);
-#pragma unroll
-        for (int o = 1; o < LPT; o <<= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
-        s[u] = valid[u] ? dot : -INFINITY;
-      }
-      float mx = m[h];
-#pragma unroll
-      for (int u = 0; u < U; u++) mx = fmaxf(mx, s[u]);
-      if (mx == -INFINITY) continue; /* nothing valid yet in this token group */
-      const float alpha = exp2f(m[h] - mx);
-      m[h] = mx;
-      l[h] *= alpha;
-#pragma unroll
-      for (int x = 0; x < 8; x++) acc[h][x] *= alpha;
-#pragma unroll
-      for (int u = 0; u < U; u++) {
-        const float pu = exp2f(s[u] - mx);
-        l[h] += pu;
-        const uint32_t w[4] = {vr[u].x, vr[u].y, vr[u].z, vr[u].w};
-#pragma unroll
-        for (int x = 0; x < 4; x++) {
-          acc[h][2 * x] = fmaf(pu, bf16_lo(w[x]), acc[h][2 * x]);
-          acc[h][2 * x + 1] = fmaf(pu, bf16_hi(w[x]), acc[h][2 * x + 1]);
-        }
+        acc[h][2 * x] = fmaf(pu, bf16_lo(w[x]), acc[h][2 * x]);
+        acc[h][2 * x + 1] = fmaf(pu, bf16_hi(w[x]), acc[h][2 * x + 1]);
       }
     }
   }
+}
 
-  /* Merge the token groups of the warp (lanes with the same chunk c). */
+/* Merges the token groups of each warp (shuffles), then the warps (shared memory), and writes
+ * O and the LSE (one split) or this split's partial. Whole CTA. */
+template <int D, int G>
+__device__ __forceinline__ void decode_finish(const decode_params &p, int split, int kvh, int b, float (&acc)[G][8],
+                                              float (&m)[G], float (&l)[G],
+                                              float (&sm_acc)[decode_config::kWarps][G][D],
+                                              float (&sm_m)[decode_config::kWarps][G],
+                                              float (&sm_l)[decode_config::kWarps][G]) {
+  using C = decode_config;
+  constexpr int LPT = D / 8;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, tg = lane / LPT, c = lane % LPT, ng = p.group;
 #pragma unroll
   for (int o = LPT; o < 32; o <<= 1) {
 #pragma unroll
@@ -182,8 +189,6 @@ __global__ void __launch_bounds__(decode_config::kThreads)
     }
   }
   __syncthreads();
-
-  /* Merge the warps; write the final O and LSE (one split) or this split's partial. */
   for (int i = threadIdx.x; i < ng * D; i += C::kThreads) {
     const int h = i / D, x = i % D;
     float mx = -INFINITY;
@@ -211,6 +216,111 @@ __global__ void __launch_bounds__(decode_config::kThreads)
       if (x == 0) p.lse_part[pi] = lse;
     }
   }
+}
+
+/* Kernel 0 (registers): each warp loads U token steps of K/V into registers, then computes on
+ * them; the block-table lookups sit on the path of the loads. */
+template <int D, int G>
+__global__ void __launch_bounds__(decode_config::kThreads)
+    paged_decode_kernel(const decode_params p) {
+  using C = decode_config;
+  constexpr int LPT = D / 8, TPW = 32 / LPT, U = C::kUnroll;
+  __shared__ float sm_acc[C::kWarps][G][D];
+  __shared__ float sm_m[C::kWarps][G], sm_l[C::kWarps][G];
+
+  const int split = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z;
+  const int ctx = seq_len(p, b);
+  const int t_begin = split * p.part_len;
+  if (t_begin >= ctx && split > 0) return; /* split 0 always writes, so an empty sequence gets O = 0 */
+  const int t_end = min(ctx, t_begin + p.part_len);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int tg = lane / LPT, c = lane % LPT; /* token group in the warp, 16-byte chunk of d */
+  float qv[G][8], acc[G][8], m[G], l[G];
+  decode_init<D, G>(p, b, kvh, c, qv, acc, m, l);
+  const int32_t *table = p.block_table + (long long)b * p.max_blocks;
+  for (int base = t_begin + warp * TPW * U; base < t_end; base += C::kWarps * TPW * U) {
+    uint4 kr[U], vr[U];
+    bool valid[U];
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+      const long long off = decode_kv_off<D>(p, table, base + u * TPW + tg, t_end, kvh, c);
+      valid[u] = off >= 0;
+      kr[u] = vr[u] = make_uint4(0, 0, 0, 0);
+      if (valid[u]) {
+        kr[u] = __ldg(reinterpret_cast<const uint4 *>(p.k + off));
+        vr[u] = __ldg(reinterpret_cast<const uint4 *>(p.v + off));
+      }
+    }
+    decode_step<D, G, U>(kr, vr, valid, qv, acc, m, l, p.group);
+  }
+  decode_finish<D, G>(p, split, kvh, b, acc, m, l, sm_acc, sm_m, sm_l);
+}
+
+/* Kernel 1 (cp.async pipeline): each warp streams its token steps through kStages stages of
+ * shared memory (each lane copies and later reads back only its own 16-byte chunks, so no
+ * barrier is needed); the loads of step i + kStages - 1 are in flight while step i is computed,
+ * and the block-table entries of the step after that are fetched one step ahead. */
+template <int D, int G>
+__global__ void __launch_bounds__(decode_config::kThreads)
+    paged_decode_pipe_kernel(const decode_params p) {
+  using C = decode_config;
+  constexpr int LPT = D / 8, TPW = 32 / LPT, U = C::kUnroll, S = C::kStages;
+  extern __shared__ __align__(16) uint4 sm_kv[]; /* [warp][stage][K u.., V u..][lane] */
+  __shared__ float sm_acc[C::kWarps][G][D];
+  __shared__ float sm_m[C::kWarps][G], sm_l[C::kWarps][G];
+
+  const int split = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z;
+  const int ctx = seq_len(p, b);
+  const int t_begin = split * p.part_len;
+  if (t_begin >= ctx && split > 0) return;
+  const int t_end = min(ctx, t_begin + p.part_len);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int tg = lane / LPT, c = lane % LPT;
+  float qv[G][8], acc[G][8], m[G], l[G];
+  decode_init<D, G>(p, b, kvh, c, qv, acc, m, l);
+  const int32_t *table = p.block_table + (long long)b * p.max_blocks;
+  const int step = C::kWarps * TPW * U, first = t_begin + warp * TPW * U;
+  const int n_iter = first < t_end ? (t_end - first + step - 1) / step : 0;
+  uint4 *ring = sm_kv + (size_t)warp * S * 2 * U * 32;
+  long long next_off[U]; /* K/V offsets of the next step to issue (-1: no token) */
+  auto offsets = [&](int i) {
+#pragma unroll
+    for (int u = 0; u < U; u++)
+      next_off[u] = decode_kv_off<D>(p, table, first + i * step + u * TPW + tg, t_end, kvh, c);
+  };
+  auto issue = [&](int i) { /* step i from next_off; always one commit group */
+    uint4 *st = ring + (i % S) * 2 * U * 32;
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+      const bool ok = next_off[u] >= 0;
+      cp_async16(smem_u32(st + u * 32 + lane), ok ? p.k + next_off[u] : p.k, ok);
+      cp_async16(smem_u32(st + (U + u) * 32 + lane), ok ? p.v + next_off[u] : p.v, ok);
+    }
+    cp_async_commit();
+  };
+  offsets(0);
+#pragma unroll
+  for (int i = 0; i < S - 1; i++) {
+    issue(i);
+    offsets(i + 1);
+  }
+  for (int i = 0; i < n_iter; i++) {
+    issue(i + S - 1);
+    offsets(i + S);
+    cp_async_wait<S - 1>(); /* step i has landed (this lane's own copies) */
+    const uint4 *st = ring + (i % S) * 2 * U * 32;
+    uint4 kr[U], vr[U];
+    bool valid[U];
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+      kr[u] = st[u * 32 + lane];
+      vr[u] = st[(U + u) * 32 + lane];
+      valid[u] = decode_kv_off<D>(p, table, first + i * step + u * TPW + tg, t_end, kvh, c) >= 0;
+    }
+    decode_step<D, G, U>(kr, vr, valid, qv, acc, m, l, p.group);
+  }
+  cp_async_wait<0>();
+  decode_finish<D, G>(p, split, kvh, b, acc, m, l, sm_acc, sm_m, sm_l);
 }
 
 /* Pass 2: merge the splits of one (head, sequence) by their LSE. Sequences with no token get
@@ -247,9 +357,10 @@ mk_status plan(const mk_paged_decode_args *a, int *splits, int *part_len) {
   long long s = a->num_splits;
   if (s <= 0) {
     const long long base = (long long)a->batch * a->hkv;
-    /* About 16 CTAs per SM: several waves of short CTAs keep the tail of the last wave small;
-     * the partials cost 2 * splits * d * 4 bytes per (sequence, head), far below its K/V. */
-    s = (16LL * sms + base - 1) / base;
+    /* About 16 CTAs per SM (MK_PAGED_DECODE_CTAS_PER_SM): several waves of short CTAs keep the
+     * tail of the last wave small; the partials cost 2 * splits * d * 4 bytes per (sequence,
+     * head), far below its K/V. */
+    s = (mk_param_paged_decode_ctas_per_sm() * sms + base - 1) / base;
     const long long most = (ctx + C::kMinPart - 1) / C::kMinPart;
     if (s > most) s = most;
   }
@@ -286,24 +397,29 @@ mk_status validate(const mk_paged_decode_args *a) {
 }
 
 template <int D, int G>
-void launch_pass1(const decode_params &p, cudaStream_t stream) {
+mk_status launch_pass1(const decode_params &p, cudaStream_t stream) {
   dim3 grid((unsigned)p.splits, (unsigned)p.hkv, (unsigned)p.batch);
-  paged_decode_kernel<D, G><<<grid, decode_config::kThreads, 0, stream>>>(p);
+  if (mk_param_paged_decode_kernel() == 0) {
+    paged_decode_kernel<D, G><<<grid, decode_config::kThreads, 0, stream>>>(p);
+    return MK_STATUS_OK;
+  }
+  const size_t smem = decode_config::kPipeSmem;
+  MK_CUDA_CHECK(cudaFuncSetAttribute(paged_decode_pipe_kernel<D, G>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     (int)smem));
+  paged_decode_pipe_kernel<D, G><<<grid, decode_config::kThreads, smem, stream>>>(p);
+  return MK_STATUS_OK;
 }
 
 template <int D>
-void launch_d(const decode_params &p, cudaStream_t stream) {
-  if (p.group <= 1)
-    launch_pass1<D, 1>(p, stream);
-  else if (p.group <= 2)
-    launch_pass1<D, 2>(p, stream);
-  else if (p.group <= 4)
-    launch_pass1<D, 4>(p, stream);
-  else if (p.group <= 8)
-    launch_pass1<D, 8>(p, stream);
-  else
-    launch_pass1<D, 16>(p, stream);
+mk_status launch_d(const decode_params &p, cudaStream_t stream) {
+  mk_status st = p.group <= 1   ? launch_pass1<D, 1>(p, stream)
+                 : p.group <= 2 ? launch_pass1<D, 2>(p, stream)
+                 : p.group <= 4 ? launch_pass1<D, 4>(p, stream)
+                 : p.group <= 8 ? launch_pass1<D, 8>(p, stream)
+                                : launch_pass1<D, 16>(p, stream);
+  if (st != MK_STATUS_OK) return st;
   if (p.splits > 1) paged_decode_reduce_kernel<D><<<dim3((unsigned)p.hq, (unsigned)p.batch), 128, 0, stream>>>(p);
+  return MK_STATUS_OK;
 }
 
 }  // namespace
@@ -353,10 +469,7 @@ extern "C" mk_status mk_paged_decode(const mk_paged_decode_args *a, mk_stream_t 
     p.lse_part = p.o_part + (size_t)a->batch * a->hq * p.splits * a->d;
   }
   cudaStream_t s = (cudaStream_t)stream;
-  if (a->d == 64)
-    launch_d<64>(p, s);
-  else
-    launch_d<128>(p, s);
+  MK_CHECK(a->d == 64 ? launch_d<64>(p, s) : launch_d<128>(p, s));
   MK_CUDA_LAUNCH_CHECK();
   return MK_STATUS_OK;
 }

@@ -121,6 +121,32 @@ mk_status mk_ref_create(const mk_model_t *m, int max_seq, mk_ref_t **out) {
   return MK_STATUS_OK;
 }
 
+mk_status mk_ref_create_shared(const mk_ref_t *base, int max_seq, mk_ref_t **out) {
+  *out = NULL;
+  if (!base || max_seq < 1) return MK_STATUS_INVALID_ARGUMENT;
+  mk_ref_t *r = calloc(1, sizeof *r);
+  if (!r) return MK_STATUS_OUT_OF_MEMORY;
+  *r = (mk_ref_t){.cfg = base->cfg, .embed = base->embed, .final_norm = base->final_norm,
+                  .lm_head = base->lm_head, .max_seq = max_seq};
+  const mk_model_config_t *c = &base->cfg;
+  size_t kvw = (size_t)c->n_kv_heads * c->head_dim;
+  int ok = (r->layers = track(r, malloc((size_t)c->n_layers * sizeof *r->layers))) != NULL;
+  for (int l = 0; ok && l < c->n_layers; l++) {
+    r->layers[l] = base->layers[l]; /* weight pointers are borrowed from base */
+    r->layers[l].kc = track(r, malloc(sizeof(float) * kvw * (size_t)max_seq));
+    r->layers[l].vc = track(r, malloc(sizeof(float) * kvw * (size_t)max_seq));
+    ok = r->layers[l].kc && r->layers[l].vc;
+  }
+  if (!ok) {
+    mk_ref_destroy(r);
+    MK_ERR_RETURN(MK_STATUS_OUT_OF_MEMORY, MK_SUBSYS_MODEL, "reference: cannot allocate a KV cache of %d positions", max_seq);
+  }
+  *out = r;
+  return MK_STATUS_OK;
+}
+
+int mk_ref_max_seq(const mk_ref_t *r) { return r->max_seq; }
+
 void mk_ref_destroy(mk_ref_t *r) {
   if (!r) return;
   for (int i = 0; i < r->nallocs; i++) free(r->allocs[i]);

@@ -130,3 +130,40 @@ void mk_bench_print_common_help(FILE *out) {
           "  --json FILE, --csv FILE  write results with gpu, commit and date\n"
           "  --autotune             search the SM role split (ops that have one)\n");
 }
+
+int mk_bench_parse_list(const char *flag, const char *text, int64_t lo, int64_t hi, int max, int64_t *out, int *n) {
+  char buf[256];
+  if (!text || strlen(text) >= sizeof buf) {
+    fprintf(stderr, "mk-bench: %s needs a comma list of integers\n", flag);
+    return -1;
+  }
+  strcpy(buf, text);
+  *n = 0;
+  char *save = NULL;
+  for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    if (*n == max) {
+      fprintf(stderr, "mk-bench: %s takes at most %d values\n", flag, max);
+      return -1;
+    }
+    if (mk_bench_parse_i64(flag, t, lo, hi, &out[(*n)++])) return -1;
+  }
+  if (!*n) {
+    fprintf(stderr, "mk-bench: %s names no value\n", flag);
+    return -1;
+  }
+  return 0;
+}
+
+int mk_bench_multi_rank(const char *op, int argc, mk_world *wd) {
+  int ndev = 0;
+  if (mk_world_from_env(wd) != MK_STATUS_OK || wd->size < 2) {
+    fprintf(argc == 1 ? stdout : stderr, "mk-bench %s: %sneeds at least 2 ranks: run it under mk-launch -n N (N >= 2)\n",
+            op, argc == 1 ? "skipped: " : "");
+    return argc == 1 ? 0 : 2;
+  }
+  if (mk_device_count(&ndev) != MK_STATUS_OK) {
+    fprintf(stderr, "mk-bench %s: needs GPUs: %s\n", op, mk_device_absent_reason());
+    return 1;
+  }
+  return -1;
+}

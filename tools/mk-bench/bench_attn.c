@@ -27,29 +27,6 @@ typedef struct attn_opts {
   int64_t batch, hq, hkv, d, dec_batch, ctx, block;
 } attn_opts;
 
-static int parse_list(const char *flag, const char *text, int64_t lo, int64_t hi, int64_t *out, int *n) {
-  char buf[256];
-  if (!text || strlen(text) >= sizeof buf) {
-    fprintf(stderr, "mk-bench: %s needs a comma list of integers\n", flag);
-    return -1;
-  }
-  strcpy(buf, text);
-  *n = 0;
-  char *save = NULL;
-  for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-    if (*n == k_max_list) {
-      fprintf(stderr, "mk-bench: %s takes at most %d values\n", flag, k_max_list);
-      return -1;
-    }
-    if (mk_bench_parse_i64(flag, t, lo, hi, &out[(*n)++])) return -1;
-  }
-  if (!*n) {
-    fprintf(stderr, "mk-bench: %s names no value\n", flag);
-    return -1;
-  }
-  return 0;
-}
-
 static void usage(FILE *out) {
   fprintf(out,
           "usage: mk-bench attn [--mode prefill|decode|all] [flags]\n"
@@ -332,9 +309,9 @@ int mk_bench_attn(int argc, char **argv) {
       ao.prefill = strcmp(val, "decode") != 0;
       ao.decode = strcmp(val, "prefill") != 0;
     } else if (!strcmp(f, "--seq")) {
-      if (parse_list(f, val, 1, 1 << 20, ao.seqs, &ao.nseq)) return 2;
+      if (mk_bench_parse_list(f, val, 1, 1 << 20, k_max_list, ao.seqs, &ao.nseq)) return 2;
     } else if (!strcmp(f, "--causal")) {
-      if (parse_list(f, val, 0, 1, list, &n) || n > 2) return 2;
+      if (mk_bench_parse_list(f, val, 0, 1, 2, list, &n)) return 2;
       ao.ncausal = n;
       for (int j = 0; j < n; j++) ao.causal[j] = (int)list[j];
     } else if (!strcmp(f, "--batch") || !strcmp(f, "--hq") || !strcmp(f, "--hkv") || !strcmp(f, "--d") ||

@@ -96,16 +96,8 @@ int mk_bench_comm(int argc, char **argv) {
     }
   }
   mk_world wd;
-  int ndev = 0;
-  if (mk_world_from_env(&wd) != MK_STATUS_OK || wd.size < 2) {
-    fprintf(argc == 1 ? stdout : stderr, "mk-bench comm: %sneeds at least 2 ranks: run it under mk-launch -n N (N >= 2)\n",
-            argc == 1 ? "skipped: " : "");
-    return argc == 1 ? 0 : 2; /* argc == 1: the default suite, not under a launcher */
-  }
-  if (mk_device_count(&ndev) != MK_STATUS_OK) {
-    fprintf(stderr, "mk-bench comm: needs GPUs: %s\n", mk_device_absent_reason());
-    return 1;
-  }
+  const int early = mk_bench_multi_rank("comm", argc, &wd);
+  if (early >= 0) return early;
   ctx x;
   memset(&x, 0, sizeof x);
   mk_bench_report *r = NULL;

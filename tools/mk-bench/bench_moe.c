@@ -221,16 +221,8 @@ int mk_bench_moe(int argc, char **argv) {
       for (int d = 0; d < 2; d++) shapes[ns] = models[q], shapes[ns++].T = d ? 128 : 16;
   }
   mk_world wd;
-  int ndev = 0;
-  if (mk_world_from_env(&wd) != MK_STATUS_OK || wd.size < 2) {
-    fprintf(argc == 1 ? stdout : stderr, "mk-bench moe: %sneeds at least 2 ranks: run it under mk-launch -n N (N >= 2)\n",
-            argc == 1 ? "skipped: " : "");
-    return argc == 1 ? 0 : 2;
-  }
-  if (mk_device_count(&ndev) != MK_STATUS_OK) {
-    fprintf(stderr, "mk-bench moe: needs GPUs: %s\n", mk_device_absent_reason());
-    return 1;
-  }
+  const int early = mk_bench_multi_rank("moe", argc, &wd);
+  if (early >= 0) return early;
   /* The landing and combine areas live in the symmetric heap: make room unless the user chose. */
   setenv("MK_HEAP_BYTES", "8g", 0 /* keep the user's value */);
   mk_comm_t *comm = NULL;

@@ -16,10 +16,15 @@ static const mk_bench_cmd k_cmds[] = {
     {"gemm_rs", "GEMM + ReduceScatter", NULL},
     {"gemm_ar", "GEMM + AllReduce", NULL},
     {"moe", "MoE dispatch + grouped GEMM + combine (expert parallel)", mk_bench_moe},
-    {"ring_attn", "ring attention across ranks", NULL},
+    {"ring_attn", "ring attention across ranks (under mk-launch)", mk_bench_ring_attn},
     {"attn", "flash attention (prefill) and paged decode", mk_bench_attn},
     {"layer", "one decoder layer and whole-model prefill/decode", NULL},
     {"comm", "NVLink put, proxied put and signal latency", mk_bench_comm},
+#if MK_HAVE_SERVE
+    {"serve", "load generator for an OpenAI-compatible server: TTFT, TPOT, ITL, throughput", mk_bench_serve},
+#else
+    {"serve", "load generator for an OpenAI-compatible server (needs libmicrohttpd + PCRE2)", NULL},
+#endif
 };
 enum { k_ncmds = sizeof k_cmds / sizeof k_cmds[0] };
 
@@ -46,7 +51,7 @@ int main(int argc, char **argv) {
     }
     int ran = 0, rc = 0;
     for (int i = 0; i < k_ncmds; i++) {
-      if (!k_cmds[i].run) continue;
+      if (!k_cmds[i].run || !strcmp(k_cmds[i].name, "serve")) continue; /* serve needs a server */
       char *sub[] = {(char *)k_cmds[i].name, NULL};
       printf("\n== mk-bench %s (default shapes)\n", k_cmds[i].name);
       rc |= k_cmds[i].run(1, sub);

@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "comm/mk_comm.h"
 #include "core/mk_core.h"
 
 /* A subcommand: run(argc, argv) with argv[0] the subcommand name; returns a process exit code
@@ -37,8 +38,12 @@ int mk_bench_cpu_demo(uint64_t seed);
 int mk_bench_attn(int argc, char **argv);
 /* `mk-bench plot RESULTS.json -o OUT.png` (matplotlib through python3). */
 int mk_bench_plot(int argc, char **argv);
+/* `mk-bench serve` (bench_serve.c): load generator over HTTP against a running server. */
+int mk_bench_serve(int argc, char **argv);
 /* `mk-bench comm` (bench_comm.c), under mk-launch. */
 int mk_bench_comm(int argc, char **argv);
+/* `mk-bench ring_attn` (bench_ring_attn.c), under mk-launch. */
+int mk_bench_ring_attn(int argc, char **argv);
 /* `mk-bench moe` (bench_moe.c), under mk-launch. */
 int mk_bench_moe(int argc, char **argv);
 
@@ -65,6 +70,13 @@ int mk_bench_parse_common(mk_bench_opts *o, int argc, char **argv, int i);
 /* Strict integer parse of a flag value in [lo, hi]; prints "mk-bench: FLAG ..." and returns -1
  * on a bad value. */
 int mk_bench_parse_i64(const char *flag, const char *text, int64_t lo, int64_t hi, int64_t *out);
+/* A comma list of at most `max` integers in [lo, hi] into out[], *n of them; -1 after printing
+ * what was wrong. */
+int mk_bench_parse_list(const char *flag, const char *text, int64_t lo, int64_t hi, int max, int64_t *out, int *n);
+/* For an op that runs under mk-launch: the world from the environment and a GPU check. Returns
+ * -1 when it can run; else the exit code after saying why (0 with "skipped" for the default
+ * suite, argc == 1, which runs outside a launcher; 2 for a bad invocation; 1 without GPUs). */
+int mk_bench_multi_rank(const char *op, int argc, mk_world *wd);
 /* Help text of the common flags, for an op's --help. */
 void mk_bench_print_common_help(FILE *out);
 

@@ -62,6 +62,9 @@ def main(argv):
                 by.append(r["bound_ms"])
         if bx:
             ax.scatter(bx, by, marker="_", s=400, color="black", label="overlap bound", zorder=3)
+        vals = [r["median_ms"] for r in sel if r["median_ms"]]
+        if vals and max(vals) / max(min(vals), 1e-9) > 20:
+            ax.set_yscale("log")  # shapes that differ by orders of magnitude stay readable
         ax.set_xticks([i + 0.4 - width / 2 for i in range(len(shapes))])
         ax.set_xticklabels(shapes, rotation=20, ha="right", fontsize=8)
         ax.set_ylabel("median ms")
