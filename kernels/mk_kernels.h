@@ -29,4 +29,7 @@ mk_status mk_fill_uniform_f32(float *out, size_t n, uint64_t seed, float lo, flo
 /* ---- attention: flash forward, LSE merge, paged decode ---- */
 #include "kernels/attention/mk_attention.h"
 
+/* ---- MoE: router, fused and unfused expert-parallel block ---- */
+#include "kernels/moe/mk_moe.h"
+
 #endif /* MK_KERNELS_H */

@@ -35,6 +35,9 @@
  *   (and to peers for peer-mapped C), so a release-add on a signal there publishes it.
  * Shared-memory stages continue across tiles, so tile t+1's loads overlap tile t's epilogue.
  *
+ * Optional epilogue: a Policy with kGluPairs = true stores silu(gate) * up of interleaved
+ * gate/up column blocks instead of the product (mk_gemm_glu_pairs below; MoE gate/up GEMM).
+ *
  * Tile width: 128 x 256 (m64n256k16) by default, 128 x 128 (m64n128k16, a 6-deep ring) where
  * 256-wide tiles would leave most SMs idle in the last wave (mk_gemm_core_launch).
  *
@@ -138,6 +141,21 @@ struct mk_gemm_order_grouped {
     *tn = r / rows;
   }
 };
+
+/* Optional epilogue (backward compatible: a Policy without the member keeps the plain one).
+ * A Policy with `static constexpr bool kGluPairs = true` gets C[M, N/2] = silu(gate) * up in
+ * fp32 from the accumulators, where the N columns of the product come in blocks of 8
+ * alternating gate, up: columns 16i..16i+7 are gate 8i..8i+7, 16i+8..16i+15 up 8i..8i+7 (B's
+ * rows interleaved that way), N a multiple of 16. Used by the MoE gate/up GEMM. */
+template <class P, class = void>
+struct mk_gemm_glu_pairs {
+  static constexpr bool value = false;
+};
+template <class P>
+struct mk_gemm_glu_pairs<P, decltype((void)P::kGluPairs)> {
+  static constexpr bool value = P::kGluPairs;
+};
+__device__ __forceinline__ float mk_gemm_silu(float x) { return x / (1.0f + __expf(-x)); }
 
 /* No-op hooks: the plain GEMM. */
 struct mk_gemm_policy_plain : mk_gemm_order_grouped {
@@ -322,8 +340,26 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
       }
       /* Epilogue: accumulator (row r, cols 8j + 2q, +1) pairs -> bf16x2 stores. */
       const int r0 = t.m0 + cw * 64 + warp * 16 + lane / 4;
-      uint16_t *c_lo = args.C + (size_t)r0 * args.n, *c_hi = c_lo + 8 * (size_t)args.n;
       const bool ok_lo = r0 < t.m_end, ok_hi = r0 + 8 < t.m_end;
+      if constexpr (mk_gemm_glu_pairs<Policy>::value) {
+        /* SwiGLU pairs: column blocks 2i (gate) and 2i+1 (up) of 8 -> C[r, 8i + c] =
+         * silu(gate) * up, C of width N / 2 (see mk_gemm_glu_pairs). */
+        const int64_t nh = args.n / 2;
+        uint16_t *g_lo = args.C + (size_t)r0 * nh, *g_hi = g_lo + 8 * (size_t)nh;
+#pragma unroll
+        for (int j = 0; j < kBN / 8; j += 2) {
+          const int64_t col = t.n0 + 8 * j + 2 * (lane % 4), oc = (t.n0 + 8 * j) / 2 + 2 * (lane % 4);
+          if (col < args.n) {
+            if (ok_lo)
+              *(__nv_bfloat162 *)(g_lo + oc) = __floats2bfloat162_rn(mk_gemm_silu(d[4 * j]) * d[4 * j + 4],
+                                                                     mk_gemm_silu(d[4 * j + 1]) * d[4 * j + 5]);
+            if (ok_hi)
+              *(__nv_bfloat162 *)(g_hi + oc) = __floats2bfloat162_rn(mk_gemm_silu(d[4 * j + 2]) * d[4 * j + 6],
+                                                                     mk_gemm_silu(d[4 * j + 3]) * d[4 * j + 7]);
+          }
+        }
+      } else {
+      uint16_t *c_lo = args.C + (size_t)r0 * args.n, *c_hi = c_lo + 8 * (size_t)args.n;
 #pragma unroll
       for (int j = 0; j < kBN / 8; j++) {
         const int64_t col = t.n0 + 8 * j + 2 * (lane % 4);
@@ -337,6 +373,7 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
             *(__nv_bfloat162 *)(c_hi + col) = v;
           }
         }
+      }
       }
       if (Policy::kAfterStore) {
         __threadfence();

@@ -15,7 +15,7 @@ static const mk_bench_cmd k_cmds[] = {
     {"ag_gemm", "AllGather + GEMM", NULL},
     {"gemm_rs", "GEMM + ReduceScatter", NULL},
     {"gemm_ar", "GEMM + AllReduce", NULL},
-    {"moe", "MoE dispatch + grouped GEMM + combine", NULL},
+    {"moe", "MoE dispatch + grouped GEMM + combine (expert parallel)", mk_bench_moe},
     {"ring_attn", "ring attention across ranks (under mk-launch)", mk_bench_ring_attn},
     {"attn", "flash attention (prefill) and paged decode", mk_bench_attn},
     {"layer", "one decoder layer and whole-model prefill/decode", NULL},

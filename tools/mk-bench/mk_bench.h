@@ -44,6 +44,8 @@ int mk_bench_serve(int argc, char **argv);
 int mk_bench_comm(int argc, char **argv);
 /* `mk-bench ring_attn` (bench_ring_attn.c), under mk-launch. */
 int mk_bench_ring_attn(int argc, char **argv);
+/* `mk-bench moe` (bench_moe.c), under mk-launch. */
+int mk_bench_moe(int argc, char **argv);
 
 /* ---- common flags ------------------------------------------------------------------------ */
 enum { MK_BENCH_PATH_FUSED = 1, MK_BENCH_PATH_UNFUSED = 2 };

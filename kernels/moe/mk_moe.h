@@ -1,0 +1,82 @@
+/* mk_moe.h — the MoE block across expert-parallel ranks (DESIGN.md, op 4): router kernels,
+ * the fused path (device-side count exchange, dispatch overlapped with the grouped gate/up
+ * GEMM + SwiGLU, down GEMM overlapped with the combine) and the unfused path (NCCL
+ * all-to-all(v), cuBLASLt GEMMs). Included by kernels/mk_kernels.h.
+ *
+ * Layout. EP = every rank of the comm (W ranks, any number of nodes). Expert e lives on rank
+ * e / (E / W), as local expert e % (E / W); E % W != 0 is refused. Per rank:
+ *   x [T, H] bf16          this rank's tokens (T <= max_tokens, may differ per rank and call)
+ *   topk_ids [T, k] int32  global expert ids (distinct per token), topk_w [T, k] fp32
+ *   w1 [El, 2I, H] bf16    per local expert: rows [0, I) gate, rows [I, 2I) up (torch Linear)
+ *   w2 [El, H, I] bf16     per local expert: down
+ *   out [T, H] bf16        sum_k topk_w[t, k] * down_e(silu(gate_e x) * up_e x)
+ * Results are bit-identical across runs and paths do not depend on arrival order (fixed
+ * reduction order: experts of one rank in top-k order, then ranks in increasing order).
+ *
+ * Usage (collective: every rank, same order):
+ *   mk_moe_args a = {.hidden = H, .inter = I, .n_experts = E, .top_k = k, .max_tokens = Tmax,
+ *                    .w1 = w1, .w2 = w2};
+ *   mk_moe_t *m;  mk_moe_create(comm, &a, &m);
+ *   mk_moe_route(logits, T, E, k, 1, NULL, ids, w, NULL, NULL, stream);
+ *   mk_moe_forward(m, MK_MOE_FUSED, x, T, ids, w, out, stream);   // graph-capturable
+ *   mk_moe_destroy(m);
+ * The fused path never synchronises the host on token counts: buffers are sized for the
+ * worst case from max_tokens (every token of every rank on this rank's experts). */
+#ifndef MK_KERNELS_MOE_MK_MOE_H
+#define MK_KERNELS_MOE_MK_MOE_H
+
+#include <stdint.h>
+
+#include "comm/mk_comm.h"
+#include "core/mk_core.h"
+#include "kernels/gemm/mk_gemm.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MK_MOE_MAX_TOPK 8
+#define MK_MOE_MAX_EXPERTS 1024
+#define MK_MOE_MAX_RANKS 64
+
+/* Router: per token t, softmax over the E logits [T, E] (fp32), the top_k largest (ties: the
+ * lower expert id first) in decreasing order -> ids [T, top_k], their probabilities -> w
+ * [T, top_k], divided by their sum when renorm. shared_logit [T] (Qwen2-MoE shared expert
+ * gate, NULL = none) -> shared_w [T] = sigmoid(shared_logit). counts [E] (NULL = not wanted):
+ * tokens per expert, zeroed by the call. 1 <= top_k <= min(E, 8), E <= 1024. */
+mk_status mk_moe_route(const float *logits, int64_t T, int E, int top_k, int renorm, const float *shared_logit,
+                       int32_t *ids, float *w, float *shared_w, int32_t *counts, mk_stream_t stream);
+
+typedef enum mk_moe_path { MK_MOE_FUSED = 0, MK_MOE_UNFUSED = 1 } mk_moe_path;
+
+typedef struct mk_moe_args {
+  int hidden, inter, n_experts, top_k; /* H, I (multiples of 8), E, k */
+  int64_t max_tokens;                  /* per rank and call */
+  const uint16_t *w1, *w2;             /* this rank's experts, layouts above (device) */
+  int comm_ctas;                       /* fused: CTAs that move rows (0 = default 16) */
+  int swiglu_pass;                     /* fused: 0 = SwiGLU in the gate/up GEMM's epilogue (from an
+                                          interleaved copy of w1 made at create); 1 = the GEMM
+                                          writes gate and up, a separate pass follows (A/B) */
+} mk_moe_args;
+
+typedef struct mk_moe mk_moe_t;
+
+/* Collective. Allocates the symmetric-heap buffers (landing and combine areas, signals) and
+ * the local work buffers; the unfused path's NCCL communicator when NCCL is built. */
+mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out);
+void mk_moe_destroy(mk_moe_t *m); /* NULL: no-op */
+
+/* The whole block, dispatch ... combine. Collective: every rank calls it (T = 0 is allowed).
+ * FUSED: stream-ordered, no host synchronisation, CUDA-graph capturable.
+ * UNFUSED: synchronises the stream to read the counts (NCCL all-to-allv needs them). */
+mk_status mk_moe_forward(mk_moe_t *m, mk_moe_path path, const uint16_t *x, int64_t T, const int32_t *topk_ids,
+                         const float *topk_w, uint16_t *out, mk_stream_t stream);
+
+/* Pieces for the benchmark's bounds, on the layout of the last UNFUSED call (needs one):
+ * both grouped GEMMs (+ SwiGLU) alone, and both NCCL all-to-allv alone. */
+mk_status mk_moe_time_parts(mk_moe_t *m, int compute, mk_stream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MK_KERNELS_MOE_MK_MOE_H */

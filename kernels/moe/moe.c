@@ -1,0 +1,201 @@
+/* moe.c — the MoE handle (buffers in the symmetric heap and local scratch sized for the worst
+ * case from max_tokens) and the fused forward: the stream choreography of the kernels in
+ * dispatch_gemm.cu and gemm_combine.cu (protocol comments there). No host synchronisation;
+ * the fork to a second stream and back is graph-capturable. */
+#include <cuda_runtime_api.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/check.h"
+#include "kernels/moe/moe_internal.h"
+
+static mk_status heap(mk_moe_t *m, uint64_t bytes, uint64_t *off) {
+  return mk_comm_heap_alloc(m->comm, bytes ? bytes : 256, off);
+}
+
+static mk_status dalloc(void **p, size_t bytes) {
+  MK_CUDA_CHECK(cudaMalloc(p, bytes ? bytes : 256));
+  return MK_STATUS_OK;
+}
+
+mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
+  if (!out) return MK_STATUS_INVALID_ARGUMENT;
+  *out = NULL;
+  if (!comm || !a) MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "moe: comm and args must be non-null");
+  const mk_world *wd = mk_comm_world(comm);
+  const int W = wd->size;
+  if (a->n_experts < 1 || a->n_experts > MK_MOE_MAX_EXPERTS || a->n_experts % W)
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL,
+                  "moe: %d experts cannot be split over %d expert-parallel ranks (E must be a multiple of the EP "
+                  "size, 1 <= E <= %d)",
+                  a->n_experts, W, MK_MOE_MAX_EXPERTS);
+  const int El = a->n_experts / W;
+  if (a->hidden <= 0 || a->inter <= 0 || a->hidden % 8 || a->inter % 8 || a->top_k < 1 ||
+      a->top_k > MK_MOE_MAX_TOPK || a->top_k > a->n_experts || a->max_tokens < 1 || a->max_tokens > (1 << 24) ||
+      W > MK_MOE_MAX_RANKS || El > 512 || !a->w1 || !a->w2 || a->comm_ctas < 0 || a->comm_ctas > 64)
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL,
+                  "moe: bad args H=%d I=%d E=%d top_k=%d max_tokens=%lld ranks=%d comm_ctas=%d (need H, I > 0 and "
+                  "multiples of 8, 1 <= top_k <= min(E, %d), <= %d ranks, <= 512 experts per rank, weights set)",
+                  a->hidden, a->inter, a->n_experts, a->top_k, (long long)a->max_tokens, W, a->comm_ctas,
+                  MK_MOE_MAX_TOPK, MK_MOE_MAX_RANKS);
+  mk_moe_t *m = calloc(1, sizeof *m);
+  if (!m) return MK_STATUS_OUT_OF_MEMORY;
+  mk_status st = MK_STATUS_OK;
+  m->comm = comm;
+  m->a = *a;
+  m->nnodes = wd->nnodes;
+  mk_moe_dev *d = &m->d;
+  MK_CHECK_GOTO(mk_comm_dev_world(comm, &d->w), st, fail);
+  d->W = W, d->rank = wd->rank, d->El = El, d->E = a->n_experts, d->K = a->top_k, d->H = a->hidden;
+  d->I = a->inter, d->C = a->comm_ctas ? a->comm_ctas : 16, d->Tm = a->max_tokens;
+  d->tiles_n2 = (a->hidden + 255) / 256;
+  d->m_cap = (int64_t)W * d->Tm * (a->top_k < El ? a->top_k : El);
+  d->cnt_stride = ((El + 1 + 3) / 4) * 4;
+  d->w1 = a->w1, d->w2 = a->w2, d->glu = !a->swiglu_pass;
+  int dev = mk_comm_device(comm);
+  MK_CUDA_CHECK_GOTO(cudaDeviceGetAttribute(&m->sms, cudaDevAttrMultiProcessorCount, dev), st, fail);
+  if (m->sms <= d->C + 8)
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "moe: %d comm CTAs leave too few of %d SMs", d->C,
+                  m->sms);
+  const uint64_t Wu = (uint64_t)W, area = Wu * (uint64_t)d->Tm * (uint64_t)d->H * 2;
+  const uint64_t metas = Wu * (uint64_t)d->Tm * sizeof(mk_moe_meta), far = m->nnodes > 1;
+  const int64_t tiles = d->m_cap / 128 + El + 1;
+  /* Heap: the same sequence on every rank (nnodes and sizes are the same everywhere). */
+  MK_CHECK_GOTO(heap(m, Wu * d->cnt_stride * 4, &d->o_cnt_in), st, fail);
+  MK_CHECK_GOTO(heap(m, Wu * 8, &d->o_cnt_sig), st, fail);
+  MK_CHECK_GOTO(heap(m, area, &d->o_land), st, fail);
+  MK_CHECK_GOTO(heap(m, metas, &d->o_lmeta), st, fail);
+  MK_CHECK_GOTO(heap(m, Wu * d->C * 8, &d->o_land_sig), st, fail);
+  MK_CHECK_GOTO(heap(m, area, &d->o_comb), st, fail);
+  MK_CHECK_GOTO(heap(m, Wu * d->C * 8, &d->o_comb_sig), st, fail);
+  MK_CHECK_GOTO(heap(m, metas, &d->o_smeta), st, fail);
+  MK_CHECK_GOTO(heap(m, Wu * d->cnt_stride * 4, &d->o_cnt_out), st, fail);
+  MK_CHECK_GOTO(heap(m, far ? area : 0, &d->o_stage), st, fail);
+  MK_CHECK_GOTO(heap(m, far ? area : 0, &d->o_cstage), st, fail);
+  MK_CHECK_GOTO(heap(m, (uint64_t)tiles * 16, &d->o_ready), st, fail);
+  d->o_done2 = d->o_ready + (uint64_t)tiles * 8;
+  /* Local scratch. */
+  m->zero_bytes = sizeof(int32_t) * (size_t)(W + d->E + El);
+  MK_CHECK_GOTO(dalloc(&m->zero_base, m->zero_bytes), st, fail);
+  d->n_send = (int32_t *)m->zero_base;
+  d->cnt_pairs = d->n_send + W;
+  d->fill = d->cnt_pairs + d->E;
+  MK_CHECK_GOTO(dalloc((void **)&d->slot, sizeof(int32_t) * (size_t)(d->Tm * W)), st, fail);
+  MK_CHECK_GOTO(dalloc((void **)&d->n_from, sizeof(int32_t) * (size_t)(W + 3 * El + 2)), st, fail);
+  d->rows = d->n_from + W;
+  d->exp_off = d->rows + El;
+  d->tile_base = d->exp_off + El + 1;
+  MK_CHECK_GOTO(dalloc((void **)&d->posmap, sizeof(int32_t) * (size_t)(Wu * d->Tm * d->K)), st, fail);
+  MK_CHECK_GOTO(dalloc((void **)&d->A1, (size_t)d->m_cap * d->H * 2), st, fail);
+  MK_CHECK_GOTO(dalloc((void **)&d->C1, (size_t)d->m_cap * d->I * 4), st, fail);
+  MK_CHECK_GOTO(dalloc((void **)&d->act, (size_t)d->m_cap * d->I * 2), st, fail);
+  MK_CHECK_GOTO(dalloc((void **)&d->C2, (size_t)d->m_cap * d->H * 2), st, fail);
+  if (d->glu) { /* rows 16i..16i+7 = gate rows 8i.., 16i+8..16i+15 = up rows 8i.. (mk_gemm_glu_pairs) */
+    const size_t row = (size_t)d->H * 2, per = (size_t)2 * d->I * d->H;
+    MK_CHECK_GOTO(dalloc((void **)&d->w1g, per * 2 * (size_t)El), st, fail);
+    for (int e = 0; e < El; e++)
+      for (int h = 0; h < 2; h++)
+        MK_CUDA_CHECK_GOTO(cudaMemcpy2D(d->w1g + e * per + (size_t)h * 8 * d->H, 16 * row,
+                                        a->w1 + e * per + (size_t)h * d->I * d->H, 8 * row, 8 * row,
+                                        (size_t)d->I / 8, cudaMemcpyDeviceToDevice),
+                           st, fail);
+  }
+  MK_CUDA_CHECK_GOTO(cudaStreamCreateWithFlags((cudaStream_t *)&m->s2, cudaStreamNonBlocking), st, fail);
+  MK_CUDA_CHECK_GOTO(cudaEventCreateWithFlags((cudaEvent_t *)&m->ev_fork, cudaEventDisableTiming), st, fail);
+  MK_CUDA_CHECK_GOTO(cudaEventCreateWithFlags((cudaEvent_t *)&m->ev_join, cudaEventDisableTiming), st, fail);
+  /* Lazy loading: every kernel of the spinning producer/consumer pairs is loaded now. */
+  MK_CHECK_GOTO(mk_moe_preload_dispatch(), st, fail);
+  MK_CHECK_GOTO(mk_moe_preload_combine(), st, fail);
+  /* Unfused path. */
+  if (mk_nccl_create(comm, &m->nccl) != MK_STATUS_OK) m->nccl = NULL;
+  MK_CHECK_GOTO(mk_cublaslt_create(&m->lt), st, fail);
+  MK_CHECK_GOTO(dalloc((void **)&m->sendbuf, (size_t)d->Tm * d->K * d->H * 2), st, fail);
+  MK_CHECK_GOTO(dalloc((void **)&m->recvbuf, (size_t)d->m_cap * d->H * 2), st, fail);
+  MK_CHECK_GOTO(dalloc((void **)&m->u_counts, sizeof(int32_t) * (size_t)(3 * d->E + d->Tm * d->K + W * El * 9)), st,
+                fail);
+  m->u_fill = m->u_counts + d->E;
+  m->u_off = m->u_fill + d->E;
+  m->u_pairpos = m->u_off + d->E;
+  m->u_rc = m->u_pairpos + d->Tm * d->K;
+  m->u_table = m->u_rc + W * El;
+  MK_CUDA_CHECK_GOTO(cudaMallocHost((void **)&m->h_counts, sizeof(int32_t) * (size_t)(2 * d->E + W * El * 9 + El)),
+                     st, fail);
+  m->h_rc = m->h_counts + 2 * d->E;
+  m->h_table = m->h_rc + W * El;
+  m->h_a2a = calloc(4 * (size_t)W, sizeof(size_t));
+  if (!m->h_a2a) {
+    st = MK_STATUS_OUT_OF_MEMORY;
+    goto fail;
+  }
+  MK_CUDA_CHECK_GOTO(cudaDeviceSynchronize(), st, fail);
+  /* Counters of this handle start at 0; the epoch slot is shared with earlier handles. */
+  const mk_heap_ctrl *ctrl = (const mk_heap_ctrl *)mk_comm_heap_ptr(comm, 0);
+  MK_CUDA_CHECK_GOTO(cudaMemcpy(&d->epoch0, &ctrl->epoch[MK_MOE_EPOCH_SLOT], sizeof d->epoch0, cudaMemcpyDeviceToHost),
+                     st, fail);
+  MK_CHECK_GOTO(mk_comm_barrier(comm), st, fail);
+  *out = m;
+  return MK_STATUS_OK;
+fail:
+  mk_moe_destroy(m);
+  return st;
+}
+
+void mk_moe_destroy(mk_moe_t *m) {
+  if (!m) return;
+  mk_moe_dev *d = &m->d;
+  cudaFree(m->zero_base);
+  cudaFree(d->slot);
+  cudaFree(d->n_from);
+  cudaFree(d->posmap);
+  cudaFree(d->A1);
+  cudaFree(d->C1);
+  cudaFree(d->act);
+  cudaFree(d->C2);
+  cudaFree(d->w1g);
+  if (m->s2) cudaStreamDestroy((cudaStream_t)m->s2);
+  if (m->ev_fork) cudaEventDestroy((cudaEvent_t)m->ev_fork);
+  if (m->ev_join) cudaEventDestroy((cudaEvent_t)m->ev_join);
+  mk_nccl_destroy(m->nccl);
+  mk_cublaslt_destroy(m->lt);
+  cudaFree(m->sendbuf);
+  cudaFree(m->recvbuf);
+  cudaFree(m->u_counts);
+  if (m->h_counts) cudaFreeHost(m->h_counts);
+  free(m->h_a2a);
+  free(m);
+}
+
+static mk_status forward_fused(mk_moe_t *m, const uint16_t *x, int64_t T, const int32_t *ids, const float *w,
+                               uint16_t *out, cudaStream_t s) {
+  mk_moe_dev *d = &m->d;
+  cudaStream_t s2 = (cudaStream_t)m->s2;
+  const int64_t tiles = d->m_cap / 128 + d->El + 1;
+  MK_CUDA_CHECK(cudaMemsetAsync(m->zero_base, 0, m->zero_bytes, s));
+  MK_CUDA_CHECK(cudaMemsetAsync(mk_comm_heap_ptr(m->comm, d->o_ready), 0, (size_t)tiles * 16, s));
+  MK_CHECK(mk_moe_launch_plan(d, ids, w, T, s)); /* barrier point 1: all counts known */
+  MK_CUDA_CHECK(cudaEventRecord((cudaEvent_t)m->ev_fork, s));
+  MK_CUDA_CHECK(cudaStreamWaitEvent(s2, (cudaEvent_t)m->ev_fork, 0));
+  MK_CHECK(mk_moe_launch_dispatch(d, x, s2));
+  MK_CHECK(mk_moe_launch_combine(d, s2)); /* spins on done2 until gemm2 stores tiles */
+  MK_CUDA_CHECK(cudaEventRecord((cudaEvent_t)m->ev_join, s2));
+  MK_CHECK(mk_moe_launch_gemm1(d, m->sms - d->C, s));
+  if (!d->glu) MK_CHECK(mk_moe_launch_swiglu(d, -1, s));
+  MK_CHECK(mk_moe_launch_gemm2(d, m->sms - d->C, s));
+  MK_CUDA_CHECK(cudaStreamWaitEvent(s, (cudaEvent_t)m->ev_join, 0));
+  MK_CHECK(mk_moe_launch_reduce(d, T, out, s)); /* barrier point 2: all combine rows home */
+  return mk_comm_epoch_advance(m->comm, MK_MOE_EPOCH_SLOT, s);
+}
+
+mk_status mk_moe_forward(mk_moe_t *m, mk_moe_path path, const uint16_t *x, int64_t T, const int32_t *topk_ids,
+                         const float *topk_w, uint16_t *out, mk_stream_t stream) {
+  if (!m) MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "moe_forward: handle is NULL");
+  if (T < 0 || T > m->d.Tm)
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "moe_forward: T=%lld outside [0, max_tokens=%lld]",
+                  (long long)T, (long long)m->d.Tm);
+  if (T > 0 && (!x || !topk_ids || !topk_w || !out || ((uintptr_t)x | (uintptr_t)out) % 16))
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL,
+                  "moe_forward: x, topk_ids, topk_w and out must be non-null (x and out 16-byte aligned)");
+  if (path == MK_MOE_FUSED) return forward_fused(m, x, T, topk_ids, topk_w, out, (cudaStream_t)stream);
+  if (path == MK_MOE_UNFUSED) return mk_moe_forward_unfused(m, x, T, topk_ids, topk_w, out, stream);
+  MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "moe_forward: unknown path %d", (int)path);
+}

@@ -1,0 +1,91 @@
+/* moe_common.cuh — device helpers shared by the fused MoE kernels: node tests, warp row
+ * copies, the tile-row of a GEMM row, and the "send a chunk" step that goes over NVLink
+ * inside a node group and through the proxy FIFO to other node groups. */
+#pragma once
+#include <cuda_runtime.h>
+
+#include "comm/mk_device.cuh"
+#include "kernels/moe/moe_internal.h"
+
+constexpr int kMoeCommThreads = 512;
+constexpr int kMoeWarps = kMoeCommThreads / 32;
+
+__device__ __forceinline__ bool moe_same_node(const mk_moe_dev &d, int r) {
+  return r / d.w.local_size == d.w.node;
+}
+__device__ __forceinline__ int moe_local(const mk_moe_dev &d, int r) { return r % d.w.local_size; }
+
+/* Address of heap offset `off` at rank r: the peer's mapping inside the node group, else this
+ * rank's own staging copy (the proxy moves it). */
+template <typename T>
+__device__ __forceinline__ T *moe_heap(const mk_moe_dev &d, int r, uint64_t off) {
+  return moe_same_node(d, r) ? mk_peer_ptr<T>(d.w, moe_local(d, r), off) : mk_local_ptr<T>(d.w, off);
+}
+
+/* One warp copies a row of `bytes` (multiple of 16, 16-aligned) from src to n destinations
+ * (n <= 8; dst q = base + pos[q] * bytes): 8 16-byte loads in flight per lane, each loaded
+ * vector stored to every destination (a row bound for several local experts is read once). */
+__device__ __forceinline__ void moe_copy_row_multi(char *base, const int *pos, int n, const void *src,
+                                                   int64_t bytes) {
+  const int lane = threadIdx.x & 31;
+  const uint4 *__restrict__ in = (const uint4 *)src;
+  const int64_t nv = bytes / 16;
+  int64_t v = lane;
+  for (; v + 7 * 32 < nv; v += 8 * 32) {
+    uint4 r[8];
+#pragma unroll
+    for (int q = 0; q < 8; q++) r[q] = in[v + 32 * q];
+    for (int k = 0; k < n; k++) {
+      uint4 *o = (uint4 *)(base + (int64_t)pos[k] * bytes);
+#pragma unroll
+      for (int q = 0; q < 8; q++) o[v + 32 * q] = r[q];
+    }
+  }
+  for (; v < nv; v += 32) {
+    const uint4 r = in[v];
+    for (int k = 0; k < n; k++) ((uint4 *)(base + (int64_t)pos[k] * bytes))[v] = r;
+  }
+}
+__device__ __forceinline__ void moe_copy_row(void *dst, const void *src, int64_t bytes) {
+  const int zero = 0;
+  moe_copy_row_multi((char *)dst, &zero, 1, src, bytes);
+}
+
+/* GEMM tile-row holding row `pos` of local expert e. */
+__device__ __forceinline__ int moe_tile_of(const mk_moe_dev &d, int e, int pos) {
+  return d.tile_base[e] + (pos - d.exp_off[e]) / 128;
+}
+
+__device__ __forceinline__ void moe_red_add_gpu(uint64_t *p, uint64_t v) {
+  asm volatile("red.release.gpu.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+/* Thread 0, after the CTA wrote a chunk (rows [j0, j1) of a [W][Tm] area at rank r, either into
+ * the peer directly or into this rank's staging copies at src offsets) and __syncthreads():
+ * publish it and add 1 to the signal at rank r. Inter-node: PUTs of the staged rows (and the
+ * optional second area, e.g. metadata) then a SIGNAL, in FIFO order. */
+__device__ __forceinline__ bool moe_publish(const mk_moe_dev &d, int r, uint64_t src1, uint64_t dst1,
+                                            uint64_t bytes1, uint64_t src2, uint64_t dst2, uint64_t bytes2,
+                                            uint64_t sig_off) {
+  if (moe_same_node(d, r)) {
+    mk_signal_add(d.w, moe_local(d, r), sig_off, 1);
+    return true;
+  }
+  bool ok = true;
+  if (bytes1) ok = ok && mk_post(d.w, MK_CMD_PUT, r, src1, dst1, bytes1, 0, 0);
+  if (bytes2) ok = ok && mk_post(d.w, MK_CMD_PUT, r, src2, dst2, bytes2, 0, 0);
+  ok = ok && mk_post(d.w, MK_CMD_SIGNAL, r, 0, 0, 0, sig_off, 1);
+  return ok;
+}
+
+/* This call's target for the counters that grow by 1 per call: the handle's counters started
+ * at 0 when the epoch slot (shared by every MoE handle) stood at epoch0. */
+__device__ __forceinline__ uint64_t moe_target(const mk_moe_dev &d) {
+  return mk_epoch(d.w, MK_MOE_EPOCH_SLOT) - d.epoch0 + 1;
+}
+
+/* Chunk c of n rows split over C CTAs. */
+__device__ __forceinline__ void moe_chunk(int64_t n, int c, int C, int64_t *j0, int64_t *j1) {
+  *j0 = n * c / C;
+  *j1 = n * (c + 1) / C;
+}

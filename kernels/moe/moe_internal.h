@@ -1,0 +1,113 @@
+/* moe_internal.h — internal to kernels/moe: the MoE handle (host C) and the launchers of the
+ * fused and unfused pieces (extern "C", defined in the .cu files). Plain C: no CUDA C++.
+ *
+ * Symmetric-heap buffers of the fused path (same offsets on every rank; W ranks, C = comm
+ * CTAs, Tm = max_tokens, El = E / W local experts). Counter ownership follows
+ * comm/mk_dev_world.h: a counter lives in the heap of the rank that waits on it.
+ *   cnt_in   [W][cnt_stride] int32  from source s: rows s sends here, then pairs per local expert
+ *   cnt_sig  [W] u64               +1 per call from each source (target: epoch + 1)
+ *   land     [W][Tm][H] bf16       token rows from source s, one per (token, this rank)
+ *   lmeta    [W][Tm] mk_moe_meta   their token index at home and (local expert, weight) list
+ *   land_sig [W][C] u64            +1 per call from source s's CTA c after its chunk
+ *   comb     [W][Tm][H] bf16       at home: from expert rank d, row j = sum_i w_i y_i of the
+ *                                  row this rank sent to d in slot j
+ *   comb_sig [W][C] u64            +1 per call from rank d's CTA c after its chunk
+ *   smeta    [W][Tm] mk_moe_meta   sender side: the meta of each row to rank d (source of puts)
+ *   cnt_out  [W][cnt_stride] int32 sender side: the count record for rank d
+ *   stage    [W][Tm][H] bf16       inter-node only: dispatch rows staged in the heap for proxy puts
+ *   cstage   [W][Tm][H] bf16       inter-node only: combine rows staged likewise
+ *   ready    [tiles] u64           local: rows of GEMM1 tile-row landed (reset each call)
+ *   done2    [tiles] u64           local: GEMM2 tiles stored per tile-row (reset each call) */
+#ifndef MK_KERNELS_MOE_INTERNAL_H
+#define MK_KERNELS_MOE_INTERNAL_H
+
+#include "comm/mk_comm.h"
+#include "kernels/baseline/mk_baseline.h"
+#include "kernels/moe/mk_moe.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MK_MOE_EPOCH_SLOT 13 /* == MK_OP_MOE (comm/mk_device.cuh) */
+
+/* 80 bytes: one landing row's routing at its destination. */
+typedef struct mk_moe_meta {
+  int32_t token; /* index at home */
+  int32_t n;     /* experts of this token on the destination rank, in top-k order */
+  int32_t pad[2];
+  int32_t e[MK_MOE_MAX_TOPK]; /* local expert ids */
+  float w[MK_MOE_MAX_TOPK];   /* routing weights */
+} mk_moe_meta;
+
+/* Everything the kernels need, passed by value (device pointers and heap offsets). */
+typedef struct mk_moe_dev {
+  mk_dev_world w;
+  int W, rank, El, E, K, H, I, C, tiles_n2;
+  int64_t Tm, m_cap, cnt_stride;
+  uint64_t epoch0; /* the epoch slot's value when the handle was made (same on every rank) */
+  uint64_t o_cnt_in, o_cnt_sig, o_land, o_lmeta, o_land_sig, o_comb, o_comb_sig, o_smeta, o_cnt_out, o_stage,
+      o_cstage, o_ready, o_done2;
+  /* local scratch (cudaMalloc) */
+  int32_t *n_send;   /* [W] rows to rank d (zeroed each call) */
+  int32_t *cnt_pairs;/* [E] pairs per global expert (zeroed each call) */
+  int32_t *fill;     /* [El] rows placed per local expert (zeroed each call) */
+  int32_t *slot;     /* [Tm][W] landing slot of token t at rank d, -1 = none */
+  int32_t *n_from;   /* [W] rows from source s */
+  int32_t *rows;     /* [El] GEMM group sizes */
+  int32_t *exp_off;  /* [El + 1] */
+  int32_t *tile_base;/* [El + 1] */
+  int32_t *posmap;   /* [W][Tm][K] row of A1 of landing row (s, j), expert i */
+  uint16_t *A1, *C1, *act, *C2;
+  const uint16_t *w1, *w2;
+  uint16_t *w1g; /* w1 with gate/up rows interleaved in blocks of 8 (glu); NULL otherwise */
+  int glu;       /* SwiGLU in GEMM1's epilogue: GEMM1 writes act directly */
+} mk_moe_dev;
+
+struct mk_moe {
+  mk_comm_t *comm;
+  mk_moe_args a;
+  mk_moe_dev d;
+  int sms, nnodes;
+  void *zero_base;         /* local scratch zeroed each call */
+  size_t zero_bytes;
+  void *s2, *ev_fork, *ev_join; /* cudaStream_t / cudaEvent_t */
+  /* unfused */
+  mk_nccl_t *nccl;
+  mk_cublaslt_t *lt;
+  uint16_t *sendbuf, *recvbuf;
+  int32_t *u_counts, *u_fill, *u_off, *u_pairpos, *u_rc, *u_table;
+  int32_t *h_counts, *h_rc, *h_table; /* pinned host */
+  size_t *h_a2a;                      /* [4 W]: send counts/displs, recv counts/displs */
+  int h_rows_valid;
+};
+
+/* dispatch_gemm.cu */
+mk_status mk_moe_launch_plan(const mk_moe_dev *d, const int32_t *ids, const float *w, int64_t T, void *stream);
+mk_status mk_moe_launch_dispatch(const mk_moe_dev *d, const uint16_t *x, void *stream);
+mk_status mk_moe_launch_gemm1(const mk_moe_dev *d, int grid, void *stream);
+mk_status mk_moe_launch_swiglu(const mk_moe_dev *d, int64_t rows_host, void *stream); /* rows_host < 0: device */
+mk_status mk_moe_preload_dispatch(void);
+/* gemm_combine.cu */
+mk_status mk_moe_launch_gemm2(const mk_moe_dev *d, int grid, void *stream);
+mk_status mk_moe_launch_combine(const mk_moe_dev *d, void *stream);
+mk_status mk_moe_launch_reduce(const mk_moe_dev *d, int64_t T, uint16_t *out, void *stream);
+mk_status mk_moe_preload_combine(void);
+/* moe_permute.cu (unfused) */
+mk_status mk_moe_launch_count(const int32_t *ids, int64_t n, int E, int32_t *counts, void *stream); /* zeroes first */
+mk_status mk_moe_launch_permute(const int32_t *ids, int64_t T, int K, int H, const uint16_t *x, const int32_t *off,
+                                int32_t *fill, uint16_t *sendbuf, int32_t *pairpos, void *stream);
+/* table [n][4] = {src_row, dst_row, rows, first row (prefix of rows)}; copies rows of H bf16 */
+mk_status mk_moe_launch_block_copy(const int32_t *table, int n, int64_t total_rows, int H, const uint16_t *src,
+                                   uint16_t *dst, void *stream);
+mk_status mk_moe_launch_unpermute(const uint16_t *back, const int32_t *pairpos, const float *w, int64_t T, int K,
+                                  int H, uint16_t *out, void *stream);
+
+/* moe_unfused.c */
+mk_status mk_moe_forward_unfused(mk_moe_t *m, const uint16_t *x, int64_t T, const int32_t *ids, const float *w,
+                                 uint16_t *out, void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MK_KERNELS_MOE_INTERNAL_H */
