@@ -63,7 +63,7 @@ __device__ __forceinline__ uint64_t mk_epoch(const mk_dev_world &w, int slot) { 
 __device__ __forceinline__ bool mk_aborted(const mk_dev_world &w) { return *(volatile int32_t *)&w.ctrl->abort_flag != 0; }
 
 /* First timeout wins the record; then the flag goes up. */
-__device__ __noinline__ void mk_raise_timeout(const mk_dev_world &w, int op, int peer, int tile, uint64_t expected,
+static __device__ __noinline__ void mk_raise_timeout(const mk_dev_world &w, int op, int peer, int tile, uint64_t expected,
                                               uint64_t seen) {
   mk_err_record *r = &w.ctrl->rec;
   if (atomicCAS((int *)&r->valid, 0, -1) == 0) {

@@ -15,11 +15,15 @@
  * Tails: TMA zero-fills what lies outside A and B (M, N and K tails); stores are masked.
  *
  * Hooks (the contract fused ops rely on). A Policy is passed by value to the kernel:
- *   struct Policy {
+ *   struct Policy : mk_gemm_hooks_default {
  *     static constexpr bool kAfterStore;                  // false: after_store never called
  *     __device__ void tile_order(int idx, int tiles_m, int tiles_n, int *tm, int *tn) const;
  *     __device__ void before_load(const mk_gemm_tile &t);
  *     __device__ void after_store(const mk_gemm_tile &t);
+ *     // optional (defaults in mk_gemm_hooks_default):
+ *     __device__ uint16_t *out_row(const mk_gemm_args &a, int64_t row) const;  // where row of C goes
+ *     static constexpr bool kRoles;  int role_ctas, compute_ctas;
+ *     __device__ void run_role(int i, uint8_t *smem, int smem_bytes);
  *   };
  * - tile_order: a bijection of [0, tiles_m*tiles_n) onto (tm, tn); CTA b walks idx = b,
  *   b + gridDim.x, ... Every thread of the CTA calls it, so it must be pure. tm counts
@@ -33,6 +37,13 @@
  *   consumer thread has stored its part of tile t and executed __threadfence(), and the
  *   256 consumer threads have met at a named barrier: all of tile t is visible device-wide
  *   (and to peers for peer-mapped C), so a release-add on a signal there publishes it.
+ * - out_row(a, row): the address of row `row` of C (default a.C + row * a.n); lets a fused op
+ *   store rows straight into a peer's buffer. Called for rows past m_end too (not written).
+ * - Roles (kRoles): the launch adds role_ctas CTAs after the compute_ctas GEMM CTAs (the launch
+ *   sets compute_ctas); CTA compute_ctas + i calls run_role(i, smem, bytes) with the whole
+ *   dynamic shared memory and no GEMM work, then exits. All CTAs are co-resident (the total
+ *   never exceeds the SM count when the caller sizes grid + role_ctas <= SMs), so roles may
+ *   wait on compute CTAs and the other way round.
  * Shared-memory stages continue across tiles, so tile t+1's loads overlap tile t's epilogue.
  *
  * Tile width: 128 x 256 (m64n256k16) by default, 128 x 128 (m64n128k16, a 6-deep ring) where
@@ -74,7 +85,7 @@ struct mk_gemm_tile_config : mk_gemm_config {
 struct mk_gemm_tile {
   int idx;   /* linear index handed to tile_order */
   int group; /* 0 for a plain GEMM */
-  int m0, m_end, n0;
+  int m0, m_end, n0, n_end;
 };
 
 /* Kernel arguments other than the tensor maps. */
@@ -99,8 +110,16 @@ struct mk_gemm_order_grouped {
   }
 };
 
+/* Defaults of the optional hooks: C rows at a.C + row * a.n, no role CTAs. */
+struct mk_gemm_hooks_default {
+  static constexpr bool kRoles = false;
+  int role_ctas = 0, compute_ctas = 0;
+  __device__ __forceinline__ uint16_t *out_row(const mk_gemm_args &a, int64_t row) const { return a.C + row * a.n; }
+  __device__ __forceinline__ void run_role(int, uint8_t *, int) {}
+};
+
 /* No-op hooks: the plain GEMM. */
-struct mk_gemm_policy_plain : mk_gemm_order_grouped {
+struct mk_gemm_policy_plain : mk_gemm_order_grouped, mk_gemm_hooks_default {
   static constexpr bool kAfterStore = false;
   __device__ __forceinline__ void before_load(const mk_gemm_tile &) {}
   __device__ __forceinline__ void after_store(const mk_gemm_tile &) {}
@@ -110,7 +129,7 @@ struct mk_gemm_policy_plain : mk_gemm_order_grouped {
 struct mk_gemm_sched {
   const int *row_off;  /* [groups + 1] */
   const int *tile_off; /* [groups + 1] */
-  int groups, tiles_m, tiles_n, bn;
+  int groups, tiles_m, tiles_n, bn, n;
 
   __device__ __forceinline__ int total() const { return tiles_m * tiles_n; }
 
@@ -129,6 +148,7 @@ struct mk_gemm_sched {
     t.m0 = row_off[lo] + (tm - tile_off[lo]) * mk_gemm_config::kBM;
     t.m_end = min(t.m0 + mk_gemm_config::kBM, row_off[lo + 1]);
     t.n0 = tn * bn;
+    t.n_end = min(t.n0 + bn, n);
     return t;
   }
 };
@@ -146,6 +166,13 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
   int *row_off = (int *)(empty + Cfg::kStages);
   int *tile_off = row_off + Cfg::kMaxGroups + 1;
   const int tid = threadIdx.x, wg = tid / 128;
+  if constexpr (Policy::kRoles) {
+    if ((int)blockIdx.x >= policy.compute_ctas) {
+      policy.run_role((int)blockIdx.x - policy.compute_ctas, smem, Cfg::kSmemBytes - 1024);
+      return;
+    }
+  }
+  const int ncta = Policy::kRoles ? policy.compute_ctas : (int)gridDim.x;
 
   if (tid == 0) {
     for (int s = 0; s < Cfg::kStages; s++) {
@@ -175,6 +202,7 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
   sched.tiles_m = tile_off[args.groups];
   sched.tiles_n = (int)((args.n + Cfg::kBN - 1) / Cfg::kBN);
   sched.bn = Cfg::kBN;
+  sched.n = (int)args.n;
   const int k_iters = (int)((args.k + Cfg::kBK - 1) / Cfg::kBK);
 
   if (wg == 0) {
@@ -185,7 +213,7 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
       tma_prefetch_desc(&tma_b);
       int s = 0;
       uint32_t phase = 0;
-      for (int idx = blockIdx.x; idx < sched.total(); idx += gridDim.x) {
+      for (int idx = blockIdx.x; idx < sched.total(); idx += ncta) {
         const mk_gemm_tile t = sched.get(policy, idx);
         policy.before_load(t);
         for (int kb = 0; kb < k_iters; kb++) {
@@ -214,7 +242,7 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
     int s = 0;
     uint32_t phase = 0;
     float d[kBN / 2];
-    for (int idx = blockIdx.x; idx < sched.total(); idx += gridDim.x) {
+    for (int idx = blockIdx.x; idx < sched.total(); idx += ncta) {
       const mk_gemm_tile t = sched.get(policy, idx);
 #pragma unroll
       for (int i = 0; i < kBN / 2; i++) d[i] = 0.f;
@@ -251,7 +279,7 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
       }
       /* Epilogue: accumulator (row r, cols 8j + 2q, +1) pairs -> bf16x2 stores. */
       const int r0 = t.m0 + cw * 64 + warp * 16 + lane / 4;
-      uint16_t *c_lo = args.C + (size_t)r0 * args.n, *c_hi = c_lo + 8 * (size_t)args.n;
+      uint16_t *c_lo = policy.out_row(args, r0), *c_hi = policy.out_row(args, r0 + 8);
       const bool ok_lo = r0 < t.m_end, ok_hi = r0 + 8 < t.m_end;
 #pragma unroll
       for (int j = 0; j < kBN / 8; j++) {
@@ -312,16 +340,34 @@ static mk_status mk_gemm_core_launch_bn(const uint16_t *A, const uint16_t *B, co
     MK_CHECK(mk_gemm_encode_map(&mb, B, (uint64_t)args.k, (uint64_t)args.n, (uint64_t)args.groups, Cfg::kBK, Cfg::kBN));
   else
     MK_CHECK(mk_gemm_encode_map(&mb, B, (uint64_t)args.n, (uint64_t)args.k, (uint64_t)args.groups, 64, Cfg::kBK));
+  Policy p = policy;
+  int total = grid;
+  if constexpr (Policy::kRoles) {
+    p.compute_ctas = grid;
+    total += p.role_ctas;
+  }
   if (layout == MK_GEMM_B_NK) {
     auto kern = mk_gemm_core_kernel<Policy, 0, kBN>;
     MK_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes));
-    kern<<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(ma, mb, args, policy);
+    kern<<<total, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(ma, mb, args, p);
   } else {
     auto kern = mk_gemm_core_kernel<Policy, 1, kBN>;
     MK_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes));
-    kern<<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(ma, mb, args, policy);
+    kern<<<total, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(ma, mb, args, p);
   }
   MK_CUDA_LAUNCH_CHECK();
+  return MK_STATUS_OK;
+}
+
+/* Loads every instantiation a launch of Policy may pick (CUDA lazy loading: a kernel that
+ * spins on another must not wait behind a module load; see comm/mk_device.cuh). */
+template <class Policy>
+static mk_status mk_gemm_core_preload() {
+  cudaFuncAttributes fa;
+  MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_gemm_core_kernel<Policy, 0, 128>));
+  MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_gemm_core_kernel<Policy, 0, 256>));
+  MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_gemm_core_kernel<Policy, 1, 128>));
+  MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_gemm_core_kernel<Policy, 1, 256>));
   return MK_STATUS_OK;
 }
 

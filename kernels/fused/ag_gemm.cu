@@ -1,0 +1,98 @@
+/* ag_gemm.cu — fused AllGather + GEMM: C[M, N] = AllGather_rows(A_r[M/W, K]) @ B_r, one launch.
+ *
+ * Buffer layout (heap workspace of the op, same offsets on every rank):
+ *   G       [M, K] bf16   the gathered A; rows [p Ms, (p+1) Ms) come from rank p (Ms = M/W)
+ *   ready   u64 [W][cps]  ready[p][i] = epoch + 1 when chunk i (rows [128 i, 128 i + 128) of
+ *                         shard p) has landed in G; cps = ceil(Ms / 128)
+ *   arrive  u64 [16]      entry handshake (fused_common.cuh)
+ * Flag ownership: ready[] and arrive[] live in the heap of the rank that waits on them (the
+ * consumer); their one producer sets them over NVLink (st.release.sys after the data).
+ *
+ * Roles (CTAs of one launch): compute CTAs [0, C) run the GEMM core on G; pusher CTAs
+ * [C, C + P) copy this rank's shard into G of every rank, itself first:
+ *   task (j, i): destination d = (me - j) mod W, chunk i; TMA bulk copy A_r rows -> d's G, then
+ *   ready[me][i] = epoch + 1 on d. Tasks run in order j = 0 (the local copy), 1, ..., W-1, so d gets
+ *   this shard at the point of its own tile order where it needs it.
+ * Tile order: the GEMM walks tile-rows starting at the first one wholly inside the local
+ *   shard, then the shards of me + 1, me + 2, ... (the order pushers deliver them), wrapping
+ *   around; within that, the core's grouped order (L2 reuse of B panels).
+ * Barrier points: (1) a pusher waits arrive[d] >= epoch + 1 before its first write into d's
+ *   G; (2) before_load of a tile waits ready[p][i] >= epoch + 1 for every chunk its rows
+ *   touch. Nothing else; the host advances the epoch after the kernel (stream-ordered). */
+#include "kernels/fused/fused_common.cuh"
+
+struct mk_ag_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
+  static constexpr bool kAfterStore = false;
+  static constexpr bool kRoles = true;
+  mk_dev_world w;
+  mk_fused_view v;
+  const uint16_t *shard; /* this rank's A_r [Ms, K] */
+  int64_t ms, k;         /* rows per rank, K */
+  int cps, tm0;          /* chunks per shard; first tile-row of the walk */
+  int last_m0 = -1;      /* per thread: the tile-row whose chunks were last seen ready */
+
+  __device__ __forceinline__ void tile_order(int idx, int tiles_m, int tiles_n, int *tm, int *tn) const {
+    int q;
+    mk_gemm_order_grouped::tile_order(idx, tiles_m, tiles_n, &q, tn);
+    *tm = (tm0 + q) % tiles_m;
+  }
+
+  __device__ __forceinline__ void before_load(const mk_gemm_tile &t) {
+    if (t.m0 == last_m0) return;
+    const uint64_t target = mk_epoch(w, v.slot) + 1;
+    for (int64_t s = t.m0 / ms; s < v.W && s * ms < t.m_end; s++) {
+      const int64_t lo = max((int64_t)t.m0, s * ms) - s * ms, hi = min((int64_t)t.m_end, (s + 1) * ms) - s * ms;
+      for (int64_t i = lo / 128; i * 128 < hi; i++)
+        if (!mk_wait_ge(w, v.cnt + 8ull * ((uint64_t)s * cps + i), target, MK_OP_AG_GEMM, (int)s, t.idx)) return;
+    }
+    mk_fence_proxy_async();
+    last_m0 = t.m0;
+  }
+  __device__ __forceinline__ void after_store(const mk_gemm_tile &) {}
+
+  __device__ void run_role(int i, uint8_t *smem, int smem_bytes) {
+    const uint64_t epoch = mk_epoch(w, v.slot);
+    if (i == 0 && threadIdx.x == 0) mk_fused_arrive(w, v, epoch);
+    const uint32_t chunk = 32768;
+    const int stages = min(4, (smem_bytes - 64) / (int)chunk);
+    uint64_t *bars = reinterpret_cast<uint64_t *>(smem + (size_t)stages * chunk);
+    const int tasks = v.W * cps;
+    int seen = -1; /* destination whose arrival this CTA has observed */
+    for (int t = i; t < tasks; t += role_ctas) {
+      const int j = t / cps, c = t - j * cps, d = (v.me - j + v.W) % v.W;
+      if (d != seen) {
+        int ok = 1;
+        if (threadIdx.x == 0) ok = mk_fused_wait_arrived(w, v, d, epoch, MK_OP_AG_GEMM);
+        if (!__syncthreads_and(ok)) return;
+        seen = d;
+      }
+      const int64_t r0 = (int64_t)c * 128, rows = min((int64_t)128, ms - r0);
+      const uint64_t bytes = (uint64_t)rows * (uint64_t)k * 2;
+      char *dst = mk_peer_ptr<char>(w, d, v.buf) + ((uint64_t)v.me * ms + r0) * (uint64_t)k * 2;
+      mk_copy_tma_cta(dst, shard + r0 * k, bytes, reinterpret_cast<char *>(smem), chunk, stages, bars);
+      if (threadIdx.x == 0) mk_fused_flag_set(w, d, v.cnt + 8ull * ((uint64_t)v.me * cps + c), epoch + 1);
+      __syncthreads();
+    }
+  }
+};
+
+extern "C" mk_status mk_fused_preload_ag(void) { return mk_gemm_core_preload<mk_ag_policy>(); }
+
+extern "C" mk_status mk_ag_gemm(mk_fused_t *f, const mk_fused_args *a, mk_stream_t stream) {
+  MK_CHECK(mk_fused_check(f, MK_FUSED_AG_GEMM, a));
+  const mk_fused_ws *ws = &f->ws[MK_FUSED_AG_GEMM];
+  mk_ag_policy p;
+  p.w = f->w;
+  p.v = {f->world, f->me, MK_FUSED_EPOCH_SLOT0 + MK_FUSED_AG_GEMM, ws->arrive, ws->cnt, ws->buf};
+  p.shard = a->A;
+  p.ms = a->m / f->world;
+  p.k = a->k;
+  p.cps = (int)((p.ms + 127) / 128);
+  const int tiles_m = (int)((a->m + 127) / 128);
+  p.tm0 = (int)(((int64_t)f->me * p.ms + 127) / 128) % tiles_m;
+  p.role_ctas = mk_fused_ctas(f, MK_FUSED_AG_GEMM, a);
+  mk_gemm_args g = {a->C, a->m, a->n, a->k, 1, NULL};
+  const uint16_t *gathered = (const uint16_t *)mk_comm_heap_ptr(f->comm, ws->buf);
+  MK_CHECK(mk_fused_launch(gathered, a->B, g, a->b_layout, p, f->sms - p.role_ctas, (cudaStream_t)stream));
+  return mk_fused_epoch_advance(f, MK_FUSED_AG_GEMM, stream);
+}

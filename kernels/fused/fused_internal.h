@@ -1,0 +1,46 @@
+/* fused_internal.h — internal to kernels/fused: the handle (host C and the op launchers). */
+#ifndef MK_KERNELS_FUSED_INTERNAL_H
+#define MK_KERNELS_FUSED_INTERNAL_H
+
+#include "kernels/fused/mk_fused.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { MK_FUSED_EPOCH_SLOT0 = 10, MK_FUSED_ARRIVE_SLOTS = 16 };
+
+/* One op's workspace in the symmetric heap (same offsets on every rank). */
+typedef struct mk_fused_ws {
+  int ready;        /* allocated */
+  uint64_t buf;     /* data: AG gathered A [max_m, max_k]; RS slots [W][ceil(max_m/W)][max_n]; AR partial [max_m, max_n] */
+  uint64_t arrive;  /* u64 [MK_FUSED_ARRIVE_SLOTS]: arrive[p] += 1 when rank p enters a call */
+  uint64_t cnt;     /* u64 counters: AG ready[W][chunks per shard]; RS/AR per (128-row, 128-col) block */
+  uint64_t ncnt;    /* counters allocated */
+} mk_fused_ws;
+
+struct mk_fused {
+  mk_comm_t *comm;
+  mk_dev_world w;
+  int world, me, sms;
+  int64_t max_m, max_n, max_k;
+  mk_fused_ws ws[3];
+};
+
+/* Shared argument checks: the op was set up, shapes within the workspace, pointers aligned.
+ * Returns INVALID_ARGUMENT / INVALID_USAGE / UNSUPPORTED with a message naming the op. */
+mk_status mk_fused_check(const mk_fused_t *f, mk_fused_op op, const mk_fused_args *a);
+/* The role split of a call: a->comm_ctas, else the default; clipped to [1, sms / 2]. */
+int mk_fused_ctas(const mk_fused_t *f, mk_fused_op op, const mk_fused_args *a);
+/* Advance the op's epoch after its kernel (stream-ordered). */
+mk_status mk_fused_epoch_advance(mk_fused_t *f, mk_fused_op op, mk_stream_t stream);
+
+/* Kernel preloads (ag_gemm.cu, gemm_rs.cu, gemm_ar.cu). */
+mk_status mk_fused_preload_ag(void);
+mk_status mk_fused_preload_rs(void);
+mk_status mk_fused_preload_ar(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MK_KERNELS_FUSED_INTERNAL_H */
