@@ -35,6 +35,9 @@ mk_status mk_fused_create(mk_comm_t *comm, unsigned ops, int64_t max_m, int64_t 
   const mk_world *w = mk_comm_world(comm);
   f->world = w->size;
   f->me = w->rank;
+  f->local_size = w->local_size;
+  f->node = w->node;
+  f->nnodes = w->nnodes;
   f->max_m = max_m;
   f->max_n = max_n;
   f->max_k = max_k;
@@ -46,12 +49,16 @@ mk_status mk_fused_create(mk_comm_t *comm, unsigned ops, int64_t max_m, int64_t 
     mk_fused_ws *ws = &f->ws[op];
     uint64_t bytes;
     if (op == MK_FUSED_AG_GEMM) bytes = (uint64_t)max_m * (uint64_t)max_k * 2;
-    else if (op == MK_FUSED_GEMM_RS) bytes = (uint64_t)f->world * (uint64_t)cdiv(max_m, f->world) * (uint64_t)max_n * 2;
-    else bytes = (uint64_t)max_m * (uint64_t)max_n * 2;
+    else bytes = (uint64_t)max_m * (uint64_t)max_n * 2; /* RS, AR: this rank's partial product */
     ws->ncnt = ncounters((mk_fused_op)op, f->world, max_m, max_n);
     MK_CHECK_GOTO(mk_comm_heap_alloc(comm, bytes, &ws->buf), st, fail);
     MK_CHECK_GOTO(mk_comm_heap_alloc(comm, 8ull * MK_FUSED_ARRIVE_SLOTS, &ws->arrive), st, fail);
     MK_CHECK_GOTO(mk_comm_heap_alloc(comm, 8ull * ws->ncnt, &ws->cnt), st, fail);
+    MK_CHECK_GOTO(mk_comm_heap_alloc(comm, 8ull * 3 * MK_FUSED_ARRIVE_SLOTS, &ws->xsig), st, fail);
+    if (f->nnodes > 1 && op != MK_FUSED_AG_GEMM) {
+      const uint64_t rows = op == MK_FUSED_GEMM_RS ? (uint64_t)cdiv(max_m, f->world) : (uint64_t)max_m;
+      MK_CHECK_GOTO(mk_comm_heap_alloc(comm, (uint64_t)f->world * rows * (uint64_t)max_n * 2, &ws->xbuf), st, fail);
+    }
     ws->ready = 1;
   }
   if (ops & 1u) MK_CHECK_GOTO(mk_fused_preload_ag(), st, fail);
@@ -73,12 +80,9 @@ mk_status mk_fused_check(const mk_fused_t *f, mk_fused_op op, const mk_fused_arg
   if (!f->ws[op].ready)
     MK_ERR_RETURN(MK_STATUS_INVALID_USAGE, MK_SUBSYS_KERNEL, "%s: the handle was created without this op (ops mask)",
                   name);
-  if (f->w.nnodes > 1)
-    MK_ERR_RETURN(MK_STATUS_UNSUPPORTED, MK_SUBSYS_KERNEL,
-                  "%s: %d node groups; the inter-node path is not built yet (one node group only)", name, f->w.nnodes);
-  if (f->world > MK_FUSED_ARRIVE_SLOTS || f->world > MK_MAX_LOCAL)
-    MK_ERR_RETURN(MK_STATUS_UNSUPPORTED, MK_SUBSYS_KERNEL, "%s: %d ranks; at most %d per node group", name, f->world,
-                  MK_MAX_LOCAL);
+  if (f->world > MK_FUSED_ARRIVE_SLOTS || f->local_size > MK_MAX_LOCAL)
+    MK_ERR_RETURN(MK_STATUS_UNSUPPORTED, MK_SUBSYS_KERNEL, "%s: %d ranks, %d per node group; at most %d and %d", name,
+                  f->world, f->local_size, MK_FUSED_ARRIVE_SLOTS, MK_MAX_LOCAL);
   const int W = f->world;
   if (a->m < 1 || a->n < 8 || a->k < 8 || a->n % 8 || a->k % 8)
     MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL,
@@ -111,12 +115,12 @@ int mk_fused_default_ctas(mk_fused_op op, int64_t m, int64_t n, int64_t k, int w
   int dev = 0, sms = 132;
   if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
     sms = 132;
-  int c = 8;
-  if (op == MK_FUSED_GEMM_AR) {
-    /* Small M: the GEMM has fewer tiles than SMs; the idle SMs reduce. */
+  /* AG: pushers; RS/AR: reducers (pulling over NVLink is latency-bound: more CTAs). */
+  int c = op == MK_FUSED_AG_GEMM ? 8 : 16;
+  if (op != MK_FUSED_AG_GEMM) {
+    /* Small M: the GEMM has fewer tiles than SMs; idle SMs reduce (at most 32). */
     const int64_t tiles = cdiv(m, 128) * cdiv(n, 128);
-    if (tiles < sms) c = (int)(sms - tiles);
-    if (c < 8) c = 8;
+    if (tiles < sms && sms - tiles > c) c = (int)(sms - tiles) < 32 ? (int)(sms - tiles) : 32;
   }
   if (c > sms / 2) c = sms / 2;
   return c;
@@ -128,6 +132,8 @@ int mk_fused_ctas(const mk_fused_t *f, mk_fused_op op, const mk_fused_args *a) {
   if (c > f->sms / 2) c = f->sms / 2;
   return c;
 }
+
+int mk_fused_compute_ctas(const mk_fused_t *f, int roles) { return f->sms - roles - (f->nnodes > 1 ? 1 : 0); }
 
 mk_status mk_fused_epoch_advance(mk_fused_t *f, mk_fused_op op, mk_stream_t stream) {
   return mk_comm_epoch_advance(f->comm, MK_FUSED_EPOCH_SLOT0 + (int)op, stream);

@@ -17,12 +17,15 @@ typedef struct mk_fused_ws {
   uint64_t arrive;  /* u64 [MK_FUSED_ARRIVE_SLOTS]: arrive[p] += 1 when rank p enters a call */
   uint64_t cnt;     /* u64 counters: AG ready[W][chunks per shard]; RS/AR per (128-row, 128-col) block */
   uint64_t ncnt;    /* counters allocated */
+  uint64_t xsig;    /* u64 [3][16] counters added through the proxy: arrive_x, xdata, ack */
+  uint64_t xbuf;    /* several node groups: staging of data from other node groups (AG: unused;
+                       RS: [W][ceil(max_m/W)][max_n]; AR: [W][max_m][max_n]) */
 } mk_fused_ws;
 
 struct mk_fused {
   mk_comm_t *comm;
   mk_dev_world w;
-  int world, me, sms;
+  int world, me, sms, local_size, node, nnodes;
   int64_t max_m, max_n, max_k;
   mk_fused_ws ws[3];
 };
@@ -32,6 +35,9 @@ struct mk_fused {
 mk_status mk_fused_check(const mk_fused_t *f, mk_fused_op op, const mk_fused_args *a);
 /* The role split of a call: a->comm_ctas, else the default; clipped to [1, sms / 2]. */
 int mk_fused_ctas(const mk_fused_t *f, mk_fused_op op, const mk_fused_args *a);
+/* GEMM CTAs of a call with `roles` role CTAs: the SMs left, less one with several node groups
+ * (the loopback proxy runs a kernel beside the op, so one SM stays free for it). */
+int mk_fused_compute_ctas(const mk_fused_t *f, int roles);
 /* Advance the op's epoch after its kernel (stream-ordered). */
 mk_status mk_fused_epoch_advance(mk_fused_t *f, mk_fused_op op, mk_stream_t stream);
 

@@ -15,8 +15,9 @@
  * through their own workspace in the symmetric heap. B is [N, K] (MK_GEMM_B_NK) or [K, N].
  * Shapes: N and K multiples of 8; AG and RS need M divisible by W (rows per rank M/W need not
  * divide by the 128-row tile); AR takes any M.
- * One node group only for now: with ranks on several node groups the ops return
- * MK_STATUS_UNSUPPORTED (the inter-node path through the proxy is not built yet).
+ * Several node groups (mk-launch --nodes, loopback/ib/efa transports): data for ranks of other
+ * node groups moves through the FIFO and proxy, one put per pair of ranks per call after the
+ * rank's part is ready (correct, not yet overlapped); one SM stays free for the proxy.
  * Role split: comm_ctas CTAs (AG: pushers; RS/AR: reducers) beside the GEMM CTAs, 0 = the
  * per-shape default (mk_fused_default_ctas). The ops use epoch slots 10, 11, 12. */
 #ifndef MK_KERNELS_FUSED_MK_FUSED_H
@@ -54,6 +55,10 @@ mk_status mk_fused_create(mk_comm_t *comm, unsigned ops, int64_t max_m, int64_t 
 void mk_fused_destroy(mk_fused_t *f); /* NULL: no-op */
 
 mk_status mk_ag_gemm(mk_fused_t *f, const mk_fused_args *a, mk_stream_t stream);
+/* Where this rank's shard [M/W, K] sits inside the op's gathered buffer (symmetric heap) for
+ * an AG of M x K; NULL if the shape does not fit the workspace. A caller that writes its
+ * shard there and passes that pointer as A saves the local copy (zero-copy input). */
+uint16_t *mk_ag_gemm_shard(mk_fused_t *f, int64_t m, int64_t k);
 mk_status mk_gemm_rs(mk_fused_t *f, const mk_fused_args *a, mk_stream_t stream);
 mk_status mk_gemm_ar(mk_fused_t *f, const mk_fused_args *a, mk_stream_t stream);
 

@@ -32,7 +32,10 @@ static mk_status run_fused(void *user, int iter, void *stream) {
   fb *x = user;
   (void)iter;
   mk_fused_args a = {x->A, x->B, x->C, x->m, x->n, x->k, MK_GEMM_B_NK, x->ctas};
-  if (x->op == MK_FUSED_AG_GEMM) return mk_ag_gemm(x->f, &a, stream);
+  if (x->op == MK_FUSED_AG_GEMM) {
+    a.A = mk_ag_gemm_shard(x->f, x->m, x->k); /* the shard is produced in place (zero-copy) */
+    return mk_ag_gemm(x->f, &a, stream);
+  }
   if (x->op == MK_FUSED_GEMM_RS) return mk_gemm_rs(x->f, &a, stream);
   return mk_gemm_ar(x->f, &a, stream);
 }
@@ -100,7 +103,8 @@ static void usage(FILE *out, const char *name) {
           "  --n N, --k K  this rank's GEMM is M x N x K (AG: gathered A [M,K] @ B_r; RS/AR: A_r [M,K] @ B_r)\n"
           "  --ctas C   role split: communication/reduction CTAs beside the GEMM (default: per shape)\n"
           "  --autotune time the fused op at several splits and report the best\n"
-          "paths: fused = one mkernel launch; unfused = NCCL + cuBLASLt; compute_ms = cuBLASLt alone,\n"
+          "paths: fused = one mkernel launch (AG: the shard written in place, mk_ag_gemm_shard);\n"
+          "unfused = NCCL + cuBLASLt; compute_ms = cuBLASLt alone,\n"
           "comm_ms = the NCCL collective alone, bound_ms = max(compute_ms, comm_ms)\n",
           name);
   mk_bench_print_common_help(out);
@@ -195,6 +199,10 @@ static int bench_fused(mk_fused_op op, int argc, char **argv) {
     const int64_t a_rows = op == MK_FUSED_AG_GEMM ? x.ms : x.m;
     MK_CHECK_GOTO(mk_fill_uniform_bf16(x.A, (size_t)(a_rows * k), seed + 17ull * (uint64_t)i + (uint64_t)x.me, -1.0f, 1.0f, s),
                   st, fail);
+    if (op == MK_FUSED_AG_GEMM) /* the same shard where the fused op reads it in place */
+      MK_CHECK_GOTO(mk_fill_uniform_bf16(mk_ag_gemm_shard(x.f, x.m, k), (size_t)(a_rows * k),
+                                         seed + 17ull * (uint64_t)i + (uint64_t)x.me, -1.0f, 1.0f, s),
+                    st, fail);
     MK_CHECK_GOTO(mk_fill_uniform_bf16(x.B, (size_t)(n * k), seed + 1000 + 17ull * (uint64_t)i + (uint64_t)x.me, -1.0f, 1.0f, s),
                   st, fail);
     /* Reference: AG: gathered A (NCCL) @ B_r; RS/AR: sum over ranks of A_r @ B_r in fp32. */
