@@ -39,6 +39,9 @@ struct mk_ag_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   int inplace;           /* the shard already is in G */
   int pushers;           /* role CTAs [0, pushers) push; role CTA `pushers` is the inter CTA */
   int last_m0 = -1;      /* per thread: the tile-row whose chunks were last seen ready */
+  mk_fused_trace tr;     /* MK_TRACE */
+  int tn = 0;            /* per thread: events recorded */
+  uint64_t tprev = 0;    /* producer: when the previous tile's loads started */
 
   __device__ __forceinline__ void tile_order(int idx, int tiles_m, int tiles_n, int *tm, int *tn) const {
     int q;
@@ -48,6 +51,18 @@ struct mk_ag_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   __device__ __forceinline__ uint64_t ready(int p, int64_t i) const { return v.cnt + 8ull * ((uint64_t)p * cps + i); }
 
   __device__ __forceinline__ void before_load(const mk_gemm_tile &t) {
+    if (tr.buf) {
+      const uint64_t t0 = mk_globaltimer();
+      if (tprev) mk_trace_ev(tr, 0, &tn, MK_TRACE_COMPUTE, tprev, t0);
+      wait_ready(t);
+      const uint64_t t1 = mk_globaltimer();
+      if (t1 - t0 > 1000) mk_trace_ev(tr, 0, &tn, MK_TRACE_WAIT, t0, t1);
+      tprev = t1;
+      return;
+    }
+    wait_ready(t);
+  }
+  __device__ __forceinline__ void wait_ready(const mk_gemm_tile &t) {
     if (t.m0 == last_m0) return;
     const uint64_t target = mk_epoch(w, v.slot) + 1;
     for (int64_t s = t.m0 / ms; s < v.W && s * ms < t.m_end; s++) {
@@ -80,23 +95,33 @@ struct mk_ag_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
     for (int t = i; t < tasks; t += pushers) {
       const int j = j0 + t / cps, c = t % cps, d = (v.me - j + v.W) % v.W;
       if (!v.local(d)) continue; /* the inter CTA serves other node groups */
+      uint64_t t0 = tr.buf ? mk_globaltimer() : 0;
       if (d != seen) {
         int ok = 1;
         if (threadIdx.x == 0) ok = mk_fused_wait_arrived(w, v, d, epoch, MK_OP_AG_GEMM);
         if (!__syncthreads_and(ok)) return;
         seen = d;
+        if (tr.buf && threadIdx.x == 0) {
+          const uint64_t t1 = mk_globaltimer();
+          mk_trace_ev(tr, 0, &tn, MK_TRACE_WAIT, t0, t1);
+          t0 = t1;
+        }
       }
       const int64_t r0 = (int64_t)c * 128, rows = min((int64_t)128, ms - r0);
       const uint64_t bytes = (uint64_t)rows * (uint64_t)k * 2;
       char *dst = mk_peer_ptr<char>(w, v.lp(d), v.buf) + ((uint64_t)v.me * ms + r0) * (uint64_t)k * 2;
       mk_copy_tma_cta(dst, shard + r0 * k, bytes, reinterpret_cast<char *>(smem), chunk, stages, bars);
-      if (threadIdx.x == 0) mk_fused_flag_set(w, v.lp(d), ready(v.me, c), epoch + 1);
+      if (threadIdx.x == 0) {
+        mk_fused_flag_set(w, v.lp(d), ready(v.me, c), epoch + 1);
+        if (tr.buf) mk_trace_ev(tr, 0, &tn, MK_TRACE_SEND, t0, mk_globaltimer());
+      }
       __syncthreads();
     }
   }
 
   /* One thread: the whole shard to every rank of other node groups, from this rank's G. */
   __device__ void inter(uint64_t epoch) {
+    const uint64_t t0 = tr.buf ? mk_globaltimer() : 0;
     if (!inplace)
       for (int c = 0; c < cps; c++)
         if (!mk_wait_ge(w, ready(v.me, c), epoch + 1, MK_OP_AG_GEMM, v.me, c)) return;
@@ -106,7 +131,12 @@ struct mk_ag_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
       if (!mk_fused_wait_arrived(w, v, q, epoch, MK_OP_AG_GEMM)) return;
       if (!mk_post(w, MK_CMD_PUT_SIGNAL, q, off, off, bytes, v.xdata(v.me), 1)) return;
     }
+    const uint64_t t1 = tr.buf ? mk_globaltimer() : 0;
     mk_fused_inter_finish(w, v, epoch, MK_OP_AG_GEMM);
+    if (tr.buf) {
+      mk_trace_ev(tr, 0, &tn, MK_TRACE_SEND, t0, t1);
+      mk_trace_ev(tr, 0, &tn, MK_TRACE_WAIT, t1, mk_globaltimer());
+    }
   }
 };
 
@@ -134,7 +164,10 @@ extern "C" mk_status mk_ag_gemm(mk_fused_t *f, const mk_fused_args *a, mk_stream
   p.role_ctas = p.pushers + (f->nnodes > 1 ? 1 : 0);
   mk_gemm_args g = {a->C, a->m, a->n, a->k, 1, NULL};
   const uint16_t *gathered = (const uint16_t *)mk_comm_heap_ptr(f->comm, f->ws[MK_FUSED_AG_GEMM].buf);
+  MK_CHECK(mk_fused_trace_begin(f, stream, &p.tr.buf));
+  p.tr.cap = MK_TRACE_CAP;
   MK_CHECK(mk_fused_launch(gathered, a->B, g, a->b_layout, p, mk_fused_compute_ctas(f, p.role_ctas),
                            (cudaStream_t)stream));
-  return mk_fused_epoch_advance(f, MK_FUSED_AG_GEMM, stream);
+  MK_CHECK(mk_fused_epoch_advance(f, MK_FUSED_AG_GEMM, stream));
+  return mk_fused_trace_end(f, MK_FUSED_AG_GEMM, p.tr.buf, stream);
 }

@@ -71,7 +71,11 @@ fail:
   return st;
 }
 
-void mk_fused_destroy(mk_fused_t *f) { free(f); }
+void mk_fused_destroy(mk_fused_t *f) {
+  if (!f) return;
+  if (f->trace) cudaFree(f->trace);
+  free(f);
+}
 
 mk_status mk_fused_check(const mk_fused_t *f, mk_fused_op op, const mk_fused_args *a) {
   const char *name = (unsigned)op < 3 ? k_names[op] : "fused";

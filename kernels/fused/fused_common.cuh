@@ -34,6 +34,23 @@ struct mk_fused_view {
   __device__ __forceinline__ uint64_t ack(int p) const { return xsig + 256 + 8ull * p; }
 };
 
+/* MK_TRACE: per-CTA role timeline. buf = [CTAs][cap] events of two u64 {globaltimer start,
+ * duration << 8 | kind}, zeroed before the op; a CTA's first cap/2 slots belong to its
+ * recording thread 0 (producer / role thread), the rest to the GEMM's after_store thread.
+ * NULL buf: nothing is recorded. */
+struct mk_fused_trace {
+  uint64_t *buf;
+  int cap;
+};
+__device__ __forceinline__ void mk_trace_ev(const mk_fused_trace &tr, int half, int *n, int kind, uint64_t t0,
+                                            uint64_t t1) {
+  if (!tr.buf || *n >= tr.cap / 2) return;
+  uint64_t *e = tr.buf + ((size_t)blockIdx.x * tr.cap + (size_t)half * (tr.cap / 2) + *n) * 2;
+  e[0] = t0;
+  e[1] = ((t1 - t0) << 8) | (uint64_t)kind;
+  (*n)++;
+}
+
 /* One thread, after the data the flag publishes is written and visible to it: set local
  * peer lp's flag at heap offset off to value (release, system scope). */
 __device__ __forceinline__ void mk_fused_flag_set(const mk_dev_world &w, int lp, uint64_t off, uint64_t value) {

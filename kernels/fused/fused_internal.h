@@ -9,6 +9,8 @@ extern "C" {
 #endif
 
 enum { MK_FUSED_EPOCH_SLOT0 = 10, MK_FUSED_ARRIVE_SLOTS = 16 };
+/* Trace event kinds (MK_TRACE). */
+enum { MK_TRACE_COMPUTE = 1, MK_TRACE_WAIT = 2, MK_TRACE_SEND = 3, MK_TRACE_REDUCE = 4, MK_TRACE_CAP = 1024 };
 
 /* One op's workspace in the symmetric heap (same offsets on every rank). */
 typedef struct mk_fused_ws {
@@ -28,6 +30,8 @@ struct mk_fused {
   int world, me, sms, local_size, node, nnodes;
   int64_t max_m, max_n, max_k;
   mk_fused_ws ws[3];
+  uint64_t *trace;  /* MK_TRACE buffer (device), trace_ctas x MK_TRACE_CAP x 2 u64 */
+  int trace_calls;
 };
 
 /* Shared argument checks: the op was set up, shapes within the workspace, pointers aligned.
@@ -40,6 +44,13 @@ int mk_fused_ctas(const mk_fused_t *f, mk_fused_op op, const mk_fused_args *a);
 int mk_fused_compute_ctas(const mk_fused_t *f, int roles);
 /* Advance the op's epoch after its kernel (stream-ordered). */
 mk_status mk_fused_epoch_advance(mk_fused_t *f, mk_fused_op op, mk_stream_t stream);
+
+/* MK_TRACE=FILE: *buf = a zeroed device buffer of MK_TRACE_CAP events per SM (NULL when
+ * tracing is off or the stream is being captured); after the launch, mk_fused_trace_end
+ * synchronises the stream (trace mode only) and writes FILE (FILE.rankN.json with several
+ * ranks) as a Chrome trace: one track per CTA, named by the kinds of events it recorded. */
+mk_status mk_fused_trace_begin(mk_fused_t *f, mk_stream_t stream, uint64_t **buf);
+mk_status mk_fused_trace_end(mk_fused_t *f, mk_fused_op op, uint64_t *buf, mk_stream_t stream);
 
 /* Kernel preloads (ag_gemm.cu, gemm_rs.cu, gemm_ar.cu). */
 mk_status mk_fused_preload_ag(void);

@@ -44,6 +44,9 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   int all_read;      /* AR: every rank reads every row; RS: the owner of the rows */
   int reducers;      /* role CTAs [0, reducers) reduce; role CTA `reducers` is the inter CTA */
   bool entered = false;
+  mk_fused_trace tr;    /* MK_TRACE */
+  int tn = 0;           /* per thread: events recorded */
+  uint64_t tprev = 0;   /* after_store thread: when the previous tile was stored */
 
   /* Rows rank q reads (and reduces). */
   __device__ __forceinline__ void rows_of(int q, int64_t *lo, int64_t *hi) const {
@@ -56,12 +59,21 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
 
   __device__ __forceinline__ void before_load(const mk_gemm_tile &) {
     if (entered) return;
-    const uint64_t epoch = mk_epoch(w, v.slot);
+    const uint64_t epoch = mk_epoch(w, v.slot), t0 = tr.buf ? mk_globaltimer() : 0;
     for (int p = 0; p < v.W; p++)
       if (v.local(p) && !mk_fused_wait_arrived(w, v, p, epoch, op)) break;
     entered = true;
+    if (tr.buf) {
+      tprev = mk_globaltimer();
+      mk_trace_ev(tr, 0, &tn, MK_TRACE_WAIT, t0, tprev);
+    }
   }
   __device__ __forceinline__ void after_store(const mk_gemm_tile &t) {
+    if (tr.buf) {
+      const uint64_t now = mk_globaltimer();
+      mk_trace_ev(tr, 1, &tn, MK_TRACE_COMPUTE, tprev ? tprev : now, now);
+      tprev = now;
+    }
     const int tm = t.m0 / 128;
     const uint64_t e1 = mk_epoch(w, v.slot) + 1;
     for (int p = v.node * v.L; p < (v.node + 1) * v.L && p < v.W; p++) {
@@ -87,6 +99,7 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
       int tm, cb;
       mk_fused_task_block(t, tm_lo, ntm, ncb, group_m, &tm, &cb);
       int ok = 1;
+      const uint64_t t0 = tr.buf ? mk_globaltimer() : 0;
       if (threadIdx.x == 0)
         for (int p = 0; p < v.W && ok; p++)
           ok = mk_wait_ge(w, v.local(p) ? flag(p, tm, cb) : v.xdata(p), epoch + 1, op, p, tm * ncb + cb);
@@ -96,12 +109,18 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
       for (int p = 0; p < v.W; p++)
         src[p] = v.local(p) ? mk_peer_ptr<uint16_t>(w, v.lp(p), v.buf) + r0 * n + c0
                             : mk_local_ptr<uint16_t>(w, v.xbuf) + ((int64_t)p * xrows + r0 - lo) * n + c0;
+      const uint64_t t1 = tr.buf ? mk_globaltimer() : 0;
       mk_fused_reduce_block(out + (r0 - lo) * n + c0, src, v.W, (int)(r1 - r0), cols, n);
+      if (tr.buf && threadIdx.x == 0) {
+        if (t1 - t0 > 1000) mk_trace_ev(tr, 0, &tn, MK_TRACE_WAIT, t0, t1);
+        mk_trace_ev(tr, 0, &tn, MK_TRACE_REDUCE, t1, mk_globaltimer());
+      }
     }
   }
 
   /* One thread: send this rank's partial rows to every remote reader once P is complete. */
   __device__ void inter(uint64_t epoch) {
+    const uint64_t t0 = tr.buf ? mk_globaltimer() : 0;
     for (int tm = 0; tm < tiles_m; tm++)
       for (int cb = 0; cb < ncb; cb++)
         if (!mk_wait_ge(w, flag(v.me, tm, cb), epoch + 1, op, v.me, tm * ncb + cb)) return;
@@ -115,7 +134,12 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
                    v.xdata(v.me), 1))
         return;
     }
+    const uint64_t t1 = tr.buf ? mk_globaltimer() : 0;
     mk_fused_inter_finish(w, v, epoch, op);
+    if (tr.buf) {
+      mk_trace_ev(tr, 0, &tn, MK_TRACE_SEND, t0, t1);
+      mk_trace_ev(tr, 0, &tn, MK_TRACE_WAIT, t1, mk_globaltimer());
+    }
   }
 };
 
@@ -139,6 +163,9 @@ static mk_status mk_reduce_launch(mk_fused_t *f, const mk_fused_args *a, uint16_
   p.reducers = mk_fused_ctas(f, fop, a);
   p.role_ctas = p.reducers + (f->nnodes > 1 ? 1 : 0);
   mk_gemm_args g = {(uint16_t *)mk_comm_heap_ptr(f->comm, ws->buf), a->m, a->n, a->k, 1, NULL};
+  MK_CHECK(mk_fused_trace_begin(f, (mk_stream_t)stream, &p.tr.buf));
+  p.tr.cap = MK_TRACE_CAP;
   MK_CHECK(mk_fused_launch(a->A, a->B, g, a->b_layout, p, mk_fused_compute_ctas(f, p.role_ctas), stream));
-  return mk_fused_epoch_advance(f, fop, (mk_stream_t)stream);
+  MK_CHECK(mk_fused_epoch_advance(f, fop, (mk_stream_t)stream));
+  return mk_fused_trace_end(f, fop, p.tr.buf, (mk_stream_t)stream);
 }

@@ -28,3 +28,10 @@ for op in ag_gemm gemm_rs gemm_ar; do
   echo "$op 2 nodes rc=$?"
   tail -3 "$RES/${op}_2nodes.log"
 done
+# MK_TRACE: one traced AG+GEMM and one GEMM+RS at M=8192 (the last call's trace is kept), rendered.
+for op in ag_gemm gemm_rs; do
+  MK_TRACE="$RES/trace_${op}" timeout 60 mk-launch -n 4 -- mk-bench "$op" --m 8192 --warmup 1 --iters 2 \
+    --path fused > "$RES/trace_${op}.log" 2>&1
+  echo "trace $op rc=$?"
+  python3 "$REPO/tools/bench/trace_png.py" "$RES/trace_${op}.rank0.json" -o "$RES/trace_${op}_rank0.png" || echo "render failed"
+done
