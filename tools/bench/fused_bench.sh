@@ -9,7 +9,7 @@ RES=${RES:?set RES to the output folder}
 REPO=${REPO:-$(cd "$(dirname "$0")/../.." && pwd)}
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 for op in ag_gemm gemm_rs gemm_ar; do
-  timeout 150 mk-launch -n 4 -- mk-bench "$op" --autotune --json "$RES/${op}_h200x4.json" > "$RES/${op}_h200x4.log" 2>&1
+  timeout 150 mk-launch -n 4 -- mk-bench "$op" --autotune ${BENCH_FLAGS:-} --json "$RES/${op}_h200x4.json" > "$RES/${op}_h200x4.log" 2>&1
   echo "$op rc=$?"
   grep -v autotune "$RES/${op}_h200x4.log" | tail -12
 done
