@@ -103,6 +103,25 @@ __device__ __forceinline__ bool mk_fused_wait_flags_cta(const mk_dev_world &w, u
 /* Order async-proxy (TMA) reads after an acquire that observed another agent's writes. */
 __device__ __forceinline__ void mk_fence_proxy_async() { asm volatile("fence.proxy.async.global;" ::: "memory"); }
 
+/* acc[0..7] += the 8 bf16 of v. */
+__device__ __forceinline__ void mk_fused_acc8(float *acc, const uint4 &v) {
+  const __nv_bfloat162 *h = reinterpret_cast<const __nv_bfloat162 *>(&v);
+#pragma unroll
+  for (int j = 0; j < 4; j++) {
+    const float2 f = __bfloat1622float2(h[j]);
+    acc[2 * j] += f.x;
+    acc[2 * j + 1] += f.y;
+  }
+}
+/* The 8 sums as bf16 (round to nearest even). */
+__device__ __forceinline__ uint4 mk_fused_pack8(const float *acc) {
+  uint4 o;
+  __nv_bfloat162 *h = reinterpret_cast<__nv_bfloat162 *>(&o);
+#pragma unroll
+  for (int j = 0; j < 4; j++) h[j] = __floats2bfloat162_rn(acc[2 * j], acc[2 * j + 1]);
+  return o;
+}
+
 /* Whole CTA: dst[r][c] = bf16(sum_{p = 0..W-1} src_p[r][c]) in fp32, ranks in order 0..W-1,
  * for rows r < rows and columns c < cols (cols % 8 == 0; 16-byte aligned rows). src_p =
  * base[p] + r * ld (elements); dst likewise with ld. Every rank that reduces the same
@@ -132,29 +151,16 @@ __device__ __forceinline__ void mk_fused_reduce_block_w(uint16_t *dst, const uin
 #pragma unroll
     for (int u = 0; u < U; u++) {
       if (base + u * nthr >= total) break;
-      float acc[8];
+      float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
 #pragma unroll
-      for (int j = 0; j < 8; j++) acc[j] = 0.f;
-#pragma unroll
-      for (int p = 0; p < W; p++) {
-        const __nv_bfloat162 *h = reinterpret_cast<const __nv_bfloat162 *>(&v[u][p]);
-#pragma unroll
-        for (int j = 0; j < 4; j++) {
-          const float2 f = __bfloat1622float2(h[j]);
-          acc[2 * j] += f.x;
-          acc[2 * j + 1] += f.y;
-        }
-      }
-      uint4 o;
-      __nv_bfloat162 *ho = reinterpret_cast<__nv_bfloat162 *>(&o);
-#pragma unroll
-      for (int j = 0; j < 4; j++) ho[j] = __floats2bfloat162_rn(acc[2 * j], acc[2 * j + 1]);
-      *reinterpret_cast<uint4 *>(dst + off[u]) = o;
+      for (int p = 0; p < W; p++) mk_fused_acc8(acc, v[u][p]);
+      *reinterpret_cast<uint4 *>(dst + off[u]) = mk_fused_pack8(acc);
     }
   }
 }
 
-/* The rank count as a template argument (DeepEP-style switch). */
+/* The rank count as a template argument (DeepEP-style switch); more than 8 ranks: one
+ * position at a time. The sum order (0 + src_0 + src_1 + ...) is the same on every path. */
 static __device__ __noinline__ void mk_fused_reduce_block(uint16_t *dst, const uint16_t *const *src, int W, int rows,
                                                           int cols, int64_t ld) {
   switch (W) {
@@ -166,27 +172,14 @@ static __device__ __noinline__ void mk_fused_reduce_block(uint16_t *dst, const u
     case 6: mk_fused_reduce_block_w<6>(dst, src, rows, cols, ld); break;
     case 7: mk_fused_reduce_block_w<7>(dst, src, rows, cols, ld); break;
     case 8: mk_fused_reduce_block_w<8>(dst, src, rows, cols, ld); break;
-    default: { /* more ranks: one position at a time, ranks in order */
+    default: {
       const int vec = cols / 8, total = rows * vec;
       for (int i = threadIdx.x; i < total; i += blockDim.x) {
         const int r = i / vec, c = (i - r * vec) * 8;
         const int64_t off = (int64_t)r * ld + c;
         float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-        for (int p = 0; p < W; p++) {
-          const uint4 a = *reinterpret_cast<const uint4 *>(src[p] + off);
-          const __nv_bfloat162 *h = reinterpret_cast<const __nv_bfloat162 *>(&a);
-#pragma unroll
-          for (int j = 0; j < 4; j++) {
-            const float2 f = __bfloat1622float2(h[j]);
-            acc[2 * j] += f.x;
-            acc[2 * j + 1] += f.y;
-          }
-        }
-        uint4 o;
-        __nv_bfloat162 *ho = reinterpret_cast<__nv_bfloat162 *>(&o);
-#pragma unroll
-        for (int j = 0; j < 4; j++) ho[j] = __floats2bfloat162_rn(acc[2 * j], acc[2 * j + 1]);
-        *reinterpret_cast<uint4 *>(dst + off) = o;
+        for (int p = 0; p < W; p++) mk_fused_acc8(acc, *reinterpret_cast<const uint4 *>(src[p] + off));
+        *reinterpret_cast<uint4 *>(dst + off) = mk_fused_pack8(acc);
       }
     }
   }
