@@ -80,7 +80,7 @@ struct mk_ag_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   }
   __device__ __forceinline__ void after_store(const mk_gemm_tile &) {}
 
-  __device__ void run_role(int i, uint8_t *smem, int smem_bytes) {
+  __device__ __noinline__ void run_role(int i, uint8_t *smem, int smem_bytes) {
     const uint64_t epoch = mk_epoch(w, v.slot);
     if (i == 0 && threadIdx.x == 0) mk_fused_arrive(w, v, epoch);
     if (i >= pushers) {

@@ -83,7 +83,7 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
     }
   }
 
-  __device__ void run_role(int i, uint8_t *, int) {
+  __device__ __noinline__ void run_role(int i, uint8_t *, int) {
     const uint64_t epoch = mk_epoch(w, v.slot);
     if (i == 0 && threadIdx.x == 0) mk_fused_arrive(w, v, epoch);
     if (i >= reducers) {
