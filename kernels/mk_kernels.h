@@ -26,6 +26,9 @@ mk_status mk_fill_uniform_f32(float *out, size_t n, uint64_t seed, float lo, flo
 }
 #endif
 
+/* ---- fused AG+GEMM, GEMM+RS, GEMM+AR ---- */
+#include "kernels/fused/mk_fused.h"
+
 /* ---- attention: flash forward, LSE merge, paged decode ---- */
 #include "kernels/attention/mk_attention.h"
 

@@ -15,14 +15,18 @@
  * Tails: TMA zero-fills what lies outside A and B (M, N and K tails); stores are masked.
  *
  * Hooks (the contract fused ops rely on). A Policy is passed by value to the kernel:
- *   struct Policy {
+ *   struct Policy : mk_gemm_hooks_default {
  *     static constexpr bool kAfterStore;                  // false: after_store never called
  *     __device__ void tile_order(int idx, int tiles_m, int tiles_n, int *tm, int *tn) const;
  *     __device__ void before_load(const mk_gemm_tile &t);
  *     __device__ void after_store(const mk_gemm_tile &t);
+ *     // optional (defaults in mk_gemm_hooks_default):
+ *     __device__ uint16_t *out_row(const mk_gemm_args &a, int64_t row) const;  // where row of C goes
+ *     static constexpr bool kRoles;  int role_ctas, compute_ctas;
+ *     __device__ void run_role(int i, uint8_t *smem, int smem_bytes);
  *   };
  * - tile_order: a bijection of [0, tiles_m*tiles_n) onto (tm, tn); CTA b walks idx = b,
- *   b + gridDim.x, ... Every thread of the CTA calls it, so it must be pure. tm counts
+ *   b + ncta, ... (ncta = the GEMM CTAs). Every thread of the CTA calls it, so it must be pure. tm counts
  *   128-row tiles over all groups in order (group 0's tiles first).
  * - before_load(t): called by the single producer thread before it issues the first load of
  *   tile t (it may spin, e.g. until the rows the tile reads have arrived; make the data it
@@ -33,6 +37,14 @@
  *   consumer thread has stored its part of tile t and executed __threadfence(), and the
  *   256 consumer threads have met at a named barrier: all of tile t is visible device-wide
  *   (and to peers for peer-mapped C), so a release-add on a signal there publishes it.
+ * Shared-memory stages continue across tiles, so tile t+1's loads overlap tile t's epilogue.
+ * - out_row(a, row): the address of row `row` of C (default a.C + row * a.n); lets a fused op
+ *   store rows straight into a peer's buffer. Called for rows past m_end too (not written).
+ * - Roles (kRoles): the launch adds role_ctas CTAs after the compute_ctas GEMM CTAs (the launch
+ *   sets compute_ctas); CTA compute_ctas + i calls run_role(i, smem, bytes) with the whole
+ *   dynamic shared memory and no GEMM work, then exits. All CTAs are co-resident (the total
+ *   never exceeds the SM count when the caller sizes grid + role_ctas <= SMs), so roles may
+ *   wait on compute CTAs and the other way round.
  * Shared-memory stages continue across tiles, so tile t+1's loads overlap tile t's epilogue.
  *
  * Optional epilogue: a Policy with kGluPairs = true stores silu(gate) * up of interleaved
@@ -86,7 +98,7 @@ struct mk_gemm_tile_config : mk_gemm_config {
 struct mk_gemm_tile {
   int idx;   /* linear index handed to tile_order */
   int group; /* 0 for a plain GEMM */
-  int m0, m_end, n0;
+  int m0, m_end, n0, n_end;
 };
 
 /* Kernel arguments other than the tensor maps. */
@@ -104,7 +116,8 @@ struct mk_gemm_args {
 
 /* Work units of a CTA, in order: f(idx, k0, k1, s) computes k-iterations [k0, k1) of tile
  * idx; s = -1 for a whole tile, else the k-slice. Without kSplitK: every tile whole, CTA b
- * taking idx = b, b + gridDim.x, ... With kSplitK: the same over units = the first total -
+ * taking idx = b, b + ncta, ... (ncta: the GEMM CTAs, gridDim.x less any role CTAs). With
+ * kSplitK: the same over units = the first total -
  * split_tiles tiles whole (full waves: the data-parallel part), then split_tiles * splits
  * slices of the last tiles, slice-major (unit dp + s * split_tiles + r is slice s of tile dp
  * + r), so the slices of the last wave run side by side on otherwise idle SMs, all CTAs at
@@ -115,10 +128,10 @@ struct mk_gemm_args {
  * lower unit indices, which every CTA walks in increasing order, so with every CTA resident
  * (grid <= SMs, one CTA per SM) the fix-up cannot deadlock. */
 template <bool kSplitK, class F>
-__device__ __forceinline__ void mk_gemm_units(const mk_gemm_args &args, int total, int k_iters, F &&f) {
+__device__ __forceinline__ void mk_gemm_units(const mk_gemm_args &args, int total, int k_iters, int ncta, F &&f) {
   const int dp = kSplitK ? total - args.split_tiles : total;
   const int units = kSplitK ? dp + args.split_tiles * args.splits : total;
-  for (int u = blockIdx.x; u < units; u += gridDim.x) {
+  for (int u = blockIdx.x; u < units; u += ncta) {
     if (!kSplitK || u < dp) {
       f(u, 0, k_iters, -1);
     } else {
@@ -157,8 +170,16 @@ struct mk_gemm_glu_pairs<P, decltype((void)P::kGluPairs)> {
 };
 __device__ __forceinline__ float mk_gemm_silu(float x) { return x / (1.0f + __expf(-x)); }
 
+/* Defaults of the optional hooks: C rows at a.C + row * a.n, no role CTAs. */
+struct mk_gemm_hooks_default {
+  static constexpr bool kRoles = false;
+  int role_ctas = 0, compute_ctas = 0;
+  __device__ __forceinline__ uint16_t *out_row(const mk_gemm_args &a, int64_t row) const { return a.C + row * a.n; }
+  __device__ __forceinline__ void run_role(int, uint8_t *, int) {}
+};
+
 /* No-op hooks: the plain GEMM. */
-struct mk_gemm_policy_plain : mk_gemm_order_grouped {
+struct mk_gemm_policy_plain : mk_gemm_order_grouped, mk_gemm_hooks_default {
   static constexpr bool kAfterStore = false;
   __device__ __forceinline__ void before_load(const mk_gemm_tile &) {}
   __device__ __forceinline__ void after_store(const mk_gemm_tile &) {}
@@ -168,7 +189,7 @@ struct mk_gemm_policy_plain : mk_gemm_order_grouped {
 struct mk_gemm_sched {
   const int *row_off;  /* [groups + 1] */
   const int *tile_off; /* [groups + 1] */
-  int groups, tiles_m, tiles_n, bn;
+  int groups, tiles_m, tiles_n, bn, n;
 
   __device__ __forceinline__ int total() const { return tiles_m * tiles_n; }
 
@@ -187,6 +208,7 @@ struct mk_gemm_sched {
     t.m0 = row_off[lo] + (tm - tile_off[lo]) * mk_gemm_config::kBM;
     t.m_end = min(t.m0 + mk_gemm_config::kBM, row_off[lo + 1]);
     t.n0 = tn * bn;
+    t.n_end = min(t.n0 + bn, n);
     return t;
   }
 };
@@ -204,6 +226,13 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
   int *row_off = (int *)(empty + Cfg::kStages);
   int *tile_off = row_off + Cfg::kMaxGroups + 1;
   const int tid = threadIdx.x, wg = tid / 128;
+  if constexpr (Policy::kRoles) {
+    if ((int)blockIdx.x >= policy.compute_ctas) {
+      policy.run_role((int)blockIdx.x - policy.compute_ctas, smem, Cfg::kSmemBytes - 1024);
+      return;
+    }
+  }
+  const int ncta = Policy::kRoles ? policy.compute_ctas : (int)gridDim.x;
 
   if (tid == 0) {
     for (int s = 0; s < Cfg::kStages; s++) {
@@ -233,6 +262,7 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
   sched.tiles_m = tile_off[args.groups];
   sched.tiles_n = (int)((args.n + Cfg::kBN - 1) / Cfg::kBN);
   sched.bn = Cfg::kBN;
+  sched.n = (int)args.n;
   const int k_iters = (int)((args.k + Cfg::kBK - 1) / Cfg::kBK);
 
   if (wg == 0) {
@@ -243,7 +273,7 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
       tma_prefetch_desc(&tma_b);
       int s = 0;
       uint32_t phase = 0;
-      mk_gemm_units<kSplitK>(args, sched.total(), k_iters, [&](int idx, int k0, int k1, int) {
+      mk_gemm_units<kSplitK>(args, sched.total(), k_iters, ncta, [&](int idx, int k0, int k1, int) {
         const mk_gemm_tile t = sched.get(policy, idx);
         policy.before_load(t);
         for (int kb = k0; kb < k1; kb++) {
@@ -272,7 +302,7 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
     int s = 0;
     uint32_t phase = 0;
     float d[kBN / 2];
-    mk_gemm_units<kSplitK>(args, sched.total(), k_iters, [&](int idx, int k0, int k1, int sl) {
+    mk_gemm_units<kSplitK>(args, sched.total(), k_iters, ncta, [&](int idx, int k0, int k1, int sl) {
       const mk_gemm_tile t = sched.get(policy, idx);
 #pragma unroll
       for (int i = 0; i < kBN / 2; i++) d[i] = 0.f;
@@ -359,7 +389,7 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
           }
         }
       } else {
-      uint16_t *c_lo = args.C + (size_t)r0 * args.n, *c_hi = c_lo + 8 * (size_t)args.n;
+      uint16_t *c_lo = policy.out_row(args, r0), *c_hi = policy.out_row(args, r0 + 8);
 #pragma unroll
       for (int j = 0; j < kBN / 8; j++) {
         const int64_t col = t.n0 + 8 * j + 2 * (lane % 4);
@@ -436,16 +466,22 @@ static mk_status mk_gemm_core_launch_bn(const uint16_t *A, const uint16_t *B, co
     MK_CHECK(mk_gemm_encode_map(&mb, B, (uint64_t)args.k, (uint64_t)args.n, (uint64_t)args.groups, Cfg::kBK, Cfg::kBN));
   else
     MK_CHECK(mk_gemm_encode_map(&mb, B, (uint64_t)args.n, (uint64_t)args.k, (uint64_t)args.groups, 64, Cfg::kBK));
+  Policy p = policy;
+  int total = grid;
+  if constexpr (Policy::kRoles) {
+    p.compute_ctas = grid;
+    total += p.role_ctas;
+  }
   if (layout == MK_GEMM_B_NK) {
     auto kern = mk_gemm_core_kernel<Policy, 0, kBN, kSplitK>;
     static mk_gemm_smem_attr attr;
     MK_CHECK(attr.set((const void *)kern, Cfg::kSmemBytes));
-    kern<<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(ma, mb, args, policy);
+    kern<<<total, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(ma, mb, args, p);
   } else {
     auto kern = mk_gemm_core_kernel<Policy, 1, kBN, kSplitK>;
     static mk_gemm_smem_attr attr;
     MK_CHECK(attr.set((const void *)kern, Cfg::kSmemBytes));
-    kern<<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(ma, mb, args, policy);
+    kern<<<total, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(ma, mb, args, p);
   }
   MK_CUDA_LAUNCH_CHECK();
   return MK_STATUS_OK;
@@ -535,6 +571,18 @@ static mk_status mk_gemm_core_launch(const uint16_t *A, const uint16_t *B, const
   if (want < grid) grid = (int)want;
   if (tile_n == 256) return mk_gemm_core_launch_bn<Policy, 256>(A, B, args, layout, policy, grid, stream);
   return mk_gemm_core_launch_bn<Policy, 128>(A, B, args, layout, policy, grid, stream);
+}
+
+/* Loads every instantiation a launch of Policy may pick (CUDA lazy loading: a kernel that
+ * spins on another must not wait behind a module load; see comm/mk_device.cuh). */
+template <class Policy>
+static mk_status mk_gemm_core_preload() {
+  cudaFuncAttributes fa;
+  MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_gemm_core_kernel<Policy, 0, 128>));
+  MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_gemm_core_kernel<Policy, 0, 256>));
+  MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_gemm_core_kernel<Policy, 1, 128>));
+  MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_gemm_core_kernel<Policy, 1, 256>));
+  return MK_STATUS_OK;
 }
 
 #endif /* MK_KERNELS_GEMM_CORE_CUH */

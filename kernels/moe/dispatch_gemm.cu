@@ -173,7 +173,7 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_dispatch_kernel(mk_moe_de
 /* GEMM1 hooks: a tile-row's loads wait until all its rows have landed in A1. kGlu: SwiGLU in
  * the epilogue (B = w1 with gate/up rows interleaved by 8, C = act). */
 template <bool kGlu>
-struct moe_gemm1_policy : mk_gemm_order_grouped {
+struct moe_gemm1_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   static constexpr bool kAfterStore = false;
   static constexpr bool kGluPairs = kGlu;
   mk_dev_world w;

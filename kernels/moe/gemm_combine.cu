@@ -19,7 +19,7 @@
 
 namespace {
 
-struct moe_gemm2_policy : mk_gemm_order_grouped {
+struct moe_gemm2_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   static constexpr bool kAfterStore = true;
   uint64_t *done2;
   const int32_t *exp_off, *tile_base;

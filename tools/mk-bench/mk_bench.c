@@ -9,12 +9,15 @@
 #include "mk_version.h"
 
 int mk_bench_gemm(int argc, char **argv); /* bench_gemm.c */
+int mk_bench_ag_gemm(int argc, char **argv); /* bench_fused.c */
+int mk_bench_gemm_rs(int argc, char **argv);
+int mk_bench_gemm_ar(int argc, char **argv);
 
 static const mk_bench_cmd k_cmds[] = {
     {"gemm", "GEMM: mkernel Hopper core (fused) vs cuBLASLt (unfused)", mk_bench_gemm},
-    {"ag_gemm", "AllGather + GEMM", NULL},
-    {"gemm_rs", "GEMM + ReduceScatter", NULL},
-    {"gemm_ar", "GEMM + AllReduce", NULL},
+    {"ag_gemm", "AllGather + GEMM: fused vs NCCL + cuBLASLt (under mk-launch)", mk_bench_ag_gemm},
+    {"gemm_rs", "GEMM + ReduceScatter: fused vs cuBLASLt + NCCL (under mk-launch)", mk_bench_gemm_rs},
+    {"gemm_ar", "GEMM + AllReduce: fused vs cuBLASLt + NCCL (under mk-launch)", mk_bench_gemm_ar},
     {"moe", "MoE dispatch + grouped GEMM + combine (expert parallel)", mk_bench_moe},
     {"ring_attn", "ring attention across ranks (under mk-launch)", mk_bench_ring_attn},
     {"attn", "flash attention (prefill) and paged decode", mk_bench_attn},

@@ -1,0 +1,173 @@
+/* ag_gemm.cu — fused AllGather + GEMM: C[M, N] = AllGather_rows(A_r[M/W, K]) @ B_r, one launch.
+ *
+ * Buffer layout (heap workspace of the op, same offsets on every rank):
+ *   G       [M, K] bf16   the gathered A; rows [p Ms, (p+1) Ms) come from rank p (Ms = M/W).
+ *                         A caller may write its shard straight into its rows of G
+ *                         (mk_ag_gemm_shard): then nothing is copied locally.
+ *   ready   u64 [W][cps]  ready[p][i] = epoch + 1 when chunk i (rows [128 i, 128 i + 128) of
+ *                         shard p) has landed in G (p in this node group); cps = ceil(Ms / 128)
+ *   arrive  u64 [16]      entry handshake inside the node group (fused_common.cuh)
+ *   xsig    u64 [3][16]   proxied counters (+1 per call): arrive_x, xdata (shard p landed), ack
+ * Flag ownership: every flag lives in the heap of the rank that waits on it (the consumer);
+ * its one producer sets it over NVLink (st.release.sys after the data) or adds to it through
+ * the proxy (remote node groups).
+ *
+ * Roles (CTAs of one launch): compute CTAs [0, C) run the GEMM core on G. Pusher CTAs copy
+ * this rank's shard into G of every rank of the node group, itself first:
+ *   task (j, i): destination d = (me - j) mod W, chunk i; TMA bulk copy of the shard's rows
+ *   to d's G, then ready[me][i] = epoch + 1 on d. Tasks run in order j = 0 (the local copy,
+ *   skipped when the shard is in place), 1, ..., so d gets this shard at the point of its
+ *   tile order where it needs it. With several node groups one more CTA (inter) posts one
+ *   PUT_SIGNAL of the whole shard (from G) to each rank of other node groups once it has
+ *   arrived (and the local copy is done), then exchanges acknowledgements.
+ * Tile order: the GEMM walks tile-rows starting at the first one wholly inside the local
+ *   shard, then the shards of me + 1, me + 2, ... (the order pushers deliver them), wrapping
+ *   around; within that, the core's grouped order (L2 reuse of B panels).
+ * Barrier points: (1) a pusher waits until d entered this call before its first write into
+ *   d's G; (2) before_load of a tile waits for every chunk its rows touch (ready[p][i], or
+ *   xdata[p] for a remote shard); (3) the inter CTA: mk_fused_inter_finish. */
+#include "kernels/fused/fused_common.cuh"
+
+struct mk_ag_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
+  static constexpr bool kAfterStore = false;
+  static constexpr bool kRoles = true;
+  mk_dev_world w;
+  mk_fused_view v;
+  const uint16_t *shard; /* this rank's A_r [Ms, K] */
+  int64_t ms, k;         /* rows per rank, K */
+  int cps, tm0;          /* chunks per shard; first tile-row of the walk */
+  int inplace;           /* the shard already is in G */
+  int pushers;           /* role CTAs [0, pushers) push; role CTA `pushers` is the inter CTA */
+  int last_m0 = -1;      /* per thread: the tile-row whose chunks were last seen ready */
+  mk_fused_trace tr;     /* MK_TRACE */
+  int tn = 0;            /* per thread: events recorded */
+  uint64_t tprev = 0;    /* producer: when the previous tile's loads started */
+
+  __device__ __forceinline__ void tile_order(int idx, int tiles_m, int tiles_n, int *tm, int *tn) const {
+    int q;
+    mk_gemm_order_grouped::tile_order(idx, tiles_m, tiles_n, &q, tn);
+    *tm = (tm0 + q) % tiles_m;
+  }
+  __device__ __forceinline__ uint64_t ready(int p, int64_t i) const { return v.cnt + 8ull * ((uint64_t)p * cps + i); }
+
+  __device__ __forceinline__ void before_load(const mk_gemm_tile &t) {
+    if (tr.buf) {
+      const uint64_t t0 = mk_globaltimer();
+      if (tprev) mk_trace_ev(tr, 0, &tn, MK_TRACE_COMPUTE, tprev, t0);
+      wait_ready(t);
+      const uint64_t t1 = mk_globaltimer();
+      if (t1 - t0 > 1000) mk_trace_ev(tr, 0, &tn, MK_TRACE_WAIT, t0, t1);
+      tprev = t1;
+      return;
+    }
+    wait_ready(t);
+  }
+  __device__ __forceinline__ void wait_ready(const mk_gemm_tile &t) {
+    if (t.m0 == last_m0) return;
+    const uint64_t target = mk_epoch(w, v.slot) + 1;
+    for (int64_t s = t.m0 / ms; s < v.W && s * ms < t.m_end; s++) {
+      if (s == v.me && inplace) continue;
+      if (!v.local((int)s)) {
+        if (!mk_wait_ge(w, v.xdata((int)s), target, MK_OP_AG_GEMM, (int)s, t.idx)) return;
+        continue;
+      }
+      const int64_t lo = max((int64_t)t.m0, s * ms) - s * ms, hi = min((int64_t)t.m_end, (s + 1) * ms) - s * ms;
+      for (int64_t i = lo / 128; i * 128 < hi; i++)
+        if (!mk_wait_ge(w, ready((int)s, i), target, MK_OP_AG_GEMM, (int)s, t.idx)) return;
+    }
+    mk_fence_proxy_async();
+    last_m0 = t.m0;
+  }
+  __device__ __forceinline__ void after_store(const mk_gemm_tile &) {}
+
+  __device__ __noinline__ void run_role(int i, uint8_t *smem, int smem_bytes) {
+    const uint64_t epoch = mk_epoch(w, v.slot);
+    if (i == 0 && threadIdx.x == 0) mk_fused_arrive(w, v, epoch);
+    if (i >= pushers) {
+      if (threadIdx.x == 0) inter(epoch);
+      return;
+    }
+    const uint32_t chunk = 32768;
+    const int stages = min(4, (smem_bytes - 64) / (int)chunk);
+    uint64_t *bars = reinterpret_cast<uint64_t *>(smem + (size_t)stages * chunk);
+    const int j0 = inplace ? 1 : 0, tasks = (v.W - j0) * cps;
+    int seen = -1; /* destination whose arrival this CTA has observed */
+    for (int t = i; t < tasks; t += pushers) {
+      const int j = j0 + t / cps, c = t % cps, d = (v.me - j + v.W) % v.W;
+      if (!v.local(d)) continue; /* the inter CTA serves other node groups */
+      uint64_t t0 = tr.buf ? mk_globaltimer() : 0;
+      if (d != seen) {
+        int ok = 1;
+        if (threadIdx.x == 0) ok = mk_fused_wait_arrived(w, v, d, epoch, MK_OP_AG_GEMM);
+        if (!__syncthreads_and(ok)) return;
+        seen = d;
+        if (tr.buf && threadIdx.x == 0) {
+          const uint64_t t1 = mk_globaltimer();
+          mk_trace_ev(tr, 0, &tn, MK_TRACE_WAIT, t0, t1);
+          t0 = t1;
+        }
+      }
+      const int64_t r0 = (int64_t)c * 128, rows = min((int64_t)128, ms - r0);
+      const uint64_t bytes = (uint64_t)rows * (uint64_t)k * 2;
+      char *dst = mk_peer_ptr<char>(w, v.lp(d), v.buf) + ((uint64_t)v.me * ms + r0) * (uint64_t)k * 2;
+      mk_copy_tma_cta(dst, shard + r0 * k, bytes, reinterpret_cast<char *>(smem), chunk, stages, bars);
+      if (threadIdx.x == 0) {
+        mk_fused_flag_set(w, v.lp(d), ready(v.me, c), epoch + 1);
+        if (tr.buf) mk_trace_ev(tr, 0, &tn, MK_TRACE_SEND, t0, mk_globaltimer());
+      }
+      __syncthreads();
+    }
+  }
+
+  /* One thread: the whole shard to every rank of other node groups, from this rank's G. */
+  __device__ void inter(uint64_t epoch) {
+    const uint64_t t0 = tr.buf ? mk_globaltimer() : 0;
+    if (!inplace)
+      for (int c = 0; c < cps; c++)
+        if (!mk_wait_ge(w, ready(v.me, c), epoch + 1, MK_OP_AG_GEMM, v.me, c)) return;
+    const uint64_t off = v.buf + (uint64_t)v.me * ms * k * 2, bytes = (uint64_t)ms * k * 2;
+    for (int q = 0; q < v.W; q++) {
+      if (v.local(q)) continue;
+      if (!mk_fused_wait_arrived(w, v, q, epoch, MK_OP_AG_GEMM)) return;
+      if (!mk_post(w, MK_CMD_PUT_SIGNAL, q, off, off, bytes, v.xdata(v.me), 1)) return;
+    }
+    const uint64_t t1 = tr.buf ? mk_globaltimer() : 0;
+    mk_fused_inter_finish(w, v, epoch, MK_OP_AG_GEMM);
+    if (tr.buf) {
+      mk_trace_ev(tr, 0, &tn, MK_TRACE_SEND, t0, t1);
+      mk_trace_ev(tr, 0, &tn, MK_TRACE_WAIT, t1, mk_globaltimer());
+    }
+  }
+};
+
+extern "C" mk_status mk_fused_preload_ag(void) { return mk_gemm_core_preload<mk_ag_policy>(); }
+
+extern "C" uint16_t *mk_ag_gemm_shard(mk_fused_t *f, int64_t m, int64_t k) {
+  if (!f || !f->ws[MK_FUSED_AG_GEMM].ready || m < 1 || k < 8 || m % f->world || m > f->max_m || k > f->max_k)
+    return NULL;
+  return (uint16_t *)mk_comm_heap_ptr(f->comm, f->ws[MK_FUSED_AG_GEMM].buf) + (m / f->world) * f->me * k;
+}
+
+extern "C" mk_status mk_ag_gemm(mk_fused_t *f, const mk_fused_args *a, mk_stream_t stream) {
+  MK_CHECK(mk_fused_check(f, MK_FUSED_AG_GEMM, a));
+  mk_ag_policy p;
+  p.w = f->w;
+  p.v = mk_fused_make_view(f, MK_FUSED_AG_GEMM);
+  p.shard = a->A;
+  p.ms = a->m / f->world;
+  p.k = a->k;
+  p.cps = (int)((p.ms + 127) / 128);
+  const int tiles_m = (int)((a->m + 127) / 128);
+  p.tm0 = (int)(((int64_t)f->me * p.ms + 127) / 128) % tiles_m;
+  p.inplace = a->A == mk_ag_gemm_shard(f, a->m, a->k);
+  p.pushers = mk_fused_ctas(f, MK_FUSED_AG_GEMM, a);
+  p.role_ctas = p.pushers + (f->nnodes > 1 ? 1 : 0);
+  mk_gemm_args g = {a->C, a->m, a->n, a->k, 1, NULL};
+  const uint16_t *gathered = (const uint16_t *)mk_comm_heap_ptr(f->comm, f->ws[MK_FUSED_AG_GEMM].buf);
+  MK_CHECK(mk_fused_trace_begin(f, stream, &p.tr.buf));
+  p.tr.cap = MK_TRACE_CAP;
+  MK_CHECK(mk_fused_launch(gathered, a->B, g, a->b_layout, p, mk_fused_compute_ctas(f, p.role_ctas),
+                           (cudaStream_t)stream));
+  MK_CHECK(mk_fused_epoch_advance(f, MK_FUSED_AG_GEMM, stream));
+  return mk_fused_trace_end(f, MK_FUSED_AG_GEMM, p.tr.buf, stream);
+}

@@ -1,0 +1,144 @@
+/* fused.c — the fused ops' handle: workspace in the symmetric heap, argument checks shared by
+ * the three launchers, role-split defaults, epochs. The kernels are in ag_gemm.cu,
+ * gemm_rs.cu and gemm_ar.cu. */
+#include <cuda_runtime_api.h>
+#include <stdlib.h>
+
+#include "core/check.h"
+#include "kernels/fused/fused_internal.h"
+
+static const char *const k_names[3] = {"ag_gemm", "gemm_rs", "gemm_ar"};
+
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* Counters an op needs for shapes up to the maxima. */
+static uint64_t ncounters(mk_fused_op op, int world, int64_t m, int64_t n) {
+  if (op == MK_FUSED_AG_GEMM) return (uint64_t)world * (uint64_t)cdiv(cdiv(m, world), 128);
+  return (uint64_t)world * (uint64_t)cdiv(m, 128) * (uint64_t)cdiv(n, 128);
+}
+
+mk_status mk_fused_create(mk_comm_t *comm, unsigned ops, int64_t max_m, int64_t max_n, int64_t max_k,
+                          mk_fused_t **out) {
+  if (!out) return MK_STATUS_INVALID_ARGUMENT;
+  *out = NULL;
+  if (!comm || max_m < 1 || max_n < 8 || max_k < 8 || max_n % 8 || max_k % 8 || max_m > (1ll << 30) ||
+      max_n > (1ll << 30) || max_k > (1ll << 30) || ops > 7u)
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL,
+                  "fused: create needs a comm, max_m >= 1, max_n and max_k multiples of 8 (got %lld x %lld x %lld, "
+                  "ops mask 0x%x)",
+                  (long long)max_m, (long long)max_n, (long long)max_k, ops);
+  if (!ops) ops = 7u;
+  mk_status st = MK_STATUS_OK;
+  mk_fused_t *f = calloc(1, sizeof *f);
+  if (!f) return MK_STATUS_OUT_OF_MEMORY;
+  f->comm = comm;
+  const mk_world *w = mk_comm_world(comm);
+  f->world = w->size;
+  f->me = w->rank;
+  f->local_size = w->local_size;
+  f->node = w->node;
+  f->nnodes = w->nnodes;
+  f->max_m = max_m;
+  f->max_n = max_n;
+  f->max_k = max_k;
+  MK_CHECK_GOTO(mk_comm_dev_world(comm, &f->w), st, fail);
+  int dev = mk_comm_device(comm);
+  MK_CUDA_CHECK_GOTO(cudaDeviceGetAttribute(&f->sms, cudaDevAttrMultiProcessorCount, dev), st, fail);
+  for (int op = 0; op < 3; op++) {
+    if (!(ops & (1u << op))) continue;
+    mk_fused_ws *ws = &f->ws[op];
+    uint64_t bytes;
+    if (op == MK_FUSED_AG_GEMM) bytes = (uint64_t)max_m * (uint64_t)max_k * 2;
+    else bytes = (uint64_t)max_m * (uint64_t)max_n * 2; /* RS, AR: this rank's partial product */
+    ws->ncnt = ncounters((mk_fused_op)op, f->world, max_m, max_n);
+    MK_CHECK_GOTO(mk_comm_heap_alloc(comm, bytes, &ws->buf), st, fail);
+    MK_CHECK_GOTO(mk_comm_heap_alloc(comm, 8ull * MK_FUSED_ARRIVE_SLOTS, &ws->arrive), st, fail);
+    MK_CHECK_GOTO(mk_comm_heap_alloc(comm, 8ull * ws->ncnt, &ws->cnt), st, fail);
+    MK_CHECK_GOTO(mk_comm_heap_alloc(comm, 8ull * 3 * MK_FUSED_ARRIVE_SLOTS, &ws->xsig), st, fail);
+    if (f->nnodes > 1 && op != MK_FUSED_AG_GEMM) {
+      const uint64_t rows = op == MK_FUSED_GEMM_RS ? (uint64_t)cdiv(max_m, f->world) : (uint64_t)max_m;
+      MK_CHECK_GOTO(mk_comm_heap_alloc(comm, (uint64_t)f->world * rows * (uint64_t)max_n * 2, &ws->xbuf), st, fail);
+    }
+    ws->ready = 1;
+  }
+  if (ops & 1u) MK_CHECK_GOTO(mk_fused_preload_ag(), st, fail);
+  if (ops & 2u) MK_CHECK_GOTO(mk_fused_preload_rs(), st, fail);
+  if (ops & 4u) MK_CHECK_GOTO(mk_fused_preload_ar(), st, fail);
+  *out = f;
+  return MK_STATUS_OK;
+fail:
+  free(f);
+  return st;
+}
+
+void mk_fused_destroy(mk_fused_t *f) {
+  if (!f) return;
+  if (f->trace) cudaFree(f->trace);
+  free(f);
+}
+
+mk_status mk_fused_check(const mk_fused_t *f, mk_fused_op op, const mk_fused_args *a) {
+  const char *name = (unsigned)op < 3 ? k_names[op] : "fused";
+  if (!f || !a || (unsigned)op >= 3)
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "%s: NULL handle or arguments", name);
+  if (!f->ws[op].ready)
+    MK_ERR_RETURN(MK_STATUS_INVALID_USAGE, MK_SUBSYS_KERNEL, "%s: the handle was created without this op (ops mask)",
+                  name);
+  if (f->world > MK_FUSED_ARRIVE_SLOTS || f->local_size > MK_MAX_LOCAL)
+    MK_ERR_RETURN(MK_STATUS_UNSUPPORTED, MK_SUBSYS_KERNEL, "%s: %d ranks, %d per node group; at most %d and %d", name,
+                  f->world, f->local_size, MK_FUSED_ARRIVE_SLOTS, MK_MAX_LOCAL);
+  const int W = f->world;
+  if (a->m < 1 || a->n < 8 || a->k < 8 || a->n % 8 || a->k % 8)
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL,
+                  "%s: bad shape M=%lld N=%lld K=%lld (need M >= 1, N and K multiples of 8)", name, (long long)a->m,
+                  (long long)a->n, (long long)a->k);
+  if (op != MK_FUSED_GEMM_AR && a->m % W)
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL,
+                  "%s: M=%lld is not a multiple of the %d ranks (each rank holds M/W rows)", name, (long long)a->m, W);
+  const int64_t kmax = op == MK_FUSED_AG_GEMM ? f->max_k : (int64_t)1 << 30;
+  const int64_t nmax = op == MK_FUSED_AG_GEMM ? (int64_t)1 << 30 : f->max_n;
+  if (a->m > f->max_m || a->k > kmax || a->n > nmax)
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL,
+                  "%s: shape M=%lld N=%lld K=%lld exceeds the workspace of mk_fused_create (%lld x %lld x %lld)", name,
+                  (long long)a->m, (long long)a->n, (long long)a->k, (long long)f->max_m, (long long)f->max_n,
+                  (long long)f->max_k);
+  if (!a->A || !a->B || !a->C || (((uintptr_t)a->A | (uintptr_t)a->B | (uintptr_t)a->C) & 15))
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "%s: A, B and C must be non-NULL and 16-byte aligned",
+                  name);
+  if (a->b_layout != MK_GEMM_B_NK && a->b_layout != MK_GEMM_B_KN)
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "%s: bad B layout %d", name, (int)a->b_layout);
+  if (a->comm_ctas < 0 || a->comm_ctas > f->sms / 2)
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "%s: comm_ctas=%d outside [0, %d]", name, a->comm_ctas,
+                  f->sms / 2);
+  return MK_STATUS_OK;
+}
+
+int mk_fused_default_ctas(mk_fused_op op, int64_t m, int64_t n, int64_t k, int world) {
+  (void)k;
+  (void)world;
+  int dev = 0, sms = 132;
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+    sms = 132;
+  /* AG: pushers; RS/AR: reducers (pulling over NVLink is latency-bound: more CTAs). */
+  int c = op == MK_FUSED_AG_GEMM ? 8 : 16;
+  if (op != MK_FUSED_AG_GEMM) {
+    /* Small M: the GEMM has fewer tiles than SMs; idle SMs reduce (at most 32). */
+    const int64_t tiles = cdiv(m, 128) * cdiv(n, 128);
+    if (tiles < sms && sms - tiles > c) c = (int)(sms - tiles) < 32 ? (int)(sms - tiles) : 32;
+  }
+  if (c > sms / 2) c = sms / 2;
+  return c;
+}
+
+int mk_fused_ctas(const mk_fused_t *f, mk_fused_op op, const mk_fused_args *a) {
+  int c = a->comm_ctas ? a->comm_ctas : mk_fused_default_ctas(op, a->m, a->n, a->k, f->world);
+  if (c < 1) c = 1;
+  if (c > f->sms / 2) c = f->sms / 2;
+  return c;
+}
+
+int mk_fused_compute_ctas(const mk_fused_t *f, int roles) { return f->sms - roles - (f->nnodes > 1 ? 1 : 0); }
+
+mk_status mk_fused_epoch_advance(mk_fused_t *f, mk_fused_op op, mk_stream_t stream) {
+  return mk_comm_epoch_advance(f->comm, MK_FUSED_EPOCH_SLOT0 + (int)op, stream);
+}

@@ -1,0 +1,63 @@
+/* fused_internal.h — internal to kernels/fused: the handle (host C and the op launchers). */
+#ifndef MK_KERNELS_FUSED_INTERNAL_H
+#define MK_KERNELS_FUSED_INTERNAL_H
+
+#include "kernels/fused/mk_fused.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { MK_FUSED_EPOCH_SLOT0 = 10, MK_FUSED_ARRIVE_SLOTS = 16 };
+/* Trace event kinds (MK_TRACE). */
+enum { MK_TRACE_COMPUTE = 1, MK_TRACE_WAIT = 2, MK_TRACE_SEND = 3, MK_TRACE_REDUCE = 4, MK_TRACE_CAP = 1024 };
+
+/* One op's workspace in the symmetric heap (same offsets on every rank). */
+typedef struct mk_fused_ws {
+  int ready;        /* allocated */
+  uint64_t buf;     /* data: AG gathered A [max_m, max_k]; RS slots [W][ceil(max_m/W)][max_n]; AR partial [max_m, max_n] */
+  uint64_t arrive;  /* u64 [MK_FUSED_ARRIVE_SLOTS]: arrive[p] += 1 when rank p enters a call */
+  uint64_t cnt;     /* u64 counters: AG ready[W][chunks per shard]; RS/AR per (128-row, 128-col) block */
+  uint64_t ncnt;    /* counters allocated */
+  uint64_t xsig;    /* u64 [3][16] counters added through the proxy: arrive_x, xdata, ack */
+  uint64_t xbuf;    /* several node groups: staging of data from other node groups (AG: unused;
+                       RS: [W][ceil(max_m/W)][max_n]; AR: [W][max_m][max_n]) */
+} mk_fused_ws;
+
+struct mk_fused {
+  mk_comm_t *comm;
+  mk_dev_world w;
+  int world, me, sms, local_size, node, nnodes;
+  int64_t max_m, max_n, max_k;
+  mk_fused_ws ws[3];
+  uint64_t *trace;  /* MK_TRACE buffer (device), trace_ctas x MK_TRACE_CAP x 2 u64 */
+  int trace_calls;
+};
+
+/* Shared argument checks: the op was set up, shapes within the workspace, pointers aligned.
+ * Returns INVALID_ARGUMENT / INVALID_USAGE / UNSUPPORTED with a message naming the op. */
+mk_status mk_fused_check(const mk_fused_t *f, mk_fused_op op, const mk_fused_args *a);
+/* The role split of a call: a->comm_ctas, else the default; clipped to [1, sms / 2]. */
+int mk_fused_ctas(const mk_fused_t *f, mk_fused_op op, const mk_fused_args *a);
+/* GEMM CTAs of a call with `roles` role CTAs: the SMs left, less one with several node groups
+ * (the loopback proxy runs a kernel beside the op, so one SM stays free for it). */
+int mk_fused_compute_ctas(const mk_fused_t *f, int roles);
+/* Advance the op's epoch after its kernel (stream-ordered). */
+mk_status mk_fused_epoch_advance(mk_fused_t *f, mk_fused_op op, mk_stream_t stream);
+
+/* MK_TRACE=FILE: *buf = a zeroed device buffer of MK_TRACE_CAP events per SM (NULL when
+ * tracing is off or the stream is being captured); after the launch, mk_fused_trace_end
+ * synchronises the stream (trace mode only) and writes FILE (FILE.rankN.json with several
+ * ranks) as a Chrome trace: one track per CTA, named by the kinds of events it recorded. */
+mk_status mk_fused_trace_begin(mk_fused_t *f, mk_stream_t stream, uint64_t **buf);
+mk_status mk_fused_trace_end(mk_fused_t *f, mk_fused_op op, uint64_t *buf, mk_stream_t stream);
+
+/* Kernel preloads (ag_gemm.cu, gemm_rs.cu, gemm_ar.cu). */
+mk_status mk_fused_preload_ag(void);
+mk_status mk_fused_preload_rs(void);
+mk_status mk_fused_preload_ar(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MK_KERNELS_FUSED_INTERNAL_H */

@@ -1,0 +1,171 @@
+/* fused_reduce.cuh — the GEMM + reduction policy shared by GEMM+RS (gemm_rs.cu) and GEMM+AR
+ * (gemm_ar.cu): every rank computes its partial P_r = A_r @ B_r into its own heap; the ranks
+ * that need rows of the sum ("readers": the owner of the rows for RS, every rank for AR) pull
+ * them from every rank and add them in the fixed order 0..W-1, so equal inputs give equal bits.
+ *
+ * Buffer layout (heap workspace of the op, same offsets on every rank):
+ *   P       [M, N] bf16           this rank's partial (the GEMM's C)
+ *   cnt     u64 [W][tiles_m][ncb] cnt[p][tm][cb] = epoch + 1 once rank p's partial of (128-row
+ *                                 tile-row tm, 128-column block cb) is stored in p's P
+ *   arrive  u64 [16]              entry handshake inside the node group (fused_common.cuh)
+ *   xsig    u64 [3][16]           proxied counters (+1 per call): arrive_x, xdata, ack
+ *   X       [W][R][N] bf16        several node groups only: X[p] = the rows this rank reads of
+ *                                 remote rank p's partial (R = M/W rows for RS, M for AR)
+ * Flag ownership: cnt[] lives in the reader's heap and is set by the producer p (its compute
+ * CTA's after_store, over NVLink); xdata/ack/arrive_x are added by the remote rank's proxy.
+ *
+ * Roles: compute CTAs run the GEMM core into P (local stores) and, after each tile, set the
+ * tile's flags on every reader in the node group (and on this rank). Reducer CTAs walk the
+ * 128 x 128 blocks of the rows this rank reduces in the order the GEMM produces them (all
+ * ranks use the same grouped tile order, so a block is complete on all ranks at about the
+ * same time), wait for its W flags (xdata for remote ranks), pull the W partial blocks (peers
+ * over NVLink, remote ranks from X) and write the sum. With several node groups one more CTA
+ * (inter) waits until P is complete, then, per remote rank q, waits for q's arrival and posts
+ * one PUT_SIGNAL of the rows q reads into q's X[me] (+1 on q's xdata[me]); it acknowledges
+ * remote data that has landed and waits for the acknowledgements of its own puts
+ * (mk_fused_inter_finish). Inter-node data thus moves after the GEMM, in one put per pair.
+ * Barrier points: (1) before its first store into P, each compute CTA waits until every
+ * peer of the node group has entered this call (they read P of the previous call until their
+ * kernel ends); (2) reducers wait per block; (3) the inter CTA as above. */
+#pragma once
+#include "kernels/fused/fused_common.cuh"
+
+/* kOp (the mk_fused_op) only makes the kernel of each op its own instantiation (one per .cu). */
+template <int kOp>
+struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
+  static constexpr bool kAfterStore = true;
+  static constexpr bool kRoles = true;
+  mk_dev_world w;
+  mk_fused_view v;
+  uint16_t *out;     /* the rows this rank reduces: C [r1 - r0, N] */
+  int64_t m, n, ms;  /* ms: rows per owner (RS) */
+  int ncb, tiles_m;
+  int op;            /* MK_OP_GEMM_RS or MK_OP_GEMM_AR, for error records */
+  int all_read;      /* AR: every rank reads every row; RS: the owner of the rows */
+  int reducers;      /* role CTAs [0, reducers) reduce; role CTA `reducers` is the inter CTA */
+  bool entered = false;
+  mk_fused_trace tr;    /* MK_TRACE */
+  int tn = 0;           /* per thread: events recorded */
+  uint64_t tprev = 0;   /* after_store thread: when the previous tile was stored */
+
+  /* Rows rank q reads (and reduces). */
+  __device__ __forceinline__ void rows_of(int q, int64_t *lo, int64_t *hi) const {
+    *lo = all_read ? 0 : (int64_t)q * ms;
+    *hi = all_read ? m : (int64_t)(q + 1) * ms;
+  }
+  __device__ __forceinline__ uint64_t flag(int p, int tm, int cb) const {
+    return v.cnt + 8ull * (((uint64_t)p * tiles_m + tm) * ncb + cb);
+  }
+
+  __device__ __forceinline__ void before_load(const mk_gemm_tile &) {
+    if (entered) return;
+    const uint64_t epoch = mk_epoch(w, v.slot), t0 = tr.buf ? mk_globaltimer() : 0;
+    for (int p = 0; p < v.W; p++)
+      if (v.local(p) && !mk_fused_wait_arrived(w, v, p, epoch, op)) break;
+    entered = true;
+    if (tr.buf) {
+      tprev = mk_globaltimer();
+      mk_trace_ev(tr, 0, &tn, MK_TRACE_WAIT, t0, tprev);
+    }
+  }
+  __device__ __forceinline__ void after_store(const mk_gemm_tile &t) {
+    if (tr.buf) {
+      const uint64_t now = mk_globaltimer();
+      mk_trace_ev(tr, 1, &tn, MK_TRACE_COMPUTE, tprev ? tprev : now, now);
+      tprev = now;
+    }
+    const int tm = t.m0 / 128;
+    const uint64_t e1 = mk_epoch(w, v.slot) + 1;
+    for (int p = v.node * v.L; p < (v.node + 1) * v.L && p < v.W; p++) {
+      if (p != v.me && !all_read && (p + 1) * ms <= t.m0) continue; /* RS: p owns none of the rows */
+      if (p != v.me && !all_read && p * ms >= t.m_end) continue;
+      for (int cb = t.n0 / 128; cb * 128 < t.n_end; cb++) mk_fused_flag_set(w, v.lp(p), flag(v.me, tm, cb), e1);
+    }
+  }
+
+  __device__ __noinline__ void run_role(int i, uint8_t *, int) {
+    const uint64_t epoch = mk_epoch(w, v.slot);
+    if (i == 0 && threadIdx.x == 0) mk_fused_arrive(w, v, epoch);
+    if (i >= reducers) {
+      if (threadIdx.x == 0) inter(epoch);
+      return;
+    }
+    int64_t lo, hi;
+    rows_of(v.me, &lo, &hi);
+    const int64_t xrows = hi - lo;
+    const int tm_lo = (int)(lo / 128), ntm = (int)((hi - 1) / 128) - tm_lo + 1;
+    const uint16_t *src[MK_FUSED_ARRIVE_SLOTS];
+    for (int t = i; t < ntm * ncb; t += reducers) {
+      int tm, cb;
+      mk_fused_task_block(t, tm_lo, ntm, ncb, group_m, &tm, &cb);
+      int ok = 1;
+      const uint64_t t0 = tr.buf ? mk_globaltimer() : 0;
+      if (threadIdx.x == 0)
+        for (int p = 0; p < v.W && ok; p++)
+          ok = mk_wait_ge(w, v.local(p) ? flag(p, tm, cb) : v.xdata(p), epoch + 1, op, p, tm * ncb + cb);
+      if (!__syncthreads_and(ok)) return;
+      const int64_t r0 = max((int64_t)tm * 128, lo), r1 = min((int64_t)tm * 128 + 128, hi), c0 = (int64_t)cb * 128;
+      const int cols = (int)min((int64_t)128, n - c0);
+      for (int p = 0; p < v.W; p++)
+        src[p] = v.local(p) ? mk_peer_ptr<uint16_t>(w, v.lp(p), v.buf) + r0 * n + c0
+                            : mk_local_ptr<uint16_t>(w, v.xbuf) + ((int64_t)p * xrows + r0 - lo) * n + c0;
+      const uint64_t t1 = tr.buf ? mk_globaltimer() : 0;
+      mk_fused_reduce_block(out + (r0 - lo) * n + c0, src, v.W, (int)(r1 - r0), cols, n);
+      if (tr.buf && threadIdx.x == 0) {
+        if (t1 - t0 > 1000) mk_trace_ev(tr, 0, &tn, MK_TRACE_WAIT, t0, t1);
+        mk_trace_ev(tr, 0, &tn, MK_TRACE_REDUCE, t1, mk_globaltimer());
+      }
+    }
+  }
+
+  /* One thread: send this rank's partial rows to every remote reader once P is complete. */
+  __device__ void inter(uint64_t epoch) {
+    const uint64_t t0 = tr.buf ? mk_globaltimer() : 0;
+    for (int tm = 0; tm < tiles_m; tm++)
+      for (int cb = 0; cb < ncb; cb++)
+        if (!mk_wait_ge(w, flag(v.me, tm, cb), epoch + 1, op, v.me, tm * ncb + cb)) return;
+    for (int q = 0; q < v.W; q++) {
+      if (v.local(q)) continue;
+      int64_t lo, hi;
+      rows_of(q, &lo, &hi);
+      if (!mk_fused_wait_arrived(w, v, q, epoch, op)) return;
+      const uint64_t bytes = (uint64_t)(hi - lo) * (uint64_t)n * 2;
+      if (!mk_post(w, MK_CMD_PUT_SIGNAL, q, v.buf + (uint64_t)lo * n * 2, v.xbuf + (uint64_t)v.me * bytes, bytes,
+                   v.xdata(v.me), 1))
+        return;
+    }
+    const uint64_t t1 = tr.buf ? mk_globaltimer() : 0;
+    mk_fused_inter_finish(w, v, epoch, op);
+    if (tr.buf) {
+      mk_trace_ev(tr, 0, &tn, MK_TRACE_SEND, t0, t1);
+      mk_trace_ev(tr, 0, &tn, MK_TRACE_WAIT, t1, mk_globaltimer());
+    }
+  }
+};
+
+/* Fills and launches the policy: this rank reduces the rows it reads (rows_of) into out. */
+template <int kOp>
+static mk_status mk_reduce_launch(mk_fused_t *f, const mk_fused_args *a, uint16_t *out, cudaStream_t stream) {
+  const mk_fused_op fop = (mk_fused_op)kOp;
+  const int all_read = kOp == MK_FUSED_GEMM_AR;
+  const mk_fused_ws *ws = &f->ws[fop];
+  mk_reduce_policy<kOp> p;
+  p.w = f->w;
+  p.v = mk_fused_make_view(f, fop);
+  p.out = out;
+  p.m = a->m;
+  p.n = a->n;
+  p.ms = a->m / f->world;
+  p.ncb = (int)((a->n + 127) / 128);
+  p.tiles_m = (int)((a->m + 127) / 128);
+  p.op = fop == MK_FUSED_GEMM_RS ? MK_OP_GEMM_RS : MK_OP_GEMM_AR;
+  p.all_read = all_read;
+  p.reducers = mk_fused_ctas(f, fop, a);
+  p.role_ctas = p.reducers + (f->nnodes > 1 ? 1 : 0);
+  mk_gemm_args g = {(uint16_t *)mk_comm_heap_ptr(f->comm, ws->buf), a->m, a->n, a->k, 1, NULL};
+  MK_CHECK(mk_fused_trace_begin(f, (mk_stream_t)stream, &p.tr.buf));
+  p.tr.cap = MK_TRACE_CAP;
+  MK_CHECK(mk_fused_launch(a->A, a->B, g, a->b_layout, p, mk_fused_compute_ctas(f, p.role_ctas), stream));
+  MK_CHECK(mk_fused_epoch_advance(f, fop, (mk_stream_t)stream));
+  return mk_fused_trace_end(f, fop, p.tr.buf, (mk_stream_t)stream);
+}

@@ -1,0 +1,71 @@
+/* mk_fused.h — the fused tensor/sequence-parallel linear layers: one persistent launch each,
+ * communication overlapped with the Hopper GEMM core tile by tile. Included by
+ * kernels/mk_kernels.h. W = ranks of the communicator (the group is the whole mk_comm_t).
+ *
+ *   mk_ag_gemm   C[M, N]      = AllGather_rows(A_r[M/W, K]) @ B_r        (column-parallel)
+ *   mk_gemm_rs   C_r[M/W, N]  = rows [r M/W, (r+1) M/W) of sum_r A_r[M, K] @ B_r  (row-parallel, SP)
+ *   mk_gemm_ar   C[M, N]      = sum_r A_r[M, K] @ B_r, bit-identical on every rank (row-parallel, TP)
+ *
+ * Usage (every rank, same order of calls; collective like mk_comm_heap_alloc):
+ *   mk_fused_t *f;  mk_fused_create(comm, 0, max_m, max_n, max_k, &f);   // heap workspace
+ *   mk_fused_args a = {.A = a_shard, .B = w, .C = out, .m = M, .n = N, .k = K};
+ *   mk_ag_gemm(f, &a, stream);          // no host synchronisation; graph-capturable
+ *   cudaStreamSynchronize(stream); mk_comm_check(comm);   // TIMEOUT / REMOTE_ERROR
+ * A, B and C are device pointers (16-byte aligned), any device memory: the ops move data
+ * through their own workspace in the symmetric heap. B is [N, K] (MK_GEMM_B_NK) or [K, N].
+ * Shapes: N and K multiples of 8; AG and RS need M divisible by W (rows per rank M/W need not
+ * divide by the 128-row tile); AR takes any M.
+ * Several node groups (mk-launch --nodes, loopback/ib/efa transports): data for ranks of other
+ * node groups moves through the FIFO and proxy, one put per pair of ranks per call after the
+ * rank's part is ready (correct, not yet overlapped); one SM stays free for the proxy.
+ * Role split: comm_ctas CTAs (AG: pushers; RS/AR: reducers) beside the GEMM CTAs, 0 = the
+ * per-shape default (mk_fused_default_ctas). The ops use epoch slots 10, 11, 12. */
+#ifndef MK_KERNELS_FUSED_MK_FUSED_H
+#define MK_KERNELS_FUSED_MK_FUSED_H
+
+#include <stdint.h>
+
+#include "comm/mk_comm.h"
+#include "core/mk_core.h"
+#include "kernels/gemm/mk_gemm.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum mk_fused_op { MK_FUSED_AG_GEMM = 0, MK_FUSED_GEMM_RS = 1, MK_FUSED_GEMM_AR = 2 } mk_fused_op;
+
+typedef struct mk_fused mk_fused_t;
+
+typedef struct mk_fused_args {
+  const uint16_t *A; /* AG: this rank's shard [M/W, K]; RS/AR: [M, K] (this rank's K slice) */
+  const uint16_t *B; /* this rank's weight: [N, K] or [K, N] */
+  uint16_t *C;       /* AG: [M, N]; RS: [M/W, N]; AR: [M, N] */
+  int64_t m, n, k;   /* M: rows of the gathered / full product */
+  mk_gemm_b_layout b_layout;
+  int comm_ctas;     /* role split; 0 = default */
+} mk_fused_args;
+
+/* Collective: allocates the workspace of the ops in `ops` (a mask of 1 << mk_fused_op; 0 =
+ * all three) for shapes up to max_m x max_n x max_k from comm's heap (heap memory is never
+ * returned; create once per comm) and loads the kernels. Workspace: AG max_m * max_k * 2
+ * bytes, RS and AR max_m * max_n * 2 bytes each (plus counters). */
+mk_status mk_fused_create(mk_comm_t *comm, unsigned ops, int64_t max_m, int64_t max_n, int64_t max_k,
+                          mk_fused_t **out);
+void mk_fused_destroy(mk_fused_t *f); /* NULL: no-op */
+
+mk_status mk_ag_gemm(mk_fused_t *f, const mk_fused_args *a, mk_stream_t stream);
+/* Where this rank's shard [M/W, K] sits inside the op's gathered buffer (symmetric heap) for
+ * an AG of M x K; NULL if the shape does not fit the workspace. A caller that writes its
+ * shard there and passes that pointer as A saves the local copy (zero-copy input). */
+uint16_t *mk_ag_gemm_shard(mk_fused_t *f, int64_t m, int64_t k);
+mk_status mk_gemm_rs(mk_fused_t *f, const mk_fused_args *a, mk_stream_t stream);
+mk_status mk_gemm_ar(mk_fused_t *f, const mk_fused_args *a, mk_stream_t stream);
+
+/* The default role split (comm CTAs) for an op and shape on this GPU. */
+int mk_fused_default_ctas(mk_fused_op op, int64_t m, int64_t n, int64_t k, int world);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MK_KERNELS_FUSED_MK_FUSED_H */

@@ -1,0 +1,200 @@
+/* test_fused.c (multigpu, under mk-launch) — one fused op (argv[1]: ag, rs or ar) on fresh
+ * random inputs against the fp32 reference GEMM (GPU), at odd shapes (rows per rank not a
+ * multiple of the 128-row tile, N not a multiple of 128) and a round one, in an order that
+ * changes shape between calls; then 100 back-to-back calls and 100 replays of a captured CUDA
+ * graph of the odd shape, each checked; AR results must be bit-identical on every rank
+ * (hashes compared through the bootstrap); bad arguments are refused. AG also with the shard
+ * written in place (mk_ag_gemm_shard). Under --nodes 2 the same checks cover the proxy path.
+ * Outputs are poisoned
+ * (NaN) before every checked run; relative Frobenius error <= 1e-2, NaN fails. */
+#include <cuda_runtime_api.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm/mk_comm.h"
+#include "kernels/mk_kernels.h"
+#include "tests/mk_test.h"
+
+#define CUDA_OK(x)                                                              \
+  do {                                                                          \
+    cudaError_t e_ = (x);                                                       \
+    if (e_ != cudaSuccess) MK_TEST_FAIL_("%s: %s", #x, cudaGetErrorString(e_)); \
+  } while (0)
+
+typedef struct shape {
+  int64_t m, n, k;
+} shape;
+
+typedef struct ctx {
+  mk_comm_t *c;
+  mk_fused_t *f;
+  mk_nccl_t *nc;
+  cudaStream_t s;
+  int op, W, me, inplace; /* inplace: AG input written into mk_ag_gemm_shard */
+  uint64_t seed;
+  uint16_t *A, *Afull, *B, *C;
+  float *ref;
+} ctx;
+
+static mk_status call(ctx *x, const shape *sh) {
+  mk_fused_args a = {x->A, x->B, x->C, sh->m, sh->n, sh->k, MK_GEMM_B_NK, 0};
+  if (x->inplace) a.A = mk_ag_gemm_shard(x->f, sh->m, sh->k);
+  if (x->op == MK_FUSED_AG_GEMM) return mk_ag_gemm(x->f, &a, (mk_stream_t)x->s);
+  if (x->op == MK_FUSED_GEMM_RS) return mk_gemm_rs(x->f, &a, (mk_stream_t)x->s);
+  return mk_gemm_ar(x->f, &a, (mk_stream_t)x->s);
+}
+
+static int64_t out_rows(const ctx *x, const shape *sh) { return x->op == MK_FUSED_GEMM_RS ? sh->m / x->W : sh->m; }
+
+/* Fresh inputs for shape `id` and the fp32 reference of this rank's output. */
+static void prepare(ctx *x, const shape *sh, int id) {
+  const uint64_t base = x->seed + 1000ull * (uint64_t)id;
+  const int64_t ms = sh->m / x->W;
+  mk_stream_t s = (mk_stream_t)x->s;
+  ASSERT_OK(mk_fill_uniform_bf16(x->B, (size_t)(sh->n * sh->k), base + 100 + (uint64_t)x->me, -1.0f, 1.0f, s));
+  if (x->op == MK_FUSED_AG_GEMM) {
+    /* Rank p's shard is the same fill on every rank: the gathered A is known locally. */
+    uint16_t *shard = x->inplace ? mk_ag_gemm_shard(x->f, sh->m, sh->k) : x->A;
+    ASSERT_TRUE(shard != NULL);
+    ASSERT_OK(mk_fill_uniform_bf16(shard, (size_t)(ms * sh->k), base + (uint64_t)x->me, -1.0f, 1.0f, s));
+    for (int p = 0; p < x->W; p++)
+      ASSERT_OK(mk_fill_uniform_bf16(x->Afull + (size_t)(p * ms * sh->k), (size_t)(ms * sh->k), base + (uint64_t)p,
+                                     -1.0f, 1.0f, s));
+    ASSERT_OK(mk_gemm_ref_f32(x->Afull, x->B, x->ref, sh->m, sh->n, sh->k, MK_GEMM_B_NK, s));
+  } else {
+    ASSERT_OK(mk_fill_uniform_bf16(x->A, (size_t)(sh->m * sh->k), base + (uint64_t)x->me, -1.0f, 1.0f, s));
+    ASSERT_OK(mk_gemm_ref_f32(x->A, x->B, x->ref, sh->m, sh->n, sh->k, MK_GEMM_B_NK, s));
+    ASSERT_OK(mk_nccl_all_reduce(x->nc, x->ref, x->ref, (size_t)(sh->m * sh->n), MK_DTYPE_F32, s));
+  }
+  CUDA_OK(cudaStreamSynchronize(x->s));
+}
+
+static void poison(ctx *x, const shape *sh) {
+  CUDA_OK(cudaMemsetAsync(x->C, 0xff, (size_t)(out_rows(x, sh) * sh->n) * 2, x->s));
+}
+
+/* Checks C against the reference (and, for AR, the same bits on every rank). */
+static void check(ctx *x, const shape *sh, const char *what) {
+  CUDA_OK(cudaStreamSynchronize(x->s));
+  ASSERT_OK(mk_comm_check(x->c));
+  const int64_t rows = out_rows(x, sh);
+  const float *ref = x->ref + (x->op == MK_FUSED_GEMM_RS ? (size_t)(x->me * rows * sh->n) : 0);
+  double err = 0;
+  ASSERT_OK(mk_gemm_rel_err(x->C, ref, rows * sh->n, &err, (mk_stream_t)x->s));
+  printf("rank %d: %s M=%lld N=%lld K=%lld: rel err %.3g\n", x->me, what, (long long)sh->m, (long long)sh->n,
+         (long long)sh->k, err);
+  ASSERT_DBL_LE(err, 1e-2);
+  if (x->op == MK_FUSED_GEMM_AR) {
+    const size_t bytes = (size_t)(rows * sh->n) * 2;
+    unsigned char *h = malloc(bytes);
+    ASSERT_TRUE(h != NULL);
+    CUDA_OK(cudaMemcpy(h, x->C, bytes, cudaMemcpyDeviceToHost));
+    uint64_t hash = 1469598103934665603ull, all[64];
+    for (size_t i = 0; i < bytes; i++) hash = (hash ^ h[i]) * 1099511628211ull;
+    free(h);
+    ASSERT_OK(mk_comm_allgather(x->c, &hash, all, sizeof hash));
+    for (int p = 0; p < x->W; p++) ASSERT_UEQ(all[p], all[0]);
+  }
+}
+
+int main(int argc, char **argv) {
+  mk_test_init(argc, argv, 600);
+  const char *opname = argc > 1 ? argv[1] : "";
+  ctx x;
+  memset(&x, 0, sizeof x);
+  if (!strcmp(opname, "ag")) x.op = MK_FUSED_AG_GEMM;
+  else if (!strcmp(opname, "rs")) x.op = MK_FUSED_GEMM_RS;
+  else if (!strcmp(opname, "ar")) x.op = MK_FUSED_GEMM_AR;
+  else MK_TEST_FAIL_("usage: test_fused ag|rs|ar (got '%s')", opname);
+  mk_test_require_gpus(2);
+  ASSERT_OK(mk_comm_create(&x.c));
+  const mk_world *w = mk_comm_world(x.c);
+  x.W = w->size;
+  x.me = w->rank;
+  x.seed = mk_test_seed();
+  ASSERT_OK(mk_comm_bcast(x.c, &x.seed, sizeof x.seed, 0));
+  ASSERT_OK(mk_nccl_create(x.c, &x.nc));
+  CUDA_OK(cudaStreamCreateWithFlags(&x.s, cudaStreamNonBlocking));
+  const int64_t W = x.W;
+  /* odd: M/W = 1002 rows per rank (not a multiple of 128), N % 128 != 0; round; small (decode). */
+  const shape shapes[] = {{W * 1002, 1000, 776}, {W * 512, 1024, 512}, {W * 4, 2048, 1024}, {W * 1002, 1000, 776}};
+  const int nshapes = sizeof shapes / sizeof shapes[0];
+  int64_t mm = 0, mn = 0, mk = 0;
+  for (int i = 0; i < nshapes; i++) {
+    if (shapes[i].m > mm) mm = shapes[i].m;
+    if (shapes[i].n > mn) mn = shapes[i].n;
+    if (shapes[i].k > mk) mk = shapes[i].k;
+  }
+  ASSERT_OK(mk_fused_create(x.c, 1u << x.op, mm, mn, mk, &x.f));
+  printf("rank %d: %d ranks in %d node group(s)\n", x.me, x.W, w->nnodes);
+  CUDA_OK(cudaMalloc((void **)&x.A, (size_t)(mm * mk) * 2));
+  CUDA_OK(cudaMalloc((void **)&x.Afull, (size_t)(mm * mk) * 2));
+  CUDA_OK(cudaMalloc((void **)&x.B, (size_t)(mn * mk) * 2));
+  CUDA_OK(cudaMalloc((void **)&x.C, (size_t)(mm * mn) * 2));
+  CUDA_OK(cudaMalloc((void **)&x.ref, (size_t)(mm * mn) * 4));
+
+  for (int i = 0; i < nshapes; i++) {
+    x.inplace = x.op == MK_FUSED_AG_GEMM && (i & 1); /* AG: shapes 1 and 3 zero-copy */
+    prepare(&x, &shapes[i], i);
+    poison(&x, &shapes[i]);
+    ASSERT_OK(call(&x, &shapes[i]));
+    check(&x, &shapes[i], "single call");
+  }
+
+  /* 100 back-to-back calls (no host synchronisation between them), then the check. */
+  const shape *sh = &shapes[0];
+  x.inplace = 0;
+  prepare(&x, sh, 7);
+  poison(&x, sh);
+  for (int it = 0; it < 100; it++) ASSERT_OK(call(&x, sh));
+  check(&x, sh, "100 back-to-back calls");
+
+  /* A captured graph of one call, replayed 100 times. */
+  cudaGraph_t g;
+  cudaGraphExec_t ge;
+  CUDA_OK(cudaStreamBeginCapture(x.s, cudaStreamCaptureModeThreadLocal));
+  ASSERT_OK(call(&x, sh));
+  CUDA_OK(cudaStreamEndCapture(x.s, &g));
+  CUDA_OK(cudaGraphInstantiate(&ge, g, 0));
+  prepare(&x, sh, 8);
+  poison(&x, sh);
+  for (int it = 0; it < 100; it++) CUDA_OK(cudaGraphLaunch(ge, x.s));
+  check(&x, sh, "100 graph replays");
+  /* After the replays, a plain call still lines up with the peers' epochs. */
+  poison(&x, &shapes[1]);
+  prepare(&x, &shapes[1], 9);
+  poison(&x, &shapes[1]);
+  ASSERT_OK(call(&x, &shapes[1]));
+  check(&x, &shapes[1], "call after replays");
+  CUDA_OK(cudaGraphExecDestroy(ge));
+  CUDA_OK(cudaGraphDestroy(g));
+
+  /* Bad arguments are refused with a message (no kernel runs). */
+  shape bad = {W * 8, 1001, 512}; /* N not a multiple of 8 */
+  ASSERT_STATUS(call(&x, &bad), MK_STATUS_INVALID_ARGUMENT);
+  bad = (shape){mm + W, 1024, 512}; /* larger than the workspace */
+  ASSERT_STATUS(call(&x, &bad), MK_STATUS_INVALID_ARGUMENT);
+  if (x.op != MK_FUSED_GEMM_AR) {
+    bad = (shape){W * 8 + 1, 1024, 512}; /* M not a multiple of W */
+    ASSERT_STATUS(call(&x, &bad), MK_STATUS_INVALID_ARGUMENT);
+  }
+  mk_fused_args na = {x.A, x.B, x.C, 64, 64, 64, MK_GEMM_B_NK, 0};
+  ASSERT_STATUS(mk_ag_gemm(x.op == MK_FUSED_AG_GEMM ? x.f : NULL, &na, (mk_stream_t)x.s),
+                x.op == MK_FUSED_AG_GEMM ? MK_STATUS_OK : MK_STATUS_INVALID_ARGUMENT);
+  if (x.op != MK_FUSED_AG_GEMM) /* a handle without the op */
+    ASSERT_STATUS(mk_ag_gemm(x.f, &na, (mk_stream_t)x.s), MK_STATUS_INVALID_USAGE);
+  CUDA_OK(cudaStreamSynchronize(x.s));
+  ASSERT_OK(mk_comm_check(x.c));
+
+  CUDA_OK(cudaFree(x.A));
+  CUDA_OK(cudaFree(x.Afull));
+  CUDA_OK(cudaFree(x.B));
+  CUDA_OK(cudaFree(x.C));
+  CUDA_OK(cudaFree(x.ref));
+  CUDA_OK(cudaStreamDestroy(x.s));
+  mk_fused_destroy(x.f);
+  mk_nccl_destroy(x.nc);
+  mk_comm_destroy(x.c);
+  printf("rank %d: ok\n", x.me);
+  return 0;
+}
