@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cuda_runtime_api.h>
+
 #include "core/mk_core.h"
 
 #define MK_TEST_SKIP_CODE 77
@@ -21,6 +23,13 @@
     fprintf(stderr, __VA_ARGS__);                               \
     fprintf(stderr, "\n");                                      \
     exit(1);                                                    \
+  } while (0)
+
+/* A CUDA runtime call in a test: fail with the call's text and CUDA's message. */
+#define CUDA_OK(x)                                                              \
+  do {                                                                          \
+    cudaError_t e_ = (x);                                                       \
+    if (e_ != cudaSuccess) MK_TEST_FAIL_("%s: %s", #x, cudaGetErrorString(e_)); \
   } while (0)
 
 #define ASSERT_TRUE(c) \

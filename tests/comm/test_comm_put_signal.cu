@@ -21,12 +21,6 @@
 #include "core/rng.h"
 #include "tests/mk_test.h"
 
-#define CUDA_OK(x)                                                              \
-  do {                                                                          \
-    cudaError_t e_ = (x);                                                       \
-    if (e_ != cudaSuccess) MK_TEST_FAIL_("%s: %s", #x, cudaGetErrorString(e_)); \
-  } while (0)
-
 enum { ELEMS = 64 * 1024, ROUNDS = 1000, REPLAYS = 200, THREADS = 256, TMA_CHUNK = 8192, TMA_STAGES = 4, SLOT = 0 };
 
 struct layout {

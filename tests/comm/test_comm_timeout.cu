@@ -11,12 +11,6 @@
 #include "comm/mk_device.cuh"
 #include "tests/mk_test.h"
 
-#define CUDA_OK(x)                                                              \
-  do {                                                                          \
-    cudaError_t e_ = (x);                                                       \
-    if (e_ != cudaSuccess) MK_TEST_FAIL_("%s: %s", #x, cudaGetErrorString(e_)); \
-  } while (0)
-
 /* Wait for a signal from `from` that nobody sends; every CTA waits (only one may win the record). */
 __global__ void wait_silent(mk_dev_world w, uint64_t sig, int from, int *left) {
   if (!mk_wait_ge_cta(w, sig + 8ull * from, 1, MK_OP_TEST, from, blockIdx.x) && threadIdx.x == 0) atomicAdd(left, 1);

@@ -10,12 +10,6 @@
 #include "kernels/mk_kernels.h"
 #include "tests/mk_test.h"
 
-#define CUDA_OK(x)                                                              \
-  do {                                                                          \
-    cudaError_t e_ = (x);                                                       \
-    if (e_ != cudaSuccess) MK_TEST_FAIL_("%s: %s", #x, cudaGetErrorString(e_)); \
-  } while (0)
-
 /* Device bf16 buffer of n elements, uniform in [-1, 1) from (seed). */
 uint16_t *gemm_check_random(size_t n, uint64_t seed);
 

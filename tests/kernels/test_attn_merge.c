@@ -13,12 +13,6 @@
 #include "tests/kernels/attn_ref.h"
 #include "tests/mk_test.h"
 
-#define CUDA_OK(x)                                                              \
-  do {                                                                          \
-    cudaError_t e_ = (x);                                                       \
-    if (e_ != cudaSuccess) MK_TEST_FAIL_("%s: %s", #x, cudaGetErrorString(e_)); \
-  } while (0)
-
 /* One varlen batch; keys [0, split) form chunk 1 and [split, lk) chunk 2 of every sequence. */
 static int chunked(const char *name, int d, int hq, int hkv, int causal, int batch, const int *len_q,
                    const int *len_k, int split, uint64_t seed) {

@@ -7,12 +7,6 @@
 #include "kernels/mk_kernels.h"
 #include "tests/mk_test.h"
 
-#define CUDA_OK(x)                                                                      \
-  do {                                                                                  \
-    cudaError_t e_ = (x);                                                               \
-    if (e_ != cudaSuccess) MK_TEST_FAIL_("%s: %s", #x, cudaGetErrorString(e_));         \
-  } while (0)
-
 int main(int argc, char **argv) {
   mk_test_init(argc, argv, 60);
   mk_test_require_gpus(1);

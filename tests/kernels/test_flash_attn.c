@@ -12,12 +12,6 @@
 #include "tests/kernels/attn_ref.h"
 #include "tests/mk_test.h"
 
-#define CUDA_OK(x)                                                              \
-  do {                                                                          \
-    cudaError_t e_ = (x);                                                       \
-    if (e_ != cudaSuccess) MK_TEST_FAIL_("%s: %s", #x, cudaGetErrorString(e_)); \
-  } while (0)
-
 typedef struct fa_case {
   const char *name;
   int d, hq, hkv, mask, causal_offset, batch;

@@ -15,12 +15,6 @@
 #include "kernels/mk_kernels.h"
 #include "tests/mk_test.h"
 
-#define CUDA_OK(x)                                                              \
-  do {                                                                          \
-    cudaError_t e_ = (x);                                                       \
-    if (e_ != cudaSuccess) MK_TEST_FAIL_("%s: %s", #x, cudaGetErrorString(e_)); \
-  } while (0)
-
 typedef struct shape {
   int64_t m, n, k;
 } shape;

@@ -15,12 +15,6 @@
 #include "models/mk_models.h"
 #include "tests/mk_test.h"
 
-#define CUDA_OK(x)                                                              \
-  do {                                                                          \
-    cudaError_t e_ = (x);                                                       \
-    if (e_ != cudaSuccess) MK_TEST_FAIL_("%s: %s", #x, cudaGetErrorString(e_)); \
-  } while (0)
-
 /* bf16-representable value in [-s, s) and its bits */
 static float bfv(uint64_t seed, uint64_t i, float s, uint16_t *bits) {
   uint16_t b = mk_rng_bf16_bits(mk_rng_uniform(seed, i, -s, 2 * s));

@@ -8,12 +8,6 @@
 #include "kernels/mk_kernels.h"
 #include "tests/mk_test.h"
 
-#define CUDA_OK(x)                                                              \
-  do {                                                                          \
-    cudaError_t e_ = (x);                                                       \
-    if (e_ != cudaSuccess) MK_TEST_FAIL_("%s: %s", #x, cudaGetErrorString(e_)); \
-  } while (0)
-
 static void cpu_route(const float *l, int E, int K, int renorm, int32_t *ids, float *w) {
   float mx = -INFINITY;
   for (int e = 0; e < E; e++) mx = l[e] > mx ? l[e] : mx;

@@ -10,12 +10,6 @@
 #include "kernels/mk_kernels.h"
 #include "tests/mk_test.h"
 
-#define CUDA_OK(x)                                                                  \
-  do {                                                                              \
-    cudaError_t e_ = (x);                                                           \
-    if (e_ != cudaSuccess) MK_TEST_FAIL_("%s: %s", #x, cudaGetErrorString(e_));     \
-  } while (0)
-
 static uint16_t bf(uint64_t seed, uint64_t i) { return mk_rng_bf16_bits(mk_rng_uniform(seed, i, -1.0f, 2.0f)); }
 /* The host twin of mk_fill_uniform_*(lo = -1, hi = 1): mk_rng_uniform takes lo and a scale. */
 static float f32v(uint64_t seed, uint64_t i) { return mk_rng_uniform(seed, i, -1.0f, 2.0f); }

@@ -17,12 +17,6 @@
 #include "tests/kernels/attn_ref.h"
 #include "tests/mk_test.h"
 
-#define CUDA_OK(x)                                                              \
-  do {                                                                          \
-    cudaError_t e_ = (x);                                                       \
-    if (e_ != cudaSuccess) MK_TEST_FAIL_("%s: %s", #x, cudaGetErrorString(e_)); \
-  } while (0)
-
 typedef struct ring_case {
   int s, max_s, d, hq, hkv, causal;
 } ring_case;
