@@ -22,6 +22,38 @@ typedef struct CUstream_st *mk_stream_t; /* == cudaStream_t */
 mk_status mk_fill_uniform_bf16(uint16_t *out, size_t n, uint64_t seed, float lo, float hi, mk_stream_t stream);
 mk_status mk_fill_uniform_f32(float *out, size_t n, uint64_t seed, float lo, float hi, mk_stream_t stream);
 
+/* ---- model elementwise ops (bf16 = uint16_t bits; fp32 arithmetic inside) ----
+ * Each has a CPU twin in tests/kernels/test_elementwise.c. */
+/* out[t, :] = fp32(table[ids[t], :]) ([vocab, dim] bf16); an id outside [0, vocab) gives NaNs. */
+mk_status mk_embed_gather(const int32_t *ids, int64_t n, const uint16_t *table, int64_t vocab, int64_t dim,
+                          float *out, mk_stream_t stream);
+/* RMSNorm of fp32 rows x [n, dim] with fp32 weight w [dim] -> out_bf16 and/or out_f32 (either NULL). */
+mk_status mk_rmsnorm_f32(const float *x, const float *w, int64_t n, int dim, float eps, uint16_t *out_bf16,
+                         float *out_f32, mk_stream_t stream);
+/* RMSNorm in place of bf16 rows x [rows, dim]: mean of squares = sumsq[r] / norm_dim when sumsq
+ * is given (a norm across a width split over ranks), else over the row itself (norm_dim == dim). */
+mk_status mk_rmsnorm_bf16(uint16_t *x, int64_t rows, int dim, const float *w, const float *sumsq, int norm_dim,
+                          float eps, mk_stream_t stream);
+/* out[r] = sum of squares of bf16 row r (fp32). */
+mk_status mk_rowsumsq_bf16(const uint16_t *x, int64_t rows, int dim, float *out, mk_stream_t stream);
+/* Rotate-half RoPE in place on x [n, heads * hd] bf16, token t at position pos0 + t. */
+mk_status mk_rope_neox_bf16(uint16_t *x, int64_t n, int heads, int hd, int64_t pos0, double theta,
+                            mk_stream_t stream);
+/* x[r, c] += b[c] (bf16 rows, fp32 bias). */
+mk_status mk_bias_add_bf16(uint16_t *x, int64_t rows, int cols, const float *b, mk_stream_t stream);
+/* x[t, i] += (row_scale ? row_scale[t] : 1) * y[t, i]; x fp32 [n, dim], y bf16. */
+mk_status mk_residual_add(float *x, const uint16_t *y, const float *row_scale, int64_t n, int dim,
+                          mk_stream_t stream);
+/* out = silu(gate) * up, n elements (may alias gate or up). */
+mk_status mk_swiglu_bf16(const uint16_t *gate, const uint16_t *up, uint16_t *out, int64_t n, mk_stream_t stream);
+/* out[r] = argmax of x[r, 0..cols) (lowest index on ties). */
+mk_status mk_argmax_f32(const float *x, int64_t rows, int cols, int32_t *out, mk_stream_t stream);
+mk_status mk_convert_bf16_to_f32(const uint16_t *in, float *out, int64_t n, mk_stream_t stream);
+mk_status mk_convert_f32_to_bf16(const float *in, uint16_t *out, int64_t n, mk_stream_t stream);
+/* y[n, out] (fp32) = x[n, in] (fp32) @ w[out, in]^T (bf16): router, gates, lm_head logits. */
+mk_status mk_linear_f32out(const float *x, int64_t n, int in, const uint16_t *w, int out, float *y,
+                           mk_stream_t stream);
+
 #ifdef __cplusplus
 }
 #endif

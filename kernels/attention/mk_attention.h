@@ -76,6 +76,13 @@ mk_status mk_attn_merge(const uint16_t *o1, const float *lse1, const uint16_t *o
  * lse unused; d <= 256). Writes o_row[d] and *lse (zeros and -inf for a row that sees no key). */
 void mk_attn_ref_row(const mk_attn_fwd_args *a, int b, int h, int i, float *o_row, float *lse);
 
+/* Causal attention of n new tokens (positions pos0 .. pos0 + n - 1) over a contiguous KV cache
+ * of one sequence: q [n, hq, d], k_cache / v_cache [>= pos0 + n, hkv, d], o [n, hq, d], bf16,
+ * fp32 online softmax. Any d <= 256, hq % hkv == 0. Simple (one warp per token and head): the
+ * model's path for head dims flash attention does not take and for decode. */
+mk_status mk_attn_cache_fwd(const uint16_t *q, const uint16_t *k_cache, const uint16_t *v_cache, uint16_t *o, int n,
+                            int pos0, int hq, int hkv, int d, float scale, mk_stream_t stream);
+
 typedef struct mk_paged_decode_args {
   const uint16_t *q;            /* [batch, hq, d] bf16: one new token per sequence */
   const uint16_t *k_cache;      /* [num_blocks, block_size, hkv, d] bf16 */

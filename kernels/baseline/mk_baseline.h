@@ -48,6 +48,9 @@ mk_status mk_cublaslt_gemm_grouped_bf16(mk_cublaslt_t *lt, const uint16_t *A, co
 
 typedef struct mk_nccl mk_nccl_t;
 mk_status mk_nccl_create(mk_comm_t *comm, mk_nccl_t **out);
+/* Collective over all ranks of comm: a communicator of the ranks that pass the same color
+ * (ranks ordered by their global rank), e.g. the tensor-parallel group of a node. */
+mk_status mk_nccl_create_group(mk_comm_t *comm, int color, mk_nccl_t **out);
 void mk_nccl_destroy(mk_nccl_t *n); /* NULL: no-op */
 int mk_nccl_size(const mk_nccl_t *n);
 /* recv[size * count] = every rank's send[count], in rank order. */

@@ -55,6 +55,39 @@ fail:
   return st;
 }
 
+mk_status mk_nccl_create_group(mk_comm_t *comm, int color, mk_nccl_t **out) {
+  *out = NULL;
+  const mk_world *w = mk_comm_world(comm);
+  int *colors = calloc((size_t)w->size, sizeof(int));
+  ncclUniqueId *ids = calloc((size_t)w->size, sizeof(ncclUniqueId)), mine;
+  mk_nccl_t *n = calloc(1, sizeof *n);
+  mk_status st = MK_STATUS_OK;
+  if (!colors || !ids || !n) {
+    st = MK_STATUS_OUT_OF_MEMORY;
+    goto fail;
+  }
+  MK_CHECK_GOTO(mk_comm_allgather(comm, &color, colors, sizeof(int)), st, fail);
+  int leader = -1, size = 0, rank = 0;
+  for (int r = 0; r < w->size; r++) {
+    if (colors[r] != color) continue;
+    if (leader < 0) leader = r;
+    if (r == w->rank) rank = size;
+    size++;
+  }
+  memset(&mine, 0, sizeof mine);
+  if (leader == w->rank) MK_NCCL_CHECK_GOTO(ncclGetUniqueId(&mine), st, fail);
+  MK_CHECK_GOTO(mk_comm_allgather(comm, &mine, ids, sizeof mine), st, fail);
+  n->rank = rank;
+  n->size = size;
+  MK_CUDA_CHECK_GOTO(cudaSetDevice(mk_comm_device(comm)), st, fail);
+  MK_NCCL_CHECK_GOTO(ncclCommInitRank(&n->comm, size, ids[leader], rank), st, fail);
+  *out = n;
+  n = NULL;
+fail:
+  free(colors), free(ids), free(n);
+  return st;
+}
+
 void mk_nccl_destroy(mk_nccl_t *n) {
   if (!n) return;
   ncclCommDestroy(n->comm);
@@ -130,6 +163,11 @@ mk_status mk_nccl_all_to_all(mk_nccl_t *n, const void *send, void *recv, size_t 
 
 mk_status mk_nccl_create(mk_comm_t *comm, mk_nccl_t **out) {
   (void)comm;
+  *out = NULL;
+  MK_NO_NCCL_();
+}
+mk_status mk_nccl_create_group(mk_comm_t *comm, int color, mk_nccl_t **out) {
+  (void)comm, (void)color;
   *out = NULL;
   MK_NO_NCCL_();
 }

@@ -1,0 +1,51 @@
+/* layers_internal.h — the per-rank GPU model shared by model_load.c (weights, buffers) and
+ * model_gpu.c (forward). Not a public header. */
+#ifndef MK_LAYERS_INTERNAL_H
+#define MK_LAYERS_INTERNAL_H
+
+#include "kernels/mk_kernels.h"
+#include "layers/mk_layers.h"
+
+typedef struct gpu_mlp { /* SwiGLU MLP, column/row parallel over tp: gate/up [I_r, H], down [H, I_r] */
+  uint16_t *gate, *up, *down;
+  int inter_r;
+} gpu_mlp;
+
+typedef struct gpu_layer {
+  float *attn_norm, *mlp_norm;             /* [H] */
+  uint16_t *wq, *wk, *wv, *wo;             /* [qw_r, H], [kw_r, H] x2, [H, qw_r] */
+  float *bq, *bk, *bv;                     /* this rank's slices; NULL if none */
+  float *q_norm, *k_norm;                  /* [hd] (per head) or this rank's slice of the full width */
+  uint16_t *kc, *vc;                       /* [max_seq, kw_r] */
+  int is_moe;
+  uint16_t *router, *seg;                  /* [E, H], shared expert gate [1, H] (NULL if none) */
+  uint16_t *w1, *w2;                       /* local experts: [El, 2I, H], [El, H, I] */
+  mk_moe_t *moe;
+  gpu_mlp shared, dense;
+} gpu_layer;
+
+struct mk_model_gpu {
+  mk_model_config_t cfg;
+  mk_layout_t lay;
+  mk_comm_t *comm;
+  int rank, tp_rank, max_seq, pos;
+  int nh_r, nkv_r, qw_r, kw_r;             /* heads, kv heads and widths on this rank */
+  void *stream;                            /* cudaStream_t */
+  mk_cublaslt_t *lt;
+  mk_nccl_t *tp_nccl;                      /* NULL when tp == 1 */
+  uint16_t *embed, *lm_head;               /* [V, H] (lm_head may alias embed) */
+  float *final_norm;
+  gpu_layer *layers;
+  /* activations for max_seq tokens */
+  int32_t *ids, *topk_ids;
+  float *x, *hf, *router_logits, *topk_w, *shared_logit, *shared_w, *sumsq, *logits;
+  uint16_t *hb, *q, *o, *y, *y2, *g, *u;
+  void **allocs;                           /* device allocations, freed at destroy */
+  int nallocs, cap;
+};
+
+/* model_load.c */
+mk_status mk_layers_load_(mk_model_gpu_t *g, const mk_model_t *m);
+void *mk_layers_dalloc_(mk_model_gpu_t *g, size_t bytes); /* zeroed device memory, tracked; NULL on failure */
+
+#endif

@@ -1,0 +1,64 @@
+/* mk_layers.h — parallel transformer blocks and the whole model on N GPUs (one process per GPU).
+ *
+ *   layout   mk_layers_layout_choose(): attention (and dense MLPs, the Qwen2 shared expert)
+ *            tensor-parallel over tp ranks of one node group (heads split; tp divides the
+ *            ranks per node and the heads and KV heads), experts over all ranks (EP = world).
+ *            tp = 0 asks for the default: the largest tp that fits the node and the model.
+ *   model    mk_model_gpu_t: each rank loads only its slices (rows / columns of the TP
+ *            weights, its experts), runs prefill and decode over a contiguous KV cache of
+ *            max_seq positions per layer, and returns fp32 logits.
+ *
+ * Path: the UNFUSED path (cuBLASLt GEMMs, NCCL all-reduce over the TP group, the MoE block's
+ * unfused path) is the one built; the fused path is not wired yet.
+ * Numerics: the residual stream is fp32 (as the reference; it is summed over every layer, so
+ * bf16 rounding would accumulate), block inputs are bf16 (GEMM operands), RMSNorm, RoPE,
+ * softmax and all accumulation in fp32; the router, the shared-expert gate and the logits come
+ * from fp32 normed activations (mk_linear_f32out) so top-k choices and argmax see fp32 values.
+ *
+ * Usage (every rank, same order of calls):
+ *   mk_comm_t *comm; mk_comm_create(&comm);
+ *   mk_layout_t lay; mk_layers_layout_choose(cfg, mk_comm_world(comm), 0, &lay);
+ *   mk_model_gpu_t *g; mk_model_gpu_create(model, comm, &lay, max_seq, &g);
+ *   mk_model_gpu_generate(g, prompt, n, 32, out_ids, logits_or_NULL);   // same ids on every rank
+ *   mk_model_gpu_destroy(g); mk_comm_destroy(comm); */
+#ifndef MK_LAYERS_H
+#define MK_LAYERS_H
+
+#include <stdint.h>
+
+#include "comm/mk_comm.h"
+#include "core/mk_core.h"
+#include "models/mk_models.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Check or choose a layout for a model on a world. tp_req = 0: the default. A layout that
+ * cannot work (tp not dividing the ranks per node, heads or KV heads, slice widths that are
+ * not multiples of 8, experts not divisible by the world) is MK_STATUS_INVALID_ARGUMENT with
+ * a message saying which number does not divide which. Pure host code. */
+mk_status mk_layers_layout_choose(const mk_model_config_t *c, const mk_world *w, int tp_req, mk_layout_t *out);
+
+typedef struct mk_model_gpu mk_model_gpu_t;
+
+/* Collective. Loads this rank's shard to the GPU of comm, creates the TP communicator (NCCL)
+ * and one MoE block per MoE layer (symmetric heap buffers for max_seq tokens). */
+mk_status mk_model_gpu_create(const mk_model_t *m, mk_comm_t *comm, const mk_layout_t *layout, int max_seq,
+                              mk_model_gpu_t **out);
+void mk_model_gpu_destroy(mk_model_gpu_t *g); /* NULL: no-op */
+void mk_model_gpu_reset(mk_model_gpu_t *g);    /* empty the KV cache */
+int mk_model_gpu_position(const mk_model_gpu_t *g);
+/* Collective. n tokens (host ids, the same on every rank) at the current position, appended
+ * to the KV cache; logits [n, vocab] fp32 on the host (NULL: not wanted). */
+mk_status mk_model_gpu_forward(mk_model_gpu_t *g, const int32_t *ids, int n, float *logits);
+/* Collective. Greedy, as mk_ref_generate: resets, prefills the prompt, then max_new tokens;
+ * rank 0's argmax is broadcast so every rank continues with the same token. logits_out NULL
+ * or [(n_prompt + max_new - 1), vocab]. */
+mk_status mk_model_gpu_generate(mk_model_gpu_t *g, const int32_t *prompt, int n_prompt, int max_new, int32_t *out_ids,
+                                float *logits_out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MK_LAYERS_H */

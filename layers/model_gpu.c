@@ -1,0 +1,236 @@
+/* model_gpu.c — the whole model on N GPUs, unfused path: per layer RMSNorm -> attention
+ * (column-parallel q/k/v over this rank's heads, bias, q/k norm, RoPE, causal attention over
+ * the contiguous KV cache, row-parallel o + NCCL all-reduce over the TP group) -> residual ->
+ * RMSNorm -> MoE (fp32 router, top-k, the MoE block's unfused EP path; Qwen2 shared expert
+ * as a TP MLP scaled by its sigmoid gate) or dense MLP -> residual; final norm, fp32 logits.
+ * Every rank holds every token (attention TP groups compute the same tokens; each rank sends
+ * its tokens to the experts), so every rank ends with the same logits. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+#include "core/check.h"
+#include "layers/layers_internal.h"
+
+#define S_(g) ((mk_stream_t)(g)->stream)
+
+static mk_status gemm(mk_model_gpu_t *g, const uint16_t *a, const uint16_t *w, uint16_t *c, int64_t m, int64_t n,
+                      int64_t k) {
+  return mk_cublaslt_gemm_bf16(g->lt, a, w, c, m, n, k, MK_GEMM_B_NK, S_(g));
+}
+
+/* Sum of a row-parallel partial result over the TP group, in place. */
+static mk_status tp_sum(mk_model_gpu_t *g, void *buf, size_t count, mk_dtype t) {
+  if (!g->tp_nccl) return MK_STATUS_OK;
+  return mk_nccl_all_reduce(g->tp_nccl, buf, buf, count, t, S_(g));
+}
+
+static mk_status attn_block(mk_model_gpu_t *g, gpu_layer *L, int n) {
+  const mk_model_config_t *c = &g->cfg;
+  const int H = c->hidden, hd = c->head_dim, pos0 = g->pos;
+  uint16_t *k = L->kc + (size_t)pos0 * g->kw_r, *v = L->vc + (size_t)pos0 * g->kw_r;
+  MK_CHECK(mk_rmsnorm_f32(g->x, L->attn_norm, n, H, c->rms_eps, g->hb, NULL, S_(g)));
+  MK_CHECK(gemm(g, g->hb, L->wq, g->q, n, g->qw_r, H));
+  MK_CHECK(gemm(g, g->hb, L->wk, k, n, g->kw_r, H));
+  MK_CHECK(gemm(g, g->hb, L->wv, v, n, g->kw_r, H));
+  if (L->bq) MK_CHECK(mk_bias_add_bf16(g->q, n, g->qw_r, L->bq, S_(g)));
+  if (L->bk) MK_CHECK(mk_bias_add_bf16(k, n, g->kw_r, L->bk, S_(g)));
+  if (L->bv) MK_CHECK(mk_bias_add_bf16(v, n, g->kw_r, L->bv, S_(g)));
+  if (c->qk_norm == MK_QK_NORM_HEAD) {
+    MK_CHECK(mk_rmsnorm_bf16(g->q, (int64_t)n * g->nh_r, hd, L->q_norm, NULL, hd, c->rms_eps, S_(g)));
+    MK_CHECK(mk_rmsnorm_bf16(k, (int64_t)n * g->nkv_r, hd, L->k_norm, NULL, hd, c->rms_eps, S_(g)));
+  } else if (c->qk_norm == MK_QK_NORM_FULL && !g->tp_nccl) {
+    MK_CHECK(mk_rmsnorm_bf16(g->q, n, g->qw_r, L->q_norm, NULL, g->qw_r, c->rms_eps, S_(g)));
+    MK_CHECK(mk_rmsnorm_bf16(k, n, g->kw_r, L->k_norm, NULL, g->kw_r, c->rms_eps, S_(g)));
+  } else if (c->qk_norm == MK_QK_NORM_FULL) { /* the norm spans every rank's heads: sum the squares */
+    float *sq = g->sumsq, *sk = g->sumsq + n;
+    MK_CHECK(mk_rowsumsq_bf16(g->q, n, g->qw_r, sq, S_(g)));
+    MK_CHECK(mk_rowsumsq_bf16(k, n, g->kw_r, sk, S_(g)));
+    MK_CHECK(tp_sum(g, g->sumsq, 2 * (size_t)n, MK_DTYPE_F32));
+    MK_CHECK(mk_rmsnorm_bf16(g->q, n, g->qw_r, L->q_norm, sq, c->n_heads * hd, c->rms_eps, S_(g)));
+    MK_CHECK(mk_rmsnorm_bf16(k, n, g->kw_r, L->k_norm, sk, c->n_kv_heads * hd, c->rms_eps, S_(g)));
+  }
+  MK_CHECK(mk_rope_neox_bf16(g->q, n, g->nh_r, hd, pos0, c->rope_theta, S_(g)));
+  MK_CHECK(mk_rope_neox_bf16(k, n, g->nkv_r, hd, pos0, c->rope_theta, S_(g)));
+  MK_CHECK(mk_attn_cache_fwd(g->q, L->kc, L->vc, g->o, n, pos0, g->nh_r, g->nkv_r, hd, 1.0f / sqrtf((float)hd), S_(g)));
+  MK_CHECK(gemm(g, g->o, L->wo, g->y, n, H, g->qw_r));
+  MK_CHECK(tp_sum(g, g->y, (size_t)n * H, MK_DTYPE_BF16));
+  return mk_residual_add(g->x, g->y, NULL, n, H, S_(g));
+}
+
+/* SwiGLU MLP on g->hb, column/row parallel, summed over the TP group -> out [n, H]. */
+static mk_status mlp(mk_model_gpu_t *g, const gpu_mlp *p, int n, uint16_t *out) {
+  const int H = g->cfg.hidden;
+  MK_CHECK(gemm(g, g->hb, p->gate, g->g, n, p->inter_r, H));
+  MK_CHECK(gemm(g, g->hb, p->up, g->u, n, p->inter_r, H));
+  MK_CHECK(mk_swiglu_bf16(g->g, g->u, g->g, (int64_t)n * p->inter_r, S_(g)));
+  MK_CHECK(gemm(g, g->g, p->down, out, n, H, p->inter_r));
+  return tp_sum(g, out, (size_t)n * H, MK_DTYPE_BF16);
+}
+
+static mk_status ffn_block(mk_model_gpu_t *g, gpu_layer *L, int n) {
+  const mk_model_config_t *c = &g->cfg;
+  const int H = c->hidden, E = c->n_experts;
+  MK_CHECK(mk_rmsnorm_f32(g->x, L->mlp_norm, n, H, c->rms_eps, g->hb, g->hf, S_(g)));
+  if (!L->is_moe) {
+    MK_CHECK(mlp(g, &L->dense, n, g->y));
+    return mk_residual_add(g->x, g->y, NULL, n, H, S_(g));
+  }
+  MK_CHECK(mk_linear_f32out(g->hf, n, H, L->router, E, g->router_logits, S_(g)));
+  if (L->seg) MK_CHECK(mk_linear_f32out(g->hf, n, H, L->seg, 1, g->shared_logit, S_(g)));
+  MK_CHECK(mk_moe_route(g->router_logits, n, E, c->top_k, c->norm_topk_prob, L->seg ? g->shared_logit : NULL,
+                        g->topk_ids, g->topk_w, L->seg ? g->shared_w : NULL, NULL, S_(g)));
+  MK_CHECK(mk_moe_forward(L->moe, MK_MOE_UNFUSED, g->hb, n, g->topk_ids, g->topk_w, g->y, S_(g)));
+  MK_CHECK(mk_residual_add(g->x, g->y, NULL, n, H, S_(g)));
+  if (!L->seg) return MK_STATUS_OK;
+  MK_CHECK(mlp(g, &L->shared, n, g->y2));
+  return mk_residual_add(g->x, g->y2, g->shared_w, n, H, S_(g));
+}
+
+mk_status mk_model_gpu_forward(mk_model_gpu_t *g, const int32_t *ids, int n, float *logits) {
+  if (!g || !ids || n < 1) MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_MODEL, "model_gpu: no tokens");
+  const mk_model_config_t *c = &g->cfg;
+  if (n > g->max_seq - g->pos)
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_MODEL, "model_gpu: %d tokens at position %d exceed the KV cache (%d)",
+                  n, g->pos, g->max_seq);
+  for (int t = 0; t < n; t++)
+    if (ids[t] < 0 || ids[t] >= c->vocab)
+      MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_MODEL, "model_gpu: token id %d is outside the vocabulary (%d)",
+                    (int)ids[t], c->vocab);
+  MK_CUDA_CHECK(cudaMemcpyAsync(g->ids, ids, sizeof(int32_t) * (size_t)n, cudaMemcpyHostToDevice, g->stream));
+  MK_CHECK(mk_embed_gather(g->ids, n, g->embed, c->vocab, c->hidden, g->x, S_(g)));
+  for (int l = 0; l < c->n_layers; l++) {
+    MK_CHECK(attn_block(g, &g->layers[l], n));
+    MK_CHECK(ffn_block(g, &g->layers[l], n));
+  }
+  MK_CHECK(mk_rmsnorm_f32(g->x, g->final_norm, n, c->hidden, c->rms_eps, NULL, g->hf, S_(g)));
+  MK_CHECK(mk_linear_f32out(g->hf, n, c->hidden, g->lm_head, c->vocab, g->logits, S_(g)));
+  if (logits)
+    MK_CUDA_CHECK(cudaMemcpyAsync(logits, g->logits, sizeof(float) * (size_t)n * c->vocab, cudaMemcpyDeviceToHost,
+                                  g->stream));
+  MK_CUDA_CHECK(cudaStreamSynchronize(g->stream));
+  g->pos += n;
+  return MK_STATUS_OK;
+}
+
+static int32_t argmax(const float *v, int n) { /* as the reference: first of the largest */
+  int32_t b = 0;
+  for (int i = 1; i < n; i++)
+    if (v[i] > v[b]) b = i;
+  return b;
+}
+
+mk_status mk_model_gpu_generate(mk_model_gpu_t *g, const int32_t *prompt, int n_prompt, int max_new, int32_t *out_ids,
+                                float *logits_out) {
+  if (!g || !prompt || n_prompt < 1 || max_new < 1 || !out_ids)
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_MODEL, "model_gpu: bad generate arguments");
+  const int V = g->cfg.vocab;
+  mk_model_gpu_reset(g);
+  float *lg = malloc(sizeof(float) * (size_t)n_prompt * V);
+  if (!lg) return MK_STATUS_OUT_OF_MEMORY;
+  mk_status st = mk_model_gpu_forward(g, prompt, n_prompt, lg);
+  int32_t next = 0;
+  if (st == MK_STATUS_OK) {
+    if (logits_out) memcpy(logits_out, lg, sizeof(float) * (size_t)n_prompt * V);
+    next = argmax(lg + (size_t)(n_prompt - 1) * V, V);
+  }
+  for (int i = 0; st == MK_STATUS_OK && i < max_new; i++) {
+    if ((st = mk_comm_bcast(g->comm, &next, sizeof next, 0))) break; /* every rank follows rank 0 */
+    out_ids[i] = next;
+    if (i == max_new - 1) break;
+    if ((st = mk_model_gpu_forward(g, &next, 1, lg))) break;
+    if (logits_out) memcpy(logits_out + (size_t)(n_prompt + i) * V, lg, sizeof(float) * V);
+    next = argmax(lg, V);
+  }
+  free(lg);
+  return st;
+}
+
+void mk_model_gpu_reset(mk_model_gpu_t *g) {
+  if (g) g->pos = 0;
+}
+int mk_model_gpu_position(const mk_model_gpu_t *g) { return g ? g->pos : 0; }
+
+void mk_model_gpu_destroy(mk_model_gpu_t *g) {
+  if (!g) return;
+  if (g->layers)
+    for (int l = 0; l < g->cfg.n_layers; l++) mk_moe_destroy(g->layers[l].moe);
+  free(g->layers);
+  mk_nccl_destroy(g->tp_nccl);
+  mk_cublaslt_destroy(g->lt);
+  for (int i = 0; i < g->nallocs; i++) cudaFree(g->allocs[i]);
+  free(g->allocs);
+  if (g->stream) cudaStreamDestroy(g->stream);
+  free(g);
+}
+
+#define DALLOC(ptr, bytes)                                                   \
+  do {                                                                       \
+    if (!((ptr) = mk_layers_dalloc_(g, (bytes)))) {                          \
+      st = MK_STATUS_OUT_OF_MEMORY;                                          \
+      goto fail;                                                             \
+    }                                                                        \
+  } while (0)
+
+mk_status mk_model_gpu_create(const mk_model_t *m, mk_comm_t *comm, const mk_layout_t *layout, int max_seq,
+                              mk_model_gpu_t **out) {
+  *out = NULL;
+  if (!m || !comm || !layout || max_seq < 1)
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_MODEL, "model_gpu: bad create arguments");
+  const mk_model_config_t *c = mk_model_config(m);
+  const mk_world *w = mk_comm_world(comm);
+  mk_layout_t chk;
+  MK_CHECK(mk_layers_layout_choose(c, w, layout->tp, &chk));
+  if (layout->world != w->size || layout->ep != w->size)
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_MODEL,
+                  "model_gpu: layout world %d / ep %d must equal the %d ranks (EP spans every rank)", layout->world,
+                  layout->ep, w->size);
+  mk_model_gpu_t *g = calloc(1, sizeof *g);
+  if (!g) return MK_STATUS_OUT_OF_MEMORY;
+  mk_status st = MK_STATUS_OK;
+  g->cfg = *c, g->lay = chk, g->comm = comm, g->rank = w->rank, g->tp_rank = w->rank % chk.tp, g->max_seq = max_seq;
+  g->nh_r = c->n_heads / chk.tp, g->nkv_r = c->n_kv_heads / chk.tp;
+  g->qw_r = g->nh_r * c->head_dim, g->kw_r = g->nkv_r * c->head_dim;
+  MK_CUDA_CHECK_GOTO(cudaSetDevice(mk_comm_device(comm)), st, fail);
+  MK_CUDA_CHECK_GOTO(cudaStreamCreateWithFlags((cudaStream_t *)&g->stream, cudaStreamNonBlocking), st, fail);
+  MK_CHECK_GOTO(mk_cublaslt_create(&g->lt), st, fail);
+  /* TP groups: consecutive ranks (tp rank = rank % tp), inside one node group (tp | local_size). */
+  if (chk.tp > 1) MK_CHECK_GOTO(mk_nccl_create_group(comm, w->rank / chk.tp, &g->tp_nccl), st, fail);
+  MK_CHECK_GOTO(mk_layers_load_(g, m), st, fail);
+  const size_t S = (size_t)max_seq, H = (size_t)c->hidden;
+  size_t wide = (size_t)(c->dense_inter > c->shared_inter ? c->dense_inter : c->shared_inter) / chk.tp;
+  DALLOC(g->ids, S * 4);
+  DALLOC(g->topk_ids, S * (size_t)c->top_k * 4);
+  DALLOC(g->x, S * H * 4);
+  DALLOC(g->hf, S * H * 4);
+  DALLOC(g->router_logits, S * (size_t)c->n_experts * 4);
+  DALLOC(g->topk_w, S * (size_t)c->top_k * 4);
+  DALLOC(g->shared_logit, S * 4);
+  DALLOC(g->shared_w, S * 4);
+  DALLOC(g->sumsq, 2 * S * 4);
+  DALLOC(g->logits, S * (size_t)c->vocab * 4);
+  DALLOC(g->hb, S * H * 2);
+  DALLOC(g->q, S * (size_t)g->qw_r * 2);
+  DALLOC(g->o, S * (size_t)g->qw_r * 2);
+  DALLOC(g->y, S * H * 2);
+  DALLOC(g->y2, S * H * 2);
+  DALLOC(g->g, S * (wide ? wide : 8) * 2);
+  DALLOC(g->u, S * (wide ? wide : 8) * 2);
+  for (int l = 0; l < c->n_layers; l++) { /* collective, same order on every rank */
+    gpu_layer *L = &g->layers[l];
+    if (!L->is_moe) continue;
+    mk_moe_args a = {.hidden = c->hidden, .inter = c->moe_inter, .n_experts = c->n_experts, .top_k = c->top_k,
+                     .max_tokens = max_seq, .w1 = L->w1, .w2 = L->w2};
+    MK_CHECK_GOTO(mk_moe_create(comm, &a, &L->moe), st, fail);
+  }
+  MK_CUDA_CHECK_GOTO(cudaDeviceSynchronize(), st, fail);
+  MK_INFO(MK_SUBSYS_MODEL, "model_gpu: rank %d of %d, tp %d (tp rank %d), ep %d, max_seq %d", w->rank, w->size, chk.tp,
+          g->tp_rank, chk.ep, max_seq);
+  *out = g;
+  return MK_STATUS_OK;
+fail:
+  mk_model_gpu_destroy(g);
+  return st;
+}
