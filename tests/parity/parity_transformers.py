@@ -10,6 +10,12 @@ the logits of every position (relative Frobenius error <= 1e-4) and the greedy t
 
   python3 tests/parity/parity_transformers.py --mk-run build/bin/mk-run --out docs/parity/parity.json
 
+With --launch N the GPU engine runs instead (mk-run --gpus under mk-launch -n N [--nodes K]),
+compared at the GPU tolerance (relative error <= 2e-2, identical greedy tokens):
+
+  python3 tests/parity/parity_transformers.py --mk-run build/bin/mk-run --launch 4 --nodes 2 \
+      --mk-launch build/bin/mk-launch --out docs/parity/parity_gpu4x2.json
+
 Needs torch and transformers (not part of the build or of ctest). Exit code 0 only if every
 family passes."""
 import argparse
@@ -26,6 +32,8 @@ from transformers import AutoModelForCausalLM
 
 PROMPT = [1, 5, 9, 200, 17, 33, 2, 101]
 TOL = 1e-4
+TOL_GPU = 2e-2
+LAUNCH = None  # [mk-launch, -n, N, (--nodes, K)] when the GPU engine runs
 
 
 def configs():
@@ -90,13 +98,19 @@ def run_family(name, cfg, mk_run, steps, workdir, seed, layout):
     out = os.path.join(workdir, name + layout + ".logits")
     cmd = [mk_run, "--model", d, "--prompt-ids", ",".join(map(str, PROMPT)), "--max-tokens", str(steps),
            "--logits-out", out]
-    r = subprocess.run(cmd, capture_output=True, text=True)
+    if LAUNCH:
+        cmd = LAUNCH + ["--"] + cmd + ["--gpus"]
+    r = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, NCCL_NVLS_ENABLE="0"))
     res = {"family": name, "saved_with": layout, "command": " ".join(cmd), "hf_tokens": hf_tokens}
     if r.returncode != 0:
         res.update(passed=False, error=(r.stdout + r.stderr)[-2000:])
         return res
     mk_tokens = []
     for line in r.stdout.splitlines():
+        if LAUNCH:  # mk-launch prefixes each line with "[rank] "; rank 0 prints the results
+            if not line.startswith("[0] "):
+                continue
+            line = line[4:]
         if line.startswith("generated ids:"):
             mk_tokens = [int(x) for x in line.split(":")[1].split()]
     mk_logits = np.fromfile(out, dtype="<f4").astype(np.float64).reshape(hf_logits.shape)
@@ -113,7 +127,7 @@ def run_family(name, cfg, mk_run, steps, workdir, seed, layout):
     res.update(mk_tokens=mk_tokens, tokens_match=mk_tokens == hf_tokens, rel_err=rel, max_rel_err_position=max(rel_pos),
                max_abs_err=float(np.abs(mk_logits - hf_logits).max()), positions=int(hf_logits.shape[0]),
                checkpoint_experts="fused 3-D" if fused else "per-expert", tensors=len(keys))
-    res["passed"] = bool(res["tokens_match"] and rel <= TOL)
+    res["passed"] = bool(res["tokens_match"] and rel <= (TOL_GPU if LAUNCH else TOL))
     return res
 
 
@@ -124,7 +138,14 @@ def main():
     ap.add_argument("--steps", type=int, default=32)
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--families", default="mixtral,qwen2_moe,qwen3_moe,olmoe")
+    ap.add_argument("--launch", type=int, default=0, help="run mk-run --gpus under mk-launch -n N")
+    ap.add_argument("--nodes", type=int, default=1, help="with --launch: emulated nodes (mk-launch --nodes)")
+    ap.add_argument("--mk-launch", default=None, help="with --launch: path of mk-launch (default: beside mk-run)")
     a = ap.parse_args()
+    global LAUNCH
+    if a.launch:
+        ml = a.mk_launch or os.path.join(os.path.dirname(os.path.abspath(a.mk_run)), "mk-launch")
+        LAUNCH = [os.path.abspath(ml), "-n", str(a.launch)] + (["--nodes", str(a.nodes)] if a.nodes > 1 else [])
     torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
     results = []
     with tempfile.TemporaryDirectory() as wd:

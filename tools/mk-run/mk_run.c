@@ -1,13 +1,17 @@
-/* mk_run.c — mk-run: load a model and generate greedily with the fp32 CPU reference.
- *   mk-run --model DIR --prompt-ids 1,2,3 [--max-tokens N] [--logits-out FILE]
- * Prints the generated ids and a summary of the last logits. --logits-out writes the logits
- * of every position that was run ((prompt + max_tokens - 1) x vocab, raw little-endian fp32). */
+/* mk_run.c — mk-run: load a model and generate greedily with the fp32 CPU reference, or with
+ * the GPU engine (--gpus; the default under mk-launch, which sets WORLD_SIZE).
+ *   mk-run --model DIR --prompt-ids 1,2,3 [--max-tokens N] [--logits-out FILE] [--gpus] [--tp N]
+ * Prints the generated ids and a summary of the last logits (GPU: rank 0 prints and writes).
+ * --logits-out writes the logits of every position that was run ((prompt + max_tokens - 1) x
+ * vocab, raw little-endian fp32). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "comm/mk_comm.h"
+#include "layers/mk_layers.h"
 #include "models/mk_models.h"
 
 static double now_ms(void) {
@@ -17,15 +21,23 @@ static double now_ms(void) {
 }
 
 static void usage(FILE *o) {
-  fprintf(o, "usage: mk-run --model DIR --prompt-ids 1,2,3 [--max-tokens N (16)] [--logits-out FILE]\n");
+  fprintf(o, "usage: mk-run --model DIR --prompt-ids 1,2,3 [--max-tokens N (16)] [--logits-out FILE]\n"
+             "              [--gpus] [--cpu] [--tp N (0: largest that fits a node)]\n"
+             "  --gpus: the GPU engine on every rank of the launch (default under mk-launch / torchrun);\n"
+             "  attention tensor-parallel over --tp ranks of a node, experts over all ranks.\n");
 }
 
 int main(int argc, char **argv) {
   const char *dir = NULL, *ids_s = NULL, *lout = NULL;
-  int64_t max_new = 16;
+  int64_t max_new = 16, tp = 0;
+  int gpus = getenv("WORLD_SIZE") != NULL; /* under mk-launch or torchrun */
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) return usage(stdout), 0;
+    if (!strcmp(a, "--gpus") || !strcmp(a, "--cpu")) {
+      gpus = !strcmp(a, "--gpus");
+      continue;
+    }
     if (!v) {
       fprintf(stderr, "mk-run: '%s' needs a value\n", a);
       return 2;
@@ -34,7 +46,9 @@ int main(int argc, char **argv) {
     if (!strcmp(a, "--model")) dir = v;
     else if (!strcmp(a, "--prompt-ids")) ids_s = v;
     else if (!strcmp(a, "--logits-out")) lout = v;
-    else if (!strcmp(a, "--max-tokens")) {
+    else if (!strcmp(a, "--tp")) {
+      if (mk_param_parse_int("--tp", v, 0, 1024, &tp)) return 2;
+    } else if (!strcmp(a, "--max-tokens")) {
       if (mk_param_parse_int("--max-tokens", v, 1, 1 << 20, &max_new)) return 2;
     } else {
       fprintf(stderr, "mk-run: unknown flag '%s'\n", a);
@@ -71,26 +85,46 @@ int main(int argc, char **argv) {
   }
   const mk_model_config_t *c = mk_model_config(m);
   int total = n + (int)max_new - 1;
-  if ((st = mk_ref_create(m, total, &ref))) {
+  mk_comm_t *comm = NULL;
+  mk_model_gpu_t *gm = NULL;
+  mk_layout_t lay = {0};
+  int rank = 0;
+  if (gpus) {
+    if ((st = mk_comm_create(&comm))) {
+      fprintf(stderr, "mk-run: cannot set up the GPUs: %s\n", mk_status_str(st));
+      return 1;
+    }
+    rank = mk_comm_world(comm)->rank;
+    if ((st = mk_layers_layout_choose(c, mk_comm_world(comm), (int)tp, &lay)) ||
+        (st = mk_model_gpu_create(m, comm, &lay, total, &gm))) {
+      fprintf(stderr, "mk-run: cannot load %s on the GPUs: %s\n", dir, mk_status_str(st));
+      return 1;
+    }
+  } else if ((st = mk_ref_create(m, total, &ref))) {
     fprintf(stderr, "mk-run: %s\n", mk_status_str(st));
     return 1;
   }
   double t1 = now_ms();
-  printf("mk-run: %s: %s, %d layers, hidden %d, %d/%d heads x %d, %d experts top-%d, vocab %d (loaded in %.0f ms)\n",
-         dir, mk_model_family_name(c->family), c->n_layers, c->hidden, c->n_heads, c->n_kv_heads, c->head_dim,
-         c->n_experts, c->top_k, c->vocab, t1 - t0);
-  printf("engine: fp32 CPU reference (no GPU engine in this build)\n");
+  if (rank == 0) {
+    printf("mk-run: %s: %s, %d layers, hidden %d, %d/%d heads x %d, %d experts top-%d, vocab %d (loaded in %.0f ms)\n",
+           dir, mk_model_family_name(c->family), c->n_layers, c->hidden, c->n_heads, c->n_kv_heads, c->head_dim,
+           c->n_experts, c->top_k, c->vocab, t1 - t0);
+    if (gpus) printf("engine: GPU, unfused path, %d ranks, tp %d, ep %d\n", lay.world, lay.tp, lay.ep);
+    else printf("engine: fp32 CPU reference\n");
+  }
   int32_t *out = malloc(sizeof(int32_t) * (size_t)max_new);
   float *lg = malloc(sizeof(float) * (size_t)total * c->vocab);
   if (!out || !lg) {
     fprintf(stderr, "mk-run: out of memory\n");
     return 1;
   }
-  if ((st = mk_ref_generate(ref, prompt, n, (int)max_new, out, lg))) {
+  st = gpus ? mk_model_gpu_generate(gm, prompt, n, (int)max_new, out, lg) : mk_ref_generate(ref, prompt, n, (int)max_new, out, lg);
+  if (st) {
     fprintf(stderr, "mk-run: generation failed: %s\n", mk_status_str(st));
     return 1;
   }
   double t2 = now_ms();
+  if (rank != 0) goto done;
   printf("prompt ids:");
   for (int i = 0; i < n; i++) printf(" %d", prompt[i]);
   printf("\ngenerated ids:");
@@ -111,6 +145,9 @@ int main(int argc, char **argv) {
     }
     printf("logits: %d x %d fp32 written to %s\n", total, c->vocab, lout);
   }
+done:
+  mk_model_gpu_destroy(gm);
+  mk_comm_destroy(comm);
   free(out), free(lg), free(prompt);
   mk_ref_destroy(ref);
   mk_model_close(m);
