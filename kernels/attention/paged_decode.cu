@@ -180,11 +180,9 @@ __global__ void __launch_bounds__(decode_config::kThreads)
   __shared__ float sm_acc[C::kWarps][G][D];
   __shared__ float sm_m[C::kWarps][G], sm_l[C::kWarps][G];
 
-  const int split = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z;
-  const int ctx = seq_len(p, b);
-  const int t_begin = split * p.part_len;
-  if (t_begin >= ctx && split > 0) return; /* split 0 always writes, so an empty sequence gets O = 0 */
-  const int t_end = min(ctx, t_begin + p.part_len);
+  decode_cta cta;
+  if (!decode_cta_range(p, cta)) return;
+  const int split = cta.split, kvh = cta.kvh, b = cta.b, t_begin = cta.t_begin, t_end = cta.t_end;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int tg = lane / LPT, c = lane % LPT; /* token group in the warp, 16-byte chunk of d */
   float qv[G][8], acc[G][8], m[G], l[G];
@@ -221,11 +219,9 @@ __global__ void __launch_bounds__(decode_config::kThreads)
   __shared__ float sm_acc[C::kWarps][G][D];
   __shared__ float sm_m[C::kWarps][G], sm_l[C::kWarps][G];
 
-  const int split = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z;
-  const int ctx = seq_len(p, b);
-  const int t_begin = split * p.part_len;
-  if (t_begin >= ctx && split > 0) return;
-  const int t_end = min(ctx, t_begin + p.part_len);
+  decode_cta cta;
+  if (!decode_cta_range(p, cta)) return;
+  const int split = cta.split, kvh = cta.kvh, b = cta.b, t_begin = cta.t_begin, t_end = cta.t_end;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int tg = lane / LPT, c = lane % LPT;
   float qv[G][8], acc[G][8], m[G], l[G];

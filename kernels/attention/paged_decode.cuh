@@ -41,6 +41,20 @@ __device__ __forceinline__ int seq_len(const decode_params &p, int b) {
   return min(max(p.context_lens[b], 0), p.max_ctx);
 }
 
+/* A pass-1 CTA's split, KV head and sequence (blockIdx x, y, z) and its tokens [t_begin, t_end). */
+struct decode_cta {
+  int split, kvh, b, t_begin, t_end;
+};
+
+/* False when the CTA has no token; split 0 always goes on, so an empty sequence gets O = 0. */
+__device__ __forceinline__ bool decode_cta_range(const decode_params &p, decode_cta &c) {
+  c.split = blockIdx.x, c.kvh = blockIdx.y, c.b = blockIdx.z;
+  const int ctx = seq_len(p, c.b);
+  c.t_begin = c.split * p.part_len;
+  c.t_end = min(ctx, c.t_begin + p.part_len);
+  return c.t_begin < ctx || c.split == 0;
+}
+
 /* Merges the warps' states (sm_m, sm_l: running max in log2 units and sum; sm_acc: the
  * unnormalised accumulator) of the CTA's `group` query heads and writes O and the LSE (one
  * split) or this split's normalised partial. Whole CTA, after a barrier. */
