@@ -14,50 +14,29 @@
  * a normalised fp32 partial O and its LSE to the workspace:
  *   o_part [batch, hq, splits, d] fp32, then lse_part [batch, hq, splits] fp32,
  * and pass 2 (grid: hq x batch) merges the splits of each (sequence, head) by LSE.
- * Two pass-1 kernels (MK_PAGED_DECODE_KERNEL): 0 loads K/V straight into registers; 1 streams
+ * Three pass-1 kernels (MK_PAGED_DECODE_KERNEL): 0 loads K/V straight into registers; 1 streams
  * them through a cp.async pipeline in shared memory with the block-table lookups one step
- * ahead, for more bytes in flight per SM. Both share the softmax step and the epilogue. */
+ * ahead, for more bytes in flight per SM (0 and 1 share the softmax step); 2 computes q.k and
+ * p.v with tensor-core MMAs (paged_decode_mma.cu). All three share the epilogue
+ * (paged_decode.cuh). */
 #include <cuda_runtime.h>
 #include <math.h>
 
 #include "core/check.h"
 #include "kernels/attention/attn_tile.cuh"
+#include "kernels/attention/paged_decode.cuh"
 #include "kernels/mk_kernels.h"
 
 /* Pass-1 kernel: 0 = loads into registers, U token steps per warp (the first version);
- * 1 = cp.async pipeline through shared memory, kStages steps in flight per warp. */
-MK_PARAM_INT(paged_decode_kernel, "PAGED_DECODE_KERNEL", 0, 0, 1)
+ * 1 = cp.async pipeline through shared memory, kStages steps in flight per warp;
+ * 2 = tensor cores (mma.sync) for q.k and p.v (paged_decode_mma.cu). */
+MK_PARAM_INT(paged_decode_kernel, "PAGED_DECODE_KERNEL", 0, 0, 2)
 /* CTAs per SM the automatic split count aims at. */
 MK_PARAM_INT(paged_decode_ctas_per_sm, "PAGED_DECODE_CTAS_PER_SM", 16, 1, 256)
 
 namespace {
 
 using namespace mk_attn;
-
-struct decode_config {
-  static constexpr int kWarps = 4;
-  static constexpr int kThreads = 32 * kWarps;
-  static constexpr int kUnroll = 4;       /* token steps of loads in flight per warp */
-  static constexpr int kPartAlign = 64;   /* part_len is a multiple of this */
-  static constexpr int kMinPart = 256;    /* fewest tokens per split */
-  static constexpr int kMaxGroup = 16;    /* hq / hkv */
-  static constexpr int kStages = 4;       /* kernel 1: shared-memory stages per warp */
-  static constexpr size_t kPipeSmem = (size_t)kWarps * kStages * 2 * kUnroll * 32 * 16; /* 64 KiB */
-};
-
-struct decode_params {
-  const uint16_t *q, *k, *v;
-  const int32_t *block_table, *context_lens;
-  uint16_t *o;
-  float *lse;
-  float *o_part, *lse_part; /* workspace; NULL when splits == 1 */
-  int batch, hq, hkv, group, block_size, max_blocks, max_ctx, num_blocks, splits, part_len;
-  float scale_log2;
-};
-
-__device__ __forceinline__ int seq_len(const decode_params &p, int b) {
-  return min(max(p.context_lens[b], 0), p.max_ctx);
-}
 
 /* This thread's 8 elements (chunk c of d) of the group's query heads, scaled to log2 units,
  * and the empty online-softmax state. */
@@ -154,7 +133,6 @@ __device__ __forceinline__ void decode_finish(const decode_params &p, int split,
                                               float (&sm_acc)[decode_config::kWarps][G][D],
                                               float (&sm_m)[decode_config::kWarps][G],
                                               float (&sm_l)[decode_config::kWarps][G]) {
-  using C = decode_config;
   constexpr int LPT = D / 8;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, tg = lane / LPT, c = lane % LPT, ng = p.group;
 #pragma unroll
@@ -189,33 +167,7 @@ __device__ __forceinline__ void decode_finish(const decode_params &p, int split,
     }
   }
   __syncthreads();
-  for (int i = threadIdx.x; i < ng * D; i += C::kThreads) {
-    const int h = i / D, x = i % D;
-    float mx = -INFINITY;
-#pragma unroll
-    for (int w = 0; w < C::kWarps; w++) mx = fmaxf(mx, sm_m[w][h]);
-    float sum = 0.f, out = 0.f;
-    if (mx != -INFINITY) {
-#pragma unroll
-      for (int w = 0; w < C::kWarps; w++) {
-        const float e = sm_m[w][h] == -INFINITY ? 0.f : exp2f(sm_m[w][h] - mx);
-        sum += sm_l[w][h] * e;
-        out += sm_acc[w][h][x] * e;
-      }
-    }
-    out = sum > 0.f ? out / sum : 0.f;
-    const float lse = sum > 0.f ? (mx + log2f(sum)) * 0.6931471805599453f : -INFINITY;
-    const int head = kvh * ng + h;
-    if (p.splits == 1) {
-      const long long oi = ((long long)b * p.hq + head) * D + x;
-      p.o[oi] = (uint16_t)(pack_bf16x2(out, 0.f) & 0xffffu);
-      if (x == 0 && p.lse) p.lse[(long long)head * p.batch + b] = lse;
-    } else {
-      const long long pi = ((long long)b * p.hq + head) * p.splits + split;
-      p.o_part[pi * D + x] = out;
-      if (x == 0) p.lse_part[pi] = lse;
-    }
-  }
+  decode_write<D, G>(p, split, kvh, b, sm_acc, sm_m, sm_l);
 }
 
 /* Kernel 0 (registers): each warp loads U token steps of K/V into registers, then computes on
@@ -228,11 +180,9 @@ __global__ void __launch_bounds__(decode_config::kThreads)
   __shared__ float sm_acc[C::kWarps][G][D];
   __shared__ float sm_m[C::kWarps][G], sm_l[C::kWarps][G];
 
-  const int split = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z;
-  const int ctx = seq_len(p, b);
-  const int t_begin = split * p.part_len;
-  if (t_begin >= ctx && split > 0) return; /* split 0 always writes, so an empty sequence gets O = 0 */
-  const int t_end = min(ctx, t_begin + p.part_len);
+  decode_cta cta;
+  if (!decode_cta_range(p, cta)) return;
+  const int split = cta.split, kvh = cta.kvh, b = cta.b, t_begin = cta.t_begin, t_end = cta.t_end;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int tg = lane / LPT, c = lane % LPT; /* token group in the warp, 16-byte chunk of d */
   float qv[G][8], acc[G][8], m[G], l[G];
@@ -269,11 +219,9 @@ __global__ void __launch_bounds__(decode_config::kThreads)
   __shared__ float sm_acc[C::kWarps][G][D];
   __shared__ float sm_m[C::kWarps][G], sm_l[C::kWarps][G];
 
-  const int split = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z;
-  const int ctx = seq_len(p, b);
-  const int t_begin = split * p.part_len;
-  if (t_begin >= ctx && split > 0) return;
-  const int t_end = min(ctx, t_begin + p.part_len);
+  decode_cta cta;
+  if (!decode_cta_range(p, cta)) return;
+  const int split = cta.split, kvh = cta.kvh, b = cta.b, t_begin = cta.t_begin, t_end = cta.t_end;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int tg = lane / LPT, c = lane % LPT;
   float qv[G][8], acc[G][8], m[G], l[G];
@@ -391,6 +339,10 @@ mk_status validate(const mk_paged_decode_args *a) {
     MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL,
                   "paged_decode: max_context_len %d does not fit in %d blocks of %d tokens", a->max_context_len,
                   a->max_blocks_per_seq, a->block_size);
+  if ((long long)a->num_blocks * a->block_size > INT32_MAX)
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL,
+                  "paged_decode: %d blocks of %d tokens: the cache holds more than 2^31 tokens", a->num_blocks,
+                  a->block_size);
   if (!(a->softmax_scale == a->softmax_scale) || isinf(a->softmax_scale))
     MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "paged_decode: softmax_scale is not finite");
   return MK_STATUS_OK;
@@ -399,6 +351,7 @@ mk_status validate(const mk_paged_decode_args *a) {
 template <int D, int G>
 mk_status launch_pass1(const decode_params &p, cudaStream_t stream) {
   dim3 grid((unsigned)p.splits, (unsigned)p.hkv, (unsigned)p.batch);
+  if (mk_param_paged_decode_kernel() == 2) return paged_decode_mma_pass1<D>(p, stream);
   if (mk_param_paged_decode_kernel() == 0) {
     paged_decode_kernel<D, G><<<grid, decode_config::kThreads, 0, stream>>>(p);
     return MK_STATUS_OK;

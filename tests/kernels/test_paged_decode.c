@@ -2,7 +2,8 @@
  * inputs: shuffled block tables, context lengths of 0, 1, block-size multiples and
  * non-multiples, odd block sizes, GQA groups 1 to 16, long contexts on the split path (chosen
  * automatically and forced), and the unsplit path. O and LSE poisoned first, every element
- * checked: O rel Frobenius error <= 1e-2, LSE abs error <= 1e-3. */
+ * checked: O rel Frobenius error <= 1e-2, LSE abs error <= 1e-3. ctest runs it once per pass-1
+ * kernel (test_paged_decode, _pipe, _mma: MK_PAGED_DECODE_KERNEL = 0, 1, 2). */
 #include <cuda_runtime_api.h>
 #include <math.h>
 #include <string.h>
