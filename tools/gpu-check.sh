@@ -23,7 +23,7 @@ cmake -S . -B build-gpu -G Ninja -DCMAKE_PREFIX_PATH="$prefix/usr" > "$RES/confi
 grep -E '^\-\-   \[' "$RES/configure.log"
 cmake --build build-gpu -j "$(nproc)" > "$RES/build.log" 2>&1 || { grep -E 'error|Error' "$RES/build.log" | head -40; exit 1; }
 echo "build: $(( $(date +%s) - t0 )) s"
-ctest --test-dir build-gpu --output-on-failure --timeout 300 > "$RES/ctest.log" 2>&1
+ctest --test-dir build-gpu --output-on-failure --timeout "${CTEST_TIMEOUT:-300}" ${CTEST_ARGS:-} > "$RES/ctest.log" 2>&1
 rc=$?
 grep -E 'Test +#.*(Failed|Timeout|Exception)|tests passed|FAILED' "$RES/ctest.log" | tail -30
 build-gpu/bin/mk-bench --info > "$RES/mk-bench-info.txt" 2>&1
