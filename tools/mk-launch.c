@@ -62,20 +62,40 @@ static int parse_pos(const char *flag, const char *v, int *out) {
   return 0;
 }
 
-static int free_port(void) {
+/* A port for rank 0 to listen on, chosen below the kernel's ephemeral range: a port from that
+ * range can be taken, between this check and rank 0's bind, as the local end of any outgoing
+ * connection (seen: "Address already in use" under back-to-back launches). Random start,
+ * each candidate test-bound on all addresses; falls back to an ephemeral port. */
+static int try_bind(int port) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) return -1;
   struct sockaddr_in a;
   memset(&a, 0, sizeof a);
   a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_addr.s_addr = htonl(port ? INADDR_ANY : INADDR_LOOPBACK);
+  a.sin_port = htons((uint16_t)port);
   socklen_t len = sizeof a;
-  if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
-    close(fd);
-    return -1;
-  }
+  int ok = bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && getsockname(fd, (struct sockaddr *)&a, &len) == 0;
   close(fd);
-  return ntohs(a.sin_port);
+  return ok ? ntohs(a.sin_port) : -1;
+}
+
+static int free_port(void) {
+  int lo = 32768;
+  FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+  if (f) {
+    if (fscanf(f, "%d", &lo) != 1) lo = 32768;
+    fclose(f);
+  }
+  const int base = 12000;
+  if (lo > base + 1000) {
+    unsigned span = (unsigned)(lo - base), start = (unsigned)getpid() * 2654435761u ^ (unsigned)time(NULL);
+    for (unsigned i = 0; i < 200; i++) {
+      int port = try_bind(base + (int)((start + i * 7919u) % span));
+      if (port > 0) return port;
+    }
+  }
+  return try_bind(0);
 }
 
 /* Write complete lines of child c's stream s with its prefix; flush = also the remainder. */

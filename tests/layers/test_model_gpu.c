@@ -67,11 +67,17 @@ int main(int argc, char **argv) {
   printf("rank %d: %s, world %d, tp %d, ep %d: prefill logits rel err %.3g\n", w->rank, argv[1], w->size, lay.tp,
          lay.ep, e);
   ASSERT_DBL_LE(e, 2e-2);
-  int same = 0;
+  int same = 0, bad = 0;
+  double worst = 0;
   for (; same < nn && gpu_ids[same] == ref_ids[same]; same++) {
     const float *a = gpu_lg + (size_t)(np - 1 + same) * V, *b = ref_lg + (size_t)(np - 1 + same) * V;
-    if (same) ASSERT_DBL_LE(mk_test_rel_err_f32(a, b, V), 2e-2); /* decode step logits */
+    double es = same ? mk_test_rel_err_f32(a, b, V) : 0; /* decode step logits */
+    if (!(es <= 2e-2)) printf("rank %d: decode step %d (position %d): logits rel err %.3g\n", w->rank, same,
+                              np - 1 + same, es), bad++;
+    worst = isnan(es) || es > worst ? es : worst;
   }
+  printf("rank %d: decode logits worst rel err %.3g over %d steps, %d above 2e-2\n", w->rank, worst, same, bad);
+  ASSERT_DBL_LE(worst, 2e-2);
   if (same < nn) {
     const float *b = ref_lg + (size_t)(np - 1 + same) * V;
     double mg = margin(b, V), sp = spread(b, V);
