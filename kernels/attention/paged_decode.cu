@@ -27,10 +27,10 @@
 #include "kernels/attention/paged_decode.cuh"
 #include "kernels/mk_kernels.h"
 
-/* Pass-1 kernel: 0 = loads into registers, U token steps per warp (the first version);
+/* Pass-1 kernel (default 2: 2.2x kernel 0 at batch 64 x 8k, docs/perf/NOTES.md): 0 = loads into registers, U token steps per warp (the first version);
  * 1 = cp.async pipeline through shared memory, kStages steps in flight per warp;
  * 2 = tensor cores (mma.sync) for q.k and p.v (paged_decode_mma.cu). */
-MK_PARAM_INT(paged_decode_kernel, "PAGED_DECODE_KERNEL", 0, 0, 2)
+MK_PARAM_INT(paged_decode_kernel, "PAGED_DECODE_KERNEL", 2, 0, 2)
 /* CTAs per SM the automatic split count aims at. */
 MK_PARAM_INT(paged_decode_ctas_per_sm, "PAGED_DECODE_CTAS_PER_SM", 16, 1, 256)
 

@@ -2,7 +2,9 @@
  *   --mode prefill: B sequences of S tokens, hq query heads, hkv KV heads, head dim d, causal
  *                   and non-causal; TFLOP/s counts 4*B*hq*S*S*d FLOPs, half of it when causal.
  *   --mode decode:  B sequences of ctx cached tokens in a paged cache with shuffled blocks;
- *                   GB/s counts K and V read once plus q and o.
+ *                   GB/s counts K and V read once plus q and o. Row "hbm_read": the
+ *                   GPU's HBM read bandwidth over the same K/V buffers (bench_mem.h), the
+ *                   yardstick the decode kernel's GB/s is printed against.
  * Every row's rel_err is the relative Frobenius error of O over sampled rows against the CPU
  * reference (double accumulation; mk_attn_ref_row): prefill samples (row, head) pairs,
  * decode samples whole sequences (all heads). Path "fused" is mkernel's default kernel (Hopper
@@ -15,6 +17,7 @@
 
 #include "core/rng.h"
 #include "kernels/mk_kernels.h"
+#include "bench_mem.h"
 #include "mk_bench.h"
 
 enum { k_max_list = 16, k_prefill_samples = 96, k_decode_samples = 8 };
@@ -170,6 +173,17 @@ static mk_status decode_call(void *user, int iter, void *stream) {
   return mk_paged_decode((const mk_paged_decode_args *)user, (mk_stream_t)stream);
 }
 
+typedef struct hbm_args {
+  const void *k, *v;
+  size_t bytes; /* each */
+  void *sink;
+} hbm_args;
+static mk_status hbm_call(void *user, int iter, void *stream) {
+  (void)iter;
+  const hbm_args *h = (const hbm_args *)user;
+  return mk_bench_hbm_read(h->k, h->bytes, h->v, h->bytes, h->sink, stream);
+}
+
 /* O rel error over k_decode_samples whole sequences (all heads). */
 static double decode_check(const mk_paged_decode_args *a, const int32_t *table) {
   const int64_t row = (int64_t)a->hkv * a->d, ctx = a->max_context_len;
@@ -278,6 +292,21 @@ static int run_decode(const attn_opts *ao, const mk_bench_opts *o, mk_bench_repo
          row.shape, k_decode_samples, ws_bytes);
   if (!(row.rel_err <= 1e-2)) mk_bench_report_fail(r, "attn decode %s: rel_err %.3e", row.shape, row.rel_err);
   mk_bench_report_add(r, &row);
+  /* The yardstick: this GPU's HBM read bandwidth over the same K and V buffers (row
+   * "hbm_read"); the decode kernel's share of it is printed. */
+  mk_bench_row hb;
+  mk_bench_row_init(&hb, "attn_decode", "hbm_read");
+  snprintf(hb.shape, sizeof hb.shape, "%s", row.shape);
+  hbm_args ha = {kc, vc, cache * 2, ws ? ws : out};
+  if (mk_bench_time(o, hbm_call, &ha, stream, &hb.t) != MK_STATUS_OK) {
+    mk_bench_report_fail(r, "attn decode %s: the HBM read kernel failed", row.shape);
+    rc = 1;
+    goto done;
+  }
+  hb.gbps = 2.0 * (double)cache * 2 / (hb.t.median_ms * 1e-3) / 1e9;
+  mk_bench_report_add(r, &hb);
+  printf("attn_decode %s: %.1f GB/s = %.1f %% of the HBM read bandwidth measured here (%.1f GB/s)\n", row.shape,
+         row.gbps, 100.0 * row.gbps / hb.gbps, hb.gbps);
 done:
   cudaFree(q), cudaFree(kc), cudaFree(vc), cudaFree(out), cudaFree(table), cudaFree(lens), cudaFree(ws);
   free(htable), free(hlens);
