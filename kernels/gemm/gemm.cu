@@ -1,5 +1,6 @@
-/* gemm.cu — the plain GEMM: the core (gemm_core.cuh) with no-op hooks, data-parallel, or
- * with the last wave split along K (mk_gemm_split_plan picks per shape). The split needs an
+/* gemm.cu — the plain GEMM: the core (gemm_core.cuh) with no-op hooks, data-parallel in the
+ * tile width that suits the shape (128, 160, 224 or 256 columns: mk_gemm_pick_width), or
+ * with the last wave of 256-wide tiles split along K (mk_gemm_split_plan picks per shape). The split needs an
  * fp32 workspace of (splits - 1) partial tiles per split tile (about one per SM where the
  * model picks it) plus flags; it is allocated once per (device, stream) and kept for the
  * life of the process (the flags re-arm themselves, so launches on one stream reuse it in
@@ -9,7 +10,8 @@
 
 #include "kernels/gemm/gemm_core.cuh"
 
-/* 0: pick the tile width per shape; 128 or 256: force it (tuning, tests). */
+/* 0: pick the tile width per shape; 128, 160, 224 or 256: force it (tuning, tests; the
+ * grouped GEMM and the fused ops take only 128 or 256 and pick for any other value). */
 MK_PARAM_INT(gemm_tile_n, "GEMM_TILE_N", 0, 0, 256)
 /* Tile-rows per group of the default tile order (L2 reuse of B panels). */
 MK_PARAM_INT(gemm_group_m, "GEMM_GROUP_M", 16, 1, 1024)
@@ -98,5 +100,5 @@ extern "C" mk_status mk_gemm_bf16(const uint16_t *A, const uint16_t *B, uint16_t
     }
   }
   args.split_tiles = args.splits = 0;
-  return mk_gemm_core_launch(A, B, args, b_layout, policy, 0, tile_n, s);
+  return mk_gemm_core_launch<mk_gemm_policy_plain, true>(A, B, args, b_layout, policy, 0, tile_n, s);
 }
