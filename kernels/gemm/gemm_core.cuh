@@ -37,7 +37,6 @@
  *   consumer thread has stored its part of tile t and executed __threadfence(), and the
  *   256 consumer threads have met at a named barrier: all of tile t is visible device-wide
  *   (and to peers for peer-mapped C), so a release-add on a signal there publishes it.
- * Shared-memory stages continue across tiles, so tile t+1's loads overlap tile t's epilogue.
  * - out_row(a, row): the address of row `row` of C (default a.C + row * a.n); lets a fused op
  *   store rows straight into a peer's buffer. Called for rows past m_end too (not written).
  * - Roles (kRoles): the launch adds role_ctas CTAs after the compute_ctas GEMM CTAs (the launch
@@ -50,12 +49,14 @@
  * Optional epilogue: a Policy with kGluPairs = true stores silu(gate) * up of interleaved
  * gate/up column blocks instead of the product (mk_gemm_glu_pairs below; MoE gate/up GEMM).
  *
- * Tile width: 128 x 256 (m64n256k16) by default, 128 x 128 (m64n128k16, a 6-deep ring) where
- * 256-wide tiles would leave most SMs idle in the last wave (mk_gemm_core_launch).
+ * Tile width kBN (template parameter): 128 x 256 (m64n256k16) by default; 128 x 224, 128 x
+ * 160 and 128 x 128 (deeper rings) where they fill the last wave of SMs better, chosen by a
+ * wave model (mk_gemm_pick_width; 160 and 224 for the plain GEMM only). The text below says
+ * 256 for kBN.
  *
  * Split-K of the last wave (opt-in, template parameter kSplitK, plain GEMM only: mk_gemm_bf16
- * picks it per shape with mk_gemm_split_plan): the tiles of the last, partly filled wave are
- * computed in k-slices side by side on the SMs the wave would leave idle; slices meet in an
+ * picks it per shape, gemm.cu): the tiles of the last, partly filled wave are computed in
+ * k-slices side by side on the SMs the wave would leave idle; slices meet in an
  * fp32 workspace and are summed in a fixed order (mk_gemm_units), so results are the same on
  * every run on the same GPU model. Hooks keep their meaning: before_load before the first
  * load of each slice a CTA loads, after_store once per tile, by the CTA that stores it.
@@ -82,19 +83,28 @@ struct mk_gemm_config {
   static constexpr int kGroupM = 16; /* default tile order: 16 tile-rows share each B column panel */
 };
 
-/* Per tile width (kBN = 256, or 128 where 256-wide tiles would leave most of the last wave of
- * SMs idle): stage sizes and depth of the ring, shared memory. */
-template <int BN>
+/* The tile widths the core is instantiated for (wgmma n; mk_gemm_pick_width chooses). Widths
+ * other than 128 and 256 exist to fit the tile count to the SM count (wave quantisation). */
+static constexpr int mk_gemm_widths[] = {128, 160, 224, 256};
+static constexpr int mk_gemm_nwidths = 4;
+
+/* Per tile width kBN and B layout (kBNMajor: B is [K, N], loaded as 64-column chunks, so the
+ * B stage holds kBN rounded up to 64 columns): stage sizes, the deepest ring that fits in
+ * the 227 KB of shared memory (at most 6 stages: 256 -> 4, 224 -> 5 (4 for [K, N]), 160 -> 6
+ * (5), 128 -> 6), total shared memory. */
+template <int BN, int kBNMajor = 0>
 struct mk_gemm_tile_config : mk_gemm_config {
   static constexpr int kBN = BN;
-  static constexpr int kStages = BN == 256 ? 4 : 6;
-  static constexpr int kABytes = kBM * kBK * 2, kBBytes = kBN * kBK * 2;
-  static constexpr int kStageBytes = kABytes + kBBytes;
-  static constexpr int kSmemBytes = 1024 /* alignment slack */ + kStages * kStageBytes + 2 * kStages * 8 +
-                                    2 * (kMaxGroups + 1) * 4;
+  static constexpr int kBChunks = (BN + 63) / 64; /* [K, N] B: 64-column TMA boxes */
+  static constexpr int kABytes = kBM * kBK * 2, kBBytes = (kBNMajor ? kBChunks * 64 : kBN) * kBK * 2;
+  static constexpr int kStageBytes = kABytes + kBBytes; /* also the TMA bytes of one stage */
+  static constexpr int kFixedBytes = 1024 /* alignment slack */ + 2 * 6 * 8 + 2 * (kMaxGroups + 1) * 4;
+  static constexpr int kStages = std::min(6, (227 * 1024 - kFixedBytes) / kStageBytes);
+  static constexpr int kSmemBytes = 1024 + kStages * kStageBytes + 2 * kStages * 8 + 2 * (kMaxGroups + 1) * 4;
+  static_assert(BN % 32 == 0 && BN >= 128 && BN <= 256 && kStages >= 4, "tile width");
 };
 
-/* One output tile: rows [m0, m_end) (m_end - m0 <= 128) and columns [n0, min(n0 + BN, N)). */
+/* One output tile: rows [m0, m_end) (m_end - m0 <= 128) and columns [n0, min(n0 + kBN, N)). */
 struct mk_gemm_tile {
   int idx;   /* linear index handed to tile_order */
   int group; /* 0 for a plain GEMM */
@@ -217,7 +227,7 @@ template <class Policy, int kBNMajor, int kBN, bool kSplitK = false>
 __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
     mk_gemm_core_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
                         mk_gemm_args args, Policy policy) {
-  using Cfg = mk_gemm_tile_config<kBN>;
+  using Cfg = mk_gemm_tile_config<kBN, kBNMajor>;
   using namespace mk_sm90;
   extern __shared__ uint8_t smem_raw[];
   uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
@@ -283,7 +293,7 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
           tma_load_3d(sa, &tma_a, &full[s], kb * Cfg::kBK, t.m0, 0);
           if (kBNMajor) {
 #pragma unroll
-            for (int c = 0; c < Cfg::kBN / 64; c++)
+            for (int c = 0; c < Cfg::kBChunks; c++)
               tma_load_3d(sb + c * 64 * Cfg::kBK * 2, &tma_b, &full[s], t.n0 + 64 * c, kb * Cfg::kBK, t.group);
           } else {
             tma_load_3d(sb, &tma_b, &full[s], kb * Cfg::kBK, t.n0, t.group);
@@ -459,7 +469,8 @@ struct mk_gemm_smem_attr {
 template <class Policy, int kBN, bool kSplitK = false>
 static mk_status mk_gemm_core_launch_bn(const uint16_t *A, const uint16_t *B, const mk_gemm_args &args,
                                         mk_gemm_b_layout layout, const Policy &policy, int grid, cudaStream_t stream) {
-  using Cfg = mk_gemm_tile_config<kBN>;
+  using Cfg = mk_gemm_tile_config<kBN, 0>;
+  using CfgKN = mk_gemm_tile_config<kBN, 1>;
   CUtensorMap ma, mb;
   MK_CHECK(mk_gemm_encode_map(&ma, A, (uint64_t)args.k, (uint64_t)args.m_cap, 1, Cfg::kBK, Cfg::kBM));
   if (layout == MK_GEMM_B_NK)
@@ -480,8 +491,8 @@ static mk_status mk_gemm_core_launch_bn(const uint16_t *A, const uint16_t *B, co
   } else {
     auto kern = mk_gemm_core_kernel<Policy, 1, kBN, kSplitK>;
     static mk_gemm_smem_attr attr;
-    MK_CHECK(attr.set((const void *)kern, Cfg::kSmemBytes));
-    kern<<<total, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(ma, mb, args, p);
+    MK_CHECK(attr.set((const void *)kern, CfgKN::kSmemBytes));
+    kern<<<total, CfgKN::kThreads, CfgKN::kSmemBytes, stream>>>(ma, mb, args, p);
   }
   MK_CUDA_LAUNCH_CHECK();
   return MK_STATUS_OK;
@@ -493,14 +504,20 @@ static inline int64_t mk_gemm_tiles_bound(const mk_gemm_args &args, int bn) {
   return tiles_m * ((args.n + bn - 1) / bn);
 }
 
-/* Checks the shape, the layout, the forced tile width (0, 128 or 256) and the pointers. */
+static inline bool mk_gemm_is_width(int bn) {
+  for (int i = 0; i < mk_gemm_nwidths; i++)
+    if (mk_gemm_widths[i] == bn) return true;
+  return false;
+}
+
+/* Checks the shape, the layout, the forced tile width (0 or one of mk_gemm_widths) and the pointers. */
 static inline mk_status mk_gemm_core_check(const uint16_t *A, const uint16_t *B, const mk_gemm_args &args,
                                            mk_gemm_b_layout layout, int tile_n) {
   using Cfg = mk_gemm_config;
   if (args.m_cap < 0 || args.n <= 0 || args.k <= 0 || args.n % 8 || args.k % 8 || args.groups < 1 ||
       args.groups > Cfg::kMaxGroups || args.m_cap > INT32_MAX - Cfg::kBM || args.n > INT32_MAX - 256 ||
       args.k > INT32_MAX || (layout != MK_GEMM_B_NK && layout != MK_GEMM_B_KN) ||
-      (tile_n != 0 && tile_n != 128 && tile_n != 256))
+      (tile_n != 0 && !mk_gemm_is_width(tile_n)))
     MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL,
                   "gemm: bad shape M=%lld N=%lld K=%lld groups=%d layout=%d tile_n=%d (need M >= 0, N and K > 0 "
                   "and multiples of 8, 1 <= groups <= %d)",
@@ -518,58 +535,60 @@ static inline mk_status mk_gemm_sm_count(int *sms) {
   return MK_STATUS_OK;
 }
 
-/* Tile width for a data-parallel launch on `grid` CTAs: 128 when 256-wide tiles fill the last
- * wave of SMs so poorly that twice as many half-size tiles finish sooner (at the 20 % lower
- * rate per flop measured on an H200, docs/perf/NOTES.md), else 256. */
-static inline int mk_gemm_pick_width(const mk_gemm_args &args, int grid) {
-  const int64_t t256 = mk_gemm_tiles_bound(args, 256), t128 = mk_gemm_tiles_bound(args, 128);
-  const double w256 = (double)((t256 + grid - 1) / grid), w128 = (double)((t128 + grid - 1) / grid) * 0.5 * 1.2;
-  return w128 < w256 ? 128 : 256;
+/* Relative time per flop of a tile width, 256 = 1: 0.8 + 51.2 / bn, i.e. proportional to the
+ * shared-memory bytes each wgmma reads per flop ((64 + bn) / bn: A's 64 rows and B's bn rows of
+ * every k-step), scaled so that 128 costs the 1.2 measured on an H200 (docs/perf/NOTES.md,
+ * version 2). */
+static inline double mk_gemm_width_cost(int bn) { return 0.8 + 51.2 / bn; }
+
+/* Time of a data-parallel launch of width bn on `grid` CTAs, in k-iterations of a 256-wide
+ * tile: waves (the last one counted whole) x tile area x the width's cost per flop. */
+static inline double mk_gemm_dp_cost(const mk_gemm_args &args, int grid, int bn) {
+  const int64_t tiles = mk_gemm_tiles_bound(args, bn);
+  const int64_t k_iters = (args.k + mk_gemm_config::kBK - 1) / mk_gemm_config::kBK;
+  return (double)((tiles + grid - 1) / grid) * (double)bn / 256.0 * mk_gemm_width_cost(bn) * (double)k_iters;
 }
 
-/* Split-K plan for a plain GEMM (groups == 1) of 256-wide tiles (or tile_n when forced) on
- * `grid` resident CTAs. The last wave (tiles - full waves before it) is split in `splits`
- * k-slices; *splits = 0: data-parallel. mode: -1 the model, 0 never, 2..16 that many slices.
- * Model, in k-iterations of a 256-wide tile per CTA: data-parallel costs waves * k_iters (or
- * the 128-wide equivalent at the 20 % lower rate per flop); split costs the full waves, one
- * slice, and 4 + 2 (splits - 1) for the fix-up (write one, read splits - 1 fp32 tiles). Slices
- * fill the idle SMs (splits = grid / last-wave tiles, at most 8, each slice >= 8 iterations)
- * and are taken when 5 % cheaper. Returns the split tile count. */
-static inline int64_t mk_gemm_split_plan(const mk_gemm_args &args, int grid, int mode, int tile_n, int *splits) {
-  *splits = 0;
-  if (mode == 0 || args.groups != 1 || args.rows) return 0;
-  const int bn = tile_n ? tile_n : 256;
-  const int64_t tiles = mk_gemm_tiles_bound(args, bn), k_iters = (args.k + mk_gemm_config::kBK - 1) / mk_gemm_config::kBK;
-  const int64_t last = tiles - (tiles - 1) / grid * grid; /* tiles of the last wave, 1..grid */
-  int64_t s = mode > 0 ? mode : std::min<int64_t>(std::min<int64_t>(grid / last, k_iters / 8), 8);
-  s = std::min(s, k_iters);
-  if (s < 2) return 0;
-  if (mode < 0) {
-    if (tile_n || last == grid) return 0;
-    const double dp256 = (double)((tiles + grid - 1) / grid) * (double)k_iters;
-    const int64_t t128 = mk_gemm_tiles_bound(args, 128);
-    const double dp128 = (double)((t128 + grid - 1) / grid) * 0.5 * 1.2 * (double)k_iters;
-    const double sk = (double)((tiles - 1) / grid * k_iters) + (double)k_iters / (double)s + 4.0 + 2.0 * (double)(s - 1);
-    if (!(sk < 0.95 * std::min(dp256, dp128))) return 0;
+/* Tile width for a data-parallel launch on `grid` CTAs: the cheapest by mk_gemm_dp_cost among
+ * mk_gemm_widths (all) or 128 and 256 (!all: the grouped GEMM and the fused ops), ties to the
+ * wider tile. The narrower widths win where wider tiles fill the last wave of SMs poorly
+ * (2048 x 2560: 160; 2048 x 7168: 224; M <= 128: 128). */
+static inline int mk_gemm_pick_width(const mk_gemm_args &args, int grid, bool all) {
+  int best = 256;
+  double best_cost = mk_gemm_dp_cost(args, grid, 256);
+  for (int i = mk_gemm_nwidths - 1; i >= 0; i--) {
+    const int bn = mk_gemm_widths[i];
+    if (!all && bn != 128) continue;
+    const double c = mk_gemm_dp_cost(args, grid, bn);
+    if (c < best_cost) {
+      best = bn;
+      best_cost = c;
+    }
   }
-  *splits = (int)s;
-  return last;
+  return best;
 }
 
 /* Validates the shape, picks the tile width and launches. A: [m_cap, K]; B: groups x ([N, K]
  * or [K, N]); C: [m_cap, N]. grid = 0: one CTA per SM (capped at the tile count). tile_n =
- * 0 picks the width (mk_gemm_pick_width). */
-template <class Policy>
+ * 0 picks the width (mk_gemm_pick_width). kAllWidths: every width of mk_gemm_widths (the
+ * plain GEMM); else 128 and 256 only (fewer instantiations for the fused ops and the grouped
+ * GEMM), a forced other width counting as 0. */
+template <class Policy, bool kAllWidths = false>
 static mk_status mk_gemm_core_launch(const uint16_t *A, const uint16_t *B, const mk_gemm_args &args,
                                      mk_gemm_b_layout layout, const Policy &policy, int grid, int tile_n,
                                      cudaStream_t stream) {
   MK_CHECK(mk_gemm_core_check(A, B, args, layout, tile_n));
   if (args.m_cap == 0) return MK_STATUS_OK;
   if (grid <= 0) MK_CHECK(mk_gemm_sm_count(&grid));
-  if (!tile_n) tile_n = mk_gemm_pick_width(args, grid);
+  if (!kAllWidths && tile_n != 128 && tile_n != 256) tile_n = 0;
+  if (!tile_n) tile_n = mk_gemm_pick_width(args, grid, kAllWidths);
   const int64_t want = mk_gemm_tiles_bound(args, tile_n);
   if (want < grid) grid = (int)want;
   if (tile_n == 256) return mk_gemm_core_launch_bn<Policy, 256>(A, B, args, layout, policy, grid, stream);
+  if constexpr (kAllWidths) {
+    if (tile_n == 224) return mk_gemm_core_launch_bn<Policy, 224>(A, B, args, layout, policy, grid, stream);
+    if (tile_n == 160) return mk_gemm_core_launch_bn<Policy, 160>(A, B, args, layout, policy, grid, stream);
+  }
   return mk_gemm_core_launch_bn<Policy, 128>(A, B, args, layout, policy, grid, stream);
 }
 

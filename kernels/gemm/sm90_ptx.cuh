@@ -92,54 +92,55 @@ __device__ __forceinline__ void fence_operand(float &r) { asm volatile("" : "+f"
                     "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
 #define MK_WG_R32(i) MK_WG_R8(i), MK_WG_R8(i + 8), MK_WG_R8(i + 16), MK_WG_R8(i + 24)
 
-/* D[64x256] (fp32, 128 registers a thread) += A[64x16] (smem, K-major) * B[16x256] (smem;
- * K-major when kTransB is 0, N-major when 1). */
-template <int kTransB>
-__device__ __forceinline__ void wgmma_m64n256k16_bf16(float (&d)[128], uint64_t desc_a, uint64_t desc_b) {
-  asm volatile(
-      "{\n"
-      ".reg .pred p;\n"
-      "setp.ne.b32 p, %131, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
-      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
-      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
-      "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
-      "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "
-      "%128, %129, p, 1, 1, 0, %130;\n"
-      "}\n"
-      : MK_WG_R32(0), MK_WG_R32(32), MK_WG_R32(64), MK_WG_R32(96)
-      : "l"(desc_a), "l"(desc_b), "n"(kTransB), "r"(1));
-}
-/* D[64x128] (fp32, 64 registers a thread) += A[64x16] * B[16x128]; as above. */
-template <int kTransB>
-__device__ __forceinline__ void wgmma_m64n128k16_bf16(float (&d)[64], uint64_t desc_a, uint64_t desc_b) {
-  asm volatile(
-      "{\n"
-      ".reg .pred p;\n"
-      "setp.ne.b32 p, %67, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
-      "%64, %65, p, 1, 1, 0, %66;\n"
-      "}\n"
-      : MK_WG_R32(0), MK_WG_R32(32)
-      : "l"(desc_a), "l"(desc_b), "n"(kTransB), "r"(1));
-}
+/* D[64 x N] (fp32, N/2 registers a thread) += A[64x16] (smem, K-major) * B[16 x N] (smem;
+ * K-major when kTransB is 0, N-major when 1): wgmma_m64n<N>k16_bf16 for each tile width N of
+ * the core. Operands: %0 .. %(N/2 - 1) the accumulators (MK_WG_S* spell them 16 at a time),
+ * then desc_a, desc_b, kTransB and the scale-d flag, whose numbers (IA..IP) follow N / 2. */
+#define MK_WG_S0 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
+#define MK_WG_S1 ", %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+#define MK_WG_S2 ", %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47"
+#define MK_WG_S3 ", %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+#define MK_WG_S4 ", %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79"
+#define MK_WG_S5 ", %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
+#define MK_WG_S6 ", %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111"
+#define MK_WG_S7 ", %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+#define MK_WG_DEF(N, IA, IB, IT, IP, REGS, ...)                                                              \
+  template <int kTransB>                                                                                    \
+  __device__ __forceinline__ void wgmma_m64n##N##k16_bf16(float(&d)[N / 2], uint64_t desc_a, uint64_t desc_b) { \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #IP ", 0;\n"                                           \
+                 "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32.bf16.bf16 {" REGS "}, %" #IA ", %" #IB        \
+                 ", p, 1, 1, 0, %" #IT ";\n}\n"                                                                \
+                 : __VA_ARGS__                                                                                \
+                 : "l"(desc_a), "l"(desc_b), "n"(kTransB), "r"(1));                                           \
+  }
+MK_WG_DEF(256, 128, 129, 130, 131, MK_WG_S0 MK_WG_S1 MK_WG_S2 MK_WG_S3 MK_WG_S4 MK_WG_S5 MK_WG_S6 MK_WG_S7,
+          MK_WG_R32(0), MK_WG_R32(32), MK_WG_R32(64), MK_WG_R32(96))
+MK_WG_DEF(224, 112, 113, 114, 115, MK_WG_S0 MK_WG_S1 MK_WG_S2 MK_WG_S3 MK_WG_S4 MK_WG_S5 MK_WG_S6,
+          MK_WG_R32(0), MK_WG_R32(32), MK_WG_R32(64), MK_WG_R8(96), MK_WG_R8(104))
+MK_WG_DEF(160, 80, 81, 82, 83, MK_WG_S0 MK_WG_S1 MK_WG_S2 MK_WG_S3 MK_WG_S4, MK_WG_R32(0), MK_WG_R32(32),
+          MK_WG_R8(64), MK_WG_R8(72))
+MK_WG_DEF(128, 64, 65, 66, 67, MK_WG_S0 MK_WG_S1 MK_WG_S2 MK_WG_S3, MK_WG_R32(0), MK_WG_R32(32))
+#undef MK_WG_DEF
 
 /* The instruction for a tile width. */
 template <int kN, int kTransB>
 __device__ __forceinline__ void wgmma_m64nk16_bf16(float (&d)[kN / 2], uint64_t desc_a, uint64_t desc_b) {
+  static_assert(kN == 256 || kN == 224 || kN == 160 || kN == 128, "no wgmma wrapper for this tile width");
   if constexpr (kN == 256) wgmma_m64n256k16_bf16<kTransB>(d, desc_a, desc_b);
+  else if constexpr (kN == 224) wgmma_m64n224k16_bf16<kTransB>(d, desc_a, desc_b);
+  else if constexpr (kN == 160) wgmma_m64n160k16_bf16<kTransB>(d, desc_a, desc_b);
   else wgmma_m64n128k16_bf16<kTransB>(d, desc_a, desc_b);
 }
 #undef MK_WG_R32
 #undef MK_WG_R8
+#undef MK_WG_S0
+#undef MK_WG_S1
+#undef MK_WG_S2
+#undef MK_WG_S3
+#undef MK_WG_S4
+#undef MK_WG_S5
+#undef MK_WG_S6
+#undef MK_WG_S7
 
 /* ---- flags between CTAs (split-K fix-up) ----------------------------------------------- */
 /* Adds 1 with release semantics at GPU scope: this thread's earlier writes are visible to a

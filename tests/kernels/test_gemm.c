@@ -1,11 +1,12 @@
 /* test_gemm.c (gpu) — mk_gemm_bf16 on fresh random inputs: 24 shapes (M in {1, 7, 127, 1000,
  * 3000, ...}, N and K multiples of 8 that are not multiples of the tile, exact tiles, more
- * tiles than SMs), both B layouts, in four modes: data-parallel with each tile width
- * (MK_GEMM_TILE_N=256, 128; MK_GEMM_SPLIT_K=0), the last wave split in 3 k-slices
+ * tiles than SMs), both B layouts, in six modes: data-parallel with each tile width
+ * (MK_GEMM_TILE_N=256, 128, 224, 160; MK_GEMM_SPLIT_K=0), the last wave split in 3 k-slices
  * (MK_GEMM_SPLIT_K=3) and in 2 with 128-wide tiles (MK_GEMM_SPLIT_K=2, MK_GEMM_TILE_N=128),
- * each split run twice: the two results must be bit-identical. Then the shapes where the
- * model splits on an H200 (M = 16, 128, 2048 with N = 2560 or 7168, K = 8192) with the
- * defaults, also twice. C is
+ * each split run twice: the two results must be bit-identical. Then, with the defaults (also
+ * twice), the shapes where the model picks a split or a width other than 256 on an H200:
+ * 2048 x 2560 x 8192 (160 wide), 2048 x 7168 x 8192 (224), M = 16 and 128 (split), both
+ * layouts. A tile width the core lacks is refused. C is
  * poisoned (bf16 NaN) with 3 extra rows: every element is checked against an fp32 reference
  * and the extra rows must stay untouched. Bad shapes are refused. */
 #include "tests/kernels/gemm_check.h"
@@ -27,13 +28,14 @@ static const shape k_shapes[] = {
 };
 
 /* MK_GEMM_TILE_N, MK_GEMM_SPLIT_K of each pass over k_shapes. */
-static const char *const k_modes[][2] = {{"256", "0"}, {"128", "0"}, {"0", "3"}, {"128", "2"}};
+static const char *const k_modes[][2] = {{"256", "0"}, {"128", "0"}, {"224", "0"}, {"160", "0"},
+                                         {"0", "3"},   {"128", "2"}};
 #define NMODES ((int)(sizeof k_modes / sizeof k_modes[0]))
 
-/* Shapes where the default model splits the last wave (on 132 SMs), run with the defaults. */
+/* Shapes where the default model splits the last wave or narrows the tile (on 132 SMs). */
 static const shape k_auto[] = {
-    {2048, 2560, 8192, MK_GEMM_B_NK}, {2048, 7168, 8192, MK_GEMM_B_NK}, {128, 7168, 8192, MK_GEMM_B_KN},
-    {16, 2560, 8192, MK_GEMM_B_NK},
+    {2048, 2560, 8192, MK_GEMM_B_NK}, {2048, 7168, 8192, MK_GEMM_B_NK}, {2048, 2560, 8192, MK_GEMM_B_KN},
+    {2048, 7168, 8192, MK_GEMM_B_KN}, {128, 7168, 8192, MK_GEMM_B_KN},  {16, 2560, 8192, MK_GEMM_B_NK},
 };
 
 /* Runs one shape with the current environment; returns 1 when wrong. With twice set, runs it
@@ -92,6 +94,9 @@ int main(int argc, char **argv) {
   ASSERT_STATUS(mk_gemm_bf16(dummy, dummy, dummy, 8, 8, 8, (mk_gemm_b_layout)7, NULL), MK_STATUS_INVALID_ARGUMENT);
   ASSERT_STATUS(mk_gemm_bf16(dummy + 1, dummy, dummy, 8, 8, 8, MK_GEMM_B_NK, NULL), MK_STATUS_INVALID_ARGUMENT);
   ASSERT_OK(mk_gemm_bf16(dummy, dummy, dummy, 0, 8, 8, MK_GEMM_B_NK, NULL)); /* M = 0: nothing to do */
+  setenv("MK_GEMM_TILE_N", "192", 1); /* not a width the core has */
+  mk_param_reset_cache();
+  ASSERT_STATUS(mk_gemm_bf16(dummy, dummy, dummy, 8, 8, 8, MK_GEMM_B_NK, NULL), MK_STATUS_INVALID_ARGUMENT);
   CUDA_OK(cudaFree(dummy));
 
   int failed = 0;
@@ -103,7 +108,7 @@ int main(int argc, char **argv) {
     mk_param_reset_cache();
     char mode[64];
     snprintf(mode, sizeof mode, "tile_n=%s split_k=%s", k_modes[m][0], k_modes[m][1]);
-    failed += run_shape(k_shapes[i], seed * 131 + 2 * i, mode, m >= 2);
+    failed += run_shape(k_shapes[i], seed * 131 + 2 * i, mode, atoi(k_modes[m][1]) >= 2);
   }
   unsetenv("MK_GEMM_TILE_N");
   unsetenv("MK_GEMM_SPLIT_K");
