@@ -126,14 +126,12 @@ __device__ __forceinline__ uint4 mk_fused_pack8(const float *acc) {
  * for rows r < rows and columns c < cols (cols % 8 == 0; 16-byte aligned rows). src_p =
  * base[p] + r * ld (elements); dst likewise with ld. Every rank that reduces the same
  * inputs gets the same bits. Sources are mostly peers' memory over NVLink, so loads are
- * latency-bound: each thread keeps about 16 16-byte loads in flight (U positions x W ranks;
- * run 2: 8 in flight reduced a 128 x 128 block of 4 ranks in ~7 us, ~18 GB/s per CTA, so 12
- * reducer CTAs were needed and the GEMM lost an SM wave; a non-inlined function gets few
- * registers: more spills). */
+ * latency-bound: each thread keeps about 8 16-byte loads in flight (U positions x W ranks; a
+ * non-inlined function gets few registers: more spills). */
 template <int W>
 __device__ __noinline__ void mk_fused_reduce_block_w(uint16_t *dst, const uint16_t *const *src, int rows, int cols,
                                                         int64_t ld) {
-  constexpr int U = W >= 16 ? 1 : 16 / W;
+  constexpr int U = W >= 8 ? 1 : 8 / W;
   const int vec = cols / 8, total = rows * vec, nthr = blockDim.x;
   const uint16_t *s[W];
 #pragma unroll
