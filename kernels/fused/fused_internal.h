@@ -45,9 +45,8 @@ int mk_fused_ctas(const mk_fused_t *f, mk_fused_op op, const mk_fused_args *a);
 /* GEMM CTAs of a call with `roles` role CTAs: the SMs left, less one with several node groups
  * (the loopback proxy runs a kernel beside the op, so one SM stays free for it). */
 int mk_fused_compute_ctas(const mk_fused_t *f, int roles);
-/* MK_FUSED_SPLIT_K, MK_FUSED_REDUCE_TMA (fused.c). */
+/* MK_FUSED_SPLIT_K (fused.c). */
 int64_t mk_param_fused_split_k(void);
-int64_t mk_param_fused_reduce_tma(void);
 /* Advance the op's epoch after its kernel (stream-ordered). */
 mk_status mk_fused_epoch_advance(mk_fused_t *f, mk_fused_op op, mk_stream_t stream);
 

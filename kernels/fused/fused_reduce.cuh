@@ -55,7 +55,6 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   int op;            /* MK_OP_GEMM_RS or MK_OP_GEMM_AR, for error records */
   int all_read;      /* AR: every rank reads every row; RS: the owner of the rows */
   int reducers;      /* role CTAs [0, reducers) reduce; role CTA `reducers` is the inter CTA */
-  int tma;           /* reducers load with TMA bulk copies (MK_FUSED_REDUCE_TMA) */
   int perm_q;        /* > 0: owner-interleaved tile order, tiles_m = W * perm_q; 0: plain grouped */
   uint64_t pbytes;   /* bytes of one P: P[e & 1] is at v.buf + (e & 1) * pbytes */
   bool entered = false;
@@ -103,15 +102,11 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
     }
   }
 
-  __device__ __noinline__ void run_role(int i, uint8_t *smem, int smem_bytes) {
+  __device__ __noinline__ void run_role(int i, uint8_t *, int) {
     const uint64_t epoch = mk_epoch(w, v.slot);
     if (i == 0 && threadIdx.x == 0) mk_fused_arrive(w, v, epoch);
     if (i >= reducers) {
       if (threadIdx.x == 0) inter(epoch);
-      return;
-    }
-    if (tma && v.W <= MK_FUSED_ARRIVE_SLOTS) {
-      reduce_tma(i, epoch, smem, smem_bytes);
       return;
     }
     int64_t lo, hi;
@@ -141,123 +136,6 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
         if (t1 - t0 > 1000) mk_trace_ev(tr, 0, &tn, MK_TRACE_WAIT, t0, t1);
         mk_trace_ev(tr, 0, &tn, MK_TRACE_REDUCE, t1, mk_globaltimer());
       }
-    }
-  }
-
-  /* Geometry of reducer task t: block (tm, cb), rows [r0, r1), columns [c0, c0 + cols). */
-  __device__ __forceinline__ void task_geom(int t, int64_t lo, int64_t hi, int *tm, int *cb, int64_t *r0, int64_t *r1,
-                                            int64_t *c0, int *cols) const {
-    const int tm_lo = (int)(lo / 128), ntm = (int)((hi - 1) / 128) - tm_lo + 1;
-    mk_fused_task_block(t, tm_lo, ntm, ncb, perm_q ? group_m / v.W : group_m, tm, cb);
-    *r0 = max((int64_t)*tm * 128, lo);
-    *r1 = min((int64_t)*tm * 128 + 128, hi);
-    *c0 = (int64_t)*cb * 128;
-    *cols = (int)min((int64_t)128, n - *c0);
-  }
-
-  /* Reducer CTA i with TMA bulk loads: the W sources of a sub-block of R rows x 128 columns
-   * land in one shared-memory stage (warp 0 issues one 1-D bulk copy per row and source,
-   * completion on the stage's mbarrier), `stages` sub-blocks in flight (~190 KB per CTA,
-   * against ~48 KB of 16-byte loads in registers), the whole CTA sums a landed stage in rank
-   * order 0..W-1 (the same bits as mk_fused_reduce_block) and stores it to out. Warp 0 waits
-   * for a block's W flags before issuing its first sub-block. */
-  __device__ void reduce_tma(int i, uint64_t epoch, uint8_t *smem, int smem_bytes) {
-    int64_t lo, hi;
-    rows_of(v.me, &lo, &hi);
-    const int W = v.W, R = max(8, 128 / W);
-    const int tm_lo = (int)(lo / 128), ntm_ = (int)((hi - 1) / 128) - tm_lo + 1;
-    const int mine = ntm_ * ncb, per_task = (128 + R - 1) / R;
-    const int stage_bytes = W * R * 256;
-    const int stages = min(8, (smem_bytes - 256) / stage_bytes);
-    uint64_t *full = reinterpret_cast<uint64_t *>(smem + (size_t)stages * stage_bytes);
-    int *bad = reinterpret_cast<int *>(full + stages);
-    const uint64_t pb = pbuf(epoch);
-    const int64_t xrows = hi - lo;
-    if (threadIdx.x == 0) {
-      for (int s = 0; s < stages; s++) mk_sm90::mbar_init(&full[s], 1);
-      mk_sm90::mbar_fence_init();
-      *bad = 0;
-    }
-    __syncthreads();
-    /* Sub-block j of this CTA: task i + (j / per_task) * reducers, rows R * (j % per_task).. */
-    const int my_tasks = i < mine ? (mine - i + reducers - 1) / reducers : 0;
-    const int total = my_tasks * per_task;
-    int tn0 = 0;
-    auto issue = [&](int j) { /* warp 0 */
-      const int t = i + (j / per_task) * reducers, sub = j % per_task, s = j % stages;
-      int tm, cb, cols;
-      int64_t r0, r1, c0;
-      task_geom(t, lo, hi, &tm, &cb, &r0, &r1, &c0, &cols);
-      const int64_t a = r0 + (int64_t)sub * R, b = min(a + R, r1);
-      uint64_t *bar = &full[s];
-      if (sub == 0) { /* the block's W flags, then order the TMA reads after them */
-        int ok = 1;
-        const uint64_t t0 = tr.buf ? mk_globaltimer() : 0;
-        if ((threadIdx.x & 31) == 0) {
-          for (int p = 0; p < W && ok; p++)
-            ok = mk_wait_ge(w, v.local(p) ? flag(p, tm, cb) : v.xdata(p), epoch + 1, op, p, tm * ncb + cb);
-          if (!ok) *(volatile int *)bad = 1;
-          mk_fence_proxy_async();
-          if (tr.buf) {
-            const uint64_t t1 = mk_globaltimer();
-            if (t1 - t0 > 1000) mk_trace_ev(tr, 0, &tn0, MK_TRACE_WAIT, t0, t1);
-          }
-        }
-        ok = __shfl_sync(0xffffffffu, ok, 0);
-        __syncwarp();
-        mk_fence_proxy_async(); /* every issuing lane: its TMA reads after lane 0's acquire */
-        if (!ok) {
-          if ((threadIdx.x & 31) == 0) mk_sm90::mbar_arrive(bar);
-          return;
-        }
-      }
-      if (a >= b) { /* a sub-block past the block's rows: nothing to load */
-        if ((threadIdx.x & 31) == 0) mk_sm90::mbar_arrive(bar);
-        return;
-      }
-      const int rows = (int)(b - a);
-      const uint32_t len = (uint32_t)cols * 2;
-      for (int q = threadIdx.x & 31; q < W * rows; q += 32) {
-        const int p = q / rows, r = q - p * rows;
-        const uint16_t *src = v.local(p) ? mk_peer_ptr<uint16_t>(w, v.lp(p), pb) + (a + r) * n + c0
-                                         : mk_local_ptr<uint16_t>(w, v.xbuf) + ((int64_t)p * xrows + a + r - lo) * n + c0;
-        uint8_t *dst = smem + (size_t)s * stage_bytes + ((size_t)p * R + r) * 256;
-        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
-                         mk_smem_addr(dst)),
-                     "l"(src), "r"(len), "r"(mk_smem_addr(bar))
-                     : "memory");
-      }
-      __syncwarp();
-      if ((threadIdx.x & 31) == 0) mk_sm90::mbar_expect_tx(bar, len * (uint32_t)(W * rows));
-    };
-    const int warp = threadIdx.x / 32;
-    if (warp == 0)
-      for (int j = 0; j < stages - 1 && j < total; j++) issue(j);
-    uint64_t tstart = 0;
-    for (int j = 0; j < total; j++) {
-      /* Stage (j + stages - 1) % stages was consumed in iteration j - 1 (barrier below). */
-      if (warp == 0 && j + stages - 1 < total) issue(j + stages - 1);
-      const int s = j % stages, sub = j % per_task;
-      mk_sm90::mbar_wait(&full[s], (uint32_t)((j / stages) & 1));
-      if (*(volatile int *)bad) return; /* every thread sees it after the same phase */
-      const int t = i + (j / per_task) * reducers;
-      int tm, cb, cols;
-      int64_t r0, r1, c0;
-      task_geom(t, lo, hi, &tm, &cb, &r0, &r1, &c0, &cols);
-      if (sub == 0 && tr.buf) tstart = mk_globaltimer();
-      const int64_t a = r0 + (int64_t)sub * R, b = min(a + R, r1);
-      const int vec = cols / 8, cnt = a < b ? (int)(b - a) * vec : 0;
-      const uint8_t *st = smem + (size_t)s * stage_bytes;
-      for (int e = threadIdx.x; e < cnt; e += blockDim.x) {
-        const int r = e / vec, c = e - r * vec;
-        float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-        for (int p = 0; p < W; p++)
-          mk_fused_acc8(acc, *reinterpret_cast<const uint4 *>(st + ((size_t)p * R + r) * 256 + (size_t)c * 16));
-        *reinterpret_cast<uint4 *>(out + (a + r - lo) * n + c0 + c * 8) = mk_fused_pack8(acc);
-      }
-      if (tr.buf && threadIdx.x == 0 && sub == per_task - 1)
-        mk_trace_ev(tr, 0, &tn0, MK_TRACE_REDUCE, tstart, mk_globaltimer());
-      __syncthreads();
     }
   }
 
@@ -306,7 +184,6 @@ static mk_status mk_reduce_launch(mk_fused_t *f, const mk_fused_args *a, uint16_
   p.reducers = mk_fused_ctas(f, fop, a);
   p.role_ctas = p.reducers + (f->nnodes > 1 ? 1 : 0);
   p.pbytes = ws->pbytes;
-  p.tma = (int)mk_param_fused_reduce_tma();
   p.perm_q = !all_read && p.ms % 128 == 0 && p.tiles_m % f->world == 0 && p.group_m % f->world == 0
                  ? p.tiles_m / f->world : 0;
   mk_gemm_args g = {(uint16_t *)mk_comm_heap_ptr(f->comm, ws->buf), a->m, a->n, a->k, 1, NULL};
