@@ -9,6 +9,10 @@
 
 static const char *const k_names[3] = {"ag_gemm", "gemm_rs", "gemm_ar"};
 
+/* GEMM+RS / GEMM+AR: split the GEMM's last wave along K (fused_reduce.cuh): -1 where the
+ * core's wave model says it pays, 0 never, 2..16 always in that many slices. */
+MK_PARAM_INT(fused_split_k, "FUSED_SPLIT_K", -1, -1, 16)
+
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /* Counters an op needs for shapes up to the maxima. */
@@ -49,7 +53,15 @@ mk_status mk_fused_create(mk_comm_t *comm, unsigned ops, int64_t max_m, int64_t 
     mk_fused_ws *ws = &f->ws[op];
     uint64_t bytes;
     if (op == MK_FUSED_AG_GEMM) bytes = (uint64_t)max_m * (uint64_t)max_k * 2;
-    else bytes = (uint64_t)max_m * (uint64_t)max_n * 2; /* RS, AR: this rank's partial product */
+    else { /* RS, AR: this rank's partial product, twice (calls alternate by epoch parity) */
+      ws->pbytes = ((uint64_t)max_m * (uint64_t)max_n * 2 + 255) & ~(uint64_t)255;
+      bytes = 2 * ws->pbytes;
+      /* Split-K of the GEMM's last wave: at most one fp32 128 x 256 partial per SM. */
+      f->split_bytes = (size_t)f->sms * 128 * 256 * 4;
+      MK_CUDA_CHECK_GOTO(cudaMalloc(&f->split_ws[op], MK_FUSED_SPLIT_FLAG_BYTES + f->split_bytes), st, fail);
+      MK_CUDA_CHECK_GOTO(cudaMemset(f->split_ws[op], 0, MK_FUSED_SPLIT_FLAG_BYTES), st, fail);
+      MK_CUDA_CHECK_GOTO(cudaDeviceSynchronize(), st, fail); /* the ops run on non-blocking streams */
+    }
     ws->ncnt = ncounters((mk_fused_op)op, f->world, max_m, max_n);
     MK_CHECK_GOTO(mk_comm_heap_alloc(comm, bytes, &ws->buf), st, fail);
     MK_CHECK_GOTO(mk_comm_heap_alloc(comm, 8ull * MK_FUSED_ARRIVE_SLOTS, &ws->arrive), st, fail);
@@ -67,13 +79,15 @@ mk_status mk_fused_create(mk_comm_t *comm, unsigned ops, int64_t max_m, int64_t 
   *out = f;
   return MK_STATUS_OK;
 fail:
-  free(f);
+  mk_fused_destroy(f);
   return st;
 }
 
 void mk_fused_destroy(mk_fused_t *f) {
   if (!f) return;
   if (f->trace) cudaFree(f->trace);
+  for (int op = 0; op < 3; op++)
+    if (f->split_ws[op]) cudaFree(f->split_ws[op]);
   free(f);
 }
 

@@ -8,14 +8,15 @@
 extern "C" {
 #endif
 
-enum { MK_FUSED_EPOCH_SLOT0 = 10, MK_FUSED_ARRIVE_SLOTS = 16 };
+enum { MK_FUSED_EPOCH_SLOT0 = 10, MK_FUSED_ARRIVE_SLOTS = 16, MK_FUSED_SPLIT_FLAG_BYTES = 65536 };
 /* Trace event kinds (MK_TRACE). */
 enum { MK_TRACE_COMPUTE = 1, MK_TRACE_WAIT = 2, MK_TRACE_SEND = 3, MK_TRACE_REDUCE = 4, MK_TRACE_CAP = 1024 };
 
 /* One op's workspace in the symmetric heap (same offsets on every rank). */
 typedef struct mk_fused_ws {
   int ready;        /* allocated */
-  uint64_t buf;     /* data: AG gathered A [max_m, max_k]; RS slots [W][ceil(max_m/W)][max_n]; AR partial [max_m, max_n] */
+  uint64_t buf;     /* data: AG gathered A [max_m, max_k]; RS/AR: two partials [2][max_m, max_n] (epoch parity) */
+  uint64_t pbytes;  /* RS/AR: bytes of one partial (256-byte multiple): the odd epochs' one starts there */
   uint64_t arrive;  /* u64 [MK_FUSED_ARRIVE_SLOTS]: arrive[p] += 1 when rank p enters a call */
   uint64_t cnt;     /* u64 counters: AG ready[W][chunks per shard]; RS/AR per (128-row, 128-col) block */
   uint64_t ncnt;    /* counters allocated */
@@ -30,6 +31,8 @@ struct mk_fused {
   int world, me, sms, local_size, node, nnodes;
   int64_t max_m, max_n, max_k;
   mk_fused_ws ws[3];
+  void *split_ws[3];   /* RS/AR: split-K workspace (local device memory): 64 KiB of flags, then partials */
+  size_t split_bytes;  /* partial bytes of each split_ws */
   uint64_t *trace;  /* MK_TRACE buffer (device), trace_ctas x MK_TRACE_CAP x 2 u64 */
   int trace_calls;
 };
@@ -42,6 +45,8 @@ int mk_fused_ctas(const mk_fused_t *f, mk_fused_op op, const mk_fused_args *a);
 /* GEMM CTAs of a call with `roles` role CTAs: the SMs left, less one with several node groups
  * (the loopback proxy runs a kernel beside the op, so one SM stays free for it). */
 int mk_fused_compute_ctas(const mk_fused_t *f, int roles);
+/* MK_FUSED_SPLIT_K (fused.c). */
+int64_t mk_param_fused_split_k(void);
 /* Advance the op's epoch after its kernel (stream-ordered). */
 mk_status mk_fused_epoch_advance(mk_fused_t *f, mk_fused_op op, mk_stream_t stream);
 

@@ -4,7 +4,8 @@
  * them from every rank and add them in the fixed order 0..W-1, so equal inputs give equal bits.
  *
  * Buffer layout (heap workspace of the op, same offsets on every rank):
- *   P       [M, N] bf16           this rank's partial (the GEMM's C)
+ *   P       [2][M, N] bf16        this rank's partial (the GEMM's C), two of them: a call of
+ *                                 epoch e uses P[e & 1] (read on the device: graph replays too)
  *   cnt     u64 [W][tiles_m][ncb] cnt[p][tm][cb] = epoch + 1 once rank p's partial of (128-row
  *                                 tile-row tm, 128-column block cb) is stored in p's P
  *   arrive  u64 [16]              entry handshake inside the node group (fused_common.cuh)
@@ -14,6 +15,14 @@
  * Flag ownership: cnt[] lives in the reader's heap and is set by the producer p (its compute
  * CTA's after_store, over NVLink); xdata/ack/arrive_x are added by the remote rank's proxy.
  *
+ * Tile order (RS, when M/W is a multiple of 128 and tiles_m of W, i.e. at round shapes): the
+ * tile-rows of the W owners are interleaved (logical tile-row q is owner q % W's tile-row
+ * q / W) under the grouped order, so every owner's blocks complete at the same pace over the
+ * whole GEMM and its reducers keep up, instead of owner W-1 getting all of its blocks in the
+ * last quarter (a reduce tail after the GEMM). Owner o's reducers walk its own tile-rows in
+ * the same order (groups of group_m / W). Other shapes: the plain grouped order.
+ * Split-K: the GEMM core's split of the last wave (mk_gemm_split_plan over the compute CTAs,
+ * fp32 workspace split_ws of the handle) fills SMs a short last wave or a small M leaves idle.
  * Roles: compute CTAs run the GEMM core into P (local stores) and, after each tile, set the
  * tile's flags on every reader in the node group (and on this rank). Reducer CTAs walk the
  * 128 x 128 blocks of the rows this rank reduces in the order the GEMM produces them (all
@@ -24,9 +33,12 @@
  * one PUT_SIGNAL of the rows q reads into q's X[me] (+1 on q's xdata[me]); it acknowledges
  * remote data that has landed and waits for the acknowledgements of its own puts
  * (mk_fused_inter_finish). Inter-node data thus moves after the GEMM, in one put per pair.
- * Barrier points: (1) before its first store into P, each compute CTA waits until every
- * peer of the node group has entered this call (they read P of the previous call until their
- * kernel ends); (2) reducers wait per block; (3) the inter CTA as above. */
+ * Barrier points: (1) none before the GEMM: call e writes P[e & 1], last read by peers in
+ * call e - 2, and those reads are over — this rank's call e - 1 waited (through the blocks' flags) for every local peer's call-(e - 1) GEMM, which
+ * began after that peer's call e - 2 ended (stream order). The epoch handshake of run 1
+ * (wait until every peer entered call e) serialised back-to-back calls on the slowest rank's
+ * reduce tail; (2) reducers wait per block; (3) the inter CTA waits for the arrival of the
+ * remote rank whose staging area X it writes (X is single-buffered), as above. */
 #pragma once
 #include "kernels/fused/fused_common.cuh"
 
@@ -43,6 +55,8 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   int op;            /* MK_OP_GEMM_RS or MK_OP_GEMM_AR, for error records */
   int all_read;      /* AR: every rank reads every row; RS: the owner of the rows */
   int reducers;      /* role CTAs [0, reducers) reduce; role CTA `reducers` is the inter CTA */
+  int perm_q;        /* > 0: owner-interleaved tile order, tiles_m = W * perm_q; 0: plain grouped */
+  uint64_t pbytes;   /* bytes of one P: P[e & 1] is at v.buf + (e & 1) * pbytes */
   bool entered = false;
   mk_fused_trace tr;    /* MK_TRACE */
   int tn = 0;           /* per thread: events recorded */
@@ -57,16 +71,21 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
     return v.cnt + 8ull * (((uint64_t)p * tiles_m + tm) * ncb + cb);
   }
 
+  __device__ __forceinline__ void tile_order(int idx, int tiles_m_, int tiles_n, int *tm, int *tn_) const {
+    int q;
+    mk_gemm_order_grouped::tile_order(idx, tiles_m_, tiles_n, &q, tn_);
+    *tm = perm_q ? (q % v.W) * perm_q + q / v.W : q;
+  }
+  /* Heap offset of P of the call with this epoch. */
+  __device__ __forceinline__ uint64_t pbuf(uint64_t epoch) const { return v.buf + (epoch & 1) * pbytes; }
+  /* The GEMM's C (args.C = P[0]) rows go to P[epoch & 1]. */
+  __device__ __forceinline__ uint16_t *out_row(const mk_gemm_args &a, int64_t row) const {
+    return a.C + (mk_epoch(w, v.slot) & 1) * (pbytes / 2) + row * a.n;
+  }
   __device__ __forceinline__ void before_load(const mk_gemm_tile &) {
     if (entered) return;
-    const uint64_t epoch = mk_epoch(w, v.slot), t0 = tr.buf ? mk_globaltimer() : 0;
-    for (int p = 0; p < v.W; p++)
-      if (v.local(p) && !mk_fused_wait_arrived(w, v, p, epoch, op)) break;
     entered = true;
-    if (tr.buf) {
-      tprev = mk_globaltimer();
-      mk_trace_ev(tr, 0, &tn, MK_TRACE_WAIT, t0, tprev);
-    }
+    if (tr.buf) tprev = mk_globaltimer();
   }
   __device__ __forceinline__ void after_store(const mk_gemm_tile &t) {
     if (tr.buf) {
@@ -94,10 +113,12 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
     rows_of(v.me, &lo, &hi);
     const int64_t xrows = hi - lo;
     const int tm_lo = (int)(lo / 128), ntm = (int)((hi - 1) / 128) - tm_lo + 1;
+    const int gm = perm_q ? group_m / v.W : group_m; /* own tile-rows per group of the GEMM order */
+    const uint64_t pb = pbuf(epoch);
     const uint16_t *src[MK_FUSED_ARRIVE_SLOTS];
     for (int t = i; t < ntm * ncb; t += reducers) {
       int tm, cb;
-      mk_fused_task_block(t, tm_lo, ntm, ncb, group_m, &tm, &cb);
+      mk_fused_task_block(t, tm_lo, ntm, ncb, gm, &tm, &cb);
       int ok = 1;
       const uint64_t t0 = tr.buf ? mk_globaltimer() : 0;
       if (threadIdx.x == 0)
@@ -107,7 +128,7 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
       const int64_t r0 = max((int64_t)tm * 128, lo), r1 = min((int64_t)tm * 128 + 128, hi), c0 = (int64_t)cb * 128;
       const int cols = (int)min((int64_t)128, n - c0);
       for (int p = 0; p < v.W; p++)
-        src[p] = v.local(p) ? mk_peer_ptr<uint16_t>(w, v.lp(p), v.buf) + r0 * n + c0
+        src[p] = v.local(p) ? mk_peer_ptr<uint16_t>(w, v.lp(p), pb) + r0 * n + c0
                             : mk_local_ptr<uint16_t>(w, v.xbuf) + ((int64_t)p * xrows + r0 - lo) * n + c0;
       const uint64_t t1 = tr.buf ? mk_globaltimer() : 0;
       mk_fused_reduce_block(out + (r0 - lo) * n + c0, src, v.W, (int)(r1 - r0), cols, n);
@@ -130,7 +151,7 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
       rows_of(q, &lo, &hi);
       if (!mk_fused_wait_arrived(w, v, q, epoch, op)) return;
       const uint64_t bytes = (uint64_t)(hi - lo) * (uint64_t)n * 2;
-      if (!mk_post(w, MK_CMD_PUT_SIGNAL, q, v.buf + (uint64_t)lo * n * 2, v.xbuf + (uint64_t)v.me * bytes, bytes,
+      if (!mk_post(w, MK_CMD_PUT_SIGNAL, q, pbuf(epoch) + (uint64_t)lo * n * 2, v.xbuf + (uint64_t)v.me * bytes, bytes,
                    v.xdata(v.me), 1))
         return;
     }
@@ -162,10 +183,42 @@ static mk_status mk_reduce_launch(mk_fused_t *f, const mk_fused_args *a, uint16_
   p.all_read = all_read;
   p.reducers = mk_fused_ctas(f, fop, a);
   p.role_ctas = p.reducers + (f->nnodes > 1 ? 1 : 0);
+  p.pbytes = ws->pbytes;
+  p.perm_q = !all_read && p.ms % 128 == 0 && p.tiles_m % f->world == 0 && p.group_m % f->world == 0
+                 ? p.tiles_m / f->world : 0;
   mk_gemm_args g = {(uint16_t *)mk_comm_heap_ptr(f->comm, ws->buf), a->m, a->n, a->k, 1, NULL};
   MK_CHECK(mk_fused_trace_begin(f, (mk_stream_t)stream, &p.tr.buf));
   p.tr.cap = MK_TRACE_CAP;
-  MK_CHECK(mk_fused_launch(a->A, a->B, g, a->b_layout, p, mk_fused_compute_ctas(f, p.role_ctas), stream));
+  int grid = mk_fused_compute_ctas(f, p.role_ctas);
+  /* Split-K of the last wave (256-wide tiles) where the core's model says it pays. */
+  g.split_tiles = (int)mk_gemm_split_plan(g, grid, (int)mk_param_fused_split_k(), 0, &g.splits);
+  const size_t parts = g.split_tiles ? (size_t)(g.splits - 1) * g.split_tiles : 0;
+  if (g.split_tiles && f->split_ws[fop] && parts * 2 * 4 <= MK_FUSED_SPLIT_FLAG_BYTES &&
+      parts * mk_gemm_config::kBM * 256 * 4 <= f->split_bytes) {
+    g.flags = (uint32_t *)f->split_ws[fop];
+    g.ws = (float *)((char *)f->split_ws[fop] + MK_FUSED_SPLIT_FLAG_BYTES);
+    const int units = (int)(mk_gemm_tiles_bound(g, 256) - g.split_tiles) + g.split_tiles * g.splits;
+    grid = std::min(grid, units);
+    const mk_status st = mk_gemm_core_launch_bn<mk_reduce_policy<kOp>, 256, true>(a->A, a->B, g, a->b_layout, p, grid,
+                                                                                  stream);
+    if (st != MK_STATUS_OK) return st;
+  } else {
+    g.split_tiles = g.splits = 0;
+    MK_CHECK(mk_fused_launch(a->A, a->B, g, a->b_layout, p, grid, stream));
+  }
   MK_CHECK(mk_fused_epoch_advance(f, fop, (mk_stream_t)stream));
   return mk_fused_trace_end(f, fop, p.tr.buf, (mk_stream_t)stream);
+}
+
+/* Loads every instantiation a launch may pick, split-K ones included (lazy loading). */
+template <int kOp>
+static mk_status mk_reduce_preload() {
+  using P = mk_reduce_policy<kOp>;
+  MK_CHECK(mk_gemm_core_preload<P>());
+  cudaFuncAttributes fa;
+  auto k0 = mk_gemm_core_kernel<P, 0, 256, true>;
+  auto k1 = mk_gemm_core_kernel<P, 1, 256, true>;
+  MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)k0));
+  MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)k1));
+  return MK_STATUS_OK;
 }

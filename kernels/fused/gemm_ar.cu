@@ -6,7 +6,7 @@
  * rows) for large M is not built yet. */
 #include "kernels/fused/fused_reduce.cuh"
 
-extern "C" mk_status mk_fused_preload_ar(void) { return mk_gemm_core_preload<mk_reduce_policy<MK_FUSED_GEMM_AR>>(); }
+extern "C" mk_status mk_fused_preload_ar(void) { return mk_reduce_preload<MK_FUSED_GEMM_AR>(); }
 
 extern "C" mk_status mk_gemm_ar(mk_fused_t *f, const mk_fused_args *a, mk_stream_t stream) {
   MK_CHECK(mk_fused_check(f, MK_FUSED_GEMM_AR, a));

@@ -7,7 +7,7 @@
  * after the GEMM (correctness path). */
 #include "kernels/fused/fused_reduce.cuh"
 
-extern "C" mk_status mk_fused_preload_rs(void) { return mk_gemm_core_preload<mk_reduce_policy<MK_FUSED_GEMM_RS>>(); }
+extern "C" mk_status mk_fused_preload_rs(void) { return mk_reduce_preload<MK_FUSED_GEMM_RS>(); }
 
 extern "C" mk_status mk_gemm_rs(mk_fused_t *f, const mk_fused_args *a, mk_stream_t stream) {
   MK_CHECK(mk_fused_check(f, MK_FUSED_GEMM_RS, a));

@@ -49,7 +49,8 @@ typedef struct mk_fused_args {
 /* Collective: allocates the workspace of the ops in `ops` (a mask of 1 << mk_fused_op; 0 =
  * all three) for shapes up to max_m x max_n x max_k from comm's heap (heap memory is never
  * returned; create once per comm) and loads the kernels. Workspace: AG max_m * max_k * 2
- * bytes, RS and AR max_m * max_n * 2 bytes each (plus counters). */
+ * bytes, RS and AR 2 * max_m * max_n * 2 bytes each (two partials used by alternate calls;
+ * plus counters), and RS and AR a local split-K workspace of SMs x 128 KiB (cudaMalloc). */
 mk_status mk_fused_create(mk_comm_t *comm, unsigned ops, int64_t max_m, int64_t max_n, int64_t max_k,
                           mk_fused_t **out);
 void mk_fused_destroy(mk_fused_t *f); /* NULL: no-op */
