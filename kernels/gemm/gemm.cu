@@ -1,11 +1,11 @@
 /* gemm.cu — the plain GEMM: the core (gemm_core.cuh) with no-op hooks, data-parallel in the
  * tile width that suits the shape (128, 160, 224 or 256 columns: mk_gemm_pick_width), or
- * with the last wave of 256-wide tiles split along K (mk_gemm_split_plan below picks per
- * shape). The split needs an fp32 workspace of (splits - 1) partial tiles per split tile
- * (about one per SM where the model picks it) plus flags; it is allocated once per (device,
- * stream) and kept for the life of the process (the flags re-arm themselves, so launches on
- * one stream reuse it in stream order). While a stream is being captured into a graph no
- * workspace can be allocated: a stream that has none yet then runs data-parallel. */
+ * with the last wave of 256-wide tiles split along K (mk_gemm_split_plan picks per shape). The split needs an
+ * fp32 workspace of (splits - 1) partial tiles per split tile (about one per SM where the
+ * model picks it) plus flags; it is allocated once per (device, stream) and kept for the
+ * life of the process (the flags re-arm themselves, so launches on one stream reuse it in
+ * stream order). While a stream is being captured into a graph no workspace can be
+ * allocated: a stream that has none yet then runs data-parallel. */
 #include <pthread.h>
 
 #include "kernels/gemm/gemm_core.cuh"
@@ -18,36 +18,6 @@ MK_PARAM_INT(gemm_group_m, "GEMM_GROUP_M", 16, 1, 1024)
 /* -1: split the last wave along K where the model says it pays; 0 (or 1): never; 2..16:
  * always, in that many k-slices. */
 MK_PARAM_INT(gemm_split_k, "GEMM_SPLIT_K", -1, -1, 16)
-
-/* Split-K plan for a plain GEMM (groups == 1) of 256-wide tiles (or tile_n when forced to 128
- * or 256; other widths never split) on `grid` resident CTAs. The last wave (tiles - full
- * waves before it) is split in `splits` k-slices; *splits = 0: data-parallel. mode: -1 the
- * model, 0 never, 2..16 that many slices. Model, in k-iterations of a 256-wide tile per CTA:
- * split costs the full waves, one slice, and 4 + 2 (splits - 1) + 12 for the fix-up (write
- * one, read splits - 1 fp32 tiles; the 12 calibrated on the H200 run of version 5, which
- * took 0.1 wave more than the rest of the model at both shapes it split); data-parallel the
- * cheapest width (mk_gemm_pick_width). Slices fill the idle SMs (splits = grid / last-wave
- * tiles, at most 8, each slice >= 8 iterations) and are taken when 5 % cheaper. Returns the
- * split tile count. */
-static int64_t mk_gemm_split_plan(const mk_gemm_args &args, int grid, int mode, int tile_n, int *splits) {
-  *splits = 0;
-  if (mode == 0 || args.groups != 1 || args.rows || (tile_n && tile_n != 128 && tile_n != 256)) return 0;
-  const int bn = tile_n ? tile_n : 256;
-  const int64_t tiles = mk_gemm_tiles_bound(args, bn), k_iters = (args.k + mk_gemm_config::kBK - 1) / mk_gemm_config::kBK;
-  const int64_t last = tiles - (tiles - 1) / grid * grid; /* tiles of the last wave, 1..grid */
-  int64_t s = mode > 0 ? mode : std::min<int64_t>(std::min<int64_t>(grid / last, k_iters / 8), 8);
-  s = std::min(s, k_iters);
-  if (s < 2) return 0;
-  if (mode < 0) {
-    if (tile_n || last == grid) return 0;
-    const double dp = mk_gemm_dp_cost(args, grid, mk_gemm_pick_width(args, grid, true));
-    const double sk =
-        (double)((tiles - 1) / grid * k_iters) + (double)k_iters / (double)s + 16.0 + 2.0 * (double)(s - 1);
-    if (!(sk < 0.95 * dp)) return 0;
-  }
-  *splits = (int)s;
-  return last;
-}
 
 namespace {
 struct gemm_ws {

@@ -55,8 +55,8 @@
  * 256 for kBN.
  *
  * Split-K of the last wave (opt-in, template parameter kSplitK, plain GEMM only: mk_gemm_bf16
- * picks it per shape, gemm.cu): the tiles of the last, partly filled wave are computed in
- * k-slices side by side on the SMs the wave would leave idle; slices meet in an
+ * picks it per shape with mk_gemm_split_plan): the tiles of the last, partly filled wave are
+ * computed in k-slices side by side on the SMs the wave would leave idle; slices meet in an
  * fp32 workspace and are summed in a fixed order (mk_gemm_units), so results are the same on
  * every run on the same GPU model. Hooks keep their meaning: before_load before the first
  * load of each slice a CTA loads, after_store once per tile, by the CTA that stores it.
@@ -544,8 +544,7 @@ static inline double mk_gemm_width_cost(int bn) { return 0.8 + 51.2 / bn; }
 /* Time of a data-parallel launch of width bn on `grid` CTAs, in k-iterations of a 256-wide
  * tile: waves (the last one counted whole) x tile area x the width's cost per flop. */
 static inline double mk_gemm_dp_cost(const mk_gemm_args &args, int grid, int bn) {
-  const int64_t tiles = mk_gemm_tiles_bound(args, bn);
-  const int64_t k_iters = (args.k + mk_gemm_config::kBK - 1) / mk_gemm_config::kBK;
+  const int64_t tiles = mk_gemm_tiles_bound(args, bn), k_iters = (args.k + mk_gemm_config::kBK - 1) / mk_gemm_config::kBK;
   return (double)((tiles + grid - 1) / grid) * (double)bn / 256.0 * mk_gemm_width_cost(bn) * (double)k_iters;
 }
 
@@ -566,6 +565,36 @@ static inline int mk_gemm_pick_width(const mk_gemm_args &args, int grid, bool al
     }
   }
   return best;
+}
+
+/* Split-K plan for a plain GEMM (groups == 1) of 256-wide tiles (or tile_n when forced to 128
+ * or 256; other widths never split) on `grid` resident CTAs. The last wave (tiles - full
+ * waves before it) is split in `splits` k-slices; *splits = 0: data-parallel. mode: -1 the
+ * model, 0 never, 2..16 that many slices. Model, in k-iterations of a 256-wide tile per CTA:
+ * split costs the full waves, one slice, and 4 + 2 (splits - 1) + 12 for the fix-up (write
+ * one, read splits - 1 fp32 tiles; the 12 calibrated on the H200 run of version 5, which
+ * took 0.1 wave more than the rest of the model at both shapes it split); data-parallel the
+ * cheapest width (mk_gemm_pick_width). Slices fill the idle SMs (splits = grid / last-wave
+ * tiles, at most 8, each slice >= 8 iterations) and are taken when 5 % cheaper. Returns the
+ * split tile count. */
+static inline int64_t mk_gemm_split_plan(const mk_gemm_args &args, int grid, int mode, int tile_n, int *splits) {
+  *splits = 0;
+  if (mode == 0 || args.groups != 1 || args.rows || (tile_n && tile_n != 128 && tile_n != 256)) return 0;
+  const int bn = tile_n ? tile_n : 256;
+  const int64_t tiles = mk_gemm_tiles_bound(args, bn), k_iters = (args.k + mk_gemm_config::kBK - 1) / mk_gemm_config::kBK;
+  const int64_t last = tiles - (tiles - 1) / grid * grid; /* tiles of the last wave, 1..grid */
+  int64_t s = mode > 0 ? mode : std::min<int64_t>(std::min<int64_t>(grid / last, k_iters / 8), 8);
+  s = std::min(s, k_iters);
+  if (s < 2) return 0;
+  if (mode < 0) {
+    if (tile_n || last == grid) return 0;
+    const double dp = mk_gemm_dp_cost(args, grid, mk_gemm_pick_width(args, grid, true));
+    const double sk =
+        (double)((tiles - 1) / grid * k_iters) + (double)k_iters / (double)s + 16.0 + 2.0 * (double)(s - 1);
+    if (!(sk < 0.95 * dp)) return 0;
+  }
+  *splits = (int)s;
+  return last;
 }
 
 /* Validates the shape, picks the tile width and launches. A: [m_cap, K]; B: groups x ([N, K]
