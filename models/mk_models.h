@@ -206,6 +206,12 @@ int mk_ref_position(const mk_ref_t *r);
 /* Run n tokens at the current position (prefill or decode), appending to the KV cache;
  * logits [n, vocab] (NULL: not wanted). */
 mk_status mk_ref_forward(mk_ref_t *r, const int32_t *ids, int n, float *logits);
+/* How near a tie the expert choice of position pos (already run) was: over the MoE layers,
+ * the smallest (k-th largest - (k+1)-th largest router logit) / (largest - smallest); INFINITY
+ * for a model without MoE layers, NAN for a position not run. A lower-precision engine may
+ * pick another expert where this is small, and then its logits at that position differ by
+ * more than rounding. */
+float mk_ref_route_margin(const mk_ref_t *r, int pos);
 /* Greedy: prefill the prompt, then max_new tokens; out_ids [max_new]; logits_out NULL or
  * [(n_prompt + max_new - 1), vocab]: the logits of every position that was run. Resets first. */
 mk_status mk_ref_generate(mk_ref_t *r, const int32_t *prompt, int n_prompt, int max_new, int32_t *out_ids,

@@ -25,6 +25,7 @@ struct mk_ref {
   void **allocs;
   int nallocs, cap;
   int max_seq, pos;
+  float *margin; /* [max_seq]: the smallest relative top-k router margin of each position (mk_ref_route_margin) */
 };
 
 static void *track(mk_ref_t *r, void *p) {
@@ -58,7 +59,8 @@ mk_status mk_ref_create(const mk_model_t *m, int max_seq, mk_ref_t **out) {
   const mk_model_config_t *c = mk_model_config(m);
   r->cfg = *c;
   r->max_seq = max_seq;
-  int ok = 1, E = c->n_experts;
+  r->margin = track(r, malloc(sizeof(float) * (size_t)max_seq));
+  int ok = r->margin != NULL, E = c->n_experts;
   r->layers = track(r, calloc((size_t)c->n_layers, sizeof *r->layers));
   if (!r->layers) ok = 0;
   r->embed = load(r, m, MK_W_EMBED, -1, -1, &ok);
@@ -130,7 +132,8 @@ mk_status mk_ref_create_shared(const mk_ref_t *base, int max_seq, mk_ref_t **out
                   .lm_head = base->lm_head, .max_seq = max_seq};
   const mk_model_config_t *c = &base->cfg;
   size_t kvw = (size_t)c->n_kv_heads * c->head_dim;
-  int ok = (r->layers = track(r, malloc((size_t)c->n_layers * sizeof *r->layers))) != NULL;
+  int ok = (r->layers = track(r, malloc((size_t)c->n_layers * sizeof *r->layers))) != NULL &&
+           (r->margin = track(r, malloc(sizeof(float) * (size_t)max_seq))) != NULL;
   for (int l = 0; ok && l < c->n_layers; l++) {
     r->layers[l] = base->layers[l]; /* weight pointers are borrowed from base */
     r->layers[l].kc = track(r, malloc(sizeof(float) * kvw * (size_t)max_seq));
@@ -155,6 +158,28 @@ void mk_ref_destroy(mk_ref_t *r) {
 }
 
 void mk_ref_reset(mk_ref_t *r) { r->pos = 0; }
+
+float mk_ref_route_margin(const mk_ref_t *r, int pos) {
+  return r && r->margin && pos >= 0 && pos < r->pos ? r->margin[pos] : NAN;
+}
+
+/* margin[t] = min(margin[t], (k-th largest - (k+1)-th largest) / (max - min)) of each token's
+ * router logits: how close the token's expert choice is to a tie. */
+static void route_margins(const float *lg, int n, int E, int K, float *margin) {
+  for (int t = 0; t < n; t++) {
+    const float *v = lg + (size_t)t * E;
+    float mx = -INFINITY, mn = INFINITY, kth = INFINITY, next = -INFINITY;
+    for (int e = 0; e < E; e++) mx = fmaxf(mx, v[e]), mn = fminf(mn, v[e]);
+    for (int e = 0; e < E; e++) { /* rank of v[e] among the logits (ties by index) */
+      int above = 0;
+      for (int q = 0; q < E; q++) above += v[q] > v[e] || (v[q] == v[e] && q < e);
+      if (above == K - 1) kth = v[e];
+      if (above == K) next = v[e];
+    }
+    const float m = K < E && mx > mn ? (kth - next) / (mx - mn) : INFINITY;
+    margin[t] = fminf(margin[t], m);
+  }
+}
 int mk_ref_position(const mk_ref_t *r) { return r->pos; }
 
 mk_status mk_ref_forward(mk_ref_t *r, const int32_t *ids, int n, float *logits) {
@@ -175,13 +200,24 @@ mk_status mk_ref_forward(mk_ref_t *r, const int32_t *ids, int n, float *logits) 
     goto fail;
   }
   for (int t = 0; t < n; t++) memcpy(x + t * H, r->embed + (size_t)ids[t] * H, sizeof(float) * H);
+  for (int t = 0; t < n; t++) r->margin[r->pos + t] = INFINITY;
   for (int l = 0; l < c->n_layers; l++) {
     ref_layer *L = &r->layers[l];
     mk_ref_rmsnorm_(x, L->attn_norm, n, (int64_t)H, c->rms_eps, h);
     MK_CHECK_GOTO(mk_ref_attention_block(&L->aw, h, n, r->pos, L->kc, L->vc, a), st, fail);
     for (size_t i = 0; i < n * H; i++) x[i] += a[i];
     mk_ref_rmsnorm_(x, L->mlp_norm, n, (int64_t)H, c->rms_eps, h);
-    if (c->is_moe[l]) MK_CHECK_GOTO(mk_ref_moe_block(&L->mw, h, n, a, NULL, NULL), st, fail);
+    if (c->is_moe[l]) {
+      float *lg = malloc(sizeof(float) * (size_t)n * c->n_experts);
+      if (!lg) {
+        st = MK_STATUS_OUT_OF_MEMORY;
+        goto fail;
+      }
+      mk_ref_linear_(h, n, (int64_t)H, L->mw.router, NULL, c->n_experts, lg);
+      route_margins(lg, n, c->n_experts, c->top_k, r->margin + r->pos);
+      free(lg);
+      MK_CHECK_GOTO(mk_ref_moe_block(&L->mw, h, n, a, NULL, NULL), st, fail);
+    }
     else MK_CHECK_GOTO(mk_ref_dense_mlp_(h, n, (int64_t)H, c->dense_inter, L->dense_g, L->dense_u, L->dense_d, a), st, fail);
     for (size_t i = 0; i < n * H; i++) x[i] += a[i];
   }
