@@ -23,10 +23,12 @@ struct moe_gemm2_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   static constexpr bool kAfterStore = true;
   uint64_t *done2;
   const int32_t *exp_off, *tile_base;
-  __device__ __forceinline__ void before_load(const mk_gemm_tile &) {}
+  uint64_t *prof;
+  __device__ __forceinline__ void before_load(const mk_gemm_tile &) { moe_stamp(prof, MK_MOE_PH_G2_FIRST); }
   __device__ __forceinline__ void after_store(const mk_gemm_tile &t) {
     const int tile = tile_base[t.group] + (t.m0 - exp_off[t.group]) / mk_gemm_config::kBM;
     moe_red_add_gpu(done2 + tile, 1);
+    moe_stamp(prof, MK_MOE_PH_G2_DONE);
   }
 };
 
@@ -89,6 +91,7 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_combine_kernel(mk_moe_dev
       moe_publish(d, s, d.o_cstage + s * area + j0 * row_bytes, d.o_comb + d.rank * area + j0 * row_bytes,
                   (j1 - j0) * row_bytes, 0, 0, 0, d.o_comb_sig + ((uint64_t)d.rank * d.C + c) * 8);
   }
+  if (threadIdx.x == 0) moe_stamp(d.prof, MK_MOE_PH_COMBINED);
 }
 
 constexpr int kReduceWarps = 8;
@@ -99,6 +102,7 @@ __global__ void __launch_bounds__(kReduceWarps * 32) moe_reduce_kernel(mk_moe_de
   for (int i = threadIdx.x; i < d.W * d.C; i += blockDim.x)
     ok &= mk_wait_ge(d.w, d.o_comb_sig + (uint64_t)i * 8, target, MK_OP_MOE, i / d.C, i % d.C);
   if (!__syncthreads_and(ok)) return;
+  if (threadIdx.x == 0) moe_stamp(d.prof, MK_MOE_PH_REDUCE_WAITED);
   const int lane = threadIdx.x & 31, vecs = d.H / 8;
   const uint16_t *comb = mk_local_ptr<uint16_t>(d.w, d.o_comb);
   for (int64_t t = (int64_t)blockIdx.x * kReduceWarps + threadIdx.x / 32; t < T;
@@ -126,6 +130,10 @@ __global__ void __launch_bounds__(kReduceWarps * 32) moe_reduce_kernel(mk_moe_de
       *(uint4 *)(out + t * d.H + 8 * v) = o;
     }
   }
+  if (d.prof) {
+    __syncthreads();
+    if (threadIdx.x == 0) moe_stamp(d.prof, MK_MOE_PH_DONE);
+  }
 }
 
 }  // namespace
@@ -136,6 +144,7 @@ extern "C" mk_status mk_moe_launch_gemm2(const mk_moe_dev *d, int grid, void *st
   p.done2 = (uint64_t *)(d->w.heap + d->o_done2);
   p.exp_off = d->exp_off;
   p.tile_base = d->tile_base;
+  p.prof = d->prof;
   mk_gemm_args args = {d->C2, d->m_cap, d->H, d->I, d->El, d->rows};
   return mk_gemm_core_launch(d->act, d->w2, args, MK_GEMM_B_NK, p, grid, 256, (cudaStream_t)stream);
 }

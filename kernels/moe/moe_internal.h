@@ -62,13 +62,14 @@ typedef struct mk_moe_dev {
   const uint16_t *w1, *w2;
   uint16_t *w1g; /* w1 with gate/up rows interleaved in blocks of 8 (glu); NULL otherwise */
   int glu;       /* SwiGLU in GEMM1's epilogue: GEMM1 writes act directly */
+  uint64_t *prof;/* [MK_MOE_PHASES] phase stamps (args.profile), NULL = off; moe_stamp */
 } mk_moe_dev;
 
 struct mk_moe {
   mk_comm_t *comm;
   mk_moe_args a;
   mk_moe_dev d;
-  int sms, nnodes;
+  int sms, nnodes, serial;
   void *zero_base;         /* local scratch zeroed each call */
   size_t zero_bytes;
   void *s2, *ev_fork, *ev_join; /* cudaStream_t / cudaEvent_t */
