@@ -19,10 +19,14 @@ static mk_status dalloc(void **p, size_t bytes) {
   return MK_STATUS_OK;
 }
 
-/* AUTO: the overlapped schedule, unless measured otherwise (docs/perf/NOTES.md, moe). */
+/* AUTO (docs/perf/NOTES.md, moe, version 4): serial from 1024 tokens per rank, where moving
+ * rows on every SM before and after the GEMMs beat lending 16 SMs to it for the whole call
+ * (1.1-1.5x on 4 x H200); overlapped below, where the phases are latency and both were within
+ * ~8 %. Decided at create from max_tokens: every rank must run the same CTAs. */
 static int pick_schedule(const mk_moe_args *a, int W) {
   (void)W;
-  return a->schedule == MK_MOE_SCHED_AUTO ? MK_MOE_SCHED_OVERLAP : a->schedule;
+  if (a->schedule != MK_MOE_SCHED_AUTO) return a->schedule;
+  return a->max_tokens >= 1024 ? MK_MOE_SCHED_SERIAL : MK_MOE_SCHED_OVERLAP;
 }
 
 mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
@@ -57,13 +61,13 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
   MK_CHECK_GOTO(mk_comm_dev_world(comm, &d->w), st, fail);
   d->W = W, d->rank = wd->rank, d->El = El, d->E = a->n_experts, d->K = a->top_k, d->H = a->hidden;
   d->I = a->inter, d->Tm = a->max_tokens;
-  d->tiles_n2 = (a->hidden + 255) / 256;
   d->m_cap = (int64_t)W * d->Tm * (a->top_k < El ? a->top_k : El);
   d->cnt_stride = ((El + 1 + 3) / 4) * 4;
   d->w1 = a->w1, d->w2 = a->w2, d->glu = !a->swiglu_pass;
   int dev = mk_comm_device(comm);
   MK_CUDA_CHECK_GOTO(cudaDeviceGetAttribute(&m->sms, cudaDevAttrMultiProcessorCount, dev), st, fail);
   m->serial = pick_schedule(a, W) == MK_MOE_SCHED_SERIAL;
+  d->tiles_n2 = (a->hidden + 255) / 256;
   d->C = a->comm_ctas ? a->comm_ctas : m->serial ? m->sms - 4 : 16;
   if (m->serial ? d->C > m->sms : m->sms <= d->C + 8) {
     MK_WARN(MK_SUBSYS_KERNEL, "moe: %d comm CTAs do not fit %d SMs (%s schedule)", d->C, m->sms,
