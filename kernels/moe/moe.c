@@ -67,7 +67,11 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
   int dev = mk_comm_device(comm);
   MK_CUDA_CHECK_GOTO(cudaDeviceGetAttribute(&m->sms, cudaDevAttrMultiProcessorCount, dev), st, fail);
   m->serial = pick_schedule(a, W) == MK_MOE_SCHED_SERIAL;
-  d->tiles_n2 = (a->hidden + 255) / 256;
+  { /* GEMM2 128 wide where the worst case has fewer 256-wide tiles than SMs (decode, few experts) */
+    const int64_t tiles256 = (d->m_cap / 128 + El) * ((a->hidden + 255) / 256);
+    d->bn2 = tiles256 < m->sms ? 128 : 256;
+    d->tiles_n2 = (a->hidden + d->bn2 - 1) / d->bn2;
+  }
   d->C = a->comm_ctas ? a->comm_ctas : m->serial ? m->sms - 4 : 16;
   if (m->serial ? d->C > m->sms : m->sms <= d->C + 8) {
     MK_WARN(MK_SUBSYS_KERNEL, "moe: %d comm CTAs do not fit %d SMs (%s schedule)", d->C, m->sms,

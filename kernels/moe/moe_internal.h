@@ -43,7 +43,7 @@ typedef struct mk_moe_meta {
 /* Everything the kernels need, passed by value (device pointers and heap offsets). */
 typedef struct mk_moe_dev {
   mk_dev_world w;
-  int W, rank, El, E, K, H, I, C, tiles_n2;
+  int W, rank, El, E, K, H, I, C, tiles_n2, bn2; /* bn2: GEMM2 tile width (tiles_n2 = H / bn2 rounded up) */
   int64_t Tm, m_cap, cnt_stride;
   uint64_t epoch0; /* the epoch slot's value when the handle was made (same on every rank) */
   uint64_t o_cnt_in, o_cnt_sig, o_land, o_lmeta, o_land_sig, o_comb, o_comb_sig, o_smeta, o_cnt_out, o_stage,
