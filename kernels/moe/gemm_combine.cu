@@ -4,10 +4,11 @@
  *                 schedule: every SM); after_store adds 1 to done2[tile-row] (release) as each
  *                 tile is stored. Tiles 128 x 256, or 128 x 128 where the worst case has fewer
  *                 tiles than SMs (decode: bn2, moe.c).
- *   combine  (s2) C CTAs, concurrent with gemm2 (serial: after it, on s). For each home rank s
+ *   combine  (s2) Cc CTAs, concurrent with gemm2 (serial: after it, on s). For each home rank s
  *                 (this rank's own first), CTA c takes chunk c of the rows s sent here, in
  *                 batches of 16 rows: warp i waits until the tile-rows of all experts of row i
- *                 are complete (done2 >= tiles across N); then every thread sums one 16-byte
+ *                 are complete (done2 >= tiles across N; polled with a 0.25 us pause, not to
+ *                 load the memory system beside GEMM2); then every thread sums one 16-byte
  *                 vector of a row, w_i * C2[row of expert i] in top-k order (fp32), and writes
  *                 the bf16 sum to comb[rank][j] at s (NVLink store, or staged + PUT through
  *                 the proxy); then comb_sig[rank][c] += 1 at s.
@@ -43,7 +44,7 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_combine_kernel(mk_moe_dev
   for (int i = 0; i < d.W; i++) {
     const int s = (d.rank + i) % d.W;
     int64_t j0, j1;
-    moe_chunk(d.n_from[s], c, d.C, &j0, &j1);
+    moe_chunk(d.n_from[s], c, d.Cc, &j0, &j1);
     const bool near = moe_same_node(d, s);
     char *dst = near ? mk_peer_ptr<char>(d.w, moe_local(d, s), d.o_comb + d.rank * area)
                      : mk_local_ptr<char>(d.w, d.o_cstage + s * area);
@@ -58,7 +59,7 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_combine_kernel(mk_moe_dev
         const int32_t *pm = d.posmap + ((int64_t)s * d.Tm + jw) * d.K;
         if (lane < n) {
           const int e = lm[jw].e[lane], pos = pm[lane], tile = moe_tile_of(d, e, pos);
-          mk_wait_ge(d.w, d.o_done2 + (uint64_t)tile * 8, (uint64_t)d.tiles_n2, MK_OP_MOE, s, tile);
+          moe_wait_ge_lazy(d.w, d.o_done2 + (uint64_t)tile * 8, (uint64_t)d.tiles_n2, MK_OP_MOE, s, tile);
         }
       }
       __syncthreads();
@@ -95,7 +96,7 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_combine_kernel(mk_moe_dev
     __syncthreads();
     if (threadIdx.x == 0)
       moe_publish(d, s, d.o_cstage + s * area + j0 * row_bytes, d.o_comb + d.rank * area + j0 * row_bytes,
-                  (j1 - j0) * row_bytes, 0, 0, 0, d.o_comb_sig + ((uint64_t)d.rank * d.C + c) * 8);
+                  (j1 - j0) * row_bytes, 0, 0, 0, d.o_comb_sig + ((uint64_t)d.rank * d.Cc + c) * 8);
   }
   if (threadIdx.x == 0) moe_stamp(d.prof, MK_MOE_PH_COMBINED);
 }
@@ -105,8 +106,8 @@ constexpr int kReduceWarps = 8;
 __global__ void __launch_bounds__(kReduceWarps * 32) moe_reduce_kernel(mk_moe_dev d, int64_t T, uint16_t *out) {
   const uint64_t target = moe_target(d);
   int ok = 1;
-  for (int i = threadIdx.x; i < d.W * d.C; i += blockDim.x)
-    ok &= mk_wait_ge(d.w, d.o_comb_sig + (uint64_t)i * 8, target, MK_OP_MOE, i / d.C, i % d.C);
+  for (int i = threadIdx.x; i < d.W * d.Cc; i += blockDim.x)
+    ok &= mk_wait_ge(d.w, d.o_comb_sig + (uint64_t)i * 8, target, MK_OP_MOE, i / d.Cc, i % d.Cc);
   if (!__syncthreads_and(ok)) return;
   if (threadIdx.x == 0) moe_stamp(d.prof, MK_MOE_PH_REDUCE_WAITED);
   /* One 16-byte vector of one token per thread, the rows of up to 8 ranks loaded together,
@@ -164,7 +165,7 @@ extern "C" mk_status mk_moe_launch_gemm2(const mk_moe_dev *d, int grid, void *st
 }
 
 extern "C" mk_status mk_moe_launch_combine(const mk_moe_dev *d, void *stream) {
-  moe_combine_kernel<<<d->C, kMoeCommThreads, 0, (cudaStream_t)stream>>>(*d);
+  moe_combine_kernel<<<d->Cc, kMoeCommThreads, 0, (cudaStream_t)stream>>>(*d);
   MK_CUDA_LAUNCH_CHECK();
   return MK_STATUS_OK;
 }

@@ -54,14 +54,22 @@ typedef enum mk_moe_path { MK_MOE_FUSED = 0, MK_MOE_UNFUSED = 1 } mk_moe_path;
  *            other SMs: GEMM1 tiles start as their rows land, the combine follows GEMM2's tiles.
  *   SERIAL   dispatch on comm_ctas CTAs (default: SMs - 4), then both GEMMs on every SM, then
  *            the combine on the same CTAs: no SM is lent to communication while the GEMMs run.
- *   AUTO     one of the two from the shape at create (moe.c: pick_schedule). */
-typedef enum mk_moe_schedule { MK_MOE_SCHED_AUTO = 0, MK_MOE_SCHED_OVERLAP = 1, MK_MOE_SCHED_SERIAL = 2 } mk_moe_schedule;
+ *   HYBRID   dispatch as SERIAL (SMs - 4 CTAs), GEMM1 on every SM, then GEMM2 on SMs - comm_ctas
+ *            (default 16) with the combine beside it on comm_ctas CTAs, as OVERLAP.
+ *   AUTO     OVERLAP or SERIAL from the shape at create (moe.c: pick_schedule). */
+typedef enum mk_moe_schedule {
+  MK_MOE_SCHED_AUTO = 0,
+  MK_MOE_SCHED_OVERLAP = 1,
+  MK_MOE_SCHED_SERIAL = 2,
+  MK_MOE_SCHED_HYBRID = 3
+} mk_moe_schedule;
 
 typedef struct mk_moe_args {
   int hidden, inter, n_experts, top_k; /* H, I (multiples of 8), E, k */
   int64_t max_tokens;                  /* per rank and call */
   const uint16_t *w1, *w2;             /* this rank's experts, layouts above (device) */
-  int comm_ctas;                       /* fused: CTAs that move rows (0 = the schedule's default) */
+  int comm_ctas;                       /* fused: CTAs that move rows (0 = the schedule's default);
+                                          HYBRID: the combine's */
   int swiglu_pass;                     /* fused: 0 = SwiGLU in the gate/up GEMM's epilogue (from an
                                           interleaved copy of w1 made at create); 1 = the GEMM
                                           writes gate and up, a separate pass follows (A/B) */

@@ -44,11 +44,11 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
   if (a->hidden <= 0 || a->inter <= 0 || a->hidden % 8 || a->inter % 8 || a->top_k < 1 ||
       a->top_k > MK_MOE_MAX_TOPK || a->top_k > a->n_experts || a->max_tokens < 1 || a->max_tokens > (1 << 24) ||
       W > MK_MOE_MAX_RANKS || El > 512 || !a->w1 || !a->w2 || a->comm_ctas < 0 || a->comm_ctas > 1024 ||
-      a->schedule < MK_MOE_SCHED_AUTO || a->schedule > MK_MOE_SCHED_SERIAL)
+      a->schedule < MK_MOE_SCHED_AUTO || a->schedule > MK_MOE_SCHED_HYBRID)
     MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL,
-                  "moe: bad args H=%d I=%d E=%d top_k=%d max_tokens=%lld ranks=%d comm_ctas=%d schedule=%d (need H, I > 0 "
-                  "and multiples of 8, 1 <= top_k <= min(E, %d), <= %d ranks, <= 512 experts per rank, weights set, "
-                  "comm_ctas <= 1024, schedule 0..2)",
+                  "moe: bad args H=%d I=%d E=%d top_k=%d max_tokens=%lld ranks=%d comm_ctas=%d schedule=%d (need H, "
+                  "I > 0 and multiples of 8, 1 <= top_k <= min(E, %d), <= %d ranks, <= 512 experts per rank, weights set, "
+                  "comm_ctas <= 1024, schedule 0..3)",
                   a->hidden, a->inter, a->n_experts, a->top_k, (long long)a->max_tokens, W, a->comm_ctas, a->schedule,
                   MK_MOE_MAX_TOPK, MK_MOE_MAX_RANKS);
   mk_moe_t *m = calloc(1, sizeof *m);
@@ -66,18 +66,22 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
   d->w1 = a->w1, d->w2 = a->w2, d->glu = !a->swiglu_pass;
   int dev = mk_comm_device(comm);
   MK_CUDA_CHECK_GOTO(cudaDeviceGetAttribute(&m->sms, cudaDevAttrMultiProcessorCount, dev), st, fail);
-  m->serial = pick_schedule(a, W) == MK_MOE_SCHED_SERIAL;
+  m->sched = pick_schedule(a, W);
   { /* GEMM2 128 wide where the worst case has fewer 256-wide tiles than SMs (decode, few experts) */
     const int64_t tiles256 = (d->m_cap / 128 + El) * ((a->hidden + 255) / 256);
     d->bn2 = tiles256 < m->sms ? 128 : 256;
     d->tiles_n2 = (a->hidden + d->bn2 - 1) / d->bn2;
   }
-  d->C = a->comm_ctas ? a->comm_ctas : m->serial ? m->sms - 4 : 16;
-  if (m->serial ? d->C > m->sms : m->sms <= d->C + 8) {
-    MK_WARN(MK_SUBSYS_KERNEL, "moe: %d comm CTAs do not fit %d SMs (%s schedule)", d->C, m->sms,
-            m->serial ? "serial" : "overlapped");
-    st = MK_STATUS_INVALID_ARGUMENT;
-    goto fail;
+  { /* dispatch CTAs C, combine CTAs Cc; beside a GEMM (on its own stream) they leave >= 8 SMs to it */
+    const int lent = a->comm_ctas ? a->comm_ctas : 16, alone = a->comm_ctas ? a->comm_ctas : m->sms - 4;
+    d->C = m->sched == MK_MOE_SCHED_OVERLAP ? lent : m->sched == MK_MOE_SCHED_SERIAL ? alone : m->sms - 4;
+    d->Cc = m->sched == MK_MOE_SCHED_SERIAL ? alone : lent;
+    const int beside = m->sched == MK_MOE_SCHED_OVERLAP ? d->C : m->sched == MK_MOE_SCHED_HYBRID ? d->Cc : 0;
+    if (d->C > m->sms || d->Cc > m->sms || (beside && m->sms <= beside + 8)) {
+      MK_WARN(MK_SUBSYS_KERNEL, "moe: %d comm CTAs do not fit %d SMs (schedule %d)", a->comm_ctas, m->sms, m->sched);
+      st = MK_STATUS_INVALID_ARGUMENT;
+      goto fail;
+    }
   }
   const uint64_t Wu = (uint64_t)W, area = Wu * (uint64_t)d->Tm * (uint64_t)d->H * 2;
   const uint64_t metas = Wu * (uint64_t)d->Tm * sizeof(mk_moe_meta), far = m->nnodes > 1;
@@ -89,7 +93,7 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
   MK_CHECK_GOTO(heap(m, metas, &d->o_lmeta), st, fail);
   MK_CHECK_GOTO(heap(m, Wu * d->C * 8, &d->o_land_sig), st, fail);
   MK_CHECK_GOTO(heap(m, area, &d->o_comb), st, fail);
-  MK_CHECK_GOTO(heap(m, Wu * d->C * 8, &d->o_comb_sig), st, fail);
+  MK_CHECK_GOTO(heap(m, Wu * d->Cc * 8, &d->o_comb_sig), st, fail);
   MK_CHECK_GOTO(heap(m, metas, &d->o_smeta), st, fail);
   MK_CHECK_GOTO(heap(m, Wu * d->cnt_stride * 4, &d->o_cnt_out), st, fail);
   MK_CHECK_GOTO(heap(m, far ? area : 0, &d->o_stage), st, fail);
@@ -198,7 +202,20 @@ static mk_status forward_fused(mk_moe_t *m, const uint16_t *x, int64_t T, const 
   MK_CUDA_CHECK(cudaMemsetAsync(mk_comm_heap_ptr(m->comm, d->o_ready), 0, (size_t)tiles * 16, s));
   if (d->prof) MK_CUDA_CHECK(cudaMemsetAsync(d->prof, 0, sizeof(uint64_t) * MK_MOE_PHASES, s));
   MK_CHECK(mk_moe_launch_plan(d, ids, w, T, s)); /* barrier point 1: all counts known */
-  if (m->serial) { /* one stream: every CTA of dispatch / combine is resident (nothing beside them) */
+  if (m->sched == MK_MOE_SCHED_HYBRID) { /* serial dispatch, combine beside GEMM2 */
+    MK_CHECK(mk_moe_launch_dispatch(d, x, s));
+    MK_CHECK(mk_moe_launch_gemm1(d, m->sms, s));
+    if (!d->glu) MK_CHECK(mk_moe_launch_swiglu(d, -1, s));
+    MK_CUDA_CHECK(cudaEventRecord((cudaEvent_t)m->ev_fork, s));
+    MK_CUDA_CHECK(cudaStreamWaitEvent(s2, (cudaEvent_t)m->ev_fork, 0));
+    MK_CHECK(mk_moe_launch_combine(d, s2)); /* spins on done2 until gemm2 stores tiles */
+    MK_CUDA_CHECK(cudaEventRecord((cudaEvent_t)m->ev_join, s2));
+    MK_CHECK(mk_moe_launch_gemm2(d, m->sms - d->Cc, s));
+    MK_CUDA_CHECK(cudaStreamWaitEvent(s, (cudaEvent_t)m->ev_join, 0));
+    MK_CHECK(mk_moe_launch_reduce(d, T, out, s));
+    return mk_comm_epoch_advance(m->comm, MK_MOE_EPOCH_SLOT, s);
+  }
+  if (m->sched == MK_MOE_SCHED_SERIAL) { /* one stream: every CTA of dispatch / combine is resident */
     MK_CHECK(mk_moe_launch_dispatch(d, x, s));
     MK_CHECK(mk_moe_launch_gemm1(d, m->sms, s));
     if (!d->glu) MK_CHECK(mk_moe_launch_swiglu(d, -1, s));

@@ -90,11 +90,16 @@ static void run_case(mk_comm_t *c, const cfg *g, uint64_t seed, cudaStream_t s) 
 
   /* variant 0: SwiGLU in the gate/up GEMM's epilogue, overlapped schedule, both paths;
    * variant 1: the separate SwiGLU pass, fused path only; variant 2: the serial schedule with
-   * its default CTAs and phase stamps, fused path only */
-  for (int variant = 0; variant < 3; variant++) {
+   * its default CTAs and phase stamps, fused path only; variant 3: the hybrid schedule (serial
+   * dispatch, combine on 4 CTAs beside GEMM2), fused path only */
+  static const char *const names[4] = {"fused", "fused (SwiGLU pass)", "fused (serial)", "fused (hybrid)"};
+  for (int variant = 0; variant < 4; variant++) {
     mk_moe_args a = {.hidden = H, .inter = I, .n_experts = E, .top_k = K, .max_tokens = Tmax, .w1 = dw1, .w2 = dw2,
                      .comm_ctas = variant == 2 ? 0 : 4, .swiglu_pass = variant == 1,
-                     .schedule = variant == 2 ? MK_MOE_SCHED_SERIAL : MK_MOE_SCHED_OVERLAP, .profile = variant == 2};
+                     .schedule = variant == 3   ? MK_MOE_SCHED_HYBRID
+                                 : variant == 2 ? MK_MOE_SCHED_SERIAL
+                                                : MK_MOE_SCHED_OVERLAP,
+                     .profile = variant == 2};
     mk_moe_t *m;
     ASSERT_OK(mk_moe_create(c, &a, &m));
     for (int path = 0; path < (variant ? 1 : 2); path++) {
@@ -117,8 +122,7 @@ static void run_case(mk_comm_t *c, const cfg *g, uint64_t seed, cudaStream_t s) 
             bad += !(fabsf(v - ref[i]) <= 0.05f + 0.05f * fabsf(ref[i]));
           }
           printf("rank %d %s E=%d k=%d renorm=%d T=%d %s: rel err %.3g, %zu elements off\n", me, g->routing, E, K,
-                 g->renorm, T, path ? "unfused" : variant == 1 ? "fused (SwiGLU pass)" : variant ? "fused (serial)" : "fused",
-                 err, bad);
+                 g->renorm, T, path ? "unfused" : names[variant], err, bad);
           ASSERT_DBL_LE(err, 1e-2);
           ASSERT_EQ(bad, 0);
         } else if (rep > 0) {

@@ -221,18 +221,19 @@ int mk_bench_moe(int argc, char **argv) {
     } else if (!strcmp(argv[i], "--schedule") && i + 1 < argc) {
       const char *v = argv[++i];
       schedule = !strcmp(v, "auto") ? MK_MOE_SCHED_AUTO : !strcmp(v, "overlap") ? MK_MOE_SCHED_OVERLAP
-                 : !strcmp(v, "serial") ? MK_MOE_SCHED_SERIAL : -1;
+                 : !strcmp(v, "serial") ? MK_MOE_SCHED_SERIAL : !strcmp(v, "hybrid") ? MK_MOE_SCHED_HYBRID : -1;
       if (schedule < 0) {
-        fprintf(stderr, "mk-bench moe: --schedule wants auto, overlap or serial, got '%s'\n", v);
+        fprintf(stderr, "mk-bench moe: --schedule wants auto, overlap, serial or hybrid, got '%s'\n", v);
         return 2;
       }
     } else if (!strcmp(argv[i], "--help")) {
       printf("usage: mk-launch -n N [--nodes K] -- mk-bench moe [--shape T,H,E,K,I]... [--routing "
-             "uniform|zipf|hot]... [--comm-ctas N] [--swiglu-pass] [--schedule auto|overlap|serial] "
+             "uniform|zipf|hot]... [--comm-ctas N] [--swiglu-pass] [--schedule auto|overlap|serial|hybrid] "
              "[--breakdown] [common flags]\n"
              "  T tokens per rank, H hidden, E experts (a multiple of N), K top-k, I expert size.\n"
              "  Default shapes: (4096,4096,8,2,14336) (4096,2048,128,8,768) (8192,7168,256,8,2048) and T = 16, 128\n"
-             "  with each model; default routing uniform. --comm-ctas: CTAs moving rows in the fused path (0 = default).\n"
+             "  with each model; default routing uniform. --comm-ctas: CTAs moving rows in the fused path\n"
+             "  (0 = the schedule's default).\n"
              "  --swiglu-pass: the fused path runs SwiGLU as a separate pass instead of in the GEMM epilogue.\n"
              "  --schedule: the fused path's placement of phases on the SMs (mk_moe_schedule; default auto).\n"
              "  --breakdown: after each shape, one more fused call with device timestamps per phase, printed\n"
