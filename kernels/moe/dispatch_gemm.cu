@@ -17,6 +17,8 @@
  *                  landed row to A1 once per local expert of it, at exp_off[e] + atomicAdd(
  *                  fill[e]) (grouped by local expert), records the row in posmap, and adds 1 to
  *                  ready[tile-row] (release).
+ *                  Serial and hybrid schedules (mk_moe_schedule): on s, SMs - 4 CTAs, with
+ *                  nothing beside them, and gemm1 after it on every SM.
  *   gemm1     (s)  the GEMM core over the groups on SMs - C CTAs; before_load waits until its
  *                  tile-row has all its rows (ready >= rows of the tile), so tiles start as
  *                  their rows land, in any order of arrival.

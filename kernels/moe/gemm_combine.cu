@@ -59,7 +59,7 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_combine_kernel(mk_moe_dev
         const int32_t *pm = d.posmap + ((int64_t)s * d.Tm + jw) * d.K;
         if (lane < n) {
           const int e = lm[jw].e[lane], pos = pm[lane], tile = moe_tile_of(d, e, pos);
-          moe_wait_ge_lazy(d.w, d.o_done2 + (uint64_t)tile * 8, (uint64_t)d.tiles_n2, MK_OP_MOE, s, tile);
+          mk_wait_ge_paced(d.w, d.o_done2 + (uint64_t)tile * 8, (uint64_t)d.tiles_n2, MK_OP_MOE, s, tile, 256);
         }
       }
       __syncthreads();

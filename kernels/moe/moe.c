@@ -46,9 +46,9 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
       W > MK_MOE_MAX_RANKS || El > 512 || !a->w1 || !a->w2 || a->comm_ctas < 0 || a->comm_ctas > 1024 ||
       a->schedule < MK_MOE_SCHED_AUTO || a->schedule > MK_MOE_SCHED_HYBRID)
     MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL,
-                  "moe: bad args H=%d I=%d E=%d top_k=%d max_tokens=%lld ranks=%d comm_ctas=%d schedule=%d (need H, "
-                  "I > 0 and multiples of 8, 1 <= top_k <= min(E, %d), <= %d ranks, <= 512 experts per rank, weights set, "
-                  "comm_ctas <= 1024, schedule 0..3)",
+                  "moe: bad args H=%d I=%d E=%d top_k=%d max_tokens=%lld ranks=%d comm_ctas=%d schedule=%d (need "
+                  "H, I > 0 and multiples of 8, 1 <= top_k <= min(E, %d), <= %d ranks, <= 512 experts per rank, "
+                  "weights set, comm_ctas <= 1024, schedule 0..3)",
                   a->hidden, a->inter, a->n_experts, a->top_k, (long long)a->max_tokens, W, a->comm_ctas, a->schedule,
                   MK_MOE_MAX_TOPK, MK_MOE_MAX_RANKS);
   mk_moe_t *m = calloc(1, sizeof *m);

@@ -98,25 +98,3 @@ __device__ __forceinline__ void moe_stamp(uint64_t *prof, int slot) {
   const bool first = slot == MK_MOE_PH_EXCH_START || slot == MK_MOE_PH_G1_FIRST || slot == MK_MOE_PH_G2_FIRST;
   atomicMax((unsigned long long *)prof + slot, (unsigned long long)(first ? ~t : t));
 }
-
-/* mk_wait_ge with a pause between polls: for waits beside a GEMM that may last milliseconds
- * (thousands of spinning threads polling without pause take memory-system bandwidth). */
-__device__ __forceinline__ bool moe_wait_ge_lazy(const mk_dev_world &w, uint64_t sig_off, uint64_t target, int op,
-                                                 int peer, int tile) {
-  const uint64_t *p = reinterpret_cast<const uint64_t *>(w.heap + sig_off);
-  uint64_t v = mk_ld_acquire_sys(p);
-  if (v >= target) return true;
-  const uint64_t t0 = mk_globaltimer();
-  for (uint32_t it = 1;; it++) {
-    __nanosleep(256);
-    v = mk_ld_acquire_sys(p);
-    if (v >= target) return true;
-    if ((it & 31) == 0) {
-      if (mk_aborted(w)) return false;
-      if (mk_globaltimer() - t0 > w.timeout_ns) {
-        mk_raise_timeout(w, op, peer, tile, target, v);
-        return false;
-      }
-    }
-  }
-}
