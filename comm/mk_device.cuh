@@ -83,14 +83,17 @@ static __device__ __noinline__ void mk_raise_timeout(const mk_dev_world &w, int 
 }
 
 /* One thread: wait until the counter at `sig_off` in this rank's heap is >= target. Returns
- * false (and leaves) on timeout or abort. */
-__device__ __forceinline__ bool mk_wait_ge(const mk_dev_world &w, uint64_t sig_off, uint64_t target, int op, int peer,
-                                           int tile) {
+ * false (and leaves) on timeout or abort. pause_ns > 0: sleep that long between polls (waits
+ * that may last milliseconds beside a GEMM, where thousands of spinning threads would take
+ * memory-system bandwidth from it). */
+__device__ __forceinline__ bool mk_wait_ge_paced(const mk_dev_world &w, uint64_t sig_off, uint64_t target, int op,
+                                                 int peer, int tile, unsigned pause_ns) {
   const uint64_t *p = reinterpret_cast<const uint64_t *>(w.heap + sig_off);
   uint64_t v = mk_ld_acquire_sys(p);
   if (v >= target) return true;
   const uint64_t t0 = mk_globaltimer();
   for (uint32_t it = 1;; it++) {
+    if (pause_ns) __nanosleep(pause_ns);
     v = mk_ld_acquire_sys(p);
     if (v >= target) return true;
     if ((it & 31) == 0) {
@@ -101,6 +104,11 @@ __device__ __forceinline__ bool mk_wait_ge(const mk_dev_world &w, uint64_t sig_o
       }
     }
   }
+}
+
+__device__ __forceinline__ bool mk_wait_ge(const mk_dev_world &w, uint64_t sig_off, uint64_t target, int op, int peer,
+                                           int tile) {
+  return mk_wait_ge_paced(w, sig_off, target, op, peer, tile, 0);
 }
 
 /* Whole CTA: thread 0 waits, everyone learns the outcome (a barrier). */

@@ -17,6 +17,8 @@
  *                  landed row to A1 once per local expert of it, at exp_off[e] + atomicAdd(
  *                  fill[e]) (grouped by local expert), records the row in posmap, and adds 1 to
  *                  ready[tile-row] (release).
+ *                  Serial and hybrid schedules (mk_moe_schedule): on s, SMs - 4 CTAs, with
+ *                  nothing beside them, and gemm1 after it on every SM.
  *   gemm1     (s)  the GEMM core over the groups on SMs - C CTAs; before_load waits until its
  *                  tile-row has all its rows (ready >= rows of the tile), so tiles start as
  *                  their rows land, in any order of arrival.
@@ -68,6 +70,7 @@ __global__ void moe_plan_kernel(mk_moe_dev d, const int32_t *ids, const float *w
 
 /* One CTA. Thread r < W sends the record for rank r; thread s < W waits for source s. */
 __global__ void moe_exchange_kernel(mk_moe_dev d) {
+  if (threadIdx.x == 0) moe_stamp(d.prof, MK_MOE_PH_EXCH_START);
   const uint64_t target = moe_target(d);
   const uint64_t rec_bytes = (uint64_t)d.cnt_stride * 4;
   for (int r = threadIdx.x; r < d.W; r += blockDim.x) {
@@ -90,6 +93,7 @@ __global__ void moe_exchange_kernel(mk_moe_dev d) {
   for (int s = threadIdx.x; s < d.W; s += blockDim.x)
     ok &= mk_wait_ge(d.w, d.o_cnt_sig + (uint64_t)s * 8, target, MK_OP_MOE, s, -1);
   if (!__syncthreads_and(ok)) return;
+  if (threadIdx.x == 0) moe_stamp(d.prof, MK_MOE_PH_COUNTS);
   const int32_t *in = mk_local_ptr<int32_t>(d.w, d.o_cnt_in);
   for (int s = threadIdx.x; s < d.W; s += blockDim.x) d.n_from[s] = in[(int64_t)s * d.cnt_stride];
   for (int e = threadIdx.x; e < d.El; e += blockDim.x) {
@@ -141,6 +145,7 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_dispatch_kernel(mk_moe_de
                   d.o_land_sig + ((uint64_t)d.rank * d.C + c) * 8);
     }
   }
+  if (threadIdx.x == 0) moe_stamp(d.prof, MK_MOE_PH_SENT);
   /* ---- receive: chunk c of each source, grouped by local expert into A1 ---- */
   for (int i = 0; i < d.W; i++) {
     const int s = (d.rank + d.W - i) % d.W;
@@ -168,6 +173,10 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_dispatch_kernel(mk_moe_de
       }
     }
   }
+  if (d.prof) {
+    __syncthreads();
+    if (threadIdx.x == 0) moe_stamp(d.prof, MK_MOE_PH_LANDED);
+  }
 }
 
 /* GEMM1 hooks: a tile-row's loads wait until all its rows have landed in A1. kGlu: SwiGLU in
@@ -179,9 +188,14 @@ struct moe_gemm1_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   mk_dev_world w;
   uint64_t o_ready;
   const int32_t *exp_off, *tile_base;
+  uint64_t *prof;
   __device__ __forceinline__ void before_load(const mk_gemm_tile &t) {
     const int tile = tile_base[t.group] + (t.m0 - exp_off[t.group]) / mk_gemm_config::kBM;
     mk_wait_ge(w, o_ready + (uint64_t)tile * 8, (uint64_t)(t.m_end - t.m0), MK_OP_MOE, -1, tile);
+    if (prof) {
+      moe_stamp(prof, MK_MOE_PH_G1_FIRST);
+      moe_stamp(prof, MK_MOE_PH_G1_LAST);
+    }
   }
   __device__ __forceinline__ void after_store(const mk_gemm_tile &) {}
 };
@@ -235,6 +249,7 @@ static mk_status launch_gemm1(const mk_moe_dev *d, int grid, cudaStream_t stream
   p.o_ready = d->o_ready;
   p.exp_off = d->exp_off;
   p.tile_base = d->tile_base;
+  p.prof = d->prof;
   mk_gemm_args args = {kGlu ? d->act : d->C1, d->m_cap, 2 * (int64_t)d->I, d->H, d->El, d->rows};
   return mk_gemm_core_launch(d->A1, kGlu ? d->w1g : d->w1, args, MK_GEMM_B_NK, p, grid, 0, stream);
 }

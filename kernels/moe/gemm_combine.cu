@@ -1,17 +1,22 @@
 /* gemm_combine.cu — fused MoE, second half: the down GEMM with the combine overlapped.
  *
- *   gemm2    (s)  the GEMM core: C2 = act @ w2 per local expert, on SMs - C CTAs;
- *                 after_store adds 1 to done2[tile-row] (release) as each tile is stored.
- *   combine  (s2) C CTAs, concurrent with gemm2. For each home rank s (this rank's own first),
- *                 CTA c takes chunk c of the rows s sent here; per row it waits until the
- *                 tile-rows of all its experts are complete (done2 >= tiles across N), sums
- *                 w_i * C2[row of expert i] in top-k order (fp32), and writes the bf16 sum
- *                 to comb[rank][j] at s (NVLink store, or staged + PUT through the proxy);
- *                 then comb_sig[rank][c] += 1 at s.
+ *   gemm2    (s)  the GEMM core: C2 = act @ w2 per local expert, on SMs - C CTAs (serial
+ *                 schedule: every SM); after_store adds 1 to done2[tile-row] (release) as each
+ *                 tile is stored. Tiles 128 x 256, or 128 x 128 where the worst case has fewer
+ *                 tiles than SMs (decode: bn2, moe.c).
+ *   combine  (s2) Cc CTAs, concurrent with gemm2 (serial: after it, on s). For each home rank s
+ *                 (this rank's own first), CTA c takes chunk c of the rows s sent here, in
+ *                 batches of 16 rows: warp i waits until the tile-rows of all experts of row i
+ *                 are complete (done2 >= tiles across N; polled with a 0.25 us pause, not to
+ *                 load the memory system beside GEMM2); then every thread sums one 16-byte
+ *                 vector of a row, w_i * C2[row of expert i] in top-k order (fp32), and writes
+ *                 the bf16 sum to comb[rank][j] at s (NVLink store, or staged + PUT through
+ *                 the proxy); then comb_sig[rank][c] += 1 at s.
  *   reduce   (s)  after both joined: every CTA (at most 128) waits for comb_sig[d][c] >= epoch + 1 for all
  *                 d, c (barrier point 2), then out[t] = sum over ranks d in increasing order
- *                 of comb[d][slot(t, d)] (fp32, one bf16 rounding): a fixed order, so results
- *                 are bit-identical across runs.
+ *                 of comb[d][slot(t, d)] (fp32, one bf16 rounding; one 16-byte vector per
+ *                 thread, the ranks' loads together): a fixed order, so results are
+ *                 bit-identical across runs.
  * The epoch advance after reduce closes the call (counters only grow; nothing is reset
  * except the local ready/done2 counters, which only this rank's kernels touch). */
 #include "kernels/gemm/gemm_core.cuh"
@@ -23,72 +28,77 @@ struct moe_gemm2_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   static constexpr bool kAfterStore = true;
   uint64_t *done2;
   const int32_t *exp_off, *tile_base;
-  __device__ __forceinline__ void before_load(const mk_gemm_tile &) {}
+  uint64_t *prof;
+  __device__ __forceinline__ void before_load(const mk_gemm_tile &) { moe_stamp(prof, MK_MOE_PH_G2_FIRST); }
   __device__ __forceinline__ void after_store(const mk_gemm_tile &t) {
     const int tile = tile_base[t.group] + (t.m0 - exp_off[t.group]) / mk_gemm_config::kBM;
     moe_red_add_gpu(done2 + tile, 1);
+    moe_stamp(prof, MK_MOE_PH_G2_DONE);
   }
 };
 
 __global__ void __launch_bounds__(kMoeCommThreads) moe_combine_kernel(mk_moe_dev d) {
   const int c = blockIdx.x, warp = threadIdx.x / 32, lane = threadIdx.x & 31;
   const uint64_t row_bytes = (uint64_t)d.H * 2, area = (uint64_t)d.Tm * row_bytes;
-  const int vecs = d.H / 8;
+  const int64_t vecs = d.H / 8;
   for (int i = 0; i < d.W; i++) {
     const int s = (d.rank + i) % d.W;
     int64_t j0, j1;
-    moe_chunk(d.n_from[s], c, d.C, &j0, &j1);
+    moe_chunk(d.n_from[s], c, d.Cc, &j0, &j1);
     const bool near = moe_same_node(d, s);
     char *dst = near ? mk_peer_ptr<char>(d.w, moe_local(d, s), d.o_comb + d.rank * area)
                      : mk_local_ptr<char>(d.w, d.o_cstage + s * area);
     const mk_moe_meta *lm = mk_local_ptr<mk_moe_meta>(d.w, d.o_lmeta) + (int64_t)s * d.Tm;
-    for (int64_t j = j0 + warp; j < j1; j += kMoeWarps) {
-      const int n = lm[j].n;
-      const int32_t *pm = d.posmap + ((int64_t)s * d.Tm + j) * d.K;
-      if (lane < n) {
-        const int e = lm[j].e[lane], pos = pm[lane], tile = moe_tile_of(d, e, pos);
-        mk_wait_ge(d.w, d.o_done2 + (uint64_t)tile * 8, (uint64_t)d.tiles_n2, MK_OP_MOE, s, tile);
+    /* Batches of kMoeWarps rows: warp i waits for row b0 + i's tiles, then the whole CTA sums the
+     * batch, one 16-byte vector of one row per thread (loads of all experts in flight): a
+     * warp-per-row loop is one memory latency per 512 bytes, too slow when rows are few. */
+    for (int64_t b0 = j0; b0 < j1; b0 += kMoeWarps) {
+      const int64_t jw = b0 + warp, nb = j1 - b0 < kMoeWarps ? j1 - b0 : kMoeWarps;
+      if (jw < j1) {
+        const int n = lm[jw].n;
+        const int32_t *pm = d.posmap + ((int64_t)s * d.Tm + jw) * d.K;
+        if (lane < n) {
+          const int e = lm[jw].e[lane], pos = pm[lane], tile = moe_tile_of(d, e, pos);
+          mk_wait_ge_paced(d.w, d.o_done2 + (uint64_t)tile * 8, (uint64_t)d.tiles_n2, MK_OP_MOE, s, tile, 256);
+        }
       }
-      __syncwarp();
-      uint16_t *o = (uint16_t *)(dst + j * row_bytes);
-      const uint16_t *y[MK_MOE_MAX_TOPK];
-      float wq[MK_MOE_MAX_TOPK];
-#pragma unroll
-      for (int q = 0; q < MK_MOE_MAX_TOPK; q++) {
-        y[q] = d.C2 + (int64_t)(q < n ? pm[q] : 0) * d.H;
-        wq[q] = q < n ? lm[j].w[q] : 0.f;
-      }
-      for (int v = lane; v < vecs; v += 32) {
+      __syncthreads();
+      for (int64_t it = threadIdx.x; it < nb * vecs; it += blockDim.x) {
+        const int64_t j = b0 + it / vecs;
+        const int v = (int)(it % vecs), n = lm[j].n;
+        const int32_t *pm = d.posmap + ((int64_t)s * d.Tm + j) * d.K;
         uint4 yv[MK_MOE_MAX_TOPK]; /* all loads of this vector in flight together */
 #pragma unroll
         for (int q = 0; q < MK_MOE_MAX_TOPK; q++)
-          if (q < n) yv[q] = *(const uint4 *)(y[q] + 8 * v);
+          if (q < n) yv[q] = *(const uint4 *)(d.C2 + (int64_t)pm[q] * d.H + 8 * v);
         float acc[8];
 #pragma unroll
         for (int h = 0; h < 8; h++) acc[h] = 0.f;
 #pragma unroll
         for (int q = 0; q < MK_MOE_MAX_TOPK; q++) {
           if (q >= n) break;
+          const float wq = lm[j].w[q];
           const __nv_bfloat162 *y2 = (const __nv_bfloat162 *)&yv[q];
 #pragma unroll
           for (int h = 0; h < 4; h++) {
             const float2 f = __bfloat1622float2(y2[h]);
-            acc[2 * h] = __fadd_rn(acc[2 * h], __fmul_rn(wq[q], f.x));
-            acc[2 * h + 1] = __fadd_rn(acc[2 * h + 1], __fmul_rn(wq[q], f.y));
+            acc[2 * h] = __fadd_rn(acc[2 * h], __fmul_rn(wq, f.x));
+            acc[2 * h + 1] = __fadd_rn(acc[2 * h + 1], __fmul_rn(wq, f.y));
           }
         }
         uint4 out;
         __nv_bfloat162 *o2 = (__nv_bfloat162 *)&out;
 #pragma unroll
         for (int h = 0; h < 4; h++) o2[h] = __floats2bfloat162_rn(acc[2 * h], acc[2 * h + 1]);
-        *(uint4 *)(o + 8 * v) = out;
+        *(uint4 *)(dst + j * row_bytes + 16 * v) = out;
       }
     }
     __syncthreads();
     if (threadIdx.x == 0)
       moe_publish(d, s, d.o_cstage + s * area + j0 * row_bytes, d.o_comb + d.rank * area + j0 * row_bytes,
-                  (j1 - j0) * row_bytes, 0, 0, 0, d.o_comb_sig + ((uint64_t)d.rank * d.C + c) * 8);
+                  (j1 - j0) * row_bytes, 0, 0, 0, d.o_comb_sig + ((uint64_t)d.rank * d.Cc + c) * 8);
   }
+  if (threadIdx.x == 0) moe_stamp(d.prof, MK_MOE_PH_COMBINED);
 }
 
 constexpr int kReduceWarps = 8;
@@ -96,22 +106,31 @@ constexpr int kReduceWarps = 8;
 __global__ void __launch_bounds__(kReduceWarps * 32) moe_reduce_kernel(mk_moe_dev d, int64_t T, uint16_t *out) {
   const uint64_t target = moe_target(d);
   int ok = 1;
-  for (int i = threadIdx.x; i < d.W * d.C; i += blockDim.x)
-    ok &= mk_wait_ge(d.w, d.o_comb_sig + (uint64_t)i * 8, target, MK_OP_MOE, i / d.C, i % d.C);
+  for (int i = threadIdx.x; i < d.W * d.Cc; i += blockDim.x)
+    ok &= mk_wait_ge(d.w, d.o_comb_sig + (uint64_t)i * 8, target, MK_OP_MOE, i / d.Cc, i % d.Cc);
   if (!__syncthreads_and(ok)) return;
-  const int lane = threadIdx.x & 31, vecs = d.H / 8;
+  if (threadIdx.x == 0) moe_stamp(d.prof, MK_MOE_PH_REDUCE_WAITED);
+  /* One 16-byte vector of one token per thread, the rows of up to 8 ranks loaded together,
+   * summed in increasing rank order. */
+  const int64_t vecs = d.H / 8, n = T * vecs;
   const uint16_t *comb = mk_local_ptr<uint16_t>(d.w, d.o_comb);
-  for (int64_t t = (int64_t)blockIdx.x * kReduceWarps + threadIdx.x / 32; t < T;
-       t += (int64_t)gridDim.x * kReduceWarps) {
-    for (int v = lane; v < vecs; v += 32) {
-      float acc[8];
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t t = i / vecs, v = i % vecs;
+    float acc[8];
 #pragma unroll
-      for (int q = 0; q < 8; q++) acc[q] = 0.f;
-      for (int r = 0; r < d.W; r++) {
-        const int j = d.slot[t * d.W + r];
-        if (j < 0) continue;
-        const uint4 y = *(const uint4 *)(comb + ((int64_t)r * d.Tm + j) * d.H + 8 * v);
-        const __nv_bfloat162 *y2 = (const __nv_bfloat162 *)&y;
+    for (int q = 0; q < 8; q++) acc[q] = 0.f;
+    for (int r0 = 0; r0 < d.W; r0 += 8) {
+      uint4 y[8];
+      int j[8];
+#pragma unroll
+      for (int q = 0; q < 8; q++) {
+        j[q] = r0 + q < d.W ? d.slot[t * d.W + r0 + q] : -1;
+        if (j[q] >= 0) y[q] = *(const uint4 *)(comb + ((int64_t)(r0 + q) * d.Tm + j[q]) * d.H + 8 * v);
+      }
+#pragma unroll
+      for (int q = 0; q < 8; q++) {
+        if (j[q] < 0) continue;
+        const __nv_bfloat162 *y2 = (const __nv_bfloat162 *)&y[q];
 #pragma unroll
         for (int h = 0; h < 4; h++) {
           const float2 f = __bfloat1622float2(y2[h]);
@@ -119,12 +138,16 @@ __global__ void __launch_bounds__(kReduceWarps * 32) moe_reduce_kernel(mk_moe_de
           acc[2 * h + 1] = __fadd_rn(acc[2 * h + 1], f.y);
         }
       }
-      uint4 o;
-      __nv_bfloat162 *o2 = (__nv_bfloat162 *)&o;
-#pragma unroll
-      for (int h = 0; h < 4; h++) o2[h] = __floats2bfloat162_rn(acc[2 * h], acc[2 * h + 1]);
-      *(uint4 *)(out + t * d.H + 8 * v) = o;
     }
+    uint4 o;
+    __nv_bfloat162 *o2 = (__nv_bfloat162 *)&o;
+#pragma unroll
+    for (int h = 0; h < 4; h++) o2[h] = __floats2bfloat162_rn(acc[2 * h], acc[2 * h + 1]);
+    *(uint4 *)(out + t * d.H + 8 * v) = o;
+  }
+  if (d.prof) {
+    __syncthreads();
+    if (threadIdx.x == 0) moe_stamp(d.prof, MK_MOE_PH_DONE);
   }
 }
 
@@ -136,19 +159,21 @@ extern "C" mk_status mk_moe_launch_gemm2(const mk_moe_dev *d, int grid, void *st
   p.done2 = (uint64_t *)(d->w.heap + d->o_done2);
   p.exp_off = d->exp_off;
   p.tile_base = d->tile_base;
+  p.prof = d->prof;
   mk_gemm_args args = {d->C2, d->m_cap, d->H, d->I, d->El, d->rows};
-  return mk_gemm_core_launch(d->act, d->w2, args, MK_GEMM_B_NK, p, grid, 256, (cudaStream_t)stream);
+  return mk_gemm_core_launch(d->act, d->w2, args, MK_GEMM_B_NK, p, grid, d->bn2, (cudaStream_t)stream);
 }
 
 extern "C" mk_status mk_moe_launch_combine(const mk_moe_dev *d, void *stream) {
-  moe_combine_kernel<<<d->C, kMoeCommThreads, 0, (cudaStream_t)stream>>>(*d);
+  moe_combine_kernel<<<d->Cc, kMoeCommThreads, 0, (cudaStream_t)stream>>>(*d);
   MK_CUDA_LAUNCH_CHECK();
   return MK_STATUS_OK;
 }
 
 extern "C" mk_status mk_moe_launch_reduce(const mk_moe_dev *d, int64_t T, uint16_t *out, void *stream) {
   /* Few enough CTAs that spinning ones leave SM room (the loopback proxy's signal kernel). */
-  int64_t blocks = T > 0 ? (T + kReduceWarps - 1) / kReduceWarps : 1;
+  const int64_t per = kReduceWarps * 32, items = T * (int64_t)(d->H / 8);
+  int64_t blocks = items > 0 ? (items + per - 1) / per : 1;
   if (blocks > 128) blocks = 128;
   moe_reduce_kernel<<<(unsigned)blocks, kReduceWarps * 32, 0, (cudaStream_t)stream>>>(*d, T, out);
   MK_CUDA_LAUNCH_CHECK();
@@ -160,5 +185,6 @@ extern "C" mk_status mk_moe_preload_combine(void) {
   MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)moe_combine_kernel));
   MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)moe_reduce_kernel));
   MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)mk_gemm_core_kernel<moe_gemm2_policy, 0, 256>));
+  MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)mk_gemm_core_kernel<moe_gemm2_policy, 0, 128>));
   return MK_STATUS_OK;
 }

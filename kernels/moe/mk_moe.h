@@ -49,14 +49,32 @@ mk_status mk_moe_route(const float *logits, int64_t T, int E, int top_k, int ren
 
 typedef enum mk_moe_path { MK_MOE_FUSED = 0, MK_MOE_UNFUSED = 1 } mk_moe_path;
 
+/* How the fused path places its phases on the SMs.
+ *   OVERLAP  dispatch and combine on comm_ctas CTAs (default 16) beside the grouped GEMMs on the
+ *            other SMs: GEMM1 tiles start as their rows land, the combine follows GEMM2's tiles.
+ *   SERIAL   dispatch on comm_ctas CTAs (default: SMs - 4), then both GEMMs on every SM, then
+ *            the combine on the same CTAs: no SM is lent to communication while the GEMMs run.
+ *   HYBRID   dispatch as SERIAL (SMs - 4 CTAs), GEMM1 on every SM, then GEMM2 on SMs - comm_ctas
+ *            (default 16) with the combine beside it on comm_ctas CTAs, as OVERLAP.
+ *   AUTO     OVERLAP or SERIAL from the shape at create (moe.c: pick_schedule). */
+typedef enum mk_moe_schedule {
+  MK_MOE_SCHED_AUTO = 0,
+  MK_MOE_SCHED_OVERLAP = 1,
+  MK_MOE_SCHED_SERIAL = 2,
+  MK_MOE_SCHED_HYBRID = 3
+} mk_moe_schedule;
+
 typedef struct mk_moe_args {
   int hidden, inter, n_experts, top_k; /* H, I (multiples of 8), E, k */
   int64_t max_tokens;                  /* per rank and call */
   const uint16_t *w1, *w2;             /* this rank's experts, layouts above (device) */
-  int comm_ctas;                       /* fused: CTAs that move rows (0 = default 16) */
+  int comm_ctas;                       /* fused: CTAs that move rows (0 = the schedule's default);
+                                          HYBRID: the combine's */
   int swiglu_pass;                     /* fused: 0 = SwiGLU in the gate/up GEMM's epilogue (from an
                                           interleaved copy of w1 made at create); 1 = the GEMM
                                           writes gate and up, a separate pass follows (A/B) */
+  int schedule;                        /* fused: mk_moe_schedule (0 = AUTO) */
+  int profile;                         /* fused: stamp each call's phases on the device (mk_moe_phases) */
 } mk_moe_args;
 
 typedef struct mk_moe mk_moe_t;
@@ -75,6 +93,26 @@ mk_status mk_moe_forward(mk_moe_t *m, mk_moe_path path, const uint16_t *x, int64
 /* Pieces for the benchmark's bounds, on the layout of the last UNFUSED call (needs one):
  * both grouped GEMMs (+ SwiGLU) alone, and both NCCL all-to-allv alone. */
 mk_status mk_moe_time_parts(mk_moe_t *m, int compute, mk_stream_t stream);
+
+/* Phases of the last fused call of a handle made with args.profile = 1, as device timestamps
+ * (%globaltimer) in ms from the start of its count exchange on this rank (NAN: not reached,
+ * e.g. no GEMM tile on this rank). Synchronises the device. Order of the slots: */
+typedef enum mk_moe_phase {
+  MK_MOE_PH_EXCH_START = 0, /* count exchange starts (the reference, 0) */
+  MK_MOE_PH_COUNTS,         /* every source's counts are in (barrier point 1) */
+  MK_MOE_PH_SENT,           /* last dispatch CTA has sent its rows */
+  MK_MOE_PH_LANDED,         /* last dispatch CTA has grouped its landed rows into A1 */
+  MK_MOE_PH_G1_FIRST,       /* first GEMM1 tile may load (its rows are in) */
+  MK_MOE_PH_G1_LAST,        /* last GEMM1 tile may load */
+  MK_MOE_PH_G2_FIRST,       /* first GEMM2 tile loads (~ GEMM1 done) */
+  MK_MOE_PH_G2_DONE,        /* last GEMM2 tile stored */
+  MK_MOE_PH_COMBINED,       /* last combine CTA has sent its rows home */
+  MK_MOE_PH_REDUCE_WAITED,  /* every combine row is home (barrier point 2) */
+  MK_MOE_PH_DONE,           /* last reduce CTA done */
+  MK_MOE_PHASES
+} mk_moe_phase;
+mk_status mk_moe_phases(mk_moe_t *m, double ms[MK_MOE_PHASES]);
+const char *mk_moe_phase_name(int phase); /* short name, "?" outside the range */
 
 #ifdef __cplusplus
 }

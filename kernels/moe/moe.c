@@ -3,6 +3,7 @@
  * dispatch_gemm.cu and gemm_combine.cu (protocol comments there). No host synchronisation;
  * the fork to a second stream and back is graph-capturable. */
 #include <cuda_runtime_api.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +17,16 @@ static mk_status heap(mk_moe_t *m, uint64_t bytes, uint64_t *off) {
 static mk_status dalloc(void **p, size_t bytes) {
   MK_CUDA_CHECK(cudaMalloc(p, bytes ? bytes : 256));
   return MK_STATUS_OK;
+}
+
+/* AUTO (docs/perf/NOTES.md, moe, version 4): serial from 1024 tokens per rank, where moving
+ * rows on every SM before and after the GEMMs beat lending 16 SMs to it for the whole call
+ * (1.1-1.5x on 4 x H200); overlapped below, where the phases are latency and both were within
+ * ~8 %. Decided at create from max_tokens: every rank must run the same CTAs. */
+static int pick_schedule(const mk_moe_args *a, int W) {
+  (void)W;
+  if (a->schedule != MK_MOE_SCHED_AUTO) return a->schedule;
+  return a->max_tokens >= 1024 ? MK_MOE_SCHED_SERIAL : MK_MOE_SCHED_OVERLAP;
 }
 
 mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
@@ -32,11 +43,13 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
   const int El = a->n_experts / W;
   if (a->hidden <= 0 || a->inter <= 0 || a->hidden % 8 || a->inter % 8 || a->top_k < 1 ||
       a->top_k > MK_MOE_MAX_TOPK || a->top_k > a->n_experts || a->max_tokens < 1 || a->max_tokens > (1 << 24) ||
-      W > MK_MOE_MAX_RANKS || El > 512 || !a->w1 || !a->w2 || a->comm_ctas < 0 || a->comm_ctas > 64)
+      W > MK_MOE_MAX_RANKS || El > 512 || !a->w1 || !a->w2 || a->comm_ctas < 0 || a->comm_ctas > 1024 ||
+      a->schedule < MK_MOE_SCHED_AUTO || a->schedule > MK_MOE_SCHED_HYBRID)
     MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL,
-                  "moe: bad args H=%d I=%d E=%d top_k=%d max_tokens=%lld ranks=%d comm_ctas=%d (need H, I > 0 and "
-                  "multiples of 8, 1 <= top_k <= min(E, %d), <= %d ranks, <= 512 experts per rank, weights set)",
-                  a->hidden, a->inter, a->n_experts, a->top_k, (long long)a->max_tokens, W, a->comm_ctas,
+                  "moe: bad args H=%d I=%d E=%d top_k=%d max_tokens=%lld ranks=%d comm_ctas=%d schedule=%d (need "
+                  "H, I > 0 and multiples of 8, 1 <= top_k <= min(E, %d), <= %d ranks, <= 512 experts per rank, "
+                  "weights set, comm_ctas <= 1024, schedule 0..3)",
+                  a->hidden, a->inter, a->n_experts, a->top_k, (long long)a->max_tokens, W, a->comm_ctas, a->schedule,
                   MK_MOE_MAX_TOPK, MK_MOE_MAX_RANKS);
   mk_moe_t *m = calloc(1, sizeof *m);
   if (!m) return MK_STATUS_OUT_OF_MEMORY;
@@ -47,16 +60,29 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
   mk_moe_dev *d = &m->d;
   MK_CHECK_GOTO(mk_comm_dev_world(comm, &d->w), st, fail);
   d->W = W, d->rank = wd->rank, d->El = El, d->E = a->n_experts, d->K = a->top_k, d->H = a->hidden;
-  d->I = a->inter, d->C = a->comm_ctas ? a->comm_ctas : 16, d->Tm = a->max_tokens;
-  d->tiles_n2 = (a->hidden + 255) / 256;
+  d->I = a->inter, d->Tm = a->max_tokens;
   d->m_cap = (int64_t)W * d->Tm * (a->top_k < El ? a->top_k : El);
   d->cnt_stride = ((El + 1 + 3) / 4) * 4;
   d->w1 = a->w1, d->w2 = a->w2, d->glu = !a->swiglu_pass;
   int dev = mk_comm_device(comm);
   MK_CUDA_CHECK_GOTO(cudaDeviceGetAttribute(&m->sms, cudaDevAttrMultiProcessorCount, dev), st, fail);
-  if (m->sms <= d->C + 8)
-    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "moe: %d comm CTAs leave too few of %d SMs", d->C,
-                  m->sms);
+  m->sched = pick_schedule(a, W);
+  { /* GEMM2 128 wide where the worst case has fewer 256-wide tiles than SMs (decode, few experts) */
+    const int64_t tiles256 = (d->m_cap / 128 + El) * ((a->hidden + 255) / 256);
+    d->bn2 = tiles256 < m->sms ? 128 : 256;
+    d->tiles_n2 = (a->hidden + d->bn2 - 1) / d->bn2;
+  }
+  { /* dispatch CTAs C, combine CTAs Cc; beside a GEMM (on its own stream) they leave >= 8 SMs to it */
+    const int lent = a->comm_ctas ? a->comm_ctas : 16, alone = a->comm_ctas ? a->comm_ctas : m->sms - 4;
+    d->C = m->sched == MK_MOE_SCHED_OVERLAP ? lent : m->sched == MK_MOE_SCHED_SERIAL ? alone : m->sms - 4;
+    d->Cc = m->sched == MK_MOE_SCHED_SERIAL ? alone : lent;
+    const int beside = m->sched == MK_MOE_SCHED_OVERLAP ? d->C : m->sched == MK_MOE_SCHED_HYBRID ? d->Cc : 0;
+    if (d->C > m->sms || d->Cc > m->sms || (beside && m->sms <= beside + 8)) {
+      MK_WARN(MK_SUBSYS_KERNEL, "moe: %d comm CTAs do not fit %d SMs (schedule %d)", a->comm_ctas, m->sms, m->sched);
+      st = MK_STATUS_INVALID_ARGUMENT;
+      goto fail;
+    }
+  }
   const uint64_t Wu = (uint64_t)W, area = Wu * (uint64_t)d->Tm * (uint64_t)d->H * 2;
   const uint64_t metas = Wu * (uint64_t)d->Tm * sizeof(mk_moe_meta), far = m->nnodes > 1;
   const int64_t tiles = d->m_cap / 128 + El + 1;
@@ -67,13 +93,14 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
   MK_CHECK_GOTO(heap(m, metas, &d->o_lmeta), st, fail);
   MK_CHECK_GOTO(heap(m, Wu * d->C * 8, &d->o_land_sig), st, fail);
   MK_CHECK_GOTO(heap(m, area, &d->o_comb), st, fail);
-  MK_CHECK_GOTO(heap(m, Wu * d->C * 8, &d->o_comb_sig), st, fail);
+  MK_CHECK_GOTO(heap(m, Wu * d->Cc * 8, &d->o_comb_sig), st, fail);
   MK_CHECK_GOTO(heap(m, metas, &d->o_smeta), st, fail);
   MK_CHECK_GOTO(heap(m, Wu * d->cnt_stride * 4, &d->o_cnt_out), st, fail);
   MK_CHECK_GOTO(heap(m, far ? area : 0, &d->o_stage), st, fail);
   MK_CHECK_GOTO(heap(m, far ? area : 0, &d->o_cstage), st, fail);
   MK_CHECK_GOTO(heap(m, (uint64_t)tiles * 16, &d->o_ready), st, fail);
   d->o_done2 = d->o_ready + (uint64_t)tiles * 8;
+  if (a->profile) MK_CHECK_GOTO(dalloc((void **)&d->prof, sizeof(uint64_t) * MK_MOE_PHASES), st, fail);
   /* Local scratch. */
   m->zero_bytes = sizeof(int32_t) * (size_t)(W + d->E + El);
   MK_CHECK_GOTO(dalloc(&m->zero_base, m->zero_bytes), st, fail);
@@ -152,6 +179,7 @@ void mk_moe_destroy(mk_moe_t *m) {
   cudaFree(d->act);
   cudaFree(d->C2);
   cudaFree(d->w1g);
+  cudaFree(d->prof);
   if (m->s2) cudaStreamDestroy((cudaStream_t)m->s2);
   if (m->ev_fork) cudaEventDestroy((cudaEvent_t)m->ev_fork);
   if (m->ev_join) cudaEventDestroy((cudaEvent_t)m->ev_join);
@@ -172,7 +200,30 @@ static mk_status forward_fused(mk_moe_t *m, const uint16_t *x, int64_t T, const 
   const int64_t tiles = d->m_cap / 128 + d->El + 1;
   MK_CUDA_CHECK(cudaMemsetAsync(m->zero_base, 0, m->zero_bytes, s));
   MK_CUDA_CHECK(cudaMemsetAsync(mk_comm_heap_ptr(m->comm, d->o_ready), 0, (size_t)tiles * 16, s));
+  if (d->prof) MK_CUDA_CHECK(cudaMemsetAsync(d->prof, 0, sizeof(uint64_t) * MK_MOE_PHASES, s));
   MK_CHECK(mk_moe_launch_plan(d, ids, w, T, s)); /* barrier point 1: all counts known */
+  if (m->sched == MK_MOE_SCHED_HYBRID) { /* serial dispatch, combine beside GEMM2 */
+    MK_CHECK(mk_moe_launch_dispatch(d, x, s));
+    MK_CHECK(mk_moe_launch_gemm1(d, m->sms, s));
+    if (!d->glu) MK_CHECK(mk_moe_launch_swiglu(d, -1, s));
+    MK_CUDA_CHECK(cudaEventRecord((cudaEvent_t)m->ev_fork, s));
+    MK_CUDA_CHECK(cudaStreamWaitEvent(s2, (cudaEvent_t)m->ev_fork, 0));
+    MK_CHECK(mk_moe_launch_combine(d, s2)); /* spins on done2 until gemm2 stores tiles */
+    MK_CUDA_CHECK(cudaEventRecord((cudaEvent_t)m->ev_join, s2));
+    MK_CHECK(mk_moe_launch_gemm2(d, m->sms - d->Cc, s));
+    MK_CUDA_CHECK(cudaStreamWaitEvent(s, (cudaEvent_t)m->ev_join, 0));
+    MK_CHECK(mk_moe_launch_reduce(d, T, out, s));
+    return mk_comm_epoch_advance(m->comm, MK_MOE_EPOCH_SLOT, s);
+  }
+  if (m->sched == MK_MOE_SCHED_SERIAL) { /* one stream: every CTA of dispatch / combine is resident */
+    MK_CHECK(mk_moe_launch_dispatch(d, x, s));
+    MK_CHECK(mk_moe_launch_gemm1(d, m->sms, s));
+    if (!d->glu) MK_CHECK(mk_moe_launch_swiglu(d, -1, s));
+    MK_CHECK(mk_moe_launch_gemm2(d, m->sms, s));
+    MK_CHECK(mk_moe_launch_combine(d, s));
+    MK_CHECK(mk_moe_launch_reduce(d, T, out, s));
+    return mk_comm_epoch_advance(m->comm, MK_MOE_EPOCH_SLOT, s);
+  }
   MK_CUDA_CHECK(cudaEventRecord((cudaEvent_t)m->ev_fork, s));
   MK_CUDA_CHECK(cudaStreamWaitEvent(s2, (cudaEvent_t)m->ev_fork, 0));
   MK_CHECK(mk_moe_launch_dispatch(d, x, s2));
@@ -198,4 +249,25 @@ mk_status mk_moe_forward(mk_moe_t *m, mk_moe_path path, const uint16_t *x, int64
   if (path == MK_MOE_FUSED) return forward_fused(m, x, T, topk_ids, topk_w, out, (cudaStream_t)stream);
   if (path == MK_MOE_UNFUSED) return mk_moe_forward_unfused(m, x, T, topk_ids, topk_w, out, stream);
   MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "moe_forward: unknown path %d", (int)path);
+}
+
+static const char *const phase_names[MK_MOE_PHASES] = {"exch", "counts", "sent", "landed", "g1_first", "g1_last",
+                                                       "g2_first", "g2_done", "combined", "red_wait", "done"};
+
+const char *mk_moe_phase_name(int phase) {
+  return phase >= 0 && phase < MK_MOE_PHASES ? phase_names[phase] : "?";
+}
+
+mk_status mk_moe_phases(mk_moe_t *m, double ms[MK_MOE_PHASES]) {
+  if (!m || !ms) MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "moe_phases: handle and ms must be set");
+  if (!m->d.prof)
+    MK_ERR_RETURN(MK_STATUS_INVALID_USAGE, MK_SUBSYS_KERNEL, "moe_phases: the handle was made without args.profile");
+  uint64_t t[MK_MOE_PHASES];
+  MK_CUDA_CHECK(cudaDeviceSynchronize());
+  MK_CUDA_CHECK(cudaMemcpy(t, m->d.prof, sizeof t, cudaMemcpyDeviceToHost));
+  for (int i = 0; i < MK_MOE_PHASES; i++) /* the "first" slots are stored complemented (moe_stamp) */
+    if (i == MK_MOE_PH_EXCH_START || i == MK_MOE_PH_G1_FIRST || i == MK_MOE_PH_G2_FIRST) t[i] = t[i] ? ~t[i] : 0;
+  for (int i = 0; i < MK_MOE_PHASES; i++)
+    ms[i] = t[i] && t[0] ? (double)(int64_t)(t[i] - t[0]) * 1e-6 : NAN;
+  return MK_STATUS_OK;
 }

@@ -89,3 +89,12 @@ __device__ __forceinline__ void moe_chunk(int64_t n, int c, int C, int64_t *j0, 
   *j0 = n * c / C;
   *j1 = n * (c + 1) / C;
 }
+
+/* Profile stamp (args.profile): slot keeps the latest time, or the earliest for the "first"
+ * slots (stored complemented, so both are an atomicMax on a zeroed slot). */
+__device__ __forceinline__ void moe_stamp(uint64_t *prof, int slot) {
+  if (!prof) return;
+  const uint64_t t = mk_globaltimer();
+  const bool first = slot == MK_MOE_PH_EXCH_START || slot == MK_MOE_PH_G1_FIRST || slot == MK_MOE_PH_G2_FIRST;
+  atomicMax((unsigned long long *)prof + slot, (unsigned long long)(first ? ~t : t));
+}

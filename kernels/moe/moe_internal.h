@@ -8,10 +8,10 @@
  *   cnt_sig  [W] u64               +1 per call from each source (target: epoch + 1)
  *   land     [W][Tm][H] bf16       token rows from source s, one per (token, this rank)
  *   lmeta    [W][Tm] mk_moe_meta   their token index at home and (local expert, weight) list
- *   land_sig [W][C] u64            +1 per call from source s's CTA c after its chunk
+ *   land_sig [W][C] u64            +1 per call from source s's CTA c after its chunk (C: dispatch CTAs)
  *   comb     [W][Tm][H] bf16       at home: from expert rank d, row j = sum_i w_i y_i of the
  *                                  row this rank sent to d in slot j
- *   comb_sig [W][C] u64            +1 per call from rank d's CTA c after its chunk
+ *   comb_sig [W][Cc] u64           +1 per call from rank d's CTA c after its chunk (Cc: combine CTAs)
  *   smeta    [W][Tm] mk_moe_meta   sender side: the meta of each row to rank d (source of puts)
  *   cnt_out  [W][cnt_stride] int32 sender side: the count record for rank d
  *   stage    [W][Tm][H] bf16       inter-node only: dispatch rows staged in the heap for proxy puts
@@ -43,7 +43,9 @@ typedef struct mk_moe_meta {
 /* Everything the kernels need, passed by value (device pointers and heap offsets). */
 typedef struct mk_moe_dev {
   mk_dev_world w;
-  int W, rank, El, E, K, H, I, C, tiles_n2;
+  int W, rank, El, E, K, H, I;
+  int C, Cc;          /* dispatch CTAs, combine CTAs */
+  int tiles_n2, bn2;  /* GEMM2 tile width bn2, tiles_n2 = H / bn2 rounded up */
   int64_t Tm, m_cap, cnt_stride;
   uint64_t epoch0; /* the epoch slot's value when the handle was made (same on every rank) */
   uint64_t o_cnt_in, o_cnt_sig, o_land, o_lmeta, o_land_sig, o_comb, o_comb_sig, o_smeta, o_cnt_out, o_stage,
@@ -62,13 +64,14 @@ typedef struct mk_moe_dev {
   const uint16_t *w1, *w2;
   uint16_t *w1g; /* w1 with gate/up rows interleaved in blocks of 8 (glu); NULL otherwise */
   int glu;       /* SwiGLU in GEMM1's epilogue: GEMM1 writes act directly */
+  uint64_t *prof;/* [MK_MOE_PHASES] phase stamps (args.profile), NULL = off; moe_stamp */
 } mk_moe_dev;
 
 struct mk_moe {
   mk_comm_t *comm;
   mk_moe_args a;
   mk_moe_dev d;
-  int sms, nnodes;
+  int sms, nnodes, sched; /* sched: mk_moe_schedule, never AUTO */
   void *zero_base;         /* local scratch zeroed each call */
   size_t zero_bytes;
   void *s2, *ev_fork, *ev_join; /* cudaStream_t / cudaEvent_t */

@@ -88,14 +88,21 @@ static void run_case(mk_comm_t *c, const cfg *g, uint64_t seed, cudaStream_t s) 
   CUDA_OK(cudaMemcpy(did, tid, sizeof(int32_t) * T * K, cudaMemcpyHostToDevice));
   CUDA_OK(cudaMemcpy(dtw, tw, sizeof(float) * T * K, cudaMemcpyHostToDevice));
 
-  /* variant 0: SwiGLU in the gate/up GEMM's epilogue (default), both paths; variant 1: the
-   * separate SwiGLU pass, fused path only */
-  for (int variant = 0; variant < 2; variant++) {
+  /* variant 0: SwiGLU in the gate/up GEMM's epilogue, overlapped schedule, both paths;
+   * variant 1: the separate SwiGLU pass, fused path only; variant 2: the serial schedule with
+   * its default CTAs and phase stamps, fused path only; variant 3: the hybrid schedule (serial
+   * dispatch, combine on 4 CTAs beside GEMM2), fused path only */
+  static const char *const names[4] = {"fused", "fused (SwiGLU pass)", "fused (serial)", "fused (hybrid)"};
+  for (int variant = 0; variant < 4; variant++) {
     mk_moe_args a = {.hidden = H, .inter = I, .n_experts = E, .top_k = K, .max_tokens = Tmax, .w1 = dw1, .w2 = dw2,
-                     .comm_ctas = 4, .swiglu_pass = variant};
+                     .comm_ctas = variant == 2 ? 0 : 4, .swiglu_pass = variant == 1,
+                     .schedule = variant == 3   ? MK_MOE_SCHED_HYBRID
+                                 : variant == 2 ? MK_MOE_SCHED_SERIAL
+                                                : MK_MOE_SCHED_OVERLAP,
+                     .profile = variant == 2};
     mk_moe_t *m;
     ASSERT_OK(mk_moe_create(c, &a, &m));
-    for (int path = 0; path < 2 - variant; path++) {
+    for (int path = 0; path < (variant ? 1 : 2); path++) {
       for (int rep = 0; rep < 3; rep++) {
         CUDA_OK(cudaMemsetAsync(dout, 0xff, 2 * (size_t)Tmax * H, s)); /* poison: NaN */
         const mk_status st = mk_moe_forward(m, (mk_moe_path)path, dx, T, did, dtw, dout, (mk_stream_t)s);
@@ -115,7 +122,7 @@ static void run_case(mk_comm_t *c, const cfg *g, uint64_t seed, cudaStream_t s) 
             bad += !(fabsf(v - ref[i]) <= 0.05f + 0.05f * fabsf(ref[i]));
           }
           printf("rank %d %s E=%d k=%d renorm=%d T=%d %s: rel err %.3g, %zu elements off\n", me, g->routing, E, K,
-                 g->renorm, T, path ? "unfused" : variant ? "fused (SwiGLU pass)" : "fused", err, bad);
+                 g->renorm, T, path ? "unfused" : names[variant], err, bad);
           ASSERT_DBL_LE(err, 1e-2);
           ASSERT_EQ(bad, 0);
         } else if (rep > 0) {
@@ -140,6 +147,16 @@ static void run_case(mk_comm_t *c, const cfg *g, uint64_t seed, cudaStream_t s) 
       ASSERT_OK(mk_comm_check(c));
       CUDA_OK(cudaMemcpy(ob2, dout, 2 * (size_t)T * H, cudaMemcpyDeviceToHost));
       ASSERT_EQ(memcmp(ob, ob2, 2 * (size_t)T * H), 0);
+    }
+    if (variant == 2) { /* phase stamps of the last call: in order where the phases are ordered */
+      double ph[MK_MOE_PHASES];
+      ASSERT_OK(mk_moe_phases(m, ph));
+      ASSERT_DBL_LE(0.0, ph[MK_MOE_PH_EXCH_START]);
+      ASSERT_DBL_LE(ph[MK_MOE_PH_EXCH_START], ph[MK_MOE_PH_COUNTS]);
+      ASSERT_DBL_LE(ph[MK_MOE_PH_COUNTS], ph[MK_MOE_PH_LANDED]);
+      ASSERT_DBL_LE(ph[MK_MOE_PH_LANDED], ph[MK_MOE_PH_REDUCE_WAITED]);
+      ASSERT_DBL_LE(ph[MK_MOE_PH_REDUCE_WAITED], ph[MK_MOE_PH_DONE]);
+      ASSERT_DBL_LE(ph[MK_MOE_PH_DONE], 1000.0);
     }
     CUDA_OK(cudaGraphExecDestroy(exec));
     CUDA_OK(cudaGraphDestroy(graph));

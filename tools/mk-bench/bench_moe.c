@@ -55,7 +55,8 @@ static double rel_err_host(const uint16_t *a, const uint16_t *b, size_t n) {
 
 /* One shape: weights, tokens, routing, both paths checked then timed. */
 static mk_status bench_shape(mk_comm_t *comm, const mk_bench_opts *o, mk_bench_report *r, const moe_shape *sh,
-                             const char *routing, int comm_ctas, int swiglu_pass, cudaStream_t s) {
+                             const char *routing, int comm_ctas, int swiglu_pass, int schedule, int breakdown,
+                             cudaStream_t s) {
   const mk_world *wd = mk_comm_world(comm);
   const int W = wd->size, El = sh->E / W;
   const int64_t T = sh->T;
@@ -99,7 +100,7 @@ static mk_status bench_shape(mk_comm_t *comm, const mk_bench_opts *o, mk_bench_r
   MK_CHECK_GOTO(mk_moe_route(logits, T, sh->E, sh->K, 1, NULL, ids, wts, NULL, NULL, s), st, fail);
   mk_moe_args a = {.hidden = sh->H, .inter = sh->I, .n_experts = sh->E, .top_k = sh->K, .max_tokens = T,
                    .w1 = w1, .w2 = w2, .comm_ctas = comm_ctas,
-                   .swiglu_pass = swiglu_pass};
+                   .swiglu_pass = swiglu_pass, .schedule = schedule, .profile = breakdown};
   MK_CHECK_GOTO(mk_moe_create(comm, &a, &m), st, fail);
   /* correctness: fused vs unfused, and fused twice (bit-identical) */
   ctx c = {m, x, ids, wts, of, T, 0};
@@ -155,6 +156,22 @@ static mk_status bench_shape(mk_comm_t *comm, const mk_bench_opts *o, mk_bench_r
     printf("  T=%-5lld H=%-5d E=%-4d k=%d I=%-5d %-7s fused %8.3f ms  unfused %8.3f ms  gemms %8.3f  a2a %8.3f  "
            "fused/bound %.2f  err %.2g\n",
            (long long)T, sh->H, sh->E, sh->K, sh->I, routing, med[0], med[3], compute, comm_ms, med[0] / bound, worst);
+  if (breakdown) { /* one more fused call: its phases, latest over ranks (each from its own exchange start) */
+    double ph[MK_MOE_PHASES], allph[MK_MOE_PHASES * MK_MOE_MAX_RANKS];
+    MK_CHECK_GOTO(mk_moe_forward(m, MK_MOE_FUSED, x, T, ids, wts, of, s), st, fail);
+    MK_CHECK_GOTO(mk_moe_phases(m, ph), st, fail);
+    MK_CHECK_GOTO(mk_comm_allgather(comm, ph, allph, sizeof ph), st, fail);
+    if (o->rank == 0) {
+      printf("    phases ms (max over ranks):");
+      for (int i = 1; i < MK_MOE_PHASES; i++) {
+        double v = -1;
+        for (int q = 0; q < W; q++)
+          if (!isnan(allph[MK_MOE_PHASES * q + i])) v = fmax(v, allph[MK_MOE_PHASES * q + i]);
+        printf(" %s %.3f", mk_moe_phase_name(i), v);
+      }
+      printf("\n");
+    }
+  }
 fail:
   mk_moe_destroy(m);
   cudaFree(w1), cudaFree(w2), cudaFree(x), cudaFree(of), cudaFree(ou), cudaFree(logits), cudaFree(wts), cudaFree(ids);
@@ -170,7 +187,7 @@ int mk_bench_moe(int argc, char **argv) {
   const char *routings[3] = {"uniform", NULL, NULL};
   int nr = 0;
   int64_t comm_ctas = 0;
-  int swiglu_pass = 0;
+  int swiglu_pass = 0, schedule = MK_MOE_SCHED_AUTO, breakdown = 0;
   for (int i = 1; i < argc; i++) {
     int used = mk_bench_parse_common(&o, argc, argv, i);
     if (used < 0) return 2;
@@ -196,16 +213,31 @@ int mk_bench_moe(int argc, char **argv) {
       }
       routings[nr++] = v;
     } else if (!strcmp(argv[i], "--comm-ctas") && i + 1 < argc) {
-      if (mk_bench_parse_i64("--comm-ctas", argv[++i], 0, 64, &comm_ctas)) return 2;
+      if (mk_bench_parse_i64("--comm-ctas", argv[++i], 0, 1024, &comm_ctas)) return 2;
     } else if (!strcmp(argv[i], "--swiglu-pass")) {
       swiglu_pass = 1;
+    } else if (!strcmp(argv[i], "--breakdown")) {
+      breakdown = 1;
+    } else if (!strcmp(argv[i], "--schedule") && i + 1 < argc) {
+      const char *v = argv[++i];
+      schedule = !strcmp(v, "auto") ? MK_MOE_SCHED_AUTO : !strcmp(v, "overlap") ? MK_MOE_SCHED_OVERLAP
+                 : !strcmp(v, "serial") ? MK_MOE_SCHED_SERIAL : !strcmp(v, "hybrid") ? MK_MOE_SCHED_HYBRID : -1;
+      if (schedule < 0) {
+        fprintf(stderr, "mk-bench moe: --schedule wants auto, overlap, serial or hybrid, got '%s'\n", v);
+        return 2;
+      }
     } else if (!strcmp(argv[i], "--help")) {
       printf("usage: mk-launch -n N [--nodes K] -- mk-bench moe [--shape T,H,E,K,I]... [--routing "
-             "uniform|zipf|hot]... [--comm-ctas N] [--swiglu-pass] [common flags]\n"
+             "uniform|zipf|hot]... [--comm-ctas N] [--swiglu-pass] [--schedule auto|overlap|serial|hybrid] "
+             "[--breakdown] [common flags]\n"
              "  T tokens per rank, H hidden, E experts (a multiple of N), K top-k, I expert size.\n"
              "  Default shapes: (4096,4096,8,2,14336) (4096,2048,128,8,768) (8192,7168,256,8,2048) and T = 16, 128\n"
-             "  with each model; default routing uniform. --comm-ctas: CTAs moving rows in the fused path (0 = 16).\n"
-             "  --swiglu-pass: the fused path runs SwiGLU as a separate pass instead of in the GEMM epilogue.\n");
+             "  with each model; default routing uniform. --comm-ctas: CTAs moving rows in the fused path\n"
+             "  (0 = the schedule's default).\n"
+             "  --swiglu-pass: the fused path runs SwiGLU as a separate pass instead of in the GEMM epilogue.\n"
+             "  --schedule: the fused path's placement of phases on the SMs (mk_moe_schedule; default auto).\n"
+             "  --breakdown: after each shape, one more fused call with device timestamps per phase, printed\n"
+             "  as ms from the count exchange's start (max over ranks).\n");
       mk_bench_print_common_help(stdout);
       return 0;
     } else {
@@ -238,7 +270,7 @@ int mk_bench_moe(int argc, char **argv) {
   if (o.rank == 0) printf("MoE block, %d ranks (%d node group(s)), fused vs unfused\n", wd.size, wd.nnodes);
   for (int q = 0; q < nr; q++)
     for (int i = 0; i < ns; i++) {
-      st = bench_shape(comm, &o, r, &shapes[i], routings[q], (int)comm_ctas, swiglu_pass, s);
+      st = bench_shape(comm, &o, r, &shapes[i], routings[q], (int)comm_ctas, swiglu_pass, schedule, breakdown, s);
       if (st != MK_STATUS_OK) {
         if (o.rank == 0) mk_bench_report_fail(r, "moe shape %d (%s): %s", i, routings[q], mk_status_str(st));
         goto done;
