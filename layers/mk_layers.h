@@ -19,6 +19,9 @@
  *            every rank and ranks outside TP group 0 add zeros (same result, bit-identical on
  *            every rank; more traffic than a TP-group op). Their activations (inputs and
  *            outputs) live in the symmetric heap.
+ * Both paths: the ranks of a TP group split the tokens for the MoE block (each dispatches
+ * ceil(n / tp) of them) and an NCCL all-gather over the TP group brings the block's output
+ * back to every rank (no fused all-gather op exists; it moves n x H bf16 once).
  * Numerics: the residual stream is fp32 (as the reference; it is summed over every layer, so
  * bf16 rounding would accumulate), block inputs are bf16 (GEMM operands), RMSNorm, RoPE,
  * softmax and all accumulation in fp32; the router, the shared-expert gate and the logits come
@@ -89,7 +92,7 @@ typedef enum mk_layer_part {
   MK_PART_ATTN_COMPUTE,  /* the attention block without its TP reduction (compute alone) */
   MK_PART_ATTN_COMM,     /* the TP all-reduce of [n, H] bf16 alone (NCCL; nothing when tp == 1) */
   MK_PART_FFN_COMPUTE,   /* norm, router, the MoE grouped GEMMs alone (+ shared expert GEMMs) */
-  MK_PART_FFN_COMM       /* the MoE all-to-allv alone (+ the shared expert's all-reduce) */
+  MK_PART_FFN_COMM       /* the MoE all-to-allv + TP all-gather alone (+ the shared expert's all-reduce) */
 } mk_layer_part;
 /* Collective. Enqueue one part of one layer for n tokens at KV position pos on the instance's
  * stream (mk_model_gpu_stream); the position is not advanced. The FFN_COMPUTE / FFN_COMM

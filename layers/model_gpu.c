@@ -3,8 +3,9 @@
  * the contiguous KV cache, row-parallel o + NCCL all-reduce over the TP group) -> residual ->
  * RMSNorm -> MoE (fp32 router, top-k, the MoE block's unfused EP path; Qwen2 shared expert
  * as a TP MLP scaled by its sigmoid gate) or dense MLP -> residual; final norm, fp32 logits.
- * Every rank holds every token (attention TP groups compute the same tokens; each rank sends
- * its tokens to the experts), so every rank ends with the same logits. The fused path swaps
+ * Every rank holds every token (attention TP groups compute the same tokens); for the experts
+ * the TP group splits them (moe_split: each rank dispatches 1/tp of them, an all-gather over
+ * the TP group follows), so every rank ends with the same logits. The fused path swaps
  * the row-parallel GEMM + all-reduce for mk_gemm_ar and the MoE block's path for FUSED. */
 #include <math.h>
 #include <stdlib.h>
@@ -57,6 +58,13 @@ static mk_status row_linear(mk_model_gpu_t *g, const uint16_t *a, const uint16_t
 }
 
 /* reduce 0: without the TP reduction of the O projection (the block's compute alone). */
+/* In-place all-gather over the TP group: rank r's count elements at buf + r count -> every
+ * rank's buf[tp count]; mine = buf + tp_rank count. */
+static mk_status tp_gather(mk_model_gpu_t *g, uint16_t *mine, size_t count) {
+  if (!g->tp_nccl) return MK_STATUS_OK;
+  return mk_nccl_all_gather(g->tp_nccl, mine, mine - (size_t)g->tp_rank * count, count, MK_DTYPE_BF16, S_(g));
+}
+
 static mk_status attn_block(mk_model_gpu_t *g, gpu_layer *L, int n, int reduce) {
   const mk_model_config_t *c = &g->cfg;
   const int H = c->hidden, hd = c->head_dim, pos0 = g->pos;
@@ -99,6 +107,20 @@ static mk_status mlp(mk_model_gpu_t *g, const gpu_mlp *p, int n, uint16_t *out) 
   return row_linear(g, g->g, p->down, out, n, H, p->inter_r);
 }
 
+/* The TP group splits the tokens for the experts: TP rank r dispatches rows [r c, r c + c) of
+ * hb (c = ceil(n / tp), the last ranks fewer or none), its MoE output lands at rows [r c, ...)
+ * of y, and an all-gather over the TP group (NCCL, in place, padded slices of c rows; y holds
+ * max_seq + tp rows) gives every rank y [n, H]. Each token's result does not depend on which
+ * rank dispatched it, so the split changes no value. */
+static mk_status moe_split(mk_model_gpu_t *g, gpu_layer *L, int n) {
+  const int H = g->cfg.hidden, k = g->cfg.top_k, tp = g->lay.tp, cw = (n + tp - 1) / tp;
+  const int r0 = g->tp_rank * cw < n ? g->tp_rank * cw : n, cnt = (r0 + cw < n ? r0 + cw : n) - r0;
+  uint16_t *mine = g->y + (size_t)g->tp_rank * cw * H;
+  MK_CHECK(mk_moe_forward(L->moe, g->path == MK_PATH_FUSED ? MK_MOE_FUSED : MK_MOE_UNFUSED, g->hb + (size_t)r0 * H, cnt,
+                          g->topk_ids + (size_t)r0 * k, g->topk_w + (size_t)r0 * k, mine, S_(g)));
+  return tp_gather(g, mine, (size_t)cw * H);
+}
+
 static mk_status ffn_block(mk_model_gpu_t *g, gpu_layer *L, int n) {
   const mk_model_config_t *c = &g->cfg;
   const int H = c->hidden, E = c->n_experts;
@@ -111,7 +133,7 @@ static mk_status ffn_block(mk_model_gpu_t *g, gpu_layer *L, int n) {
   if (L->seg) MK_CHECK(mk_linear_f32out(g->hf, n, H, L->seg, 1, g->shared_logit, S_(g)));
   MK_CHECK(mk_moe_route(g->router_logits, n, E, c->top_k, c->norm_topk_prob, L->seg ? g->shared_logit : NULL,
                         g->topk_ids, g->topk_w, L->seg ? g->shared_w : NULL, NULL, S_(g)));
-  MK_CHECK(mk_moe_forward(L->moe, g->path == MK_PATH_FUSED ? MK_MOE_FUSED : MK_MOE_UNFUSED, g->hb, n, g->topk_ids, g->topk_w, g->y, S_(g)));
+  MK_CHECK(moe_split(g, L, n));
   MK_CHECK(mk_residual_add(g->x, g->y, NULL, n, H, S_(g)));
   if (!L->seg) return MK_STATUS_OK;
   MK_CHECK(mlp(g, &L->shared, n, g->y2));
@@ -143,6 +165,8 @@ mk_status mk_model_gpu_run_part(mk_model_gpu_t *g, int layer, mk_layer_part part
       st = mk_moe_route(g->router_logits, n, c->n_experts, c->top_k, c->norm_topk_prob, NULL, g->topk_ids, g->topk_w,
                         NULL, NULL, S_(g));
     if (!st && L->is_moe) st = mk_moe_time_parts(L->moe, compute, S_(g));
+    if (!st && L->is_moe && !compute) st = tp_gather(g, g->y + (size_t)g->tp_rank * ((n + g->lay.tp - 1) / g->lay.tp) * H,
+                                                     (size_t)((n + g->lay.tp - 1) / g->lay.tp) * H);
     if (!st && p && compute) {
       st = gemm(g, g->hb, p->gate, g->g, n, p->inter_r, H);
       if (!st) st = gemm(g, g->hb, p->up, g->u, n, p->inter_r, H);
@@ -305,7 +329,7 @@ static mk_status create(const mk_model_t *m, const mk_model_config_t *c, uint64_
   DALLOC(g->u, S * (wide ? wide : 8) * 2);
   HALLOC(g->hb, S * H * 2);
   HALLOC(g->o, S * (size_t)g->qw_r * 2);
-  HALLOC(g->y, S * H * 2);
+  HALLOC(g->y, (S + (size_t)chk.tp) * H * 2); /* + tp rows: moe_split's padded slices */
   HALLOC(g->y2, S * H * 2);
   HALLOC(g->g, S * (wide ? wide : 8) * 2);
   if (chk.tp > 1) { /* GEMM+AR for the row-parallel projections (K = this rank's slice width) */

@@ -8,8 +8,9 @@
  *            cached positions (the GEMMs, MoE and communication of a batch of B; the attention
  *            reads one KV cache, not B of them)
  * Rows per phase and path: `layer_attn` and `layer_moe` (each block, with its overlap bound:
- * compute_ms = the block without its communication, comm_ms = the communication alone (NCCL
- * all-reduce / all-to-allv), bound_ms = their maximum) and `layer` (both blocks back to back;
+ * compute_ms = the block without its communication, comm_ms = the communication alone (NCCL:
+ * the O projection's all-reduce; the MoE all-to-allv + the TP all-gather of its output),
+ * bound_ms = their maximum) and `layer` (both blocks back to back;
  * bound = the sum of the block bounds; extra JSON fields attn_ms, moe_ms, tokens_per_s).
  * Times are the maximum over ranks of each rank's median. Only the config is read from
  * --config FILE / --model DIR (its config.json): weights are random, the vocabulary is cut
