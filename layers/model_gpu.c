@@ -57,6 +57,23 @@ static mk_status row_linear(mk_model_gpu_t *g, const uint16_t *a, const uint16_t
   return mk_gemm_ar(g->fused, &f, S_(g));
 }
 
+/* Causal attention of the n new queries over the KV cache [0, pos0 + n): flash attention
+ * (bottom-right causal mask over one sequence) for head dims 64 and 128, else the generic
+ * KV-cache kernel. */
+static mk_status attend(mk_model_gpu_t *g, gpu_layer *L, int n, int pos0) {
+  const int hd = g->cfg.head_dim;
+  const float scale = 1.0f / sqrtf((float)hd);
+  if (hd != 64 && hd != 128)
+    return mk_attn_cache_fwd(g->q, L->kc, L->vc, g->o, n, pos0, g->nh_r, g->nkv_r, hd, scale, S_(g));
+  const int32_t cu[4] = {0, n, 0, pos0 + n}; /* pageable: staged before the call returns */
+  MK_CUDA_CHECK(cudaMemcpyAsync(g->cu_seqlens, cu, sizeof cu, cudaMemcpyHostToDevice, g->stream));
+  mk_attn_fwd_args a = {.q = g->q, .k = L->kc, .v = L->vc, .o = g->o, .lse = NULL, .cu_seqlens_q = g->cu_seqlens,
+                        .cu_seqlens_k = g->cu_seqlens + 2, .batch = 1, .max_seqlen_q = n, .max_seqlen_k = pos0 + n,
+                        .total_q = n, .hq = g->nh_r, .hkv = g->nkv_r, .d = hd, .mask = MK_ATTN_MASK_CAUSAL,
+                        .softmax_scale = scale};
+  return mk_flash_attn_fwd(&a, S_(g));
+}
+
 /* reduce 0: without the TP reduction of the O projection (the block's compute alone). */
 /* In-place all-gather over the TP group: rank r's count elements at buf + r count -> every
  * rank's buf[tp count]; mine = buf + tp_rank count. */
@@ -92,7 +109,7 @@ static mk_status attn_block(mk_model_gpu_t *g, gpu_layer *L, int n, int reduce) 
   }
   MK_CHECK(mk_rope_neox_bf16(g->q, n, g->nh_r, hd, pos0, c->rope_theta, S_(g)));
   MK_CHECK(mk_rope_neox_bf16(k, n, g->nkv_r, hd, pos0, c->rope_theta, S_(g)));
-  MK_CHECK(mk_attn_cache_fwd(g->q, L->kc, L->vc, g->o, n, pos0, g->nh_r, g->nkv_r, hd, 1.0f / sqrtf((float)hd), S_(g)));
+  MK_CHECK(attend(g, L, n, pos0));
   if (reduce) MK_CHECK(row_linear(g, g->o, L->wo, g->y, n, H, g->qw_r));
   else MK_CHECK(gemm(g, g->o, L->wo, g->y, n, H, g->qw_r));
   return mk_residual_add(g->x, g->y, NULL, n, H, S_(g));
@@ -316,6 +333,7 @@ static mk_status create(const mk_model_t *m, const mk_model_config_t *c, uint64_
   const size_t S = (size_t)max_seq, H = (size_t)c->hidden;
   size_t wide = (size_t)(c->dense_inter > c->shared_inter ? c->dense_inter : c->shared_inter) / chk.tp;
   DALLOC(g->ids, S * 4);
+  DALLOC(g->cu_seqlens, 4 * 4);
   DALLOC(g->topk_ids, S * (size_t)c->top_k * 4);
   DALLOC(g->x, S * H * 4);
   DALLOC(g->hf, S * H * 4);

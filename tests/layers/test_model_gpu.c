@@ -7,7 +7,8 @@
  * PATH both: one model instance runs the unfused then the fused path (same weights, same
  * layout); each is checked as above, and the two paths' prefill logits must agree within
  * 1e-2 (relative Frobenius) with identical greedy tokens up to a near tie (acceptance 2).
- *   test_model_gpu FAMILY fused|unfused|both [KV_HEADS] */
+ * HEAD_DIM 64 or 128 takes the flash-attention kernel (other head dims: the generic KV-cache one).
+ *   test_model_gpu FAMILY fused|unfused|both [KV_HEADS [HEAD_DIM]] */
 #include <math.h>
 #include <string.h>
 #include <unistd.h>
@@ -63,7 +64,7 @@ static void check_path(mk_model_gpu_t *g, mk_path path, int rank, const int32_t 
 
 int main(int argc, char **argv) {
   mk_test_init(argc, argv, 300);
-  if (argc < 3) MK_TEST_FAIL_("usage: test_model_gpu FAMILY fused|unfused|both [KV_HEADS]");
+  if (argc < 3) MK_TEST_FAIL_("usage: test_model_gpu FAMILY fused|unfused|both [KV_HEADS [HEAD_DIM]]");
   const int both = !strcmp(argv[2], "both");
   mk_path path = MK_PATH_UNFUSED;
   if (!both && mk_path_parse(argv[2], &path)) MK_TEST_FAIL_("bad path '%s'", argv[2]);
@@ -79,6 +80,7 @@ int main(int argc, char **argv) {
   mk_gen_params_default(fam, &p);
   p.seed = seed;
   if (argc > 3) p.kv_heads = atoi(argv[3]);
+  if (argc > 4) p.head_dim = atoi(argv[4]); /* 64 or 128: the model's attention is flash attention */
   if (fam == MK_FAMILY_QWEN2_MOE || fam == MK_FAMILY_QWEN3_MOE) p.mlp_only_layer = 1; /* a dense MLP layer too */
   char dir[256];
   snprintf(dir, sizeof dir, "/tmp/mk_test_model_gpu_%d_%d", (int)getpid(), w->rank);
