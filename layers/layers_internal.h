@@ -33,19 +33,27 @@ struct mk_model_gpu {
   void *stream;                            /* cudaStream_t */
   mk_cublaslt_t *lt;
   mk_nccl_t *tp_nccl;                      /* NULL when tp == 1 */
+  mk_path path;                            /* per instance; both paths over the same weights */
+  mk_fused_t *fused;                       /* GEMM+AR over the whole comm; NULL when tp == 1 */
+  int ar_zero;                             /* fused, tp < world: this rank is outside TP group 0 and
+                                              adds zeros (see ar_linear in model_gpu.c) */
+  uint16_t *zeros;                         /* [max_seq, widest K] zeros for ar_zero ranks */
   uint16_t *embed, *lm_head;               /* [V, H] (lm_head may alias embed) */
   float *final_norm;
   gpu_layer *layers;
   /* activations for max_seq tokens */
   int32_t *ids, *topk_ids;
+  int32_t *cu_seqlens;                     /* [4]: {0, n} and {0, pos + n} for flash attention */
   float *x, *hf, *router_logits, *topk_w, *shared_logit, *shared_w, *sumsq, *logits;
-  uint16_t *hb, *q, *o, *y, *y2, *g, *u;
+  uint16_t *hb, *q, *o, *y, *y2, *g, *u;  /* hb, o, y, y2, g in the symmetric heap (fused ops' in/out) */
   void **allocs;                           /* device allocations, freed at destroy */
   int nallocs, cap;
 };
 
 /* model_load.c */
 mk_status mk_layers_load_(mk_model_gpu_t *g, const mk_model_t *m);
+/* model_random.c: the same buffers with random weights (benchmarks) */
+mk_status mk_layers_random_(mk_model_gpu_t *g, uint64_t seed);
 void *mk_layers_dalloc_(mk_model_gpu_t *g, size_t bytes); /* zeroed device memory, tracked; NULL on failure */
 
 #endif

@@ -8,8 +8,20 @@
  *            weights, its experts), runs prefill and decode over a contiguous KV cache of
  *            max_seq positions per layer, and returns fp32 logits.
  *
- * Path: the UNFUSED path (cuBLASLt GEMMs, NCCL all-reduce over the TP group, the MoE block's
- * unfused path) is the one built; the fused path is not wired yet.
+ * Paths, chosen per instance (mk_model_gpu_set_path; the default from MK_PATH), over the same
+ * weights and buffers:
+ *   UNFUSED  cuBLASLt GEMMs, NCCL all-reduce over the TP group for the row-parallel O and down
+ *            projections, the MoE block's unfused path (NCCL all-to-allv + cuBLASLt).
+ *   FUSED    the row-parallel O projection (and dense-MLP / shared-expert down projection) as
+ *            one mk_gemm_ar each; the MoE block as mk_moe_forward(MK_MOE_FUSED). The QKV and
+ *            gate/up projections stay plain GEMMs (every rank holds every token). The fused ops
+ *            span the whole comm: with several TP groups (tp < world) the all-reduce runs over
+ *            every rank and ranks outside TP group 0 add zeros (same result, bit-identical on
+ *            every rank; more traffic than a TP-group op). Their activations (inputs and
+ *            outputs) live in the symmetric heap.
+ * Both paths: the ranks of a TP group split the tokens for the MoE block (each dispatches
+ * ceil(n / tp) of them) and an NCCL all-gather over the TP group brings the block's output
+ * back to every rank (no fused all-gather op exists; it moves n x H bf16 once).
  * Numerics: the residual stream is fp32 (as the reference; it is summed over every layer, so
  * bf16 rounding would accumulate), block inputs are bf16 (GEMM operands), RMSNorm, RoPE,
  * softmax and all accumulation in fp32; the router, the shared-expert gate and the logits come
@@ -42,11 +54,21 @@ mk_status mk_layers_layout_choose(const mk_model_config_t *c, const mk_world *w,
 
 typedef struct mk_model_gpu mk_model_gpu_t;
 
+typedef enum mk_path { MK_PATH_FUSED = 0, MK_PATH_UNFUSED = 1 } mk_path;
+/* "fused" / "unfused"; anything else is MK_STATUS_INVALID_ARGUMENT with a message. */
+mk_status mk_path_parse(const char *name, mk_path *out);
+const char *mk_path_name(mk_path p);
+/* MK_PATH (fused | unfused, default fused); a bad value is reported and the default used. */
+mk_path mk_path_default(void);
+
 /* Collective. Loads this rank's shard to the GPU of comm, creates the TP communicator (NCCL)
  * and one MoE block per MoE layer (symmetric heap buffers for max_seq tokens). */
 mk_status mk_model_gpu_create(const mk_model_t *m, mk_comm_t *comm, const mk_layout_t *layout, int max_seq,
                               mk_model_gpu_t **out);
 void mk_model_gpu_destroy(mk_model_gpu_t *g); /* NULL: no-op */
+/* Local, between forwards; every rank must choose the same path (the ops are collective). */
+mk_status mk_model_gpu_set_path(mk_model_gpu_t *g, mk_path p);
+mk_path mk_model_gpu_path(const mk_model_gpu_t *g);
 void mk_model_gpu_reset(mk_model_gpu_t *g);    /* empty the KV cache */
 int mk_model_gpu_position(const mk_model_gpu_t *g);
 /* Collective. n tokens (host ids, the same on every rank) at the current position, appended
@@ -57,6 +79,27 @@ mk_status mk_model_gpu_forward(mk_model_gpu_t *g, const int32_t *ids, int n, flo
  * or [(n_prompt + max_new - 1), vocab]. */
 mk_status mk_model_gpu_generate(mk_model_gpu_t *g, const int32_t *prompt, int n_prompt, int max_new, int32_t *out_ids,
                                 float *logits_out);
+
+/* ---- layer benchmarks (mk-bench layer) ---------------------------------------------- */
+/* Collective. As mk_model_gpu_create, with random weights drawn on the GPU from seed (no
+ * checkpoint; c's sizes at full scale are fine) and a random residual stream. */
+mk_status mk_model_gpu_create_random(const mk_model_config_t *c, mk_comm_t *comm, const mk_layout_t *layout,
+                                     int max_seq, uint64_t seed, mk_model_gpu_t **out);
+
+typedef enum mk_layer_part {
+  MK_PART_ATTN = 0,      /* the attention block (norm ... residual) on the instance's path */
+  MK_PART_FFN,           /* the MoE (or dense MLP) block on the instance's path */
+  MK_PART_ATTN_COMPUTE,  /* the attention block without its TP reduction (compute alone) */
+  MK_PART_ATTN_COMM,     /* the TP all-reduce of [n, H] bf16 alone (NCCL; nothing when tp == 1) */
+  MK_PART_FFN_COMPUTE,   /* norm, router, the MoE grouped GEMMs alone (+ shared expert GEMMs) */
+  MK_PART_FFN_COMM       /* the MoE all-to-allv + TP all-gather alone (+ the shared expert's all-reduce) */
+} mk_layer_part;
+/* Collective. Enqueue one part of one layer for n tokens at KV position pos on the instance's
+ * stream (mk_model_gpu_stream); the position is not advanced. The FFN_COMPUTE / FFN_COMM
+ * parts of a MoE layer time the routing of the last UNFUSED FFN call (mk_moe_time_parts):
+ * run MK_PART_FFN on the unfused path with the same n first. */
+mk_status mk_model_gpu_run_part(mk_model_gpu_t *g, int layer, mk_layer_part part, int n, int pos);
+void *mk_model_gpu_stream(const mk_model_gpu_t *g); /* cudaStream_t */
 
 #ifdef __cplusplus
 }

@@ -1,10 +1,12 @@
-/* model_gpu.c — the whole model on N GPUs, unfused path: per layer RMSNorm -> attention
+/* model_gpu.c — the whole model on N GPUs, fused or unfused path (mk_layers.h): per layer RMSNorm -> attention
  * (column-parallel q/k/v over this rank's heads, bias, q/k norm, RoPE, causal attention over
  * the contiguous KV cache, row-parallel o + NCCL all-reduce over the TP group) -> residual ->
  * RMSNorm -> MoE (fp32 router, top-k, the MoE block's unfused EP path; Qwen2 shared expert
  * as a TP MLP scaled by its sigmoid gate) or dense MLP -> residual; final norm, fp32 logits.
- * Every rank holds every token (attention TP groups compute the same tokens; each rank sends
- * its tokens to the experts), so every rank ends with the same logits. */
+ * Every rank holds every token (attention TP groups compute the same tokens); for the experts
+ * the TP group splits them (moe_split: each rank dispatches 1/tp of them, an all-gather over
+ * the TP group follows), so every rank ends with the same logits. The fused path swaps
+ * the row-parallel GEMM + all-reduce for mk_gemm_ar and the MoE block's path for FUSED. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +29,60 @@ static mk_status tp_sum(mk_model_gpu_t *g, void *buf, size_t count, mk_dtype t) 
   return mk_nccl_all_reduce(g->tp_nccl, buf, buf, count, t, S_(g));
 }
 
-static mk_status attn_block(mk_model_gpu_t *g, gpu_layer *L, int n) {
+MK_PARAM_STR(path, "PATH", "fused")
+
+mk_status mk_path_parse(const char *name, mk_path *out) {
+  if (name && !strcmp(name, "fused")) return *out = MK_PATH_FUSED, MK_STATUS_OK;
+  if (name && !strcmp(name, "unfused")) return *out = MK_PATH_UNFUSED, MK_STATUS_OK;
+  MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_MODEL, "path '%s': want fused or unfused", name ? name : "(null)");
+}
+const char *mk_path_name(mk_path p) { return p == MK_PATH_FUSED ? "fused" : p == MK_PATH_UNFUSED ? "unfused" : "?"; }
+mk_path mk_path_default(void) {
+  mk_path p = MK_PATH_FUSED;
+  if (mk_path_parse(mk_param_path(), &p)) MK_WARN(MK_SUBSYS_MODEL, "MK_PATH: using fused");
+  return p;
+}
+
+/* Row-parallel linear out[n, N] = sum over the TP group of a[n, K] @ w[N, K]^T. Unfused:
+ * cuBLASLt + NCCL all-reduce; fused: one mk_gemm_ar (over the whole comm: ranks outside TP
+ * group 0 contribute zeros when there are several groups). */
+static mk_status row_linear(mk_model_gpu_t *g, const uint16_t *a, const uint16_t *w, uint16_t *out, int64_t n,
+                            int64_t N, int64_t K) {
+  if (g->path == MK_PATH_UNFUSED || !g->fused) {
+    MK_CHECK(gemm(g, a, w, out, n, N, K));
+    return tp_sum(g, out, (size_t)(n * N), MK_DTYPE_BF16);
+  }
+  mk_fused_args f = {.A = g->ar_zero ? g->zeros : a, .B = w, .C = out, .m = n, .n = N, .k = K,
+                     .b_layout = MK_GEMM_B_NK};
+  return mk_gemm_ar(g->fused, &f, S_(g));
+}
+
+/* Causal attention of the n new queries over the KV cache [0, pos0 + n): flash attention
+ * (bottom-right causal mask over one sequence) for head dims 64 and 128, else the generic
+ * KV-cache kernel. */
+static mk_status attend(mk_model_gpu_t *g, gpu_layer *L, int n, int pos0) {
+  const int hd = g->cfg.head_dim;
+  const float scale = 1.0f / sqrtf((float)hd);
+  if (hd != 64 && hd != 128)
+    return mk_attn_cache_fwd(g->q, L->kc, L->vc, g->o, n, pos0, g->nh_r, g->nkv_r, hd, scale, S_(g));
+  const int32_t cu[4] = {0, n, 0, pos0 + n}; /* pageable: staged before the call returns */
+  MK_CUDA_CHECK(cudaMemcpyAsync(g->cu_seqlens, cu, sizeof cu, cudaMemcpyHostToDevice, g->stream));
+  mk_attn_fwd_args a = {.q = g->q, .k = L->kc, .v = L->vc, .o = g->o, .lse = NULL, .cu_seqlens_q = g->cu_seqlens,
+                        .cu_seqlens_k = g->cu_seqlens + 2, .batch = 1, .max_seqlen_q = n, .max_seqlen_k = pos0 + n,
+                        .total_q = n, .hq = g->nh_r, .hkv = g->nkv_r, .d = hd, .mask = MK_ATTN_MASK_CAUSAL,
+                        .softmax_scale = scale};
+  return mk_flash_attn_fwd(&a, S_(g));
+}
+
+/* reduce 0: without the TP reduction of the O projection (the block's compute alone). */
+/* In-place all-gather over the TP group: rank r's count elements at buf + r count -> every
+ * rank's buf[tp count]; mine = buf + tp_rank count. */
+static mk_status tp_gather(mk_model_gpu_t *g, uint16_t *mine, size_t count) {
+  if (!g->tp_nccl) return MK_STATUS_OK;
+  return mk_nccl_all_gather(g->tp_nccl, mine, mine - (size_t)g->tp_rank * count, count, MK_DTYPE_BF16, S_(g));
+}
+
+static mk_status attn_block(mk_model_gpu_t *g, gpu_layer *L, int n, int reduce) {
   const mk_model_config_t *c = &g->cfg;
   const int H = c->hidden, hd = c->head_dim, pos0 = g->pos;
   uint16_t *k = L->kc + (size_t)pos0 * g->kw_r, *v = L->vc + (size_t)pos0 * g->kw_r;
@@ -54,9 +109,9 @@ static mk_status attn_block(mk_model_gpu_t *g, gpu_layer *L, int n) {
   }
   MK_CHECK(mk_rope_neox_bf16(g->q, n, g->nh_r, hd, pos0, c->rope_theta, S_(g)));
   MK_CHECK(mk_rope_neox_bf16(k, n, g->nkv_r, hd, pos0, c->rope_theta, S_(g)));
-  MK_CHECK(mk_attn_cache_fwd(g->q, L->kc, L->vc, g->o, n, pos0, g->nh_r, g->nkv_r, hd, 1.0f / sqrtf((float)hd), S_(g)));
-  MK_CHECK(gemm(g, g->o, L->wo, g->y, n, H, g->qw_r));
-  MK_CHECK(tp_sum(g, g->y, (size_t)n * H, MK_DTYPE_BF16));
+  MK_CHECK(attend(g, L, n, pos0));
+  if (reduce) MK_CHECK(row_linear(g, g->o, L->wo, g->y, n, H, g->qw_r));
+  else MK_CHECK(gemm(g, g->o, L->wo, g->y, n, H, g->qw_r));
   return mk_residual_add(g->x, g->y, NULL, n, H, S_(g));
 }
 
@@ -66,8 +121,21 @@ static mk_status mlp(mk_model_gpu_t *g, const gpu_mlp *p, int n, uint16_t *out) 
   MK_CHECK(gemm(g, g->hb, p->gate, g->g, n, p->inter_r, H));
   MK_CHECK(gemm(g, g->hb, p->up, g->u, n, p->inter_r, H));
   MK_CHECK(mk_swiglu_bf16(g->g, g->u, g->g, (int64_t)n * p->inter_r, S_(g)));
-  MK_CHECK(gemm(g, g->g, p->down, out, n, H, p->inter_r));
-  return tp_sum(g, out, (size_t)n * H, MK_DTYPE_BF16);
+  return row_linear(g, g->g, p->down, out, n, H, p->inter_r);
+}
+
+/* The TP group splits the tokens for the experts: TP rank r dispatches rows [r c, r c + c) of
+ * hb (c = ceil(n / tp), the last ranks fewer or none), its MoE output lands at rows [r c, ...)
+ * of y, and an all-gather over the TP group (NCCL, in place, padded slices of c rows; y holds
+ * max_seq + tp rows) gives every rank y [n, H]. Each token's result does not depend on which
+ * rank dispatched it, so the split changes no value. */
+static mk_status moe_split(mk_model_gpu_t *g, gpu_layer *L, int n) {
+  const int H = g->cfg.hidden, k = g->cfg.top_k, tp = g->lay.tp, cw = (n + tp - 1) / tp;
+  const int r0 = g->tp_rank * cw < n ? g->tp_rank * cw : n, cnt = (r0 + cw < n ? r0 + cw : n) - r0;
+  uint16_t *mine = g->y + (size_t)g->tp_rank * cw * H;
+  MK_CHECK(mk_moe_forward(L->moe, g->path == MK_PATH_FUSED ? MK_MOE_FUSED : MK_MOE_UNFUSED, g->hb + (size_t)r0 * H, cnt,
+                          g->topk_ids + (size_t)r0 * k, g->topk_w + (size_t)r0 * k, mine, S_(g)));
+  return tp_gather(g, mine, (size_t)cw * H);
 }
 
 static mk_status ffn_block(mk_model_gpu_t *g, gpu_layer *L, int n) {
@@ -82,12 +150,56 @@ static mk_status ffn_block(mk_model_gpu_t *g, gpu_layer *L, int n) {
   if (L->seg) MK_CHECK(mk_linear_f32out(g->hf, n, H, L->seg, 1, g->shared_logit, S_(g)));
   MK_CHECK(mk_moe_route(g->router_logits, n, E, c->top_k, c->norm_topk_prob, L->seg ? g->shared_logit : NULL,
                         g->topk_ids, g->topk_w, L->seg ? g->shared_w : NULL, NULL, S_(g)));
-  MK_CHECK(mk_moe_forward(L->moe, MK_MOE_UNFUSED, g->hb, n, g->topk_ids, g->topk_w, g->y, S_(g)));
+  MK_CHECK(moe_split(g, L, n));
   MK_CHECK(mk_residual_add(g->x, g->y, NULL, n, H, S_(g)));
   if (!L->seg) return MK_STATUS_OK;
   MK_CHECK(mlp(g, &L->shared, n, g->y2));
   return mk_residual_add(g->x, g->y2, g->shared_w, n, H, S_(g));
 }
+
+mk_status mk_model_gpu_run_part(mk_model_gpu_t *g, int layer, mk_layer_part part, int n, int pos) {
+  if (!g || layer < 0 || layer >= g->cfg.n_layers || n < 1 || pos < 0 || n > g->max_seq - pos ||
+      (unsigned)part > MK_PART_FFN_COMM)
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_MODEL, "model_gpu: run_part: bad layer %d, part %d, %d tokens "
+                  "at %d (max_seq %d)", layer, (int)part, n, pos, g ? g->max_seq : 0);
+  gpu_layer *L = &g->layers[layer];
+  const mk_model_config_t *c = &g->cfg;
+  const int H = c->hidden, saved = g->pos;
+  mk_status st = MK_STATUS_OK;
+  g->pos = pos;
+  switch (part) {
+  case MK_PART_ATTN: st = attn_block(g, L, n, 1); break;
+  case MK_PART_FFN: st = ffn_block(g, L, n); break;
+  case MK_PART_ATTN_COMPUTE: st = attn_block(g, L, n, 0); break;
+  case MK_PART_ATTN_COMM: st = tp_sum(g, g->y, (size_t)n * H, MK_DTYPE_BF16); break;
+  case MK_PART_FFN_COMPUTE:
+  case MK_PART_FFN_COMM: {
+    const int compute = part == MK_PART_FFN_COMPUTE;
+    const gpu_mlp *p = L->is_moe ? (L->seg ? &L->shared : NULL) : &L->dense;
+    if (compute) st = mk_rmsnorm_f32(g->x, L->mlp_norm, n, H, c->rms_eps, g->hb, g->hf, S_(g));
+    if (!st && compute && L->is_moe) st = mk_linear_f32out(g->hf, n, H, L->router, c->n_experts, g->router_logits, S_(g));
+    if (!st && compute && L->is_moe)
+      st = mk_moe_route(g->router_logits, n, c->n_experts, c->top_k, c->norm_topk_prob, NULL, g->topk_ids, g->topk_w,
+                        NULL, NULL, S_(g));
+    if (!st && L->is_moe) st = mk_moe_time_parts(L->moe, compute, S_(g));
+    if (!st && L->is_moe && !compute) st = tp_gather(g, g->y + (size_t)g->tp_rank * ((n + g->lay.tp - 1) / g->lay.tp) * H,
+                                                     (size_t)((n + g->lay.tp - 1) / g->lay.tp) * H);
+    if (!st && p && compute) {
+      st = gemm(g, g->hb, p->gate, g->g, n, p->inter_r, H);
+      if (!st) st = gemm(g, g->hb, p->up, g->u, n, p->inter_r, H);
+      if (!st) st = mk_swiglu_bf16(g->g, g->u, g->g, (int64_t)n * p->inter_r, S_(g));
+      if (!st) st = gemm(g, g->g, p->down, g->y2, n, H, p->inter_r);
+    } else if (!st && p) {
+      st = tp_sum(g, g->y2, (size_t)n * H, MK_DTYPE_BF16);
+    }
+    break;
+  }
+  }
+  g->pos = saved;
+  return st;
+}
+
+void *mk_model_gpu_stream(const mk_model_gpu_t *g) { return g ? g->stream : NULL; }
 
 mk_status mk_model_gpu_forward(mk_model_gpu_t *g, const int32_t *ids, int n, float *logits) {
   if (!g || !ids || n < 1) MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_MODEL, "model_gpu: no tokens");
@@ -102,7 +214,7 @@ mk_status mk_model_gpu_forward(mk_model_gpu_t *g, const int32_t *ids, int n, flo
   MK_CUDA_CHECK(cudaMemcpyAsync(g->ids, ids, sizeof(int32_t) * (size_t)n, cudaMemcpyHostToDevice, g->stream));
   MK_CHECK(mk_embed_gather(g->ids, n, g->embed, c->vocab, c->hidden, g->x, S_(g)));
   for (int l = 0; l < c->n_layers; l++) {
-    MK_CHECK(attn_block(g, &g->layers[l], n));
+    MK_CHECK(attn_block(g, &g->layers[l], n, 1));
     MK_CHECK(ffn_block(g, &g->layers[l], n));
   }
   MK_CHECK(mk_rmsnorm_f32(g->x, g->final_norm, n, c->hidden, c->rms_eps, NULL, g->hf, S_(g)));
@@ -111,6 +223,7 @@ mk_status mk_model_gpu_forward(mk_model_gpu_t *g, const int32_t *ids, int n, flo
     MK_CUDA_CHECK(cudaMemcpyAsync(logits, g->logits, sizeof(float) * (size_t)n * c->vocab, cudaMemcpyDeviceToHost,
                                   g->stream));
   MK_CUDA_CHECK(cudaStreamSynchronize(g->stream));
+  MK_CHECK(mk_comm_check(g->comm)); /* a fused op's TIMEOUT / REMOTE_ERROR */
   g->pos += n;
   return MK_STATUS_OK;
 }
@@ -153,11 +266,20 @@ void mk_model_gpu_reset(mk_model_gpu_t *g) {
 }
 int mk_model_gpu_position(const mk_model_gpu_t *g) { return g ? g->pos : 0; }
 
+mk_status mk_model_gpu_set_path(mk_model_gpu_t *g, mk_path p) {
+  if (!g || (p != MK_PATH_FUSED && p != MK_PATH_UNFUSED))
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_MODEL, "model_gpu: bad path %d", (int)p);
+  g->path = p;
+  return MK_STATUS_OK;
+}
+mk_path mk_model_gpu_path(const mk_model_gpu_t *g) { return g ? g->path : MK_PATH_UNFUSED; }
+
 void mk_model_gpu_destroy(mk_model_gpu_t *g) {
   if (!g) return;
   if (g->layers)
     for (int l = 0; l < g->cfg.n_layers; l++) mk_moe_destroy(g->layers[l].moe);
   free(g->layers);
+  mk_fused_destroy(g->fused);
   mk_nccl_destroy(g->tp_nccl);
   mk_cublaslt_destroy(g->lt);
   for (int i = 0; i < g->nallocs; i++) cudaFree(g->allocs[i]);
@@ -173,13 +295,20 @@ void mk_model_gpu_destroy(mk_model_gpu_t *g) {
       goto fail;                                                             \
     }                                                                        \
   } while (0)
+/* Symmetric heap (collective: the same sequence on every rank; never returned). */
+#define HALLOC(ptr, bytes)                                                   \
+  do {                                                                       \
+    uint64_t off_;                                                           \
+    MK_CHECK_GOTO(mk_comm_heap_alloc(comm, (bytes), &off_), st, fail);       \
+    (ptr) = mk_comm_heap_ptr(comm, off_);                                    \
+  } while (0)
 
-mk_status mk_model_gpu_create(const mk_model_t *m, mk_comm_t *comm, const mk_layout_t *layout, int max_seq,
-                              mk_model_gpu_t **out) {
+/* m NULL: random weights from seed (mk_model_gpu_create_random). */
+static mk_status create(const mk_model_t *m, const mk_model_config_t *c, uint64_t seed, mk_comm_t *comm,
+                        const mk_layout_t *layout, int max_seq, mk_model_gpu_t **out) {
   *out = NULL;
-  if (!m || !comm || !layout || max_seq < 1)
+  if (!c || !comm || !layout || max_seq < 1)
     MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_MODEL, "model_gpu: bad create arguments");
-  const mk_model_config_t *c = mk_model_config(m);
   const mk_world *w = mk_comm_world(comm);
   mk_layout_t chk;
   MK_CHECK(mk_layers_layout_choose(c, w, layout->tp, &chk));
@@ -190,6 +319,7 @@ mk_status mk_model_gpu_create(const mk_model_t *m, mk_comm_t *comm, const mk_lay
   mk_model_gpu_t *g = calloc(1, sizeof *g);
   if (!g) return MK_STATUS_OUT_OF_MEMORY;
   mk_status st = MK_STATUS_OK;
+  g->path = mk_path_default();
   g->cfg = *c, g->lay = chk, g->comm = comm, g->rank = w->rank, g->tp_rank = w->rank % chk.tp, g->max_seq = max_seq;
   g->nh_r = c->n_heads / chk.tp, g->nkv_r = c->n_kv_heads / chk.tp;
   g->qw_r = g->nh_r * c->head_dim, g->kw_r = g->nkv_r * c->head_dim;
@@ -198,10 +328,12 @@ mk_status mk_model_gpu_create(const mk_model_t *m, mk_comm_t *comm, const mk_lay
   MK_CHECK_GOTO(mk_cublaslt_create(&g->lt), st, fail);
   /* TP groups: consecutive ranks (tp rank = rank % tp), inside one node group (tp | local_size). */
   if (chk.tp > 1) MK_CHECK_GOTO(mk_nccl_create_group(comm, w->rank / chk.tp, &g->tp_nccl), st, fail);
-  MK_CHECK_GOTO(mk_layers_load_(g, m), st, fail);
+  if (m) MK_CHECK_GOTO(mk_layers_load_(g, m), st, fail);
+  else MK_CHECK_GOTO(mk_layers_random_(g, seed), st, fail);
   const size_t S = (size_t)max_seq, H = (size_t)c->hidden;
   size_t wide = (size_t)(c->dense_inter > c->shared_inter ? c->dense_inter : c->shared_inter) / chk.tp;
   DALLOC(g->ids, S * 4);
+  DALLOC(g->cu_seqlens, 4 * 4);
   DALLOC(g->topk_ids, S * (size_t)c->top_k * 4);
   DALLOC(g->x, S * H * 4);
   DALLOC(g->hf, S * H * 4);
@@ -211,13 +343,23 @@ mk_status mk_model_gpu_create(const mk_model_t *m, mk_comm_t *comm, const mk_lay
   DALLOC(g->shared_w, S * 4);
   DALLOC(g->sumsq, 2 * S * 4);
   DALLOC(g->logits, S * (size_t)c->vocab * 4);
-  DALLOC(g->hb, S * H * 2);
   DALLOC(g->q, S * (size_t)g->qw_r * 2);
-  DALLOC(g->o, S * (size_t)g->qw_r * 2);
-  DALLOC(g->y, S * H * 2);
-  DALLOC(g->y2, S * H * 2);
-  DALLOC(g->g, S * (wide ? wide : 8) * 2);
   DALLOC(g->u, S * (wide ? wide : 8) * 2);
+  HALLOC(g->hb, S * H * 2);
+  HALLOC(g->o, S * (size_t)g->qw_r * 2);
+  HALLOC(g->y, (S + (size_t)chk.tp) * H * 2); /* + tp rows: moe_split's padded slices */
+  HALLOC(g->y2, S * H * 2);
+  HALLOC(g->g, S * (wide ? wide : 8) * 2);
+  if (chk.tp > 1) { /* GEMM+AR for the row-parallel projections (K = this rank's slice width) */
+    const size_t maxk = wide > (size_t)g->qw_r ? wide : (size_t)g->qw_r;
+    MK_CHECK_GOTO(mk_fused_create(comm, 1u << MK_FUSED_GEMM_AR, max_seq, (int64_t)H, (int64_t)maxk, &g->fused), st,
+                  fail);
+    if (chk.tp < w->size && w->rank / chk.tp != 0) {
+      g->ar_zero = 1;
+      DALLOC(g->zeros, S * maxk * 2);
+    }
+  }
+  if (!m) MK_CHECK_GOTO(mk_fill_uniform_f32(g->x, S * H, seed + 17, -1.0f, 1.0f, S_(g)), st, fail); /* a state */
   for (int l = 0; l < c->n_layers; l++) { /* collective, same order on every rank */
     gpu_layer *L = &g->layers[l];
     if (!L->is_moe) continue;
@@ -226,11 +368,22 @@ mk_status mk_model_gpu_create(const mk_model_t *m, mk_comm_t *comm, const mk_lay
     MK_CHECK_GOTO(mk_moe_create(comm, &a, &L->moe), st, fail);
   }
   MK_CUDA_CHECK_GOTO(cudaDeviceSynchronize(), st, fail);
-  MK_INFO(MK_SUBSYS_MODEL, "model_gpu: rank %d of %d, tp %d (tp rank %d), ep %d, max_seq %d", w->rank, w->size, chk.tp,
-          g->tp_rank, chk.ep, max_seq);
+  MK_INFO(MK_SUBSYS_MODEL, "model_gpu: rank %d of %d, tp %d (tp rank %d), ep %d, max_seq %d, %s path", w->rank,
+          w->size, chk.tp, g->tp_rank, chk.ep, max_seq, mk_path_name(g->path));
   *out = g;
   return MK_STATUS_OK;
 fail:
   mk_model_gpu_destroy(g);
   return st;
+}
+
+mk_status mk_model_gpu_create(const mk_model_t *m, mk_comm_t *comm, const mk_layout_t *layout, int max_seq,
+                              mk_model_gpu_t **out) {
+  if (!m) MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_MODEL, "model_gpu: no model");
+  return create(m, mk_model_config(m), 0, comm, layout, max_seq, out);
+}
+
+mk_status mk_model_gpu_create_random(const mk_model_config_t *c, mk_comm_t *comm, const mk_layout_t *layout,
+                                     int max_seq, uint64_t seed, mk_model_gpu_t **out) {
+  return create(NULL, c, seed, comm, layout, max_seq, out);
 }

@@ -180,8 +180,18 @@ extern "C" mk_status mk_moe_launch_reduce(const mk_moe_dev *d, int64_t T, uint16
   return MK_STATUS_OK;
 }
 
+/* After a fused call (every kernel of it done, stream-ordered): the handle's next targets. */
+__global__ void moe_advance_kernel(unsigned long long *calls) { *calls += 1; }
+
+extern "C" mk_status mk_moe_launch_advance(uint64_t *calls, void *stream) {
+  moe_advance_kernel<<<1, 1, 0, (cudaStream_t)stream>>>((unsigned long long *)calls);
+  MK_CUDA_LAUNCH_CHECK();
+  return MK_STATUS_OK;
+}
+
 extern "C" mk_status mk_moe_preload_combine(void) {
   cudaFuncAttributes a;
+  MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)moe_advance_kernel));
   MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)moe_combine_kernel));
   MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)moe_reduce_kernel));
   MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)mk_gemm_core_kernel<moe_gemm2_policy, 0, 256>));

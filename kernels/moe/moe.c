@@ -155,10 +155,9 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
     goto fail;
   }
   MK_CUDA_CHECK_GOTO(cudaDeviceSynchronize(), st, fail);
-  /* Counters of this handle start at 0; the epoch slot is shared with earlier handles. */
-  const mk_heap_ctrl *ctrl = (const mk_heap_ctrl *)mk_comm_heap_ptr(comm, 0);
-  MK_CUDA_CHECK_GOTO(cudaMemcpy(&d->epoch0, &ctrl->epoch[MK_MOE_EPOCH_SLOT], sizeof d->epoch0, cudaMemcpyDeviceToHost),
-                     st, fail);
+  /* Counters of this handle start at 0, and so does its call count. */
+  MK_CHECK_GOTO(dalloc((void **)&d->calls, sizeof *d->calls), st, fail);
+  MK_CUDA_CHECK_GOTO(cudaMemset(d->calls, 0, sizeof *d->calls), st, fail);
   MK_CHECK_GOTO(mk_comm_barrier(comm), st, fail);
   *out = m;
   return MK_STATUS_OK;
@@ -171,6 +170,7 @@ void mk_moe_destroy(mk_moe_t *m) {
   if (!m) return;
   mk_moe_dev *d = &m->d;
   cudaFree(m->zero_base);
+  cudaFree(d->calls);
   cudaFree(d->slot);
   cudaFree(d->n_from);
   cudaFree(d->posmap);
@@ -234,7 +234,7 @@ static mk_status forward_fused(mk_moe_t *m, const uint16_t *x, int64_t T, const 
   MK_CHECK(mk_moe_launch_gemm2(d, m->sms - d->C, s));
   MK_CUDA_CHECK(cudaStreamWaitEvent(s, (cudaEvent_t)m->ev_join, 0));
   MK_CHECK(mk_moe_launch_reduce(d, T, out, s)); /* barrier point 2: all combine rows home */
-  return mk_comm_epoch_advance(m->comm, MK_MOE_EPOCH_SLOT, s);
+  return mk_moe_launch_advance(d->calls, s);
 }
 
 mk_status mk_moe_forward(mk_moe_t *m, mk_moe_path path, const uint16_t *x, int64_t T, const int32_t *topk_ids,

@@ -5,7 +5,7 @@
  * CTAs, Tm = max_tokens, El = E / W local experts). Counter ownership follows
  * comm/mk_dev_world.h: a counter lives in the heap of the rank that waits on it.
  *   cnt_in   [W][cnt_stride] int32  from source s: rows s sends here, then pairs per local expert
- *   cnt_sig  [W] u64               +1 per call from each source (target: epoch + 1)
+ *   cnt_sig  [W] u64               +1 per call from each source (target: calls + 1)
  *   land     [W][Tm][H] bf16       token rows from source s, one per (token, this rank)
  *   lmeta    [W][Tm] mk_moe_meta   their token index at home and (local expert, weight) list
  *   land_sig [W][C] u64            +1 per call from source s's CTA c after its chunk (C: dispatch CTAs)
@@ -47,7 +47,8 @@ typedef struct mk_moe_dev {
   int C, Cc;          /* dispatch CTAs, combine CTAs */
   int tiles_n2, bn2;  /* GEMM2 tile width bn2, tiles_n2 = H / bn2 rounded up */
   int64_t Tm, m_cap, cnt_stride;
-  uint64_t epoch0; /* the epoch slot's value when the handle was made (same on every rank) */
+  uint64_t *calls; /* device: this handle's fused calls so far (targets: calls + 1). Per handle, not
+                      the comm's epoch slot, so handles of several layers may interleave */
   uint64_t o_cnt_in, o_cnt_sig, o_land, o_lmeta, o_land_sig, o_comb, o_comb_sig, o_smeta, o_cnt_out, o_stage,
       o_cstage, o_ready, o_done2;
   /* local scratch (cudaMalloc) */
@@ -96,6 +97,7 @@ mk_status mk_moe_launch_gemm2(const mk_moe_dev *d, int grid, void *stream);
 mk_status mk_moe_launch_combine(const mk_moe_dev *d, void *stream);
 mk_status mk_moe_launch_reduce(const mk_moe_dev *d, int64_t T, uint16_t *out, void *stream);
 mk_status mk_moe_preload_combine(void);
+mk_status mk_moe_launch_advance(uint64_t *calls, void *stream); /* *calls += 1, stream-ordered */
 /* moe_permute.cu (unfused) */
 mk_status mk_moe_launch_count(const int32_t *ids, int64_t n, int E, int32_t *counts, void *stream); /* zeroes first */
 mk_status mk_moe_launch_permute(const int32_t *ids, int64_t T, int K, int H, const uint16_t *x, const int32_t *off,

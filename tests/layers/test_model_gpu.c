@@ -1,11 +1,16 @@
 /* test_model_gpu.c (gpu/multigpu, under mk-launch -n 1/2/4 [--nodes 2]) — the whole model on
- * the GPUs (unfused path) against the fp32 reference: a tiny random model of one family
+ * the GPUs (fused or unfused path) against the fp32 reference: a tiny random model of one family
  * (mk-gen defaults, fresh seed; Qwen with layer 1 dense; optional KV-head count), a random prompt, greedy generation of
  * 32 tokens. Prefill logits: relative Frobenius error <= 2e-2; generated ids identical. A
  * differing id is accepted only at a near tie of the reference (top-2 margin below 1e-3 of
  * the logits' spread), reported, and the comparison stops there (the sequences diverge).
- *   test_model_gpu FAMILY [KV_HEADS] */
+ * PATH both: one model instance runs the unfused then the fused path (same weights, same
+ * layout); each is checked as above, and the two paths' prefill logits must agree within
+ * 1e-2 (relative Frobenius) with identical greedy tokens up to a near tie (acceptance 2).
+ * HEAD_DIM 64 or 128 takes the flash-attention kernel (other head dims: the generic KV-cache one).
+ *   test_model_gpu FAMILY fused|unfused|both [KV_HEADS [HEAD_DIM]] */
 #include <math.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "comm/mk_comm.h"
@@ -27,9 +32,51 @@ static double margin(const float *v, int n) { /* top-1 minus top-2 */
   return a - b;
 }
 
+/* Greedy generation on one path against the reference: prefill logits, decode logits, ids. */
+static void check_path(mk_model_gpu_t *g, const mk_ref_t *ref, mk_path path, int rank, const int32_t *prompt,
+                       int np, int nn, const int32_t *ref_ids, const float *ref_lg, int32_t *gpu_ids, float *gpu_lg, int V) {
+  ASSERT_OK(mk_model_gpu_set_path(g, path));
+  for (size_t i = 0; i < (size_t)(np + nn - 1) * V; i++) gpu_lg[i] = NAN; /* poison */
+  ASSERT_OK(mk_model_gpu_generate(g, prompt, np, nn, gpu_ids, gpu_lg));
+  double e = mk_test_rel_err_f32(gpu_lg, ref_lg, (size_t)np * V);
+  printf("rank %d: %s path: prefill logits rel err %.3g\n", rank, mk_path_name(path), e);
+  ASSERT_DBL_LE(e, 2e-2);
+  /* Decode-step logits: <= 2e-2, except at a position where the reference's expert choice was
+   * a near tie (relative top-k router margin < 2e-2): bf16 activations may pick the other
+   * expert there (seen: one step at 0.07-0.15, all ranks alike), which must stay < 0.5. */
+  int same = 0, bad = 0, ties = 0;
+  double worst = 0;
+  for (; same < nn && gpu_ids[same] == ref_ids[same]; same++) {
+    const int pos = np - 1 + same;
+    const float *a = gpu_lg + (size_t)pos * V, *b = ref_lg + (size_t)pos * V;
+    const double es = same ? mk_test_rel_err_f32(a, b, V) : 0, mg = mk_ref_route_margin(ref, pos);
+    if (!(es <= 2e-2)) {
+      const int tie = mg < 2e-2 && es < 0.5;
+      printf("rank %d: decode step %d (position %d): logits rel err %.3g, reference routing margin %.3g%s\n", rank,
+             same, pos, es, mg, tie ? " (a near tie: accepted)" : "");
+      tie ? ties++ : bad++;
+      if (!tie) worst = isnan(es) || es > worst ? es : worst;
+    }
+  }
+  printf("rank %d: decode logits over %d steps: %d above 2e-2 (%d at routing near ties), worst other %.3g\n", rank,
+         same, bad + ties, ties, worst);
+  ASSERT_TRUE(bad == 0);
+  if (same < nn) {
+    const float *b = ref_lg + (size_t)(np - 1 + same) * V;
+    double mg = margin(b, V), sp = spread(b, V);
+    printf("rank %d: token %d differs (gpu %d, ref %d); reference top-2 margin %.3g of spread %.3g\n", rank, same,
+           gpu_ids[same], ref_ids[same], mg, sp);
+    ASSERT_DBL_LE(mg, 1e-3 * sp);
+  }
+  printf("rank %d: %d/%d greedy tokens identical\n", rank, same, nn);
+}
+
 int main(int argc, char **argv) {
   mk_test_init(argc, argv, 300);
-  if (argc < 2) MK_TEST_FAIL_("usage: test_model_gpu FAMILY [KV_HEADS]");
+  if (argc < 3) MK_TEST_FAIL_("usage: test_model_gpu FAMILY fused|unfused|both [KV_HEADS [HEAD_DIM]]");
+  const int both = !strcmp(argv[2], "both");
+  mk_path path = MK_PATH_UNFUSED;
+  if (!both && mk_path_parse(argv[2], &path)) MK_TEST_FAIL_("bad path '%s'", argv[2]);
   mk_model_family fam;
   if (mk_model_family_from_name(argv[1], &fam)) MK_TEST_FAIL_("unknown family '%s'", argv[1]);
   mk_test_require_gpus(1);
@@ -41,7 +88,8 @@ int main(int argc, char **argv) {
   mk_gen_params p;
   mk_gen_params_default(fam, &p);
   p.seed = seed;
-  if (argc > 2) p.kv_heads = atoi(argv[2]);
+  if (argc > 3) p.kv_heads = atoi(argv[3]);
+  if (argc > 4) p.head_dim = atoi(argv[4]); /* 64 or 128: the model's attention is flash attention */
   if (fam == MK_FAMILY_QWEN2_MOE || fam == MK_FAMILY_QWEN3_MOE) p.mlp_only_layer = 1; /* a dense MLP layer too */
   char dir[256];
   snprintf(dir, sizeof dir, "/tmp/mk_test_model_gpu_%d_%d", (int)getpid(), w->rank);
@@ -61,40 +109,28 @@ int main(int argc, char **argv) {
   ASSERT_OK(mk_layers_layout_choose(c, w, 0, &lay));
   mk_model_gpu_t *g = NULL;
   ASSERT_OK(mk_model_gpu_create(m, comm, &lay, total, &g));
-  for (size_t i = 0; i < (size_t)total * V; i++) gpu_lg[i] = NAN; /* poison */
-  ASSERT_OK(mk_model_gpu_generate(g, prompt, np, nn, gpu_ids, gpu_lg));
-  double e = mk_test_rel_err_f32(gpu_lg, ref_lg, (size_t)np * V);
-  printf("rank %d: %s, world %d, tp %d, ep %d: prefill logits rel err %.3g\n", w->rank, argv[1], w->size, lay.tp,
-         lay.ep, e);
-  ASSERT_DBL_LE(e, 2e-2);
-  /* Decode-step logits: <= 2e-2, except at a position where the reference's expert choice was
-   * a near tie (relative top-k router margin < 2e-2): bf16 activations may pick the other
-   * expert there (seen: one step at 0.07-0.15, all ranks alike), which must stay < 0.5. */
-  int same = 0, bad = 0, ties = 0;
-  double worst = 0;
-  for (; same < nn && gpu_ids[same] == ref_ids[same]; same++) {
-    const int pos = np - 1 + same;
-    const float *a = gpu_lg + (size_t)pos * V, *b = ref_lg + (size_t)pos * V;
-    const double es = same ? mk_test_rel_err_f32(a, b, V) : 0, mg = mk_ref_route_margin(ref, pos);
-    if (!(es <= 2e-2)) {
-      const int tie = mg < 2e-2 && es < 0.5;
-      printf("rank %d: decode step %d (position %d): logits rel err %.3g, reference routing margin %.3g%s\n", w->rank,
-             same, pos, es, mg, tie ? " (a near tie: accepted)" : "");
-      tie ? ties++ : bad++;
+  printf("rank %d: %s, world %d, tp %d, ep %d\n", w->rank, argv[1], w->size, lay.tp, lay.ep);
+  if (both) {
+    float *un_lg = malloc(sizeof(float) * total * V);
+    int32_t un_ids[32];
+    ASSERT_TRUE(un_lg != NULL);
+    check_path(g, ref, MK_PATH_UNFUSED, w->rank, prompt, np, nn, ref_ids, ref_lg, un_ids, un_lg, V);
+    check_path(g, ref, MK_PATH_FUSED, w->rank, prompt, np, nn, ref_ids, ref_lg, gpu_ids, gpu_lg, V);
+    double e = mk_test_rel_err_f32(gpu_lg, un_lg, (size_t)np * V);
+    printf("rank %d: fused vs unfused prefill logits rel err %.3g\n", w->rank, e);
+    ASSERT_DBL_LE(e, 1e-2);
+    int same = 0;
+    for (; same < nn && gpu_ids[same] == un_ids[same]; same++) {}
+    if (same < nn) { /* fused and unfused both matched the reference up to near ties only */
+      const float *b = un_lg + (size_t)(np - 1 + same) * V;
+      printf("rank %d: fused and unfused differ at token %d (%d vs %d)\n", w->rank, same, gpu_ids[same], un_ids[same]);
+      ASSERT_DBL_LE(margin(b, V), 1e-3 * spread(b, V));
     }
-    if (!(es <= 2e-2) && !(mg < 2e-2 && es < 0.5)) worst = isnan(es) || es > worst ? es : worst;
+    printf("rank %d: fused and unfused: %d/%d greedy tokens identical\n", w->rank, same, nn);
+    free(un_lg);
+  } else {
+    check_path(g, ref, path, w->rank, prompt, np, nn, ref_ids, ref_lg, gpu_ids, gpu_lg, V);
   }
-  printf("rank %d: decode logits over %d steps: %d above 2e-2 (%d at routing near ties), worst of the others %.3g\n",
-         w->rank, same, bad + ties, ties, worst);
-  ASSERT_TRUE(bad == 0);
-  if (same < nn) {
-    const float *b = ref_lg + (size_t)(np - 1 + same) * V;
-    double mg = margin(b, V), sp = spread(b, V);
-    printf("rank %d: token %d differs (gpu %d, ref %d); reference top-2 margin %.3g of spread %.3g\n", w->rank, same,
-           gpu_ids[same], ref_ids[same], mg, sp);
-    ASSERT_DBL_LE(mg, 1e-3 * sp);
-  }
-  printf("rank %d: %d/%d greedy tokens identical\n", w->rank, same, nn);
   mk_model_gpu_destroy(g);
   mk_ref_destroy(ref);
   mk_model_close(m);

@@ -25,6 +25,14 @@ expect 2 "unknown flag '--frobnicate'" attn --frobnicate
 expect 2 '--mode needs prefill, decode or all' attn --mode sideways
 expect 2 "--seq 'x' is not an integer" attn --seq 1,x
 expect 2 '--d must be 64 or 128' attn --d 96
+expect 0 'usage: mk-launch .* mk-bench layer' layer --help
+expect 2 "--preset wants mixtral or qwen3, got 'llama'" layer --preset llama
+expect 2 'give one of --preset, --config, --model' layer --preset mixtral --preset qwen3
+expect 2 'cannot read a MoE model config from /nonexistent/config.json' layer --model /nonexistent
+expect 2 "--tokens" layer --tokens 0
+expect 2 "--batch" layer --batch x
+expect 2 "unknown flag '--frobnicate'" layer --frobnicate 1
+expect 2 "'--tp' needs a value" layer --tp
 expect 2 'cannot read /nonexistent.json' plot /nonexistent.json -o /tmp/x.png
 expect 2 'usage: mk-bench plot' plot onlyone
 

@@ -32,5 +32,9 @@ out=$("$run" --model "$dir/olmoe" --prompt-ids 1,x 2>&1); rc=$?
 check "[ $rc -eq 2 ]" "mk-run --prompt-ids 1,x: rc $rc"
 out=$("$run" --model "$dir/olmoe" --prompt-ids 1,999 2>&1); rc=$?
 check "[ $rc -eq 1 ] && grep -q 'outside the vocabulary' <<<\"\$out\"" "mk-run token 999: rc $rc: $out"
+out=$("$run" --model "$dir/olmoe" --prompt-ids 1 --path bogus 2>&1); rc=$?
+check "[ $rc -eq 2 ] && grep -q 'fused or unfused' <<<\"\$out\"" "mk-run --path bogus: rc $rc: $out"
+out=$("$run" --model "$dir/olmoe" --prompt-ids 1 --max-tokens 2 --cpu --path unfused 2>&1); rc=$?
+check "[ $rc -eq 0 ]" "mk-run --cpu --path unfused: rc $rc: $out"
 [ $fail -eq 0 ] && echo ok
 exit $fail

@@ -21,7 +21,7 @@ static const mk_bench_cmd k_cmds[] = {
     {"moe", "MoE dispatch + grouped GEMM + combine (expert parallel)", mk_bench_moe},
     {"ring_attn", "ring attention across ranks (under mk-launch)", mk_bench_ring_attn},
     {"attn", "flash attention (prefill) and paged decode", mk_bench_attn},
-    {"layer", "one decoder layer and whole-model prefill/decode", NULL},
+    {"layer", "one decoder layer (attention + MoE block), prefill and decode (under mk-launch)", mk_bench_layer},
     {"comm", "NVLink put, proxied put and signal latency", mk_bench_comm},
 #if MK_HAVE_SERVE
     {"serve", "load generator for an OpenAI-compatible server: TTFT, TPOT, ITL, throughput", mk_bench_serve},

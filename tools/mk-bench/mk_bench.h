@@ -46,6 +46,8 @@ int mk_bench_comm(int argc, char **argv);
 int mk_bench_ring_attn(int argc, char **argv);
 /* `mk-bench moe` (bench_moe.c), under mk-launch. */
 int mk_bench_moe(int argc, char **argv);
+/* `mk-bench layer` (bench_layer.c), under mk-launch. */
+int mk_bench_layer(int argc, char **argv);
 
 /* ---- common flags ------------------------------------------------------------------------ */
 enum { MK_BENCH_PATH_FUSED = 1, MK_BENCH_PATH_UNFUSED = 2 };
@@ -114,6 +116,8 @@ typedef struct mk_bench_row {
   double comm_ms;        /* the communication part alone (NCCL) or NAN */
   double bound_ms;       /* max(compute_ms, comm_ms) or NAN */
   double ratio;          /* filled by the report: this path's median / unfused median, same op+shape */
+  char extra[256];       /* JSON object text whose members join the row's JSON (op-specific fields,
+                            e.g. a per-block breakdown); "" = none. Not in the table or CSV. */
 } mk_bench_row;
 
 void mk_bench_row_init(mk_bench_row *row, const char *op, const char *path); /* NAN-fills */

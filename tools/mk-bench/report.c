@@ -55,11 +55,13 @@ mk_status mk_bench_report_create(const mk_bench_opts *o, mk_bench_report **out) 
 }
 
 mk_status mk_bench_report_add(mk_bench_report *r, const mk_bench_row *row) {
-  cJSON *shape = cJSON_Parse(row->shape);
-  int ok = shape && cJSON_IsObject(shape);
+  cJSON *shape = cJSON_Parse(row->shape), *extra = row->extra[0] ? cJSON_Parse(row->extra) : NULL;
+  int ok = shape && cJSON_IsObject(shape) && (!row->extra[0] || (extra && cJSON_IsObject(extra)));
   cJSON_Delete(shape);
+  cJSON_Delete(extra);
   if (!ok) {
-    fprintf(stderr, "mk-bench: internal: row shape is not a JSON object: %s\n", row->shape);
+    fprintf(stderr, "mk-bench: internal: row shape or extra is not a JSON object: %s %s\n", row->shape,
+            row->extra);
     return MK_STATUS_INTERNAL;
   }
   if (r->n == r->cap) {
@@ -222,6 +224,12 @@ static int write_json(const mk_bench_report *r, const meta *m, const char *path)
     add_num(o, "comm_ms", w->comm_ms);
     add_num(o, "bound_ms", w->bound_ms);
     add_num(o, "ratio", w->ratio);
+    cJSON *x = w->extra[0] ? cJSON_Parse(w->extra) : NULL;
+    while (x && x->child) {
+      cJSON *it = cJSON_DetachItemViaPointer(x, x->child);
+      cJSON_AddItemToObject(o, it->string, it); /* the key is copied before the old one is freed */
+    }
+    cJSON_Delete(x);
     cJSON_AddItemToArray(res, o);
   }
   cJSON *fails = cJSON_AddArrayToObject(root, "failures");

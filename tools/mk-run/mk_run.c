@@ -1,6 +1,7 @@
 /* mk_run.c — mk-run: load a model and generate greedily with the fp32 CPU reference, or with
  * the GPU engine (--gpus; the default under mk-launch, which sets WORLD_SIZE).
  *   mk-run --model DIR --prompt-ids 1,2,3 [--max-tokens N] [--logits-out FILE] [--gpus] [--tp N]
+ *          [--path fused|unfused]
  * Prints the generated ids and a summary of the last logits (GPU: rank 0 prints and writes).
  * --logits-out writes the logits of every position that was run ((prompt + max_tokens - 1) x
  * vocab, raw little-endian fp32). */
@@ -22,15 +23,18 @@ static double now_ms(void) {
 
 static void usage(FILE *o) {
   fprintf(o, "usage: mk-run --model DIR --prompt-ids 1,2,3 [--max-tokens N (16)] [--logits-out FILE]\n"
-             "              [--gpus] [--cpu] [--tp N (0: largest that fits a node)]\n"
+             "              [--gpus] [--cpu] [--tp N (0: largest that fits a node)] [--path fused|unfused]\n"
              "  --gpus: the GPU engine on every rank of the launch (default under mk-launch / torchrun);\n"
-             "  attention tensor-parallel over --tp ranks of a node, experts over all ranks.\n");
+             "  attention tensor-parallel over --tp ranks of a node, experts over all ranks.\n"
+             "  --path: the GPU engine's path (default: MK_PATH, else fused).\n");
 }
 
 int main(int argc, char **argv) {
   const char *dir = NULL, *ids_s = NULL, *lout = NULL;
   int64_t max_new = 16, tp = 0;
   int gpus = getenv("WORLD_SIZE") != NULL; /* under mk-launch or torchrun */
+  int have_path = 0;
+  mk_path path = MK_PATH_FUSED;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) return usage(stdout), 0;
@@ -46,7 +50,13 @@ int main(int argc, char **argv) {
     if (!strcmp(a, "--model")) dir = v;
     else if (!strcmp(a, "--prompt-ids")) ids_s = v;
     else if (!strcmp(a, "--logits-out")) lout = v;
-    else if (!strcmp(a, "--tp")) {
+    else if (!strcmp(a, "--path")) {
+      if (mk_path_parse(v, &path)) {
+        fprintf(stderr, "mk-run: --path wants fused or unfused, got '%s'\n", v);
+        return 2;
+      }
+      have_path = 1;
+    } else if (!strcmp(a, "--tp")) {
       if (mk_param_parse_int("--tp", v, 0, 1024, &tp)) return 2;
     } else if (!strcmp(a, "--max-tokens")) {
       if (mk_param_parse_int("--max-tokens", v, 1, 1 << 20, &max_new)) return 2;
@@ -96,7 +106,8 @@ int main(int argc, char **argv) {
     }
     rank = mk_comm_world(comm)->rank;
     if ((st = mk_layers_layout_choose(c, mk_comm_world(comm), (int)tp, &lay)) ||
-        (st = mk_model_gpu_create(m, comm, &lay, total, &gm))) {
+        (st = mk_model_gpu_create(m, comm, &lay, total, &gm)) ||
+        (have_path && (st = mk_model_gpu_set_path(gm, path)))) {
       fprintf(stderr, "mk-run: cannot load %s on the GPUs: %s\n", dir, mk_status_str(st));
       return 1;
     }
@@ -109,7 +120,9 @@ int main(int argc, char **argv) {
     printf("mk-run: %s: %s, %d layers, hidden %d, %d/%d heads x %d, %d experts top-%d, vocab %d (loaded in %.0f ms)\n",
            dir, mk_model_family_name(c->family), c->n_layers, c->hidden, c->n_heads, c->n_kv_heads, c->head_dim,
            c->n_experts, c->top_k, c->vocab, t1 - t0);
-    if (gpus) printf("engine: GPU, unfused path, %d ranks, tp %d, ep %d\n", lay.world, lay.tp, lay.ep);
+    if (gpus)
+      printf("engine: GPU, %s path, %d ranks, tp %d, ep %d\n", mk_path_name(mk_model_gpu_path(gm)), lay.world, lay.tp,
+             lay.ep);
     else printf("engine: fp32 CPU reference\n");
   }
   int32_t *out = malloc(sizeof(int32_t) * (size_t)max_new);

@@ -1,0 +1,256 @@
+/* bench_layer.c — `mk-bench layer`, under mk-launch (e.g. `mk-launch -n 4 -- mk-bench layer
+ * --preset mixtral`): one decoder layer (attention block + MoE block) of the GPU model
+ * (layers/mk_layers.h) at full layer size with random weights drawn on the GPU, fused against
+ * unfused over the same weights and layout:
+ *   prefill  T tokens at position 0 (--tokens, default 8192)
+ *   decode   B tokens at position C (--batch, default 64; --context, default 4096): the model
+ *            holds one sequence, so decode is B new tokens of one sequence attending to C
+ *            cached positions (the GEMMs, MoE and communication of a batch of B; the attention
+ *            reads one KV cache, not B of them)
+ * Rows per phase and path: `layer_attn` and `layer_moe` (each block, with its overlap bound:
+ * compute_ms = the block without its communication, comm_ms = the communication alone (NCCL:
+ * the O projection's all-reduce; the MoE all-to-allv + the TP all-gather of its output),
+ * bound_ms = their maximum) and `layer` (both blocks back to back;
+ * bound = the sum of the block bounds; extra JSON fields attn_ms, moe_ms, tokens_per_s).
+ * Times are the maximum over ranks of each rank's median. Only the config is read from
+ * --config FILE / --model DIR (its config.json): weights are random, the vocabulary is cut
+ * to 256 (the layer does not use it), and the layer is the first MoE layer's shape. */
+#include <cuda_runtime_api.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm/mk_comm.h"
+#include "core/check.h"
+#include "layers/mk_layers.h"
+#include "mk_bench.h"
+
+typedef struct part_ctx {
+  mk_model_gpu_t *g;
+  int n, pos, both; /* both: ATTN then FFN */
+  mk_layer_part part;
+} part_ctx;
+
+static mk_status run_part(void *user, int iter, void *stream) {
+  part_ctx *c = user;
+  (void)iter, (void)stream;
+  MK_CHECK(mk_model_gpu_run_part(c->g, 0, c->both ? MK_PART_ATTN : c->part, c->n, c->pos));
+  return c->both ? mk_model_gpu_run_part(c->g, 0, MK_PART_FFN, c->n, c->pos) : MK_STATUS_OK;
+}
+
+static int preset_config(const char *name, mk_model_config_t *c) {
+  memset(c, 0, sizeof *c);
+  c->n_layers = 1, c->head_dim = 128, c->n_heads = 32, c->norm_topk_prob = 1, c->rope_theta = 1e6;
+  c->max_positions = 1 << 20, c->is_moe[0] = 1;
+  if (!strcmp(name, "mixtral")) { /* Mixtral-8x7B */
+    c->family = MK_FAMILY_MIXTRAL, c->hidden = 4096, c->n_kv_heads = 8, c->n_experts = 8, c->top_k = 2;
+    c->moe_inter = 14336, c->rms_eps = 1e-5f;
+  } else if (!strcmp(name, "qwen3")) { /* Qwen3-30B-A3B */
+    c->family = MK_FAMILY_QWEN3_MOE, c->hidden = 2048, c->n_kv_heads = 4, c->n_experts = 128, c->top_k = 8;
+    c->moe_inter = 768, c->rms_eps = 1e-6f, c->qk_norm = MK_QK_NORM_HEAD;
+  } else {
+    return -1;
+  }
+  return 0;
+}
+
+/* The first MoE layer of a config as a 1-layer model with a small vocabulary. */
+static int one_layer(mk_model_config_t *c) {
+  int l = 0;
+  while (l < c->n_layers && !c->is_moe[l]) l++;
+  if (l == c->n_layers) return -1;
+  memset(c->is_moe, 0, sizeof c->is_moe);
+  c->is_moe[0] = 1, c->n_layers = 1, c->vocab = 256;
+  return 0;
+}
+
+/* Median/p10/p90 of each timed part, maximum over ranks. */
+enum { P_ATTN_U, P_FFN_U, P_LAYER_U, P_ATTN_C, P_ATTN_X, P_FFN_C, P_FFN_X, P_ATTN_F, P_FFN_F, P_LAYER_F, P_N };
+
+static mk_status bench_phase(mk_comm_t *comm, mk_model_gpu_t *g, const mk_bench_opts *o, mk_bench_report *r,
+                             const char *model, const mk_model_config_t *c, const mk_layout_t *lay, const char *phase,
+                             int n, int pos) {
+  const mk_world *wd = mk_comm_world(comm);
+  const mk_layer_part parts[P_N] = {MK_PART_ATTN, MK_PART_FFN, MK_PART_ATTN, MK_PART_ATTN_COMPUTE,
+                                    MK_PART_ATTN_COMM, MK_PART_FFN_COMPUTE, MK_PART_FFN_COMM, MK_PART_ATTN,
+                                    MK_PART_FFN, MK_PART_ATTN};
+  double med[3 * P_N], *all = malloc(sizeof med * (size_t)wd->size);
+  if (!all) return MK_STATUS_OUT_OF_MEMORY;
+  mk_status st = MK_STATUS_OK;
+  for (int p = 0; p < P_N; p++) { /* the unfused parts first: the MoE bounds time its last routing */
+    MK_CHECK_GOTO(mk_model_gpu_set_path(g, p < P_ATTN_F ? MK_PATH_UNFUSED : MK_PATH_FUSED), st, fail);
+    part_ctx pc = {g, n, pos, p == P_LAYER_U || p == P_LAYER_F, parts[p]};
+    mk_bench_stats t;
+    MK_CHECK_GOTO(mk_bench_time(o, run_part, &pc, mk_model_gpu_stream(g), &t), st, fail);
+    MK_CUDA_CHECK_GOTO(cudaStreamSynchronize((cudaStream_t)mk_model_gpu_stream(g)), st, fail);
+    MK_CHECK_GOTO(mk_comm_check(comm), st, fail);
+    med[3 * p] = t.median_ms, med[3 * p + 1] = t.p10_ms, med[3 * p + 2] = t.p90_ms;
+  }
+  MK_CHECK_GOTO(mk_comm_allgather(comm, med, all, sizeof med), st, fail);
+  for (int q = 1; q < wd->size; q++)
+    for (int i = 0; i < 3 * P_N; i++) med[i] = fmax(med[i], all[3 * P_N * q + i]);
+  /* useful flops of the layer (not the duplicated work), per GPU */
+  const double H = c->hidden, qw = (double)c->n_heads * c->head_dim, kw = (double)c->n_kv_heads * c->head_dim;
+  const double f_attn = 2.0 * n * H * (2 * qw + 2 * kw) + 4.0 * qw * n * (pos + (n + 1) / 2.0);
+  const double f_moe = 6.0 * n * c->top_k * H * c->moe_inter + 2.0 * n * H * c->n_experts;
+  const double W = wd->size;
+  const double b_attn = fmax(med[3 * P_ATTN_C], med[3 * P_ATTN_X]), b_ffn = fmax(med[3 * P_FFN_C], med[3 * P_FFN_X]);
+  for (int path = 0; path < 2; path++) { /* 0 unfused, 1 fused */
+    if (!(o->paths & (path ? MK_BENCH_PATH_FUSED : MK_BENCH_PATH_UNFUSED))) continue;
+    const int ia = path ? P_ATTN_F : P_ATTN_U, iff = path ? P_FFN_F : P_FFN_U, il = path ? P_LAYER_F : P_LAYER_U;
+    const struct {
+      const char *op;
+      int i;
+      double flops, compute, comm;
+    } rows[3] = {{"layer_attn", ia, f_attn, med[3 * P_ATTN_C], med[3 * P_ATTN_X]},
+                 {"layer_moe", iff, f_moe, med[3 * P_FFN_C], med[3 * P_FFN_X]},
+                 {"layer", il, f_attn + f_moe, med[3 * P_ATTN_C] + med[3 * P_FFN_C],
+                  med[3 * P_ATTN_X] + med[3 * P_FFN_X]}};
+    for (int k = 0; k < 3; k++) {
+      mk_bench_row row;
+      mk_bench_row_init(&row, rows[k].op, path ? "fused" : "unfused");
+      snprintf(row.shape, sizeof row.shape,
+               "{\"model\":\"%s\",\"phase\":\"%s\",\"tokens\":%d,\"context\":%d,\"h\":%d,\"e\":%d,\"k\":%d,\"i\":%d,"
+               "\"tp\":%d,\"ep\":%d}",
+               model, phase, n, pos, c->hidden, c->n_experts, c->top_k, c->moe_inter, lay->tp, lay->ep);
+      row.ranks = wd->size, row.nodes = wd->nnodes;
+      row.t.median_ms = med[3 * rows[k].i], row.t.p10_ms = med[3 * rows[k].i + 1], row.t.p90_ms = med[3 * rows[k].i + 2];
+      row.tflops = rows[k].flops / W / (row.t.median_ms * 1e9);
+      row.compute_ms = rows[k].compute, row.comm_ms = rows[k].comm;
+      row.bound_ms = k == 0 ? b_attn : k == 1 ? b_ffn : b_attn + b_ffn;
+      snprintf(row.extra, sizeof row.extra, "{\"tokens_per_s\":%.6g%s", n / (row.t.median_ms * 1e-3),
+               k == 2 ? "" : "}");
+      if (k == 2)
+        snprintf(row.extra + strlen(row.extra), sizeof row.extra - strlen(row.extra),
+                 ",\"attn_ms\":%.6g,\"moe_ms\":%.6g,\"attn_bound_ms\":%.6g,\"moe_bound_ms\":%.6g}", med[3 * ia],
+                 med[3 * iff], b_attn, b_ffn);
+      if (o->rank == 0) MK_CHECK_GOTO(mk_bench_report_add(r, &row), st, fail);
+    }
+  }
+  if (o->rank == 0)
+    printf("  %s %-7s T=%-5d ctx=%-5d  layer fused %8.3f ms unfused %8.3f ms (%.2fx) | attn %7.3f / %7.3f bound "
+           "%7.3f | moe %7.3f / %7.3f bound %7.3f | %.0f tok/s fused\n",
+           model, phase, n, pos, med[3 * P_LAYER_F], med[3 * P_LAYER_U], med[3 * P_LAYER_F] / med[3 * P_LAYER_U],
+           med[3 * P_ATTN_F], med[3 * P_ATTN_U], b_attn, med[3 * P_FFN_F], med[3 * P_FFN_U], b_ffn,
+           n / (med[3 * P_LAYER_F] * 1e-3));
+fail:
+  free(all);
+  return st;
+}
+
+static void usage(FILE *f) {
+  fprintf(f, "usage: mk-launch -n N [--nodes K] -- mk-bench layer [--preset mixtral|qwen3 | --config FILE | --model DIR]\n"
+             "       [--tokens T (8192)] [--batch B (64)] [--context C (4096)] [--tp N (0: largest that fits)]\n"
+             "       [common flags]\n"
+             "  One decoder layer (attention + MoE block) at full size, random weights, fused vs unfused:\n"
+             "  prefill of T tokens, decode of B tokens against C cached positions. Presets: mixtral\n"
+             "  (Mixtral-8x7B layer), qwen3 (Qwen3-30B-A3B layer). --config / --model: the first MoE\n"
+             "  layer of that config.json (weights are random). Default: both presets.\n");
+  mk_bench_print_common_help(f);
+}
+
+int mk_bench_layer(int argc, char **argv) {
+  mk_bench_opts o;
+  mk_bench_opts_default(&o);
+  mk_model_config_t cfgs[2];
+  const char *names[2];
+  int nc = 0;
+  int64_t T = 8192, B = 64, C = 4096, tp = 0;
+  for (int i = 1; i < argc; i++) {
+    int used = mk_bench_parse_common(&o, argc, argv, i);
+    if (used < 0) return 2;
+    if (used) {
+      i += used - 1;
+      continue;
+    }
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) return usage(stdout), 0;
+    if (!v) {
+      fprintf(stderr, "mk-bench layer: '%s' needs a value (or is unknown)\n", a);
+      return 2;
+    }
+    i++;
+    if (!strcmp(a, "--preset") || !strcmp(a, "--config") || !strcmp(a, "--model")) {
+      if (nc) {
+        fprintf(stderr, "mk-bench layer: give one of --preset, --config, --model\n");
+        return 2;
+      }
+      if (!strcmp(a, "--preset")) {
+        if (preset_config(v, &cfgs[0])) {
+          fprintf(stderr, "mk-bench layer: --preset wants mixtral or qwen3, got '%s'\n", v);
+          return 2;
+        }
+        names[0] = v;
+      } else {
+        char path[4096];
+        snprintf(path, sizeof path, "%s%s", v, strcmp(a, "--model") ? "" : "/config.json");
+        if (mk_model_config_load(path, &cfgs[0]) || one_layer(&cfgs[0])) {
+          fprintf(stderr, "mk-bench layer: %s: cannot read a MoE model config from %s\n", a, path);
+          return 2;
+        }
+        names[0] = mk_model_family_name(cfgs[0].family);
+      }
+      nc = 1;
+    } else if (!strcmp(a, "--tokens")) {
+      if (mk_bench_parse_i64("--tokens", v, 1, 1 << 20, &T)) return 2;
+    } else if (!strcmp(a, "--batch")) {
+      if (mk_bench_parse_i64("--batch", v, 1, 1 << 16, &B)) return 2;
+    } else if (!strcmp(a, "--context")) {
+      if (mk_bench_parse_i64("--context", v, 0, 1 << 20, &C)) return 2;
+    } else if (!strcmp(a, "--tp")) {
+      if (mk_bench_parse_i64("--tp", v, 0, 64, &tp)) return 2;
+    } else {
+      fprintf(stderr, "mk-bench layer: unknown flag '%s'\n", a);
+      usage(stderr);
+      return 2;
+    }
+  }
+  if (!nc) {
+    preset_config("mixtral", &cfgs[0]), names[0] = "mixtral";
+    preset_config("qwen3", &cfgs[1]), names[1] = "qwen3";
+    nc = 2;
+  }
+  for (int q = 0; q < nc; q++) cfgs[q].vocab = 256;
+  mk_world wd;
+  const int early = mk_bench_multi_rank("layer", argc, &wd);
+  if (early >= 0) return early;
+  setenv("MK_HEAP_BYTES", "16g", 0 /* keep the user's value */); /* MoE landing areas at T tokens */
+  mk_comm_t *comm = NULL;
+  mk_bench_report *r = NULL;
+  mk_model_gpu_t *g = NULL;
+  mk_status st;
+  int rc = 1;
+  MK_CHECK_GOTO(mk_comm_create(&comm), st, fail);
+  o.rank = wd.rank;
+  MK_CHECK_GOTO(mk_comm_bcast(comm, &o.seed, sizeof o.seed, 0), st, fail);
+  MK_CHECK_GOTO(mk_bench_report_create(&o, &r), st, fail);
+  for (int q = 0; q < nc; q++) {
+    mk_layout_t lay;
+    if ((st = mk_layers_layout_choose(&cfgs[q], mk_comm_world(comm), (int)tp, &lay)) ||
+        (st = mk_model_gpu_create_random(&cfgs[q], comm, &lay, (int)(T > C + B ? T : C + B), o.seed + q, &g))) {
+      if (o.rank == 0) mk_bench_report_fail(r, "layer %s: cannot set up: %s", names[q], mk_status_str(st));
+      goto done;
+    }
+    if (o.rank == 0)
+      printf("%s layer: H %d, %d/%d heads x %d, %d experts top-%d, I %d; %d ranks (%d node group(s)), tp %d, ep %d\n",
+             names[q], cfgs[q].hidden, cfgs[q].n_heads, cfgs[q].n_kv_heads, cfgs[q].head_dim, cfgs[q].n_experts,
+             cfgs[q].top_k, cfgs[q].moe_inter, wd.size, wd.nnodes, lay.tp, lay.ep);
+    if ((st = bench_phase(comm, g, &o, r, names[q], &cfgs[q], &lay, "prefill", (int)T, 0)) ||
+        (st = bench_phase(comm, g, &o, r, names[q], &cfgs[q], &lay, "decode", (int)B, (int)C))) {
+      if (o.rank == 0) mk_bench_report_fail(r, "layer %s: %s", names[q], mk_status_str(st));
+      goto done;
+    }
+    mk_model_gpu_destroy(g);
+    g = NULL;
+  }
+done:
+  mk_model_gpu_destroy(g);
+  rc = mk_bench_report_finish(r);
+  r = NULL;
+  if (st != MK_STATUS_OK) rc = 1;
+fail:
+  if (r) mk_bench_report_finish(r);
+  mk_comm_destroy(comm);
+  return rc;
+}
