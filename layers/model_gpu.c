@@ -29,7 +29,8 @@ static mk_status tp_sum(mk_model_gpu_t *g, void *buf, size_t count, mk_dtype t) 
   return mk_nccl_all_reduce(g->tp_nccl, buf, buf, count, t, S_(g));
 }
 
-MK_PARAM_STR(path, "PATH", "fused")
+/* Default unfused: the fused path failed its 2 nodes x 2 tests in the last GPU run (99383e8). */
+MK_PARAM_STR(path, "PATH", "unfused")
 
 mk_status mk_path_parse(const char *name, mk_path *out) {
   if (name && !strcmp(name, "fused")) return *out = MK_PATH_FUSED, MK_STATUS_OK;
@@ -38,8 +39,8 @@ mk_status mk_path_parse(const char *name, mk_path *out) {
 }
 const char *mk_path_name(mk_path p) { return p == MK_PATH_FUSED ? "fused" : p == MK_PATH_UNFUSED ? "unfused" : "?"; }
 mk_path mk_path_default(void) {
-  mk_path p = MK_PATH_FUSED;
-  if (mk_path_parse(mk_param_path(), &p)) MK_WARN(MK_SUBSYS_MODEL, "MK_PATH: using fused");
+  mk_path p = MK_PATH_UNFUSED;
+  if (mk_path_parse(mk_param_path(), &p)) MK_WARN(MK_SUBSYS_MODEL, "MK_PATH: using unfused");
   return p;
 }
 

@@ -213,7 +213,7 @@ static mk_status forward_fused(mk_moe_t *m, const uint16_t *x, int64_t T, const 
     MK_CHECK(mk_moe_launch_gemm2(d, m->sms - d->Cc, s));
     MK_CUDA_CHECK(cudaStreamWaitEvent(s, (cudaEvent_t)m->ev_join, 0));
     MK_CHECK(mk_moe_launch_reduce(d, T, out, s));
-    return mk_comm_epoch_advance(m->comm, MK_MOE_EPOCH_SLOT, s);
+    return mk_moe_launch_advance(d->calls, s);
   }
   if (m->sched == MK_MOE_SCHED_SERIAL) { /* one stream: every CTA of dispatch / combine is resident */
     MK_CHECK(mk_moe_launch_dispatch(d, x, s));
@@ -222,7 +222,7 @@ static mk_status forward_fused(mk_moe_t *m, const uint16_t *x, int64_t T, const 
     MK_CHECK(mk_moe_launch_gemm2(d, m->sms, s));
     MK_CHECK(mk_moe_launch_combine(d, s));
     MK_CHECK(mk_moe_launch_reduce(d, T, out, s));
-    return mk_comm_epoch_advance(m->comm, MK_MOE_EPOCH_SLOT, s);
+    return mk_moe_launch_advance(d->calls, s);
   }
   MK_CUDA_CHECK(cudaEventRecord((cudaEvent_t)m->ev_fork, s));
   MK_CUDA_CHECK(cudaStreamWaitEvent(s2, (cudaEvent_t)m->ev_fork, 0));

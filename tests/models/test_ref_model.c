@@ -3,6 +3,7 @@
  *  - sharded (3 files + index) and unsharded checkpoints, and fused 3-D vs per-expert expert
  *    tensors, give identical logits;
  *  - decode with the KV cache equals re-running the whole prefix (rel. error <= 1e-5);
+ *  - mk_ref_route_margin is in [0, 1] at every position run, NAN past them;
  *  - mk_ref_moe_block equals a direct double-precision evaluation of its definition. */
 #include <math.h>
 #include <stdio.h>
@@ -38,6 +39,13 @@ static float *run(const char *dir, int32_t *ids) {
     if (!(e <= 1e-5)) MK_TEST_FAIL_("%s: decode step at %d differs from the full prefix: rel err %g", dir, len, e);
   }
   ASSERT_EQ(mk_ref_position(r), TOT);
+  /* routing margins: in [0, 1] for every position run (every family here has MoE layers),
+   * NAN past the end; a decode step's margin equals the full-prefix run's */
+  for (int p = 0; p < TOT; p++) {
+    const float mg = mk_ref_route_margin(r, p);
+    if (!(mg >= 0.f && mg <= 1.f)) MK_TEST_FAIL_("%s: routing margin of position %d is %g", dir, p, mg);
+  }
+  ASSERT_TRUE(isnan(mk_ref_route_margin(r, TOT)));
   int32_t bad = V;
   ASSERT_STATUS(mk_ref_forward(r, &bad, 1, NULL), MK_STATUS_INVALID_ARGUMENT);
   free(full);

@@ -26,7 +26,7 @@ static void usage(FILE *o) {
              "              [--gpus] [--cpu] [--tp N (0: largest that fits a node)] [--path fused|unfused]\n"
              "  --gpus: the GPU engine on every rank of the launch (default under mk-launch / torchrun);\n"
              "  attention tensor-parallel over --tp ranks of a node, experts over all ranks.\n"
-             "  --path: the GPU engine's path (default: MK_PATH, else fused).\n");
+             "  --path: the GPU engine's path (default: MK_PATH, else unfused).\n");
 }
 
 int main(int argc, char **argv) {
