@@ -368,6 +368,14 @@ static mk_status create(const mk_model_t *m, const mk_model_config_t *c, uint64_
                      .max_tokens = max_seq, .w1 = L->w1, .w2 = L->w2};
     MK_CHECK_GOTO(mk_moe_create(comm, &a, &L->moe), st, fail);
   }
+  /* NCCL connects a communicator lazily, at its first collective of a kind: do that now, not
+   * behind a fused kernel that is in flight and waiting on peers (candidate cause of the fused
+   * path's 2 nodes x 2 timeouts in run 99383e8, where the same model passed once the unfused
+   * path had run first; not yet run on a GPU). */
+  if (g->tp_nccl) {
+    MK_CHECK_GOTO(tp_sum(g, g->y, 8, MK_DTYPE_BF16), st, fail);
+    MK_CHECK_GOTO(tp_gather(g, g->y + (size_t)g->tp_rank * 8, 8), st, fail);
+  }
   MK_CUDA_CHECK_GOTO(cudaDeviceSynchronize(), st, fail);
   MK_INFO(MK_SUBSYS_MODEL, "model_gpu: rank %d of %d, tp %d (tp rank %d), ep %d, max_seq %d, %s path", w->rank,
           w->size, chk.tp, g->tp_rank, chk.ep, max_seq, mk_path_name(g->path));
