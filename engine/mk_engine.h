@@ -98,6 +98,21 @@ typedef struct mk_backend {
  * up to max_seq_len tokens each. */
 mk_status mk_backend_cpu_create(const mk_model_t *m, int max_slots, int max_seq_len, mk_backend_t *out);
 
+/* The GPU model (mk_model_batch_t, layers/mk_layers.h) over this rank's shard: weights loaded
+ * once, a paged KV cache whose pages are the engine's page ids (kv_pages x block_size tokens
+ * per layer), a step's tokens concatenated for the GEMMs / MoE, attention per sequence (paged
+ * decode; flash attention over gathered K/V for prefill). Collective create and forward (wrap
+ * with mk_backend_dist_create / run mk_backend_follow under several ranks). Compile-checked
+ * only: not yet run on a GPU. */
+typedef struct mk_backend_gpu_config {
+  int max_slots, max_seq_len;  /* as the engine's max_batch, max_model_len */
+  int kv_pages, block_size;    /* as the engine's */
+  int max_step_tokens;         /* new tokens per GPU pass (>= max_seq_len; a bigger step runs in several) */
+  int tp;                      /* 0: the default layout */
+  int path;                    /* mk_path: MK_PATH_FUSED 0, MK_PATH_UNFUSED 1 */
+} mk_backend_gpu_config;
+mk_status mk_backend_gpu_create(const mk_model_t *m, mk_comm_t *comm, const mk_backend_gpu_config *c, mk_backend_t *out);
+
 /* ---- several ranks (backend_dist.c) ----------------------------------------------------
  * Rank 0 serves; every engine step it broadcasts the step's plan (the slots opened and closed
  * since the last step, then the batch: slots, tokens, positions, page tables) over the host

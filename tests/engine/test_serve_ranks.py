@@ -7,7 +7,10 @@ serves and broadcasts each step's plan, the followers run the same calls):
     SIGTERM to mk-launch stops every rank cleanly (the follower says rank 0 stopped it);
   - ranks started by hand (torchrun variables): a follower killed with SIGKILL -> rank 0 exits
     1 within seconds, naming rank 1; rank 0 killed -> the follower exits 1, naming rank 0.
-usage: test_serve_ranks.py MK_LAUNCH MK_SERVE MK_GEN MK_RUN"""
+With --gpus N [--nodes K] [--path P]: the GPU backend under `mk-launch -n N [--nodes K]`, the
+same checks against `mk-launch ... mk-run` (the GPU model's greedy tokens); exits 77 (skipped)
+with fewer than N GPUs.
+usage: test_serve_ranks.py MK_LAUNCH MK_SERVE MK_GEN MK_RUN [--gpus N [--nodes K] [--path P]]"""
 import http.client
 import json
 import os
@@ -22,9 +25,13 @@ import threading
 import time
 
 MK_LAUNCH, MK_SERVE, MK_GEN, MK_RUN = sys.argv[1:5]
+OPT = dict(zip(sys.argv[5::2], sys.argv[6::2]))
+GPUS = int(OPT.get("--gpus", 0))
+LAUNCH = ["-n", str(GPUS or 2)] + (["--nodes", OPT["--nodes"]] if "--nodes" in OPT else [])
 FAILS = []
 FLAGS = ["--port", "0", "--max-model-len", "64", "--kv-pages", "256", "--block-size", "4", "--max-batch", "4"]
-ENV = dict(os.environ, MK_BOOTSTRAP_TIMEOUT_MS="1500")
+FLAGS += ["--gpus", "--path", OPT.get("--path", "unfused")] if GPUS else []
+ENV = dict(os.environ, MK_BOOTSTRAP_TIMEOUT_MS="1500" if not GPUS else "60000", NCCL_NVLS_ENABLE="0")
 
 
 def check(cond, what):
@@ -76,17 +83,20 @@ def req(port, body, timeout=30):
 
 
 def greedy(model, ids, n):
-    out = subprocess.run([MK_RUN, "--model", model, "--prompt-ids", ",".join(map(str, ids)), "--max-tokens", str(n)],
-                         capture_output=True, text=True, check=True).stdout
-    return [int(x) for x in re.search(r"^generated ids:(.*)$", out, re.M).group(1).split()]
+    run = [MK_RUN, "--model", model, "--prompt-ids", ",".join(map(str, ids)), "--max-tokens", str(n)]
+    if GPUS:
+        run = [MK_LAUNCH, *LAUNCH, "--", *run, "--gpus", "--path", OPT.get("--path", "unfused")]
+    out = subprocess.run(run, capture_output=True, text=True, check=True, env=ENV).stdout
+    return [int(x) for x in re.search(r"^(?:\[0\] )?generated ids:(.*)$", out, re.M).group(1).split()]
 
 
 def under_launch(model):
-    p = Proc([MK_LAUNCH, "-n", "2", "--", MK_SERVE, "--model", model, *FLAGS], ENV)
-    m = p.wait_for(r"\[0\] mk-serve: listening on http://127\.0\.0\.1:(\d+).*backend cpu-reference, 2 rank", 60)
+    p = Proc([MK_LAUNCH, *LAUNCH, "--", MK_SERVE, "--model", model, *FLAGS], ENV)
+    be = f"gpu, {GPUS}" if GPUS else "cpu-reference, 2"
+    m = p.wait_for(r"\[0\] mk-serve: listening on http://127\.0\.0\.1:(\d+).*backend " + be + " rank", 120)
     if not m:
         p.p.kill()
-        check(False, "mk-launch -n 2 -- mk-serve did not start")
+        check(False, f"mk-launch {' '.join(LAUNCH)} -- mk-serve did not start")
         return
     port = int(m.group(1))
     ids = [5, 17, 42, 99]
@@ -150,13 +160,22 @@ def by_hand(model, kill_rank):
 
 
 def main():
+    if GPUS:
+        n = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True).stdout.count("GPU ") \
+            if shutil.which("nvidia-smi") else 0
+        if n < GPUS:
+            print(f"skipped: {n} GPU(s), need {GPUS}")
+            sys.exit(77)
     tmp = tempfile.mkdtemp(prefix="mk_test_serve_ranks_")
     try:
         model = os.path.join(tmp, "tiny")
-        subprocess.run([MK_GEN, "--family", "qwen3_moe", "--out", model, "--seed", "11"], check=True, capture_output=True)
+        sizes = ["--hidden", "256", "--heads", "8", "--kv-heads", "4", "--head-dim", "64", "--experts", "8"] if GPUS else []
+        subprocess.run([MK_GEN, "--family", "qwen3_moe", "--out", model, "--seed", "11", *sizes], check=True,
+                       capture_output=True)
         under_launch(model)
-        by_hand(model, 1)
-        by_hand(model, 0)
+        if not GPUS:
+            by_hand(model, 1)
+            by_hand(model, 0)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if FAILS:

@@ -2,7 +2,9 @@
  *   mk-serve --model DIR [--port P] [--host A] [--tokenizer FILE|none] [--served-model-name N]
  *            [--kv-pages N] [--block-size N] [--max-batch N] [--max-waiting N]
  *            [--max-model-len N] [--request-timeout-ms N] [--debug-step-delay-ms N]
- * Backend: the fp32 CPU reference. Several ranks (mk-launch -n N, torchrun, Slurm, Open MPI
+ *            [--gpus [--path fused|unfused] [--tp N] [--max-step-tokens N]]
+ * Backend: the fp32 CPU reference, or with --gpus the GPU model (mk_backend_gpu_create over
+ * mk_comm_create; compile-checked only, not yet run on a GPU). Several ranks (mk-launch -n N, torchrun, Slurm, Open MPI
  * environments): rank 0 serves and broadcasts each step's plan, the others follow
  * (mk_backend_dist_create / mk_backend_follow); every rank computes the same, rank 0's logits
  * are used. Prints "mk-serve: listening on http://A:P" once it accepts requests; SIGINT/SIGTERM
@@ -19,6 +21,7 @@
 
 #include "comm/mk_comm.h"
 #include "engine/mk_engine.h"
+#include "layers/mk_layers.h"
 #include "models/mk_models.h"
 
 static void usage(FILE *o) {
@@ -35,7 +38,12 @@ static void usage(FILE *o) {
           "  --max-waiting N          queued requests before HTTP 429 (256)\n"
           "  --max-model-len N        prompt + max_tokens bound (min(max_position_embeddings, 2048))\n"
           "  --request-timeout-ms N   end a request this long after it arrived (0 = never; 600000)\n"
-          "  --debug-step-delay-ms N  sleep before every engine step (tests)\n");
+          "  --debug-step-delay-ms N  sleep before every engine step (tests)\n"
+          "  --gpus                   the GPU backend (needs a launcher: mk-launch -n N; compile-checked only,\n"
+          "                           not yet run on a GPU); default: the CPU reference on every rank\n"
+          "  --path fused|unfused     GPU backend path (MK_PATH, default unfused)\n"
+          "  --tp N                   GPU backend tensor-parallel size (0 = the default layout)\n"
+          "  --max-step-tokens N      GPU backend: new tokens per GPU pass (default max(max-model-len, 4096))\n");
 }
 
 /* eos_token_id of config.json (an id or a list); none is fine. */
@@ -59,8 +67,8 @@ static int read_eos(const char *dir, int32_t *eos, int max) {
 }
 
 /* One rank (w->size == 1) or rank 0 / a follower of several (boot != NULL). Returns the exit code. */
-static int serve(const mk_world *w, mk_bootstrap_t *boot, const char *dir, const char *tok_path, const char *name,
-                 mk_engine_config *ec, mk_server_config *sc, sigset_t *sigs) {
+static int serve(const mk_world *w, mk_bootstrap_t *boot, mk_comm_t *comm, mk_backend_gpu_config *gc, const char *dir,
+                 const char *tok_path, const char *name, mk_engine_config *ec, mk_server_config *sc, sigset_t *sigs) {
   mk_model_t *m = NULL;
   mk_tokenizer_t *tok = NULL;
   mk_engine_t *e = NULL;
@@ -73,7 +81,15 @@ static int serve(const mk_world *w, mk_bootstrap_t *boot, const char *dir, const
   const mk_model_config_t *c = mk_model_config(m);
   if (!ec->max_model_len) ec->max_model_len = c->max_positions < 2048 ? c->max_positions : 2048;
   mk_backend_t be, dbe = {0};
-  if ((st = mk_backend_cpu_create(m, ec->max_batch, ec->max_model_len, &be))) {
+  if (comm) {
+    gc->max_slots = ec->max_batch, gc->max_seq_len = ec->max_model_len, gc->kv_pages = ec->kv_pages;
+    gc->block_size = ec->block_size;
+    if (!gc->max_step_tokens) gc->max_step_tokens = ec->max_model_len > 4096 ? ec->max_model_len : 4096;
+    st = mk_backend_gpu_create(m, comm, gc, &be);
+  } else {
+    st = mk_backend_cpu_create(m, ec->max_batch, ec->max_model_len, &be);
+  }
+  if (st) {
     fprintf(stderr, "mk-serve: rank %d: cannot create the backend: %s\n", w->rank, mk_status_str(st));
     mk_model_close(m);
     return 1;
@@ -165,9 +181,15 @@ int main(int argc, char **argv) {
   ec.kv_pages = 4096, ec.max_model_len = 0, ec.request_timeout_ms = 600000;
   mk_server_config sc;
   mk_server_config_default(&sc);
+  mk_backend_gpu_config gc = {.path = (int)mk_path_default()};
+  int gpus = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) return usage(stdout), 0;
+    if (!strcmp(a, "--gpus")) {
+      gpus = 1;
+      continue;
+    }
     if (!v) {
       fprintf(stderr, "mk-serve: '%s' needs a value\n", a);
       return 2;
@@ -183,7 +205,8 @@ int main(int argc, char **argv) {
                 {"--block-size", 1, 4096, &ec.block_size, NULL}, {"--max-batch", 1, 4096, &ec.max_batch, NULL},
                 {"--max-waiting", 0, 1 << 20, &ec.max_waiting, NULL}, {"--max-model-len", 2, 1 << 24, &ec.max_model_len, NULL},
                 {"--request-timeout-ms", 0, INT64_MAX / 1000000, NULL, &ec.request_timeout_ms},
-                {"--debug-step-delay-ms", 0, 60000, &ec.step_delay_ms, NULL}};
+                {"--debug-step-delay-ms", 0, 60000, &ec.step_delay_ms, NULL},
+                {"--tp", 0, 4096, &gc.tp, NULL}, {"--max-step-tokens", 1, 1 << 24, &gc.max_step_tokens, NULL}};
     int hit = 0;
     for (size_t k = 0; k < sizeof nums / sizeof nums[0]; k++) {
       if (strcmp(a, nums[k].flag)) continue;
@@ -197,6 +220,11 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--host")) sc.host = v;
     else if (!strcmp(a, "--tokenizer")) tok_path = v;
     else if (!strcmp(a, "--served-model-name")) name = v;
+    else if (!strcmp(a, "--path")) {
+      mk_path p;
+      if (mk_path_parse(v, &p)) return 2;
+      gc.path = (int)p;
+    }
     else {
       fprintf(stderr, "mk-serve: unknown flag '%s'\n", a);
       usage(stderr);
@@ -216,7 +244,18 @@ int main(int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN);
   mk_world w = {.rank = 0, .size = 1};
   mk_bootstrap_t *boot = NULL;
+  mk_comm_t *comm = NULL;
   mk_status st;
+  if (gpus) {
+    if ((st = mk_comm_create(&comm))) {
+      fprintf(stderr, "mk-serve: --gpus: cannot create the comm (start it with mk-launch -n N): %s\n", mk_status_str(st));
+      return 1;
+    }
+    w = *mk_comm_world(comm);
+    int rc = serve(&w, w.size > 1 ? mk_comm_bootstrap(comm) : NULL, comm, &gc, dir, tok_path, name, &ec, &sc, &sigs);
+    mk_comm_destroy(comm);
+    return rc;
+  }
   if (getenv("RANK") || getenv("WORLD_SIZE") || getenv("SLURM_PROCID") || getenv("OMPI_COMM_WORLD_RANK")) {
     if ((st = mk_world_from_env(&w))) {
       fprintf(stderr, "mk-serve: cannot read the launcher's environment: %s\n", mk_status_str(st));
@@ -227,7 +266,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "mk-serve: rank %d of %d: cannot join the other ranks: %s\n", w.rank, w.size, mk_status_str(st));
     return 1;
   }
-  int rc = serve(&w, boot, dir, tok_path, name, &ec, &sc, &sigs);
+  int rc = serve(&w, boot, NULL, &gc, dir, tok_path, name, &ec, &sc, &sigs);
   mk_bootstrap_destroy(boot);
   return rc;
 }
