@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cuda_runtime_api.h>
+
 #include "core/check.h"
 #include "engine/mk_engine.h"
 #include "layers/mk_layers.h"
@@ -12,7 +14,7 @@
 typedef struct gpu_backend {
   mk_model_batch_t *mb;
   mk_model_batch_seq *seqs;
-  int max_slots, max_seq;
+  int max_slots, max_seq, dev;
 } gpu_backend;
 
 static mk_status gpu_open(void *self, int slot, int max_tokens) {
@@ -29,6 +31,7 @@ static mk_status gpu_forward(void *self, const mk_batch_seq *seqs, int n, float 
   gpu_backend *b = self;
   if (n > b->max_slots)
     MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_ENGINE, "gpu backend: %d sequences (max %d)", n, b->max_slots);
+  MK_CUDA_CHECK(cudaSetDevice(b->dev)); /* the engine's thread is not the one that created the comm */
   for (int i = 0; i < n; i++)
     b->seqs[i] = (mk_model_batch_seq){.tokens = seqs[i].tokens, .n_tokens = seqs[i].n_tokens, .pos = seqs[i].pos,
                                       .pages = seqs[i].pages, .n_pages = seqs[i].n_pages};
@@ -53,7 +56,7 @@ mk_status mk_backend_gpu_create(const mk_model_t *m, mk_comm_t *comm, const mk_b
   MK_CHECK(mk_layers_layout_choose(mk_model_config(m), mk_comm_world(comm), c->tp, &lay));
   gpu_backend *b = calloc(1, sizeof *b);
   if (!b) return MK_STATUS_OUT_OF_MEMORY;
-  b->max_slots = c->max_slots, b->max_seq = c->max_seq_len;
+  b->max_slots = c->max_slots, b->max_seq = c->max_seq_len, b->dev = mk_comm_device(comm);
   mk_status st = MK_STATUS_OK;
   b->seqs = calloc((size_t)c->max_slots, sizeof *b->seqs);
   if (!b->seqs) {
