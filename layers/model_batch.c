@@ -66,7 +66,7 @@ mk_status mk_model_batch_create(const mk_model_t *m, mk_comm_t *comm, const mk_l
   b->max_seq_len = bc->max_seq_len, b->max_blocks = (bc->max_seq_len + bc->block_size - 1) / bc->block_size;
   MK_CHECK_GOTO(mk_layers_create_(m, c, 0, comm, layout, bc->max_tokens, bc->max_seqs, &b->g), st, fail);
   mk_model_gpu_t *g = b->g;
-  if (g->lay.tp > 1 && c->n_heads / g->lay.tp / (c->n_kv_heads / g->lay.tp) > 16) {
+  if (c->n_heads / c->n_kv_heads > 16) {
     st = MK_STATUS_UNSUPPORTED;
     MK_WARN(MK_SUBSYS_MODEL, "model_batch: %d query heads per KV head (paged decode takes <= 16)",
             c->n_heads / c->n_kv_heads);
