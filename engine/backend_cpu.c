@@ -56,7 +56,7 @@ static void cpu_destroy(void *self) {
   free(b);
 }
 
-static const mk_backend_ops k_cpu_ops = {"cpu-reference", cpu_open, cpu_close, cpu_forward, cpu_destroy};
+static const mk_backend_ops k_cpu_ops = {"cpu-reference", cpu_open, cpu_close, cpu_forward, cpu_destroy, NULL};
 
 mk_status mk_backend_cpu_create(const mk_model_t *m, int max_slots, int max_seq_len, mk_backend_t *out) {
   memset(out, 0, sizeof *out);

@@ -226,6 +226,11 @@ static void *engine_main(void *arg) {
     admit(e);
     if (e->n_running == 0) {
       cond_wait_ms(&e->cv, &e->mu, 50);
+      if (e->be.ops->idle && !e->quit) {
+        pthread_mutex_unlock(&e->mu);
+        e->be.ops->idle(e->be.self); /* a failure is the backend's to report */
+        pthread_mutex_lock(&e->mu);
+      }
       continue;
     }
     int n = 0;

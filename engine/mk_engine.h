@@ -32,6 +32,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "comm/mk_comm.h"
 #include "core/mk_core.h"
 #include "models/mk_models.h"
 
@@ -82,6 +83,9 @@ typedef struct mk_backend_ops {
   /* logits [n, vocab]: row i is the last token of seqs[i]. */
   mk_status (*forward)(void *self, const mk_batch_seq *seqs, int n, float *logits);
   void (*destroy)(void *self);
+  /* Optional (NULL: none): called by the engine thread, without its lock, about every 50 ms
+   * while no sequence runs. */
+  mk_status (*idle)(void *self);
 } mk_backend_ops;
 
 typedef struct mk_backend {
@@ -93,6 +97,39 @@ typedef struct mk_backend {
 /* The fp32 CPU reference over `m` (which must outlive the backend): max_slots sequences of
  * up to max_seq_len tokens each. */
 mk_status mk_backend_cpu_create(const mk_model_t *m, int max_slots, int max_seq_len, mk_backend_t *out);
+
+/* The GPU model (mk_model_batch_t, layers/mk_layers.h) over this rank's shard: weights loaded
+ * once, a paged KV cache whose pages are the engine's page ids (kv_pages x block_size tokens
+ * per layer), a step's tokens concatenated for the GEMMs / MoE, attention per sequence (paged
+ * decode; flash attention over gathered K/V for prefill). Collective create and forward (wrap
+ * with mk_backend_dist_create / run mk_backend_follow under several ranks). Compile-checked
+ * only: not yet run on a GPU. */
+typedef struct mk_backend_gpu_config {
+  int max_slots, max_seq_len;  /* as the engine's max_batch, max_model_len */
+  int kv_pages, block_size;    /* as the engine's */
+  int max_step_tokens;         /* new tokens per GPU pass (>= max_seq_len; a bigger step runs in several) */
+  int tp;                      /* 0: the default layout */
+  int path;                    /* mk_path: MK_PATH_FUSED 0, MK_PATH_UNFUSED 1 */
+} mk_backend_gpu_config;
+mk_status mk_backend_gpu_create(const mk_model_t *m, mk_comm_t *comm, const mk_backend_gpu_config *c, mk_backend_t *out);
+
+/* ---- several ranks (backend_dist.c) ----------------------------------------------------
+ * Rank 0 serves; every engine step it broadcasts the step's plan (the slots opened and closed
+ * since the last step, then the batch: slots, tokens, positions, page tables) over the host
+ * bootstrap, and the other ranks make the same backend calls. While idle, rank 0 sends an
+ * empty plan every 250 ms (a follower's wait is bounded by MK_BOOTSTRAP_TIMEOUT_MS). */
+/* Rank 0 of `size` ranks: wrap *inner (taken, also on failure) so that every call goes to
+ * every rank. Collective with mk_backend_follow (checks that every rank's backend has the
+ * same vocab, slots and length). b must outlive the backend; its destroy tells the
+ * followers to stop. */
+mk_status mk_backend_dist_create(mk_bootstrap_t *b, int size, mk_backend_t *inner, mk_backend_t *out);
+/* Rank 0: MK_STATUS_OK, or the status of the broadcast that failed (a follower died or did
+ * not answer; the bootstrap's message names it): no step can run any more. */
+mk_status mk_backend_dist_error(const mk_backend_t *dist);
+/* Ranks > 0: run rank 0's plans on *be (not taken) until rank 0 says stop (MK_STATUS_OK) or
+ * a failure (rank 0 died or stalled: the bootstrap's status; a malformed plan or a backend
+ * error: that status). steps (NULL ok) counts the forwards run. */
+mk_status mk_backend_follow(mk_bootstrap_t *b, int size, mk_backend_t *be, uint64_t *steps);
 
 /* ---- tokenizer -------------------------------------------------------------------------- */
 typedef struct mk_tokenizer mk_tokenizer_t;

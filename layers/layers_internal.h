@@ -50,6 +50,12 @@ struct mk_model_gpu {
   int nallocs, cap;
 };
 
+/* model_gpu.c: the blocks, shared with model_batch.c */
+mk_status mk_layers_create_(const mk_model_t *m, const mk_model_config_t *c, uint64_t seed, mk_comm_t *comm,
+                           const mk_layout_t *layout, int max_seq, int logit_rows, mk_model_gpu_t **out);
+mk_status mk_layers_attn_qkv_(mk_model_gpu_t *g, gpu_layer *L, int n, uint16_t *k, uint16_t *v);
+mk_status mk_layers_attn_out_(mk_model_gpu_t *g, gpu_layer *L, int n, int reduce);
+mk_status mk_layers_ffn_(mk_model_gpu_t *g, gpu_layer *L, int n);
 /* model_load.c */
 mk_status mk_layers_load_(mk_model_gpu_t *g, const mk_model_t *m);
 /* model_random.c: the same buffers with random weights (benchmarks) */

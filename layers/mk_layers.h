@@ -80,6 +80,32 @@ mk_status mk_model_gpu_forward(mk_model_gpu_t *g, const int32_t *ids, int n, flo
 mk_status mk_model_gpu_generate(mk_model_gpu_t *g, const int32_t *prompt, int n_prompt, int max_new, int32_t *out_ids,
                                 float *logits_out);
 
+/* ---- serving: many sequences per step over a paged KV cache (model_batch.c) -----------
+ * Compile-checked only (not yet run on a GPU). One set of weights (this rank's shard) for
+ * every sequence; the KV cache per layer is [n_pages, block_size, KV width] and a sequence
+ * names its pages (the engine's page ids); a step takes every sequence's new tokens (decode:
+ * one, prefill: the prompt) and gives the fp32 logits of each one's last token. Needs head_dim
+ * 64 or 128. Collective: every rank the same calls with the same sequences. */
+typedef struct mk_model_batch_config {
+  int max_seqs;    /* sequences in one step */
+  int max_seq_len; /* positions of one sequence */
+  int max_tokens;  /* new tokens in one pass (>= max_seq_len); a larger step runs in several */
+  int n_pages, block_size;
+} mk_model_batch_config;
+typedef struct mk_model_batch_seq {
+  const int32_t *tokens; /* host ids */
+  int n_tokens, pos;     /* tokens[0] at position pos; positions below pos are in the cache */
+  const int32_t *pages;  /* the pages of positions 0 .. pos + n_tokens - 1 */
+  int n_pages;
+} mk_model_batch_seq;
+typedef struct mk_model_batch mk_model_batch_t;
+mk_status mk_model_batch_create(const mk_model_t *m, mk_comm_t *comm, const mk_layout_t *layout,
+                                const mk_model_batch_config *bc, mk_model_batch_t **out);
+void mk_model_batch_destroy(mk_model_batch_t *b); /* NULL: no-op */
+mk_status mk_model_batch_set_path(mk_model_batch_t *b, mk_path p);
+/* logits [n, vocab] fp32 host, row i for seqs[i]. */
+mk_status mk_model_batch_forward(mk_model_batch_t *b, const mk_model_batch_seq *seqs, int n, float *logits);
+
 /* ---- layer benchmarks (mk-bench layer) ---------------------------------------------- */
 /* Collective. As mk_model_gpu_create, with random weights drawn on the GPU from seed (no
  * checkpoint; c's sizes at full scale are fine) and a random residual stream. */

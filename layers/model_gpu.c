@@ -83,10 +83,11 @@ static mk_status tp_gather(mk_model_gpu_t *g, uint16_t *mine, size_t count) {
   return mk_nccl_all_gather(g->tp_nccl, mine, mine - (size_t)g->tp_rank * count, count, MK_DTYPE_BF16, S_(g));
 }
 
-static mk_status attn_block(mk_model_gpu_t *g, gpu_layer *L, int n, int reduce) {
+/* The attention block's first part: norm, q/k/v projections (q -> g->q; k, v -> [n, kw_r] at
+ * k and v), bias, q/k norm; no RoPE. */
+mk_status mk_layers_attn_qkv_(mk_model_gpu_t *g, gpu_layer *L, int n, uint16_t *k, uint16_t *v) {
   const mk_model_config_t *c = &g->cfg;
-  const int H = c->hidden, hd = c->head_dim, pos0 = g->pos;
-  uint16_t *k = L->kc + (size_t)pos0 * g->kw_r, *v = L->vc + (size_t)pos0 * g->kw_r;
+  const int H = c->hidden, hd = c->head_dim;
   MK_CHECK(mk_rmsnorm_f32(g->x, L->attn_norm, n, H, c->rms_eps, g->hb, NULL, S_(g)));
   MK_CHECK(gemm(g, g->hb, L->wq, g->q, n, g->qw_r, H));
   MK_CHECK(gemm(g, g->hb, L->wk, k, n, g->kw_r, H));
@@ -108,12 +109,27 @@ static mk_status attn_block(mk_model_gpu_t *g, gpu_layer *L, int n, int reduce) 
     MK_CHECK(mk_rmsnorm_bf16(g->q, n, g->qw_r, L->q_norm, sq, c->n_heads * hd, c->rms_eps, S_(g)));
     MK_CHECK(mk_rmsnorm_bf16(k, n, g->kw_r, L->k_norm, sk, c->n_kv_heads * hd, c->rms_eps, S_(g)));
   }
-  MK_CHECK(mk_rope_neox_bf16(g->q, n, g->nh_r, hd, pos0, c->rope_theta, S_(g)));
-  MK_CHECK(mk_rope_neox_bf16(k, n, g->nkv_r, hd, pos0, c->rope_theta, S_(g)));
-  MK_CHECK(attend(g, L, n, pos0));
+  return MK_STATUS_OK;
+}
+
+/* The attention block's last part: O projection of g->o (reduce 0: without the TP reduction)
+ * and the residual. */
+mk_status mk_layers_attn_out_(mk_model_gpu_t *g, gpu_layer *L, int n, int reduce) {
+  const int H = g->cfg.hidden;
   if (reduce) MK_CHECK(row_linear(g, g->o, L->wo, g->y, n, H, g->qw_r));
   else MK_CHECK(gemm(g, g->o, L->wo, g->y, n, H, g->qw_r));
   return mk_residual_add(g->x, g->y, NULL, n, H, S_(g));
+}
+
+static mk_status attn_block(mk_model_gpu_t *g, gpu_layer *L, int n, int reduce) {
+  const mk_model_config_t *c = &g->cfg;
+  const int hd = c->head_dim, pos0 = g->pos;
+  uint16_t *k = L->kc + (size_t)pos0 * g->kw_r, *v = L->vc + (size_t)pos0 * g->kw_r;
+  MK_CHECK(mk_layers_attn_qkv_(g, L, n, k, v));
+  MK_CHECK(mk_rope_neox_bf16(g->q, n, g->nh_r, hd, pos0, c->rope_theta, S_(g)));
+  MK_CHECK(mk_rope_neox_bf16(k, n, g->nkv_r, hd, pos0, c->rope_theta, S_(g)));
+  MK_CHECK(attend(g, L, n, pos0));
+  return mk_layers_attn_out_(g, L, n, reduce);
 }
 
 /* SwiGLU MLP on g->hb, column/row parallel, summed over the TP group -> out [n, H]. */
@@ -139,7 +155,7 @@ static mk_status moe_split(mk_model_gpu_t *g, gpu_layer *L, int n) {
   return tp_gather(g, mine, (size_t)cw * H);
 }
 
-static mk_status ffn_block(mk_model_gpu_t *g, gpu_layer *L, int n) {
+mk_status mk_layers_ffn_(mk_model_gpu_t *g, gpu_layer *L, int n) {
   const mk_model_config_t *c = &g->cfg;
   const int H = c->hidden, E = c->n_experts;
   MK_CHECK(mk_rmsnorm_f32(g->x, L->mlp_norm, n, H, c->rms_eps, g->hb, g->hf, S_(g)));
@@ -170,7 +186,7 @@ mk_status mk_model_gpu_run_part(mk_model_gpu_t *g, int layer, mk_layer_part part
   g->pos = pos;
   switch (part) {
   case MK_PART_ATTN: st = attn_block(g, L, n, 1); break;
-  case MK_PART_FFN: st = ffn_block(g, L, n); break;
+  case MK_PART_FFN: st = mk_layers_ffn_(g, L, n); break;
   case MK_PART_ATTN_COMPUTE: st = attn_block(g, L, n, 0); break;
   case MK_PART_ATTN_COMM: st = tp_sum(g, g->y, (size_t)n * H, MK_DTYPE_BF16); break;
   case MK_PART_FFN_COMPUTE:
@@ -216,7 +232,7 @@ mk_status mk_model_gpu_forward(mk_model_gpu_t *g, const int32_t *ids, int n, flo
   MK_CHECK(mk_embed_gather(g->ids, n, g->embed, c->vocab, c->hidden, g->x, S_(g)));
   for (int l = 0; l < c->n_layers; l++) {
     MK_CHECK(attn_block(g, &g->layers[l], n, 1));
-    MK_CHECK(ffn_block(g, &g->layers[l], n));
+    MK_CHECK(mk_layers_ffn_(g, &g->layers[l], n));
   }
   MK_CHECK(mk_rmsnorm_f32(g->x, g->final_norm, n, c->hidden, c->rms_eps, NULL, g->hf, S_(g)));
   MK_CHECK(mk_linear_f32out(g->hf, n, c->hidden, g->lm_head, c->vocab, g->logits, S_(g)));
@@ -304,11 +320,11 @@ void mk_model_gpu_destroy(mk_model_gpu_t *g) {
     (ptr) = mk_comm_heap_ptr(comm, off_);                                    \
   } while (0)
 
-/* m NULL: random weights from seed (mk_model_gpu_create_random). */
-static mk_status create(const mk_model_t *m, const mk_model_config_t *c, uint64_t seed, mk_comm_t *comm,
-                        const mk_layout_t *layout, int max_seq, mk_model_gpu_t **out) {
+/* m NULL: random weights from seed (mk_model_gpu_create_random); logit_rows: rows of g->logits. */
+mk_status mk_layers_create_(const mk_model_t *m, const mk_model_config_t *c, uint64_t seed, mk_comm_t *comm,
+                           const mk_layout_t *layout, int max_seq, int logit_rows, mk_model_gpu_t **out) {
   *out = NULL;
-  if (!c || !comm || !layout || max_seq < 1)
+  if (!c || !comm || !layout || max_seq < 1 || logit_rows < 1 || logit_rows > max_seq)
     MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_MODEL, "model_gpu: bad create arguments");
   const mk_world *w = mk_comm_world(comm);
   mk_layout_t chk;
@@ -343,7 +359,7 @@ static mk_status create(const mk_model_t *m, const mk_model_config_t *c, uint64_
   DALLOC(g->shared_logit, S * 4);
   DALLOC(g->shared_w, S * 4);
   DALLOC(g->sumsq, 2 * S * 4);
-  DALLOC(g->logits, S * (size_t)c->vocab * 4);
+  DALLOC(g->logits, (size_t)logit_rows * (size_t)c->vocab * 4);
   DALLOC(g->q, S * (size_t)g->qw_r * 2);
   DALLOC(g->u, S * (wide ? wide : 8) * 2);
   HALLOC(g->hb, S * H * 2);
@@ -389,10 +405,10 @@ fail:
 mk_status mk_model_gpu_create(const mk_model_t *m, mk_comm_t *comm, const mk_layout_t *layout, int max_seq,
                               mk_model_gpu_t **out) {
   if (!m) MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_MODEL, "model_gpu: no model");
-  return create(m, mk_model_config(m), 0, comm, layout, max_seq, out);
+  return mk_layers_create_(m, mk_model_config(m), 0, comm, layout, max_seq, max_seq, out);
 }
 
 mk_status mk_model_gpu_create_random(const mk_model_config_t *c, mk_comm_t *comm, const mk_layout_t *layout,
                                      int max_seq, uint64_t seed, mk_model_gpu_t **out) {
-  return create(NULL, c, seed, comm, layout, max_seq, out);
+  return mk_layers_create_(NULL, c, seed, comm, layout, max_seq, max_seq, out);
 }

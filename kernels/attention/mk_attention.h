@@ -105,6 +105,14 @@ typedef struct mk_paged_decode_args {
 mk_status mk_paged_decode_workspace_size(const mk_paged_decode_args *a, size_t *bytes);
 mk_status mk_paged_decode(const mk_paged_decode_args *a, mk_stream_t stream);
 
+/* Paged KV cache rows (kv_copy.cu): cache [num_slots, width] bf16, slot = page * block_size +
+ * offset (the layout mk_paged_decode reads, width = hkv d). scatter: cache[slots[t]] = rows[t];
+ * gather: rows[t] = cache[slots[t]], t < n. Slots outside [0, num_slots) are skipped / give zeros. */
+mk_status mk_kv_scatter_bf16(const uint16_t *rows, const int32_t *slots, int64_t n, int width, uint16_t *cache,
+                             int64_t num_slots, mk_stream_t stream);
+mk_status mk_kv_gather_bf16(const uint16_t *cache, int64_t num_slots, const int32_t *slots, int64_t n, int width,
+                            uint16_t *rows, mk_stream_t stream);
+
 /* ---- ring attention (sequence parallel) -------------------------------------------------
  * W ranks each hold S rows of Q, K and V of one sequence of W * S tokens (batch 1).
  *   non-causal: rank r holds rows [r S, (r + 1) S) of the sequence;

@@ -1,0 +1,77 @@
+/* backend_gpu.c — the GPU model as a serving backend (compile-checked only: not yet run on a
+ * GPU): one mk_model_batch_t over this rank's shard; the engine's page ids are the KV cache's
+ * pages, so a slot holds nothing of its own (open / close only check the slot). forward is
+ * collective: under several ranks every rank runs it with the same batch (backend_dist.c). */
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+#include "core/check.h"
+#include "engine/mk_engine.h"
+#include "layers/mk_layers.h"
+
+typedef struct gpu_backend {
+  mk_model_batch_t *mb;
+  mk_model_batch_seq *seqs;
+  int max_slots, max_seq, dev;
+} gpu_backend;
+
+static mk_status gpu_open(void *self, int slot, int max_tokens) {
+  gpu_backend *b = self;
+  if (slot < 0 || slot >= b->max_slots || max_tokens < 1 || max_tokens > b->max_seq)
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_ENGINE, "gpu backend: slot %d of %d, %d tokens of %d", slot,
+                  b->max_slots, max_tokens, b->max_seq);
+  return MK_STATUS_OK;
+}
+
+static void gpu_close(void *self, int slot) { (void)self, (void)slot; }
+
+static mk_status gpu_forward(void *self, const mk_batch_seq *seqs, int n, float *logits) {
+  gpu_backend *b = self;
+  if (n > b->max_slots)
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_ENGINE, "gpu backend: %d sequences (max %d)", n, b->max_slots);
+  MK_CUDA_CHECK(cudaSetDevice(b->dev)); /* the engine's thread is not the one that created the comm */
+  for (int i = 0; i < n; i++)
+    b->seqs[i] = (mk_model_batch_seq){.tokens = seqs[i].tokens, .n_tokens = seqs[i].n_tokens, .pos = seqs[i].pos,
+                                      .pages = seqs[i].pages, .n_pages = seqs[i].n_pages};
+  return mk_model_batch_forward(b->mb, b->seqs, n, logits);
+}
+
+static void gpu_destroy(void *self) {
+  gpu_backend *b = self;
+  if (!b) return;
+  mk_model_batch_destroy(b->mb);
+  free(b->seqs);
+  free(b);
+}
+
+static const mk_backend_ops k_gpu_ops = {"gpu", gpu_open, gpu_close, gpu_forward, gpu_destroy, NULL};
+
+mk_status mk_backend_gpu_create(const mk_model_t *m, mk_comm_t *comm, const mk_backend_gpu_config *c, mk_backend_t *out) {
+  memset(out, 0, sizeof *out);
+  if (!m || !comm || !c || c->max_slots < 1 || c->max_seq_len < 1)
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_ENGINE, "gpu backend: bad arguments");
+  mk_layout_t lay;
+  MK_CHECK(mk_layers_layout_choose(mk_model_config(m), mk_comm_world(comm), c->tp, &lay));
+  gpu_backend *b = calloc(1, sizeof *b);
+  if (!b) return MK_STATUS_OUT_OF_MEMORY;
+  b->max_slots = c->max_slots, b->max_seq = c->max_seq_len, b->dev = mk_comm_device(comm);
+  mk_status st = MK_STATUS_OK;
+  b->seqs = calloc((size_t)c->max_slots, sizeof *b->seqs);
+  if (!b->seqs) {
+    st = MK_STATUS_OUT_OF_MEMORY;
+    goto fail;
+  }
+  mk_model_batch_config bc = {.max_seqs = c->max_slots, .max_seq_len = c->max_seq_len,
+                              .max_tokens = c->max_step_tokens > c->max_seq_len ? c->max_step_tokens : c->max_seq_len,
+                              .n_pages = c->kv_pages, .block_size = c->block_size};
+  MK_CHECK_GOTO(mk_model_batch_create(m, comm, &lay, &bc, &b->mb), st, fail);
+  MK_CHECK_GOTO(mk_model_batch_set_path(b->mb, c->path), st, fail);
+  *out = (mk_backend_t){.ops = &k_gpu_ops, .self = b, .vocab = mk_model_config(m)->vocab, .max_slots = c->max_slots,
+                        .max_seq_len = c->max_seq_len};
+  return MK_STATUS_OK;
+fail:
+  gpu_destroy(b);
+  return st;
+}

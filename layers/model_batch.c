@@ -1,0 +1,247 @@
+/* model_batch.c — the GPU model for serving: many sequences per step over a paged KV cache.
+ * Compile-checked only (not yet run on a GPU).
+ *
+ * Weights, activations and the MoE blocks are one mk_model_gpu_t (mk_layers_create_ with
+ * max_seq = max_tokens, the tokens of one pass; logits for max_seqs rows); its per-layer
+ * contiguous caches kc / vc serve as the new tokens' K / V rows. The KV cache is paged, per
+ * layer K and V [n_pages, block_size, kw_r] bf16 (kw_r = this rank's KV heads x head_dim); a
+ * sequence's page table maps its position p to slot pages[p / bs] * bs + p % bs.
+ *
+ * A step (mk_model_batch_forward): the sequences are ordered decode first (one new token),
+ * then the others (prefill or chunks), and cut into passes of at most max_tokens new tokens
+ * (and gathered K/V rows); each pass: embed the concatenated tokens; per layer the blocks of
+ * model_gpu.c (q/k/v projections, norms) with RoPE per sequence (its own position), the new K/V
+ * scattered into the pages, attention: mk_paged_decode over the decode rows (one launch), flash
+ * attention (varlen, bottom-right causal) over the prefill rows with each sequence's K/V
+ * gathered from its pages; then the O projection, the FFN / MoE block over all rows; the final
+ * norm and the logits of each sequence's last token. Collective: every rank the same calls. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+#include "core/check.h"
+#include "layers/layers_internal.h"
+
+#define S_(g) ((mk_stream_t)(g)->stream)
+
+struct mk_model_batch {
+  mk_model_gpu_t *g;
+  int max_tokens, max_seqs, n_pages, bs, max_seq_len, max_blocks;
+  uint16_t **kp, **vp;    /* per layer [n_pages * bs, kw_r] */
+  uint16_t *gk, *gv;      /* gathered K / V rows [max_tokens, kw_r] */
+  int32_t *dints;         /* device copy of the pass's int tables */
+  int32_t *hints;         /* host staging */
+  size_t n_ints;
+  void *ws;               /* mk_paged_decode workspace */
+  size_t ws_bytes;
+  float *hlog;            /* [max_seqs, vocab] host logits of one pass */
+  int *order;
+};
+
+void mk_model_batch_destroy(mk_model_batch_t *b) {
+  if (!b) return;
+  if (b->ws) cudaFree(b->ws);
+  mk_model_gpu_destroy(b->g); /* frees kp / vp / gk / gv / dints (tracked allocations) */
+  free(b->kp), free(b->vp), free(b->hints), free(b->hlog), free(b->order);
+  free(b);
+}
+
+mk_status mk_model_batch_create(const mk_model_t *m, mk_comm_t *comm, const mk_layout_t *layout,
+                                const mk_model_batch_config *bc, mk_model_batch_t **out) {
+  *out = NULL;
+  if (!m || !comm || !layout || !bc || bc->max_seqs < 1 || bc->max_seq_len < 1 || bc->max_tokens < bc->max_seq_len || bc->max_seqs > bc->max_tokens ||
+      bc->n_pages < 1 || bc->block_size < 1)
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_MODEL, "model_batch: bad config (max_tokens must be >= "
+                  "max_seq_len: one sequence's whole prompt runs in one pass)");
+  const mk_model_config_t *c = mk_model_config(m);
+  if (c->head_dim != 64 && c->head_dim != 128)
+    MK_ERR_RETURN(MK_STATUS_UNSUPPORTED, MK_SUBSYS_MODEL, "model_batch: head_dim %d (the paged path needs 64 or 128)",
+                  c->head_dim);
+  mk_model_batch_t *b = calloc(1, sizeof *b);
+  if (!b) return MK_STATUS_OUT_OF_MEMORY;
+  mk_status st = MK_STATUS_OK;
+  b->max_tokens = bc->max_tokens, b->max_seqs = bc->max_seqs, b->n_pages = bc->n_pages, b->bs = bc->block_size;
+  b->max_seq_len = bc->max_seq_len, b->max_blocks = (bc->max_seq_len + bc->block_size - 1) / bc->block_size;
+  MK_CHECK_GOTO(mk_layers_create_(m, c, 0, comm, layout, bc->max_tokens, bc->max_seqs, &b->g), st, fail);
+  mk_model_gpu_t *g = b->g;
+  if (c->n_heads / c->n_kv_heads > 16) {
+    st = MK_STATUS_UNSUPPORTED;
+    MK_WARN(MK_SUBSYS_MODEL, "model_batch: %d query heads per KV head (paged decode takes <= 16)",
+            c->n_heads / c->n_kv_heads);
+    goto fail;
+  }
+  const size_t slots = (size_t)b->n_pages * b->bs, kw = (size_t)g->kw_r;
+  b->kp = calloc((size_t)c->n_layers, sizeof *b->kp);
+  b->vp = calloc((size_t)c->n_layers, sizeof *b->vp);
+  /* ints of one pass: ids, slots of the new tokens [T]; gather slots [T]; block table
+   * [S, max_blocks]; context lens [S]; cu_q, cu_k [S + 1] each; last rows [S] */
+  b->n_ints = 3 * (size_t)b->max_tokens + (size_t)b->max_seqs * (b->max_blocks + 4) + 2;
+  b->hints = malloc(sizeof(int32_t) * b->n_ints);
+  b->hlog = malloc(sizeof(float) * (size_t)b->max_seqs * c->vocab);
+  b->order = malloc(sizeof(int) * (size_t)b->max_seqs);
+  if (!b->kp || !b->vp || !b->hints || !b->hlog || !b->order) {
+    st = MK_STATUS_OUT_OF_MEMORY;
+    goto fail;
+  }
+  for (int l = 0; l < c->n_layers; l++)
+    if (!(b->kp[l] = mk_layers_dalloc_(g, slots * kw * 2)) || !(b->vp[l] = mk_layers_dalloc_(g, slots * kw * 2))) {
+      MK_WARN(MK_SUBSYS_MODEL, "model_batch: cannot allocate the KV cache (%d pages x %d tokens x %d layers)",
+              b->n_pages, b->bs, c->n_layers);
+      st = MK_STATUS_OUT_OF_MEMORY;
+      goto fail;
+    }
+  if (!(b->gk = mk_layers_dalloc_(g, (size_t)b->max_tokens * kw * 2)) ||
+      !(b->gv = mk_layers_dalloc_(g, (size_t)b->max_tokens * kw * 2)) ||
+      !(b->dints = mk_layers_dalloc_(g, sizeof(int32_t) * b->n_ints))) {
+    st = MK_STATUS_OUT_OF_MEMORY;
+    goto fail;
+  }
+  *out = b;
+  return MK_STATUS_OK;
+fail:
+  mk_model_batch_destroy(b);
+  return st;
+}
+
+mk_status mk_model_batch_set_path(mk_model_batch_t *b, mk_path p) { return mk_model_gpu_set_path(b ? b->g : NULL, p); }
+
+/* One pass over seqs[order[0..n)] (decode ones first: n_dec of them). */
+static mk_status pass(mk_model_batch_t *b, const mk_model_batch_seq *seqs, const int *order, int n, int n_dec,
+                      float *logits) {
+  mk_model_gpu_t *g = b->g;
+  const mk_model_config_t *c = &g->cfg;
+  const int H = c->hidden, hd = c->head_dim, V = c->vocab, MB = b->max_blocks, bs = b->bs;
+  const int64_t n_slots = (int64_t)b->n_pages * bs;
+  int T = 0, G = 0, maxq = 0, maxk = 0;
+  for (int i = 0; i < n; i++) {
+    const mk_model_batch_seq *q = &seqs[order[i]];
+    T += q->n_tokens;
+    if (i >= n_dec) G += q->pos + q->n_tokens;
+  }
+  /* host tables: ids [T] | slots [T] | gather [G] | block table [n_dec, MB] | ctx [n_dec] |
+   * cu_q [np + 1] | cu_k [np + 1] | last [n] */
+  int32_t *ids = b->hints, *sl = ids + T, *gs = sl + T, *bt = gs + G, *ctx = bt + (size_t)n_dec * MB, *cuq = ctx + n_dec;
+  const int np = n - n_dec;
+  int32_t *cuk = cuq + np + 1, *last = cuk + np + 1;
+  const size_t used = (size_t)(last + n - b->hints);
+  int t = 0, gk = 0;
+  cuq[0] = cuk[0] = 0;
+  for (int i = 0; i < n; i++) {
+    const mk_model_batch_seq *q = &seqs[order[i]];
+    for (int j = 0; j < q->n_tokens; j++, t++) {
+      const int p = q->pos + j;
+      ids[t] = q->tokens[j];
+      sl[t] = q->pages[p / bs] * bs + p % bs;
+    }
+    last[i] = t - 1;
+    if (i < n_dec) {
+      memset(bt + (size_t)i * MB, 0, sizeof(int32_t) * MB);
+      memcpy(bt + (size_t)i * MB, q->pages, sizeof(int32_t) * (size_t)q->n_pages);
+      ctx[i] = q->pos + 1;
+      if (q->pos + 1 > maxk) maxk = q->pos + 1;
+    } else {
+      const int k = i - n_dec, len = q->pos + q->n_tokens;
+      for (int p = 0; p < len; p++) gs[gk++] = q->pages[p / bs] * bs + p % bs;
+      cuq[k + 1] = cuq[k] + q->n_tokens, cuk[k + 1] = cuk[k] + len;
+      if (q->n_tokens > maxq) maxq = q->n_tokens;
+    }
+  }
+  int32_t *d = b->dints;
+  const ptrdiff_t o_sl = sl - ids, o_gs = gs - ids, o_bt = bt - ids, o_ctx = ctx - ids, o_cuq = cuq - ids, o_cuk = cuk - ids;
+  MK_CUDA_CHECK(cudaMemcpyAsync(d, b->hints, sizeof(int32_t) * used, cudaMemcpyHostToDevice, g->stream));
+  const float scale = 1.0f / sqrtf((float)hd);
+  mk_paged_decode_args pd = {.q = g->q, .block_table = d + o_bt, .context_lens = d + o_ctx, .o = g->o, .batch = n_dec,
+                             .hq = g->nh_r, .hkv = g->nkv_r, .d = hd, .block_size = bs, .max_blocks_per_seq = MB,
+                             .max_context_len = maxk, .num_blocks = b->n_pages, .softmax_scale = scale};
+  if (n_dec) {
+    size_t need = 0;
+    MK_CHECK(mk_paged_decode_workspace_size(&pd, &need));
+    if (need > b->ws_bytes) {
+      if (b->ws) cudaFree(b->ws);
+      b->ws = NULL, b->ws_bytes = 0;
+      MK_CUDA_CHECK(cudaMalloc(&b->ws, need));
+      b->ws_bytes = need;
+    }
+    pd.workspace = b->ws;
+  }
+  MK_CHECK(mk_embed_gather(d, T, g->embed, V, H, g->x, S_(g)));
+  for (int l = 0; l < c->n_layers; l++) {
+    gpu_layer *L = &g->layers[l];
+    uint16_t *kn = L->kc, *vn = L->vc; /* the new tokens' K / V rows [T, kw_r] */
+    MK_CHECK(mk_layers_attn_qkv_(g, L, T, kn, vn));
+    for (int i = 0, r = 0; i < n; i++) { /* RoPE at each sequence's own positions */
+      const mk_model_batch_seq *q = &seqs[order[i]];
+      MK_CHECK(mk_rope_neox_bf16(g->q + (size_t)r * g->qw_r, q->n_tokens, g->nh_r, hd, q->pos, c->rope_theta, S_(g)));
+      MK_CHECK(mk_rope_neox_bf16(kn + (size_t)r * g->kw_r, q->n_tokens, g->nkv_r, hd, q->pos, c->rope_theta, S_(g)));
+      r += q->n_tokens;
+    }
+    MK_CHECK(mk_kv_scatter_bf16(kn, d + o_sl, T, g->kw_r, b->kp[l], n_slots, S_(g)));
+    MK_CHECK(mk_kv_scatter_bf16(vn, d + o_sl, T, g->kw_r, b->vp[l], n_slots, S_(g)));
+    if (n_dec) {
+      pd.k_cache = b->kp[l], pd.v_cache = b->vp[l];
+      MK_CHECK(mk_paged_decode(&pd, S_(g)));
+    }
+    if (np) {
+      MK_CHECK(mk_kv_gather_bf16(b->kp[l], n_slots, d + o_gs, G, g->kw_r, b->gk, S_(g)));
+      MK_CHECK(mk_kv_gather_bf16(b->vp[l], n_slots, d + o_gs, G, g->kw_r, b->gv, S_(g)));
+      mk_attn_fwd_args a = {.q = g->q + (size_t)n_dec * g->qw_r, .k = b->gk, .v = b->gv,
+                            .o = g->o + (size_t)n_dec * g->qw_r, .cu_seqlens_q = d + o_cuq, .cu_seqlens_k = d + o_cuk,
+                            .batch = np, .max_seqlen_q = maxq, .max_seqlen_k = G, .total_q = T - n_dec, .hq = g->nh_r,
+                            .hkv = g->nkv_r, .d = hd, .mask = MK_ATTN_MASK_CAUSAL, .softmax_scale = scale};
+      MK_CHECK(mk_flash_attn_fwd(&a, S_(g)));
+    }
+    MK_CHECK(mk_layers_attn_out_(g, L, T, 1));
+    MK_CHECK(mk_layers_ffn_(g, L, T));
+  }
+  for (int i = 0; i < n; i++) /* each sequence's last row -> row i (last[i] >= i, increasing: no row is read after it is overwritten) */
+    if (last[i] != i)
+      MK_CUDA_CHECK(cudaMemcpyAsync(g->x + (size_t)i * H, g->x + (size_t)last[i] * H, sizeof(float) * H,
+                                    cudaMemcpyDeviceToDevice, g->stream));
+  MK_CHECK(mk_rmsnorm_f32(g->x, g->final_norm, n, H, c->rms_eps, NULL, g->hf, S_(g)));
+  MK_CHECK(mk_linear_f32out(g->hf, n, H, g->lm_head, V, g->logits, S_(g)));
+  MK_CUDA_CHECK(cudaMemcpyAsync(b->hlog, g->logits, sizeof(float) * (size_t)n * V, cudaMemcpyDeviceToHost, g->stream));
+  MK_CUDA_CHECK(cudaStreamSynchronize(g->stream));
+  MK_CHECK(mk_comm_check(g->comm));
+  for (int i = 0; i < n; i++)
+    memcpy(logits + (size_t)order[i] * V, b->hlog + (size_t)i * V, sizeof(float) * V);
+  return MK_STATUS_OK;
+}
+
+mk_status mk_model_batch_forward(mk_model_batch_t *b, const mk_model_batch_seq *seqs, int n, float *logits) {
+  if (!b || (n && (!seqs || !logits)) || n < 0 || n > b->max_seqs)
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_MODEL, "model_batch: %d sequences (max %d)", n, b ? b->max_seqs : 0);
+  const int V = b->g->cfg.vocab;
+  for (int i = 0; i < n; i++) { /* everything the kernels trust */
+    const mk_model_batch_seq *q = &seqs[i];
+    int bad = q->n_tokens < 1 || q->pos < 0 || q->pos + q->n_tokens > b->max_seq_len ||
+              q->n_pages < (q->pos + q->n_tokens + b->bs - 1) / b->bs || q->n_pages > b->max_blocks;
+    for (int j = 0; !bad && j < q->n_pages; j++) bad = q->pages[j] < 0 || q->pages[j] >= b->n_pages;
+    for (int j = 0; !bad && j < q->n_tokens; j++) bad = q->tokens[j] < 0 || q->tokens[j] >= V;
+    if (bad)
+      MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_MODEL, "model_batch: sequence %d: %d tokens at %d, %d pages "
+                    "(of %d; max length %d, vocab %d): out of range", i, q->n_tokens, q->pos, q->n_pages, b->n_pages,
+                    b->max_seq_len, V);
+  }
+  int k = 0;
+  for (int i = 0; i < n; i++)
+    if (seqs[i].n_tokens == 1) b->order[k++] = i;
+  const int n_dec_all = k;
+  for (int i = 0; i < n; i++)
+    if (seqs[i].n_tokens != 1) b->order[k++] = i;
+  /* passes: consecutive runs of the order within max_tokens new tokens and gathered rows */
+  for (int s = 0; s < n;) {
+    int e = s, T = 0, G = 0;
+    while (e < n) {
+      const mk_model_batch_seq *q = &seqs[b->order[e]];
+      const int g2 = e >= n_dec_all ? q->pos + q->n_tokens : 0;
+      if (e > s && (T + q->n_tokens > b->max_tokens || G + g2 > b->max_tokens)) break;
+      T += q->n_tokens, G += g2, e++;
+    }
+    const int n_dec = s < n_dec_all ? (e < n_dec_all ? e : n_dec_all) - s : 0;
+    MK_CHECK(pass(b, seqs, b->order + s, e - s, n_dec, logits));
+    s = e;
+  }
+  return MK_STATUS_OK;
+}
