@@ -25,7 +25,14 @@
  *   around; within that, the core's grouped order (L2 reuse of B panels).
  * Barrier points: (1) a pusher waits until d entered this call before its first write into
  *   d's G; (2) before_load of a tile waits for every chunk its rows touch (ready[p][i], or
- *   xdata[p] for a remote shard); (3) the inter CTA: mk_fused_inter_finish. */
+ *   xdata[p] for a remote shard); (3) the inter CTA: mk_fused_inter_finish.
+ *
+ * Copy-engine mode (MK_FUSED_AG_COPY=1, one node group; protocol in copy_engine.c): no pusher
+ * CTAs, the GEMM takes every SM; the shards arrive by peer copies on a side stream and the
+ * GEMM waits on the mode's own flags ce_ready[p][piece] >= 1 (pieces of MK_FUSED_CE_ROWS
+ * rows, reset to 0 by the host before each call), the local shard being in G before launch.
+ * If a wait gives up (abort), the kernel sets its own ce_arrive flags to 1 so that the side
+ * stream, which waits on them, drains. */
 #include "kernels/fused/fused_common.cuh"
 
 struct mk_ag_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
@@ -36,6 +43,10 @@ struct mk_ag_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   const uint16_t *shard; /* this rank's A_r [Ms, K] */
   int64_t ms, k;         /* rows per rank, K */
   int cps, tm0;          /* chunks per shard; first tile-row of the walk */
+  uint64_t flags;        /* heap offset of ready[W][nflag]: v.cnt, or ce_ready in copy-engine mode */
+  int cpf, nflag;        /* 128-row chunks per flag (1 in SM mode); flags per shard */
+  int ce;                /* copy-engine mode: flags are 0/1, reset by the host (target 1) */
+  uint64_t ce_arrive;    /* copy-engine mode: heap offset of ce_arrive[16] (released on abort) */
   int inplace;           /* the shard already is in G */
   int pushers;           /* role CTAs [0, pushers) push; role CTA `pushers` is the inter CTA */
   int last_m0 = -1;      /* per thread: the tile-row whose chunks were last seen ready */
@@ -48,7 +59,14 @@ struct mk_ag_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
     mk_gemm_order_grouped::tile_order(idx, tiles_m, tiles_n, &q, tn);
     *tm = (tm0 + q) % tiles_m;
   }
-  __device__ __forceinline__ uint64_t ready(int p, int64_t i) const { return v.cnt + 8ull * ((uint64_t)p * cps + i); }
+  __device__ __forceinline__ uint64_t ready(int p, int64_t i) const {
+    return flags + 8ull * ((uint64_t)p * nflag + (uint64_t)(i / cpf));
+  }
+  /* Copy-engine mode, after a failed wait: let this rank's side stream drain. */
+  __device__ __forceinline__ void ce_release() const {
+    if (!ce) return;
+    for (int p = 0; p < v.W; p++) mk_st_release_sys(mk_local_ptr<uint64_t>(w, ce_arrive + 8ull * p), 1ull);
+  }
 
   __device__ __forceinline__ void before_load(const mk_gemm_tile &t) {
     if (tr.buf) {
@@ -64,7 +82,7 @@ struct mk_ag_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   }
   __device__ __forceinline__ void wait_ready(const mk_gemm_tile &t) {
     if (t.m0 == last_m0) return;
-    const uint64_t target = mk_epoch(w, v.slot) + 1;
+    const uint64_t target = ce ? 1 : mk_epoch(w, v.slot) + 1;
     for (int64_t s = t.m0 / ms; s < v.W && s * ms < t.m_end; s++) {
       if (s == v.me && inplace) continue;
       if (!v.local((int)s)) {
@@ -72,8 +90,11 @@ struct mk_ag_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
         continue;
       }
       const int64_t lo = max((int64_t)t.m0, s * ms) - s * ms, hi = min((int64_t)t.m_end, (s + 1) * ms) - s * ms;
-      for (int64_t i = lo / 128; i * 128 < hi; i++)
-        if (!mk_wait_ge(w, ready((int)s, i), target, MK_OP_AG_GEMM, (int)s, t.idx)) return;
+      for (int64_t i = lo / 128; i * 128 < hi; i = (i / cpf + 1) * cpf) /* one wait per flag */
+        if (!mk_wait_ge(w, ready((int)s, i), target, MK_OP_AG_GEMM, (int)s, t.idx)) {
+          ce_release();
+          return;
+        }
     }
     mk_fence_proxy_async();
     last_m0 = t.m0;
@@ -160,14 +181,23 @@ extern "C" mk_status mk_ag_gemm(mk_fused_t *f, const mk_fused_args *a, mk_stream
   const int tiles_m = (int)((a->m + 127) / 128);
   p.tm0 = (int)(((int64_t)f->me * p.ms + 127) / 128) % tiles_m;
   p.inplace = a->A == mk_ag_gemm_shard(f, a->m, a->k);
-  p.pushers = mk_fused_ctas(f, MK_FUSED_AG_GEMM, a);
+  p.ce = mk_fused_ag_ce_mode(f);
+  p.flags = p.ce ? f->ws[MK_FUSED_AG_GEMM].ce + 8ull * MK_FUSED_ARRIVE_SLOTS : p.v.cnt;
+  p.ce_arrive = f->ws[MK_FUSED_AG_GEMM].ce;
+  p.cpf = p.ce ? mk_fused_ce_rows() / 128 : 1;
+  p.nflag = (p.cps + p.cpf - 1) / p.cpf;
+  const int inplace = p.inplace;
+  if (p.ce) p.inplace = 1; /* the local shard is in G before the kernel starts */
+  p.pushers = p.ce ? 0 : mk_fused_ctas(f, MK_FUSED_AG_GEMM, a);
   p.role_ctas = p.pushers + (f->nnodes > 1 ? 1 : 0);
   mk_gemm_args g = {a->C, a->m, a->n, a->k, 1, NULL};
   const uint16_t *gathered = (const uint16_t *)mk_comm_heap_ptr(f->comm, f->ws[MK_FUSED_AG_GEMM].buf);
   MK_CHECK(mk_fused_trace_begin(f, stream, &p.tr.buf));
   p.tr.cap = MK_TRACE_CAP;
+  if (p.ce) MK_CHECK(mk_fused_ag_ce_begin(f, a, inplace, stream));
   MK_CHECK(mk_fused_launch(gathered, a->B, g, a->b_layout, p, mk_fused_compute_ctas(f, p.role_ctas),
                            (cudaStream_t)stream));
+  if (p.ce) MK_CHECK(mk_fused_ag_ce_end(f, stream));
   MK_CHECK(mk_fused_epoch_advance(f, MK_FUSED_AG_GEMM, stream));
   return mk_fused_trace_end(f, MK_FUSED_AG_GEMM, p.tr.buf, stream);
 }

@@ -2,6 +2,8 @@
 #ifndef MK_KERNELS_FUSED_INTERNAL_H
 #define MK_KERNELS_FUSED_INTERNAL_H
 
+#include <cuda_runtime_api.h>
+
 #include "kernels/fused/mk_fused.h"
 
 #ifdef __cplusplus
@@ -21,6 +23,9 @@ typedef struct mk_fused_ws {
   uint64_t cnt;     /* u64 counters: AG ready[W][chunks per shard]; RS/AR per (128-row, 128-col) block */
   uint64_t ncnt;    /* counters allocated */
   uint64_t xsig;    /* u64 [3][16] counters added through the proxy: arrive_x, xdata, ack */
+  uint64_t ce;      /* copy-engine mode flags (copy_engine.c): AG u64 ce_arrive[16], ce_ready[W][pieces];
+                       RS u64 ce_arrive[16], ce_done[16], ce_cnt[W][pieces] */
+  uint64_t cex;     /* RS copy-engine mode: staging X [W][ceil(max_m/W)][max_n] bf16 (0: not allocated) */
   uint64_t xbuf;    /* several node groups: staging of data from other node groups (AG: unused;
                        RS: [W][ceil(max_m/W)][max_n]; AR: [W][max_m][max_n]) */
 } mk_fused_ws;
@@ -33,6 +38,9 @@ struct mk_fused {
   mk_fused_ws ws[3];
   void *split_ws[3];   /* RS/AR: split-K workspace (local device memory): 64 KiB of flags, then partials */
   size_t split_bytes;  /* partial bytes of each split_ws */
+  cudaStream_t ce_side; /* AG copy-engine mode: the side stream of the peer copies */
+  cudaEvent_t ce_ev[2]; /* fork (main -> side) and join (side -> main) */
+  uint16_t *rs_ce_p;    /* RS copy-engine mode: the local partial [max_m][max_n] (cudaMalloc) */
   uint64_t *trace;  /* MK_TRACE buffer (device), trace_ctas x MK_TRACE_CAP x 2 u64 */
   int trace_calls;
 };
@@ -47,6 +55,22 @@ int mk_fused_ctas(const mk_fused_t *f, mk_fused_op op, const mk_fused_args *a);
 int mk_fused_compute_ctas(const mk_fused_t *f, int roles);
 /* MK_FUSED_SPLIT_K (fused.c). */
 int64_t mk_param_fused_split_k(void);
+/* AG+GEMM copy-engine mode (copy_engine.c): whether this call uses it (MK_FUSED_AG_COPY=1, one
+ * node group, W > 1); rows per piece (MK_FUSED_CE_ROWS, a multiple of 128); begin = flag
+ * resets, arrival, the peer copies on the side stream and the local copy (unless inplace),
+ * all stream-ordered before the GEMM; end = the join, after the GEMM. */
+int mk_fused_ag_ce_mode(const mk_fused_t *f);
+int mk_fused_ce_rows(void);
+mk_status mk_fused_ag_ce_begin(mk_fused_t *f, const mk_fused_args *a, int inplace, mk_stream_t stream);
+mk_status mk_fused_ag_ce_end(mk_fused_t *f, mk_stream_t stream);
+/* GEMM+RS copy-engine mode (copy_engine.c): whether this call uses it (MK_FUSED_RS_COPY=1, the
+ * staging allocated, one node group, W > 1); whether mk_fused_create allocates the staging;
+ * begin = flag resets, arrival, fork (before the GEMM); push = the side stream's work (enqueued
+ * after the GEMM's launch, runs beside it); the join is mk_fused_ag_ce_end's. */
+int mk_fused_rs_ce_mode(const mk_fused_t *f, int64_t m, int64_t n);
+int mk_fused_rs_ce_staging(void);
+mk_status mk_fused_rs_ce_begin(mk_fused_t *f, const mk_fused_args *a, mk_stream_t stream);
+mk_status mk_fused_rs_ce_push(mk_fused_t *f, const mk_fused_args *a);
 /* Advance the op's epoch after its kernel (stream-ordered). */
 mk_status mk_fused_epoch_advance(mk_fused_t *f, mk_fused_op op, mk_stream_t stream);
 
