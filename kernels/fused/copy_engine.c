@@ -2,7 +2,7 @@
  * MK_FUSED_RS_COPY=1; one node group): the host side of the protocols.
  *
  * AG+GEMM. The GEMM (ag_gemm.cu) keeps every SM and polls per-piece ready
- * flags; the shard moves by cudaMemcpyAsync peer copies on a side stream and the flags are
+ * flags; the shard moves by cudaMemcpyAsync peer copies on side streams and the flags are
  * set by stream memory operations (cuStreamWriteValue32 / cuStreamWaitValue32, reached
  * through the runtime's driver entry points: libcuda is never linked). No SM takes part in
  * the transfers, and nothing depends on the epoch, so a captured graph replays correctly.
@@ -16,11 +16,12 @@
  * One call on rank me, in stream order:
  *   main: ce_ready (own) := 0 (every flag of the previous call was consumed by its GEMM; peers
  *         write them again only after the next step); ce_arrive[me] := 1 on every peer;
- *         fork to the side stream; the local shard copy into own G (skipped when in place);
+ *         fork to the side streams; the local shard copy into own G (skipped when in place);
  *         the GEMM (waits ce_ready >= 1 per piece); join.
  *   side: for j = 1 .. W-1, d = (me - j) mod W (the order d's GEMM walks the shards):
  *         wait ce_arrive[d] >= 1; ce_arrive[d] := 0; then per piece: copy to d's G,
- *         ce_ready[me][piece] := 1 on d (the write is fenced after the copy).
+ *         ce_ready[me][piece] := 1 on d (the write is fenced after the copy). Peer j's work
+ *         goes to side stream (j - 1) mod MK_FUSED_CE_STREAMS: one peer's steps stay in order.
  * A reset cannot overtake the next set: d enters its next call only after its GEMM has seen
  * this rank's data, which is pushed after the reset (stream order). Hangs: the memop waits
  * have no timeout; when the GEMM's bounded wait gives up (abort), the kernel sets every
@@ -36,7 +37,10 @@ MK_PARAM_INT(fused_ag_copy, "FUSED_AG_COPY", 0, 0, 1)
 /* 0: SM reducer CTAs pulling over NVLink (the measured default); 1: copy-engine pushes and a
  * reduce kernel after the GEMM (one node group; read at mk_fused_create too: the staging). */
 MK_PARAM_INT(fused_rs_copy, "FUSED_RS_COPY", 0, 0, 1)
-/* Rows per copy and per ready flag in copy-engine mode (rounded up to 128). */
+/* Side streams of the copies: peer j (j = 1 .. W-1 in push order) goes to stream (j - 1) mod
+ * this (at most W - 1): 1 = all pushes in one ordered stream; W - 1 = one per peer, in parallel. */
+MK_PARAM_INT(fused_ce_streams, "FUSED_CE_STREAMS", 1, 1, MK_MAX_LOCAL)
+/* Rows per copy and per ready flag in copy-engine mode (rounded up to 128 times a power of two). */
 MK_PARAM_INT(fused_ce_rows, "FUSED_CE_ROWS", 256, 128, 1ll << 30)
 
 typedef int (*mk_memop32_fn)(cudaStream_t stream, unsigned long long addr, uint32_t value, unsigned flags);
@@ -51,8 +55,8 @@ static mk_status load_memops(void) {
       cudaGetDriverEntryPointByVersion("cuStreamWaitValue32", &fa, 12000, cudaEnableDefault, &qa) != cudaSuccess ||
       qa != cudaDriverEntryPointSuccess || !fa)
     MK_ERR_RETURN(MK_STATUS_UNSUPPORTED, MK_SUBSYS_KERNEL,
-                  "ag_gemm: MK_FUSED_AG_COPY=1 needs cuStreamWriteValue32/cuStreamWaitValue32 (driver entry points "
-                  "not found)");
+                  "fused: the copy-engine modes need cuStreamWriteValue32/cuStreamWaitValue32 (driver entry "
+                  "points not found)");
   g_write32 = (mk_memop32_fn)fw;
   g_wait32 = (mk_memop32_fn)fa;
   return MK_STATUS_OK;
@@ -62,17 +66,44 @@ static mk_status load_memops(void) {
   do {                                                                                                 \
     int r_ = (call);                                                                                   \
     if (r_ != 0)                                                                                       \
-      MK_ERR_RETURN(MK_STATUS_CUDA_ERROR, MK_SUBSYS_KERNEL, "ag_gemm: %s failed (CUresult %d)", what, r_); \
+      MK_ERR_RETURN(MK_STATUS_CUDA_ERROR, MK_SUBSYS_KERNEL, "fused: %s failed (CUresult %d)", what, r_);   \
   } while (0)
+
+/* Fork: every side stream this call uses waits for the caller's stream up to here. */
+static mk_status ce_fork(mk_fused_t *f, cudaStream_t s) {
+  int ns = (int)mk_param_fused_ce_streams();
+  if (ns > f->world - 1) ns = f->world - 1;
+  if (ns > f->ce_nside) ns = f->ce_nside;
+  if (ns < 1) ns = 1;
+  f->ce_used = ns;
+  MK_CUDA_CHECK(cudaEventRecord(f->ce_fork, s));
+  for (int i = 0; i < ns; i++) MK_CUDA_CHECK(cudaStreamWaitEvent(f->ce_side[i], f->ce_fork, 0));
+  return MK_STATUS_OK;
+}
+
+/* The side stream of the j-th peer in push order (j >= 1). */
+static cudaStream_t ce_stream(const mk_fused_t *f, int j) { return f->ce_side[(j - 1) % f->ce_used]; }
+
+mk_status mk_fused_ce_join(mk_fused_t *f, mk_stream_t stream) {
+  for (int i = 0; i < f->ce_used; i++) {
+    MK_CUDA_CHECK(cudaEventRecord(f->ce_join[i], f->ce_side[i]));
+    MK_CUDA_CHECK(cudaStreamWaitEvent((cudaStream_t)stream, f->ce_join[i], 0));
+  }
+  return MK_STATUS_OK;
+}
 
 int mk_fused_ag_ce_mode(const mk_fused_t *f) { return f->nnodes == 1 && f->world > 1 && mk_param_fused_ag_copy() == 1; }
 
-int mk_fused_ce_rows(void) { return (int)((mk_param_fused_ce_rows() + 127) / 128 * 128); }
+int mk_fused_ce_rows(void) {
+  int64_t r = 128;
+  while (r < mk_param_fused_ce_rows() && r < (1ll << 24)) r *= 2;
+  return (int)r;
+}
 
 mk_status mk_fused_ag_ce_begin(mk_fused_t *f, const mk_fused_args *a, int inplace, mk_stream_t stream) {
   MK_CHECK(load_memops());
   const mk_fused_ws *ws = &f->ws[MK_FUSED_AG_GEMM];
-  cudaStream_t s = (cudaStream_t)stream, side = f->ce_side;
+  cudaStream_t s = (cudaStream_t)stream;
   const int W = f->world, me = f->me;
   const int64_t ms = a->m / W, k = a->k, R = mk_fused_ce_rows();
   const int64_t nflags = (ms + R - 1) / R; /* pieces (flags) per shard */
@@ -82,11 +113,11 @@ mk_status mk_fused_ag_ce_begin(mk_fused_t *f, const mk_fused_args *a, int inplac
   for (int p = 0; p < W; p++)
     if (p != me)
       MEMOP(g_write32(s, (unsigned long long)(uintptr_t)(f->w.peer_heap[p] + arrive + 8ull * me), 1, 0), "arrive write");
-  MK_CUDA_CHECK(cudaEventRecord(f->ce_ev[0], s));
-  MK_CUDA_CHECK(cudaStreamWaitEvent(side, f->ce_ev[0], 0));
+  MK_CHECK(ce_fork(f, s));
   const char *src = (const char *)a->A;
   for (int j = 1; j < W; j++) {
     const int d = (me - j + W) % W;
+    cudaStream_t side = ce_stream(f, j);
     const unsigned long long own = (unsigned long long)(uintptr_t)(f->w.heap + arrive + 8ull * d);
     MEMOP(g_wait32(side, own, 1, 0 /* CU_STREAM_WAIT_VALUE_GEQ */), "arrive wait");
     MEMOP(g_write32(side, own, 0, 0), "arrive reset");
@@ -94,20 +125,14 @@ mk_status mk_fused_ag_ce_begin(mk_fused_t *f, const mk_fused_args *a, int inplac
     for (int64_t i = 0; i < nflags; i++) {
       const int64_t r0 = i * R, rows = ms - r0 < R ? ms - r0 : R;
       const uint64_t off = (uint64_t)r0 * (uint64_t)k * 2, bytes = (uint64_t)rows * (uint64_t)k * 2;
-      MK_CUDA_CHECK(cudaMemcpyAsync(dst + off, src + off, bytes, cudaMemcpyDeviceToDevice, side));
+      MK_CUDA_CHECK(cudaMemcpyAsync(dst + off, src + off, bytes, cudaMemcpyDefault, side));
       const uint64_t flag = ready + 8ull * ((uint64_t)me * (uint64_t)nflags + (uint64_t)i);
       MEMOP(g_write32(side, (unsigned long long)(uintptr_t)(f->w.peer_heap[d] + flag), 1, 0), "ready write");
     }
   }
-  MK_CUDA_CHECK(cudaEventRecord(f->ce_ev[1], side));
   if (!inplace)
     MK_CUDA_CHECK(cudaMemcpyAsync(f->w.heap + ws->buf + (uint64_t)me * (uint64_t)ms * (uint64_t)k * 2, src,
-                                  (size_t)(ms * k) * 2, cudaMemcpyDeviceToDevice, s));
-  return MK_STATUS_OK;
-}
-
-mk_status mk_fused_ag_ce_end(mk_fused_t *f, mk_stream_t stream) {
-  MK_CUDA_CHECK(cudaStreamWaitEvent((cudaStream_t)stream, f->ce_ev[1], 0));
+                                  (size_t)(ms * k) * 2, cudaMemcpyDefault, s));
   return MK_STATUS_OK;
 }
 
@@ -151,21 +176,19 @@ mk_status mk_fused_rs_ce_begin(mk_fused_t *f, const mk_fused_args *a, mk_stream_
   for (int p = 0; p < W; p++)
     if (p != me)
       MEMOP(g_write32(s, (unsigned long long)(uintptr_t)(f->w.peer_heap[p] + arrive + 8ull * me), 1, 0), "arrive write");
-  MK_CUDA_CHECK(cudaEventRecord(f->ce_ev[0], s));
-  return MK_STATUS_OK;
+  return ce_fork(f, s);
 }
 
 mk_status mk_fused_rs_ce_push(mk_fused_t *f, const mk_fused_args *a) {
   const mk_fused_ws *ws = &f->ws[MK_FUSED_GEMM_RS];
-  cudaStream_t side = f->ce_side;
   const int W = f->world, me = f->me;
   const int64_t ms = a->m / W, n = a->n, R = mk_fused_ce_rows(), np = (ms + R - 1) / R;
   const uint64_t arrive = ws->ce, done = ws->ce + 8ull * MK_FUSED_ARRIVE_SLOTS, cnt = ws->ce + 8ull * 2 * MK_FUSED_ARRIVE_SLOTS;
-  MK_CUDA_CHECK(cudaStreamWaitEvent(side, f->ce_ev[0], 0));
   const char *P = (const char *)f->rs_ce_p;
   for (int64_t i = 0; i < np; i++)
     for (int j = 1; j < W; j++) {
       const int o = (me + j) % W;
+      cudaStream_t side = ce_stream(f, j);
       if (i == 0) {
         const unsigned long long own = (unsigned long long)(uintptr_t)(f->w.heap + arrive + 8ull * o);
         MEMOP(g_wait32(side, own, 1, 0 /* CU_STREAM_WAIT_VALUE_GEQ */), "arrive wait");
@@ -176,10 +199,9 @@ mk_status mk_fused_rs_ce_push(mk_fused_t *f, const mk_fused_args *a) {
       MEMOP(g_wait32(side, c, (uint32_t)(rows * n / 8), 0), "progress wait");
       const uint64_t bytes = (uint64_t)rows * (uint64_t)n * 2;
       MK_CUDA_CHECK(cudaMemcpyAsync(f->w.peer_heap[o] + ws->cex + ((uint64_t)me * ms + r0) * (uint64_t)n * 2,
-                                    P + ((uint64_t)o * ms + r0) * (uint64_t)n * 2, bytes, cudaMemcpyDeviceToDevice, side));
+                                    P + ((uint64_t)o * ms + r0) * (uint64_t)n * 2, bytes, cudaMemcpyDefault, side));
       if (i == np - 1)
         MEMOP(g_write32(side, (unsigned long long)(uintptr_t)(f->w.peer_heap[o] + done + 8ull * me), 1, 0), "done write");
     }
-  MK_CUDA_CHECK(cudaEventRecord(f->ce_ev[1], side));
   return MK_STATUS_OK;
 }

@@ -67,15 +67,17 @@ mk_status mk_fused_create(mk_comm_t *comm, unsigned ops, int64_t max_m, int64_t 
     MK_CHECK_GOTO(mk_comm_heap_alloc(comm, 8ull * MK_FUSED_ARRIVE_SLOTS, &ws->arrive), st, fail);
     MK_CHECK_GOTO(mk_comm_heap_alloc(comm, 8ull * ws->ncnt, &ws->cnt), st, fail);
     MK_CHECK_GOTO(mk_comm_heap_alloc(comm, 8ull * 3 * MK_FUSED_ARRIVE_SLOTS, &ws->xsig), st, fail);
-    /* Copy-engine modes (copy_engine.c): their own flags, a side stream and two events; RS
+    /* Copy-engine modes (copy_engine.c): their own flags, side streams and events; RS
      * also the staging X (heap) and a local partial, only when MK_FUSED_RS_COPY=1 now. */
     const uint64_t nce = (op == MK_FUSED_GEMM_RS ? 2 : 1) * MK_FUSED_ARRIVE_SLOTS +
                          ncounters(MK_FUSED_AG_GEMM, f->world, max_m, max_n); /* W x pieces of >= 128 rows */
     if (op != MK_FUSED_GEMM_AR) MK_CHECK_GOTO(mk_comm_heap_alloc(comm, 8ull * nce, &ws->ce), st, fail);
-    if (op != MK_FUSED_GEMM_AR && !f->ce_side) {
-      MK_CUDA_CHECK_GOTO(cudaStreamCreateWithFlags(&f->ce_side, cudaStreamNonBlocking), st, fail);
-      for (int e = 0; e < 2; e++)
-        MK_CUDA_CHECK_GOTO(cudaEventCreateWithFlags(&f->ce_ev[e], cudaEventDisableTiming), st, fail);
+    if (op != MK_FUSED_GEMM_AR && !f->ce_fork) {
+      MK_CUDA_CHECK_GOTO(cudaEventCreateWithFlags(&f->ce_fork, cudaEventDisableTiming), st, fail);
+      for (; f->ce_nside < (f->local_size > 2 ? f->local_size - 1 : 1); f->ce_nside++) {
+        MK_CUDA_CHECK_GOTO(cudaStreamCreateWithFlags(&f->ce_side[f->ce_nside], cudaStreamNonBlocking), st, fail);
+        MK_CUDA_CHECK_GOTO(cudaEventCreateWithFlags(&f->ce_join[f->ce_nside], cudaEventDisableTiming), st, fail);
+      }
     }
     if (op == MK_FUSED_GEMM_RS && f->nnodes == 1 && mk_fused_rs_ce_staging()) {
       const uint64_t xbytes = (uint64_t)f->world * (uint64_t)cdiv(max_m, f->world) * (uint64_t)max_n * 2;
@@ -101,10 +103,12 @@ fail:
 void mk_fused_destroy(mk_fused_t *f) {
   if (!f) return;
   if (f->trace) cudaFree(f->trace);
-  if (f->ce_side) cudaStreamDestroy(f->ce_side);
+  for (int i = 0; i < MK_MAX_LOCAL; i++) {
+    if (f->ce_side[i]) cudaStreamDestroy(f->ce_side[i]);
+    if (f->ce_join[i]) cudaEventDestroy(f->ce_join[i]);
+  }
+  if (f->ce_fork) cudaEventDestroy(f->ce_fork);
   if (f->rs_ce_p) cudaFree(f->rs_ce_p);
-  for (int e = 0; e < 2; e++)
-    if (f->ce_ev[e]) cudaEventDestroy(f->ce_ev[e]);
   for (int op = 0; op < 3; op++)
     if (f->split_ws[op]) cudaFree(f->split_ws[op]);
   free(f);

@@ -38,8 +38,9 @@ struct mk_fused {
   mk_fused_ws ws[3];
   void *split_ws[3];   /* RS/AR: split-K workspace (local device memory): 64 KiB of flags, then partials */
   size_t split_bytes;  /* partial bytes of each split_ws */
-  cudaStream_t ce_side; /* AG copy-engine mode: the side stream of the peer copies */
-  cudaEvent_t ce_ev[2]; /* fork (main -> side) and join (side -> main) */
+  cudaStream_t ce_side[MK_MAX_LOCAL]; /* copy-engine modes: side streams of the peer copies */
+  cudaEvent_t ce_fork, ce_join[MK_MAX_LOCAL]; /* main -> side streams, side streams -> main */
+  int ce_nside, ce_used;  /* side streams created; used by the current call (MK_FUSED_CE_STREAMS) */
   uint16_t *rs_ce_p;    /* RS copy-engine mode: the local partial [max_m][max_n] (cudaMalloc) */
   uint64_t *trace;  /* MK_TRACE buffer (device), trace_ctas x MK_TRACE_CAP x 2 u64 */
   int trace_calls;
@@ -56,17 +57,18 @@ int mk_fused_compute_ctas(const mk_fused_t *f, int roles);
 /* MK_FUSED_SPLIT_K (fused.c). */
 int64_t mk_param_fused_split_k(void);
 /* AG+GEMM copy-engine mode (copy_engine.c): whether this call uses it (MK_FUSED_AG_COPY=1, one
- * node group, W > 1); rows per piece (MK_FUSED_CE_ROWS, a multiple of 128); begin = flag
- * resets, arrival, the peer copies on the side stream and the local copy (unless inplace),
- * all stream-ordered before the GEMM; end = the join, after the GEMM. */
+ * node group, W > 1); rows per piece (MK_FUSED_CE_ROWS, 128 times a power of two); begin = flag
+ * resets, arrival, the fork and the peer copies on the side streams, and the local copy
+ * (unless inplace), all stream-ordered before the GEMM; mk_fused_ce_join after the GEMM. */
 int mk_fused_ag_ce_mode(const mk_fused_t *f);
 int mk_fused_ce_rows(void);
 mk_status mk_fused_ag_ce_begin(mk_fused_t *f, const mk_fused_args *a, int inplace, mk_stream_t stream);
-mk_status mk_fused_ag_ce_end(mk_fused_t *f, mk_stream_t stream);
+/* Copy-engine modes: the side streams' work joins the caller's stream. */
+mk_status mk_fused_ce_join(mk_fused_t *f, mk_stream_t stream);
 /* GEMM+RS copy-engine mode (copy_engine.c): whether this call uses it (MK_FUSED_RS_COPY=1, the
  * staging allocated, one node group, W > 1); whether mk_fused_create allocates the staging;
  * begin = flag resets, arrival, fork (before the GEMM); push = the side stream's work (enqueued
- * after the GEMM's launch, runs beside it); the join is mk_fused_ag_ce_end's. */
+ * after the GEMM's launch, runs beside it); then the reduce kernel and mk_fused_ce_join. */
 int mk_fused_rs_ce_mode(const mk_fused_t *f, int64_t m, int64_t n);
 int mk_fused_rs_ce_staging(void);
 mk_status mk_fused_rs_ce_begin(mk_fused_t *f, const mk_fused_args *a, mk_stream_t stream);

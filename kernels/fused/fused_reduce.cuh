@@ -275,7 +275,7 @@ static mk_status mk_reduce_launch(mk_fused_t *f, const mk_fused_args *a, uint16_
   if (p.ce) { /* the pushes beside the GEMM, the owner's sum after it, the join */
     MK_CHECK(mk_fused_rs_ce_push(f, a));
     MK_CHECK(mk_rs_ce_reduce(f, a, p.v, stream));
-    MK_CHECK(mk_fused_ag_ce_end(f, (mk_stream_t)stream));
+    MK_CHECK(mk_fused_ce_join(f, (mk_stream_t)stream));
   }
   MK_CHECK(mk_fused_epoch_advance(f, fop, (mk_stream_t)stream));
   return mk_fused_trace_end(f, fop, p.tr.buf, (mk_stream_t)stream);

@@ -34,6 +34,12 @@ for rows in 128 512 1024; do
     echo "$op rows $rows rc=$?"; tail -2 "$RES/${op}_ce_rows${rows}.log"
   done
 done
+# 2b. One side stream (pushes to one peer after another) against one per peer (in parallel).
+for op in ag_gemm gemm_rs; do
+  env MK_FUSED_AG_COPY=1 MK_FUSED_RS_COPY=1 MK_FUSED_CE_STREAMS=3 timeout 150 mk-launch -n 4 -- mk-bench "$op" \
+    --path fused --json "$RES/${op}_ce_streams3.json" > "$RES/${op}_ce_streams3.log" 2>&1
+  echo "$op 3 side streams rc=$?"; tail -4 "$RES/${op}_ce_streams3.log"
+done
 # 3. async-TP in the same run, merged into the copy-engine files; plots.
 for op in ag_gemm gemm_rs; do
   timeout 120 mk-launch -n 4 -- python3 "$REPO/tools/bench/torch_async_tp.py" --op "$op" --merge "$RES/${op}_ce.json" \
