@@ -37,6 +37,8 @@ MK_PARAM_INT(fused_ag_copy, "FUSED_AG_COPY", 0, 0, 1)
 /* 0: SM reducer CTAs pulling over NVLink (the measured default); 1: copy-engine pushes and a
  * reduce kernel after the GEMM (one node group; read at mk_fused_create too: the staging). */
 MK_PARAM_INT(fused_rs_copy, "FUSED_RS_COPY", 0, 0, 1)
+/* GEMM+AR the same way (two-shot: the RS above, then the owners' sums pushed to every rank). */
+MK_PARAM_INT(fused_ar_copy, "FUSED_AR_COPY", 0, 0, 1)
 /* Side streams of the copies: peer j (j = 1 .. W-1 in push order) goes to stream (j - 1) mod
  * this (at most W - 1): 1 = all pushes in one ordered stream; W - 1 = one per peer, in parallel. */
 MK_PARAM_INT(fused_ce_streams, "FUSED_CE_STREAMS", 1, 1, MK_MAX_LOCAL)
@@ -144,6 +146,7 @@ mk_status mk_fused_ag_ce_begin(mk_fused_t *f, const mk_fused_args *a, int inplac
  *   ce_arrive[16]  ce_arrive[p] = 1 on rank q: p entered its call (p's staging X is free: p's
  *                  previous reduce kernel, its last reader, is over); q resets it to 0.
  *   ce_done[16]    ce_done[s] = 1 on owner o: every row of s's partial that o owns is in o's X[s].
+ *   ce_done2[16]   AR: ce_done2[o] = 1 on rank q: owner o's sums are in q's Y (second shot).
  *   ce_cnt[W][pieces]  local: the GEMM's progress per owner and piece of MK_FUSED_CE_ROWS rows.
  * One call on rank me, in stream order:
  *   main: ce_done, ce_cnt (own) := 0; ce_arrive[me] := 1 on every peer; fork; the GEMM; the
@@ -155,36 +158,43 @@ mk_status mk_fused_ag_ce_begin(mk_fused_t *f, const mk_fused_args *a, int inplac
  *         of P to o's X[me]; after o's last piece ce_done[me] := 1 on o.
  * Staging X [W][M/W][N] bf16 (heap) and the local P [M][N] are allocated by mk_fused_create
  * when MK_FUSED_RS_COPY=1 is set then.
+ * GEMM+AR (MK_FUSED_AR_COPY=1, M a multiple of W): the same first shot, the reduce kernel
+ * writes the owner's sums into its rows of Y [M][N] (heap) instead of C; then every rank
+ * pushes its Y rows to every peer (mk_fused_ar_ce_gather), a one-thread kernel waits
+ * (bounded) for ce_done2 of every peer, and Y is copied into C. Each row is summed once, by
+ * its owner, in rank order: every rank holds the same bits.
  * The reduce kernel releases its own ce_arrive flags when its wait gives up (abort). */
-int mk_fused_rs_ce_mode(const mk_fused_t *f, int64_t m, int64_t n) {
+int mk_fused_rs_ce_mode(const mk_fused_t *f, mk_fused_op op, int64_t m, int64_t n) {
   const int64_t ms = m / (f->world ? f->world : 1);
-  return f->nnodes == 1 && f->world > 1 && f->ws[MK_FUSED_GEMM_RS].cex && mk_param_fused_rs_copy() == 1 &&
+  return f->nnodes == 1 && f->world > 1 && f->ws[op].cex && mk_fused_rs_ce_staging(op) && m % f->world == 0 &&
          ms * n / 8 < (1ll << 31);
 }
 
-int mk_fused_rs_ce_staging(void) { return mk_param_fused_rs_copy() == 1; }
+int mk_fused_rs_ce_staging(mk_fused_op op) {
+  return op == MK_FUSED_GEMM_RS ? mk_param_fused_rs_copy() == 1 : op == MK_FUSED_GEMM_AR && mk_param_fused_ar_copy() == 1;
+}
 
-mk_status mk_fused_rs_ce_begin(mk_fused_t *f, const mk_fused_args *a, mk_stream_t stream) {
+mk_status mk_fused_rs_ce_begin(mk_fused_t *f, mk_fused_op op, const mk_fused_args *a, mk_stream_t stream) {
   MK_CHECK(load_memops());
-  const mk_fused_ws *ws = &f->ws[MK_FUSED_GEMM_RS];
+  const mk_fused_ws *ws = &f->ws[op];
   cudaStream_t s = (cudaStream_t)stream;
   const int W = f->world, me = f->me;
   const int64_t ms = a->m / W, R = mk_fused_ce_rows(), np = (ms + R - 1) / R;
   const uint64_t arrive = ws->ce;
   MK_CUDA_CHECK(cudaMemsetAsync(f->w.heap + arrive + 8ull * MK_FUSED_ARRIVE_SLOTS, 0,
-                                8ull * (MK_FUSED_ARRIVE_SLOTS + (uint64_t)W * (uint64_t)np), s));
+                                8ull * (2 * MK_FUSED_ARRIVE_SLOTS + (uint64_t)W * (uint64_t)np), s));
   for (int p = 0; p < W; p++)
     if (p != me)
       MEMOP(g_write32(s, (unsigned long long)(uintptr_t)(f->w.peer_heap[p] + arrive + 8ull * me), 1, 0), "arrive write");
   return ce_fork(f, s);
 }
 
-mk_status mk_fused_rs_ce_push(mk_fused_t *f, const mk_fused_args *a) {
-  const mk_fused_ws *ws = &f->ws[MK_FUSED_GEMM_RS];
+mk_status mk_fused_rs_ce_push(mk_fused_t *f, mk_fused_op op, const mk_fused_args *a) {
+  const mk_fused_ws *ws = &f->ws[op];
   const int W = f->world, me = f->me;
   const int64_t ms = a->m / W, n = a->n, R = mk_fused_ce_rows(), np = (ms + R - 1) / R;
-  const uint64_t arrive = ws->ce, done = ws->ce + 8ull * MK_FUSED_ARRIVE_SLOTS, cnt = ws->ce + 8ull * 2 * MK_FUSED_ARRIVE_SLOTS;
-  const char *P = (const char *)f->rs_ce_p;
+  const uint64_t arrive = ws->ce, done = ws->ce + 8ull * MK_FUSED_ARRIVE_SLOTS, cnt = ws->ce + 8ull * 3 * MK_FUSED_ARRIVE_SLOTS;
+  const char *P = (const char *)f->ce_p[op];
   for (int64_t i = 0; i < np; i++)
     for (int j = 1; j < W; j++) {
       const int o = (me + j) % W;
@@ -203,5 +213,23 @@ mk_status mk_fused_rs_ce_push(mk_fused_t *f, const mk_fused_args *a) {
       if (i == np - 1)
         MEMOP(g_write32(side, (unsigned long long)(uintptr_t)(f->w.peer_heap[o] + done + 8ull * me), 1, 0), "done write");
     }
+  return MK_STATUS_OK;
+}
+
+/* GEMM+AR, second shot (after the reduce kernel wrote this rank's sums into its rows of Y):
+ * every side stream pushes Y's own rows to its peers' Y (the same stream as the first shot's
+ * pushes to that peer, so after its arrival) and sets done2[me] there. */
+mk_status mk_fused_ar_ce_gather(mk_fused_t *f, const mk_fused_args *a, mk_stream_t stream) {
+  const mk_fused_ws *ws = &f->ws[MK_FUSED_GEMM_AR];
+  const int W = f->world, me = f->me;
+  const uint64_t ms = (uint64_t)(a->m / W), n = (uint64_t)a->n, done2 = ws->ce + 8ull * 2 * MK_FUSED_ARRIVE_SLOTS;
+  const uint64_t off = ws->cey + (uint64_t)me * ms * n * 2;
+  MK_CHECK(ce_fork(f, (cudaStream_t)stream));
+  for (int j = 1; j < W; j++) {
+    const int o = (me + j) % W;
+    cudaStream_t side = ce_stream(f, j);
+    MK_CUDA_CHECK(cudaMemcpyAsync(f->w.peer_heap[o] + off, f->w.heap + off, ms * n * 2, cudaMemcpyDefault, side));
+    MEMOP(g_write32(side, (unsigned long long)(uintptr_t)(f->w.peer_heap[o] + done2 + 8ull * me), 1, 0), "done2 write");
+  }
   return MK_STATUS_OK;
 }

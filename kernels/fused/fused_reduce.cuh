@@ -39,10 +39,11 @@
  * (wait until every peer entered call e) serialised back-to-back calls on the slowest rank's
  * reduce tail; (2) reducers wait per block; (3) the inter CTA waits for the arrival of the
  * remote rank whose staging area X it writes (X is single-buffered), as above.
- * Copy-engine mode (RS, MK_FUSED_RS_COPY=1, one node group; protocol in copy_engine.c): no
- * reducer CTAs and no split-K; the GEMM stores into a local P and counts its progress per
- * (owner, piece); a side stream pushes finished pieces to the owners' staging X by peer
- * copies, and mk_rs_ce_reduce_kernel sums them after the GEMM. */
+ * Copy-engine mode (MK_FUSED_RS_COPY=1 / MK_FUSED_AR_COPY=1, one node group; protocol in
+ * copy_engine.c): no reducer CTAs and no split-K; the GEMM stores into a local P (owner-
+ * interleaved order for AR too) and counts its progress per (owner, piece); side streams push
+ * finished pieces to the owners' staging X by peer copies, and mk_rs_ce_reduce_kernel sums
+ * them after the GEMM; AR then pushes each owner's sums to every rank (two-shot). */
 #pragma once
 #include "kernels/fused/fused_common.cuh"
 
@@ -196,11 +197,11 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
  * A failed (timed-out) wait sets this rank's own ce_arrive flags so that its side stream drains. */
 static __global__ void __launch_bounds__(256) mk_rs_ce_reduce_kernel(mk_dev_world w, mk_fused_view v, const uint16_t *P,
                                                                      uint64_t x, uint64_t ce, uint16_t *C, int64_t ms,
-                                                                     int64_t n, int rb) {
+                                                                     int64_t n, int rb, int op) {
   int ok = 1;
   if (threadIdx.x == 0)
     for (int s = 0; s < v.W && ok; s++)
-      if (s != v.me) ok = mk_wait_ge(w, ce + 8ull * (MK_FUSED_ARRIVE_SLOTS + s), 1, MK_OP_GEMM_RS, s, -1);
+      if (s != v.me) ok = mk_wait_ge(w, ce + 8ull * (MK_FUSED_ARRIVE_SLOTS + s), 1, op, s, -1);
   if (!__syncthreads_and(ok)) {
     if (threadIdx.x == 0)
       for (int p = 0; p < v.W; p++) mk_st_release_sys(mk_local_ptr<uint64_t>(w, ce + 8ull * p), 1ull);
@@ -214,14 +215,33 @@ static __global__ void __launch_bounds__(256) mk_rs_ce_reduce_kernel(mk_dev_worl
   }
 }
 
-static mk_status mk_rs_ce_reduce(mk_fused_t *f, const mk_fused_args *a, const mk_fused_view &v, cudaStream_t stream) {
+/* AR copy-engine mode, second shot: one thread waits (bounded) until every peer's sums are in Y. */
+static __global__ void mk_ar_ce_wait_kernel(mk_dev_world w, mk_fused_view v, uint64_t done2) {
+  for (int s = 0; s < v.W; s++)
+    if (s != v.me && !mk_wait_ge(w, done2 + 8ull * s, 1, MK_OP_GEMM_AR, s, -1)) return;
+}
+
+/* The copy-engine tail of RS / AR after the GEMM (the side streams' pushes are enqueued):
+ * the reduce kernel (RS: into C; AR: into this rank's rows of Y), for AR the second shot, the
+ * wait for it and Y -> C; then the join. */
+static mk_status mk_rs_ce_finish(mk_fused_t *f, mk_fused_op op, const mk_fused_args *a, const mk_fused_view &v,
+                                 cudaStream_t stream) {
   const int64_t ms = a->m / f->world, per = 2 * (int64_t)f->sms;
   const int rb = (int)std::max<int64_t>(1, (ms + per - 1) / per);
   const int grid = (int)std::min<int64_t>(per, (ms + rb - 1) / rb);
-  const mk_fused_ws *ws = &f->ws[MK_FUSED_GEMM_RS];
-  mk_rs_ce_reduce_kernel<<<grid, 256, 0, stream>>>(f->w, v, f->rs_ce_p, ws->cex, ws->ce, a->C, ms, a->n, rb);
+  const mk_fused_ws *ws = &f->ws[op];
+  uint16_t *Y = op == MK_FUSED_GEMM_AR ? (uint16_t *)(f->w.heap + ws->cey) : NULL;
+  uint16_t *dst = Y ? Y + (int64_t)f->me * ms * a->n : a->C;
+  mk_rs_ce_reduce_kernel<<<grid, 256, 0, stream>>>(f->w, v, f->ce_p[op], ws->cex, ws->ce, dst, ms, a->n, rb,
+                                                   Y ? MK_OP_GEMM_AR : MK_OP_GEMM_RS);
   MK_CUDA_CHECK(cudaGetLastError());
-  return MK_STATUS_OK;
+  if (Y) {
+    MK_CHECK(mk_fused_ar_ce_gather(f, a, (mk_stream_t)stream));
+    mk_ar_ce_wait_kernel<<<1, 1, 0, stream>>>(f->w, v, ws->ce + 8ull * 2 * MK_FUSED_ARRIVE_SLOTS);
+    MK_CUDA_CHECK(cudaGetLastError());
+    MK_CUDA_CHECK(cudaMemcpyAsync(a->C, Y, (size_t)(a->m * a->n) * 2, cudaMemcpyDefault, stream));
+  }
+  return mk_fused_ce_join(f, (mk_stream_t)stream);
 }
 
 /* Fills and launches the policy: this rank reduces the rows it reads (rows_of) into out. */
@@ -241,20 +261,20 @@ static mk_status mk_reduce_launch(mk_fused_t *f, const mk_fused_args *a, uint16_
   p.tiles_m = (int)((a->m + 127) / 128);
   p.op = fop == MK_FUSED_GEMM_RS ? MK_OP_GEMM_RS : MK_OP_GEMM_AR;
   p.all_read = all_read;
-  p.ce = !all_read && mk_fused_rs_ce_mode(f, a->m, a->n);
-  p.ce_cnt = ws->ce + 8ull * 2 * MK_FUSED_ARRIVE_SLOTS;
+  p.ce = mk_fused_rs_ce_mode(f, fop, a->m, a->n);
+  p.ce_cnt = ws->ce + 8ull * 3 * MK_FUSED_ARRIVE_SLOTS;
   p.ce_rows = mk_fused_ce_rows();
   p.ce_np = (int)((p.ms + p.ce_rows - 1) / p.ce_rows);
   p.reducers = p.ce ? 0 : mk_fused_ctas(f, fop, a);
   p.role_ctas = p.reducers + (f->nnodes > 1 ? 1 : 0);
   p.pbytes = ws->pbytes;
-  p.perm_q = !all_read && p.ms % 128 == 0 && p.tiles_m % f->world == 0 && p.group_m % f->world == 0
+  p.perm_q = (!all_read || p.ce) && p.ms % 128 == 0 && p.tiles_m % f->world == 0 && p.group_m % f->world == 0
                  ? p.tiles_m / f->world : 0;
-  mk_gemm_args g = {p.ce ? f->rs_ce_p : (uint16_t *)mk_comm_heap_ptr(f->comm, ws->buf), a->m, a->n, a->k, 1, NULL};
+  mk_gemm_args g = {p.ce ? f->ce_p[fop] : (uint16_t *)mk_comm_heap_ptr(f->comm, ws->buf), a->m, a->n, a->k, 1, NULL};
   MK_CHECK(mk_fused_trace_begin(f, (mk_stream_t)stream, &p.tr.buf));
   p.tr.cap = MK_TRACE_CAP;
   int grid = mk_fused_compute_ctas(f, p.role_ctas);
-  if (p.ce) MK_CHECK(mk_fused_rs_ce_begin(f, a, (mk_stream_t)stream));
+  if (p.ce) MK_CHECK(mk_fused_rs_ce_begin(f, fop, a, (mk_stream_t)stream));
   /* Split-K of the last wave (256-wide tiles) where the core's model says it pays (not in
    * copy-engine mode: its progress counters count each tile once). */
   g.split_tiles = p.ce ? 0 : (int)mk_gemm_split_plan(g, grid, (int)mk_param_fused_split_k(), 0, &g.splits);
@@ -272,10 +292,9 @@ static mk_status mk_reduce_launch(mk_fused_t *f, const mk_fused_args *a, uint16_
     g.split_tiles = g.splits = 0;
     MK_CHECK(mk_fused_launch(a->A, a->B, g, a->b_layout, p, grid, stream));
   }
-  if (p.ce) { /* the pushes beside the GEMM, the owner's sum after it, the join */
-    MK_CHECK(mk_fused_rs_ce_push(f, a));
-    MK_CHECK(mk_rs_ce_reduce(f, a, p.v, stream));
-    MK_CHECK(mk_fused_ce_join(f, (mk_stream_t)stream));
+  if (p.ce) { /* the pushes beside the GEMM, the owner's sum after it (AR: the second shot), the join */
+    MK_CHECK(mk_fused_rs_ce_push(f, fop, a));
+    MK_CHECK(mk_rs_ce_finish(f, fop, a, p.v, stream));
   }
   MK_CHECK(mk_fused_epoch_advance(f, fop, (mk_stream_t)stream));
   return mk_fused_trace_end(f, fop, p.tr.buf, (mk_stream_t)stream);
@@ -291,6 +310,7 @@ static mk_status mk_reduce_preload() {
   auto k1 = mk_gemm_core_kernel<P, 1, 256, true>;
   MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)k0));
   MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)k1));
-  if (kOp == MK_FUSED_GEMM_RS) MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_rs_ce_reduce_kernel));
+  MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_rs_ce_reduce_kernel));
+  MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_ar_ce_wait_kernel));
   return MK_STATUS_OK;
 }
