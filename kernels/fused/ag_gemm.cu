@@ -25,9 +25,18 @@
  *   around; within that, the core's grouped order (L2 reuse of B panels).
  * Barrier points: (1) a pusher waits until d entered this call before its first write into
  *   d's G; (2) before_load of a tile waits for every chunk its rows touch (ready[p][i], or
- *   xdata[p] for a remote shard); (3) the inter CTA: mk_fused_inter_finish. */
+ *   xdata[p] for a remote shard); (3) the inter CTA: mk_fused_inter_finish.
+ *
+ * Copy-engine mode (MK_FUSED_AG_COPY=1, one node group; protocol in copy_engine.c): no pusher
+ * CTAs, the GEMM takes every SM; the shards arrive by peer copies on a side stream and the
+ * GEMM waits on the mode's own flags ce_ready[p][piece] >= 1 (pieces of MK_FUSED_CE_ROWS
+ * rows, reset to 0 by the host before each call), the local shard being in G before launch.
+ * If a wait gives up (abort), the kernel sets its own ce_arrive flags to 1 so that the side
+ * stream, which waits on them, drains. */
 #include "kernels/fused/fused_common.cuh"
 
+/* kCE: copy-engine mode (its own instantiation, so the SM-pusher kernel stays as it was). */
+template <bool kCE>
 struct mk_ag_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   static constexpr bool kAfterStore = false;
   static constexpr bool kRoles = true;
@@ -36,6 +45,9 @@ struct mk_ag_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   const uint16_t *shard; /* this rank's A_r [Ms, K] */
   int64_t ms, k;         /* rows per rank, K */
   int cps, tm0;          /* chunks per shard; first tile-row of the walk */
+  uint64_t flags;        /* heap offset of ready[W][nflag]: v.cnt, or ce_ready in copy-engine mode */
+  int cshift, nflag;     /* copy-engine mode: 128-row chunks per flag = 1 << cshift; flags per shard */
+  uint64_t ce_arrive;    /* copy-engine mode: heap offset of ce_arrive[16] (released on abort) */
   int inplace;           /* the shard already is in G */
   int pushers;           /* role CTAs [0, pushers) push; role CTA `pushers` is the inter CTA */
   int last_m0 = -1;      /* per thread: the tile-row whose chunks were last seen ready */
@@ -48,7 +60,14 @@ struct mk_ag_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
     mk_gemm_order_grouped::tile_order(idx, tiles_m, tiles_n, &q, tn);
     *tm = (tm0 + q) % tiles_m;
   }
-  __device__ __forceinline__ uint64_t ready(int p, int64_t i) const { return v.cnt + 8ull * ((uint64_t)p * cps + i); }
+  __device__ __forceinline__ uint64_t ready(int p, int64_t i) const {
+    return flags + 8ull * ((uint64_t)p * nflag + (uint64_t)(kCE ? i >> cshift : i));
+  }
+  /* Copy-engine mode, after a failed wait: let this rank's side stream drain. */
+  __device__ __forceinline__ void ce_release() const {
+    if constexpr (kCE)
+      for (int p = 0; p < v.W; p++) mk_st_release_sys(mk_local_ptr<uint64_t>(w, ce_arrive + 8ull * p), 1ull);
+  }
 
   __device__ __forceinline__ void before_load(const mk_gemm_tile &t) {
     if (tr.buf) {
@@ -64,7 +83,7 @@ struct mk_ag_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   }
   __device__ __forceinline__ void wait_ready(const mk_gemm_tile &t) {
     if (t.m0 == last_m0) return;
-    const uint64_t target = mk_epoch(w, v.slot) + 1;
+    const uint64_t target = kCE ? 1 : mk_epoch(w, v.slot) + 1;
     for (int64_t s = t.m0 / ms; s < v.W && s * ms < t.m_end; s++) {
       if (s == v.me && inplace) continue;
       if (!v.local((int)s)) {
@@ -72,8 +91,11 @@ struct mk_ag_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
         continue;
       }
       const int64_t lo = max((int64_t)t.m0, s * ms) - s * ms, hi = min((int64_t)t.m_end, (s + 1) * ms) - s * ms;
-      for (int64_t i = lo / 128; i * 128 < hi; i++)
-        if (!mk_wait_ge(w, ready((int)s, i), target, MK_OP_AG_GEMM, (int)s, t.idx)) return;
+      for (int64_t i = lo / 128; i * 128 < hi; i = kCE ? ((i >> cshift) + 1) << cshift : i + 1) /* one wait per flag */
+        if (!mk_wait_ge(w, ready((int)s, i), target, MK_OP_AG_GEMM, (int)s, t.idx)) {
+          ce_release();
+          return;
+        }
     }
     mk_fence_proxy_async();
     last_m0 = t.m0;
@@ -140,7 +162,10 @@ struct mk_ag_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   }
 };
 
-extern "C" mk_status mk_fused_preload_ag(void) { return mk_gemm_core_preload<mk_ag_policy>(); }
+extern "C" mk_status mk_fused_preload_ag(void) {
+  MK_CHECK(mk_gemm_core_preload<mk_ag_policy<false>>());
+  return mk_gemm_core_preload<mk_ag_policy<true>>();
+}
 
 extern "C" uint16_t *mk_ag_gemm_shard(mk_fused_t *f, int64_t m, int64_t k) {
   if (!f || !f->ws[MK_FUSED_AG_GEMM].ready || m < 1 || k < 8 || m % f->world || m > f->max_m || k > f->max_k)
@@ -148,9 +173,9 @@ extern "C" uint16_t *mk_ag_gemm_shard(mk_fused_t *f, int64_t m, int64_t k) {
   return (uint16_t *)mk_comm_heap_ptr(f->comm, f->ws[MK_FUSED_AG_GEMM].buf) + (m / f->world) * f->me * k;
 }
 
-extern "C" mk_status mk_ag_gemm(mk_fused_t *f, const mk_fused_args *a, mk_stream_t stream) {
-  MK_CHECK(mk_fused_check(f, MK_FUSED_AG_GEMM, a));
-  mk_ag_policy p;
+template <bool kCE>
+static mk_status mk_ag_gemm_launch(mk_fused_t *f, const mk_fused_args *a, mk_stream_t stream) {
+  mk_ag_policy<kCE> p;
   p.w = f->w;
   p.v = mk_fused_make_view(f, MK_FUSED_AG_GEMM);
   p.shard = a->A;
@@ -160,14 +185,28 @@ extern "C" mk_status mk_ag_gemm(mk_fused_t *f, const mk_fused_args *a, mk_stream
   const int tiles_m = (int)((a->m + 127) / 128);
   p.tm0 = (int)(((int64_t)f->me * p.ms + 127) / 128) % tiles_m;
   p.inplace = a->A == mk_ag_gemm_shard(f, a->m, a->k);
-  p.pushers = mk_fused_ctas(f, MK_FUSED_AG_GEMM, a);
+  p.flags = kCE ? f->ws[MK_FUSED_AG_GEMM].ce + 8ull * MK_FUSED_ARRIVE_SLOTS : p.v.cnt;
+  p.ce_arrive = f->ws[MK_FUSED_AG_GEMM].ce;
+  p.cshift = 0;
+  while (kCE && (128 << p.cshift) < mk_fused_ce_rows()) p.cshift++;
+  p.nflag = (p.cps + (1 << p.cshift) - 1) >> p.cshift;
+  const int inplace = p.inplace;
+  if (kCE) p.inplace = 1; /* the local shard is in G before the kernel starts */
+  p.pushers = kCE ? 0 : mk_fused_ctas(f, MK_FUSED_AG_GEMM, a);
   p.role_ctas = p.pushers + (f->nnodes > 1 ? 1 : 0);
   mk_gemm_args g = {a->C, a->m, a->n, a->k, 1, NULL};
   const uint16_t *gathered = (const uint16_t *)mk_comm_heap_ptr(f->comm, f->ws[MK_FUSED_AG_GEMM].buf);
   MK_CHECK(mk_fused_trace_begin(f, stream, &p.tr.buf));
   p.tr.cap = MK_TRACE_CAP;
+  if (kCE) MK_CHECK(mk_fused_ag_ce_begin(f, a, inplace, stream));
   MK_CHECK(mk_fused_launch(gathered, a->B, g, a->b_layout, p, mk_fused_compute_ctas(f, p.role_ctas),
                            (cudaStream_t)stream));
+  if (kCE) MK_CHECK(mk_fused_ce_join(f, stream));
   MK_CHECK(mk_fused_epoch_advance(f, MK_FUSED_AG_GEMM, stream));
   return mk_fused_trace_end(f, MK_FUSED_AG_GEMM, p.tr.buf, stream);
+}
+
+extern "C" mk_status mk_ag_gemm(mk_fused_t *f, const mk_fused_args *a, mk_stream_t stream) {
+  MK_CHECK(mk_fused_check(f, MK_FUSED_AG_GEMM, a));
+  return mk_fused_ag_ce_mode(f) ? mk_ag_gemm_launch<true>(f, a, stream) : mk_ag_gemm_launch<false>(f, a, stream);
 }

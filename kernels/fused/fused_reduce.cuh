@@ -38,7 +38,12 @@
  * began after that peer's call e - 2 ended (stream order). The epoch handshake of run 1
  * (wait until every peer entered call e) serialised back-to-back calls on the slowest rank's
  * reduce tail; (2) reducers wait per block; (3) the inter CTA waits for the arrival of the
- * remote rank whose staging area X it writes (X is single-buffered), as above. */
+ * remote rank whose staging area X it writes (X is single-buffered), as above.
+ * Copy-engine mode (MK_FUSED_RS_COPY=1 / MK_FUSED_AR_COPY=1, one node group; protocol in
+ * copy_engine.c): no reducer CTAs and no split-K; the GEMM stores into a local P (owner-
+ * interleaved order for AR too) and counts its progress per (owner, piece); side streams push
+ * finished pieces to the owners' staging X by peer copies, and mk_rs_ce_reduce_kernel sums
+ * them after the GEMM; AR then pushes each owner's sums to every rank (two-shot). */
 #pragma once
 #include "kernels/fused/fused_common.cuh"
 
@@ -57,6 +62,10 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   int reducers;      /* role CTAs [0, reducers) reduce; role CTA `reducers` is the inter CTA */
   int perm_q;        /* > 0: owner-interleaved tile order, tiles_m = W * perm_q; 0: plain grouped */
   uint64_t pbytes;   /* bytes of one P: P[e & 1] is at v.buf + (e & 1) * pbytes */
+  int ce;            /* RS copy-engine mode (copy_engine.c): P local, progress counters, no reducers */
+  uint64_t ce_cnt;   /* heap offset of ce_cnt[W][ce_np] */
+  int64_t ce_rows;   /* rows per piece */
+  int ce_np;         /* pieces per owner */
   bool entered = false;
   mk_fused_trace tr;    /* MK_TRACE */
   int tn = 0;           /* per thread: events recorded */
@@ -80,7 +89,7 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   __device__ __forceinline__ uint64_t pbuf(uint64_t epoch) const { return v.buf + (epoch & 1) * pbytes; }
   /* The GEMM's C (args.C = P[0]) rows go to P[epoch & 1]. */
   __device__ __forceinline__ uint16_t *out_row(const mk_gemm_args &a, int64_t row) const {
-    return a.C + (mk_epoch(w, v.slot) & 1) * (pbytes / 2) + row * a.n;
+    return a.C + (ce ? 0 : (mk_epoch(w, v.slot) & 1) * (pbytes / 2)) + row * a.n;
   }
   __device__ __forceinline__ void before_load(const mk_gemm_tile &) {
     if (entered) return;
@@ -93,12 +102,31 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
       mk_trace_ev(tr, 1, &tn, MK_TRACE_COMPUTE, tprev ? tprev : now, now);
       tprev = now;
     }
+    if (ce) {
+      ce_progress(t);
+      return;
+    }
     const int tm = t.m0 / 128;
     const uint64_t e1 = mk_epoch(w, v.slot) + 1;
     for (int p = v.node * v.L; p < (v.node + 1) * v.L && p < v.W; p++) {
       if (p != v.me && !all_read && (p + 1) * ms <= t.m0) continue; /* RS: p owns none of the rows */
       if (p != v.me && !all_read && p * ms >= t.m_end) continue;
       for (int cb = t.n0 / 128; cb * 128 < t.n_end; cb++) mk_fused_flag_set(w, v.lp(p), flag(v.me, tm, cb), e1);
+    }
+  }
+
+  /* Copy-engine mode: the tile's elements / 8 per (owner, piece) it covers, to the side
+   * stream's progress counters (own heap; the stream waits for rows x N / 8). */
+  __device__ __forceinline__ void ce_progress(const mk_gemm_tile &t) const {
+    const uint64_t cols8 = (uint64_t)(t.n_end - t.n0) / 8;
+    __threadfence_system();
+    for (int64_t o = t.m0 / ms; o < v.W && o * ms < t.m_end; o++) {
+      if (o == v.me) continue; /* the own rows stay here */
+      const int64_t lo = max((int64_t)t.m0, o * ms) - o * ms, hi = min((int64_t)t.m_end, (o + 1) * ms) - o * ms;
+      for (int64_t i = lo / ce_rows; i * ce_rows < hi; i++) {
+        const int64_t r = min(hi, (i + 1) * ce_rows) - max(lo, i * ce_rows);
+        mk_red_add_release_sys(mk_local_ptr<uint64_t>(w, ce_cnt + 8ull * ((uint64_t)o * ce_np + i)), (uint64_t)r * cols8);
+      }
     }
   }
 
@@ -164,6 +192,58 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   }
 };
 
+/* RS copy-engine mode (copy_engine.c), after the GEMM: once every peer s has set ce_done[s],
+ * C[r] = sum over s = 0..W-1 in order of (s == me ? P[me Ms + r] : X[s][r]), rb rows per task.
+ * A failed (timed-out) wait sets this rank's own ce_arrive flags so that its side stream drains. */
+static __global__ void __launch_bounds__(256) mk_rs_ce_reduce_kernel(mk_dev_world w, mk_fused_view v, const uint16_t *P,
+                                                                     uint64_t x, uint64_t ce, uint16_t *C, int64_t ms,
+                                                                     int64_t n, int rb, int op) {
+  int ok = 1;
+  if (threadIdx.x == 0)
+    for (int s = 0; s < v.W && ok; s++)
+      if (s != v.me) ok = mk_wait_ge(w, ce + 8ull * (MK_FUSED_ARRIVE_SLOTS + s), 1, op, s, -1);
+  if (!__syncthreads_and(ok)) {
+    if (threadIdx.x == 0)
+      for (int p = 0; p < v.W; p++) mk_st_release_sys(mk_local_ptr<uint64_t>(w, ce + 8ull * p), 1ull);
+    return;
+  }
+  const uint16_t *src[MK_FUSED_ARRIVE_SLOTS];
+  for (int64_t r0 = (int64_t)blockIdx.x * rb; r0 < ms; r0 += (int64_t)gridDim.x * rb) {
+    for (int s = 0; s < v.W; s++)
+      src[s] = s == v.me ? P + ((int64_t)v.me * ms + r0) * n : mk_local_ptr<uint16_t>(w, x) + ((int64_t)s * ms + r0) * n;
+    mk_fused_reduce_block(C + r0 * n, src, v.W, (int)min((int64_t)rb, ms - r0), (int)n, n);
+  }
+}
+
+/* AR copy-engine mode, second shot: one thread waits (bounded) until every peer's sums are in Y. */
+static __global__ void mk_ar_ce_wait_kernel(mk_dev_world w, mk_fused_view v, uint64_t done2) {
+  for (int s = 0; s < v.W; s++)
+    if (s != v.me && !mk_wait_ge(w, done2 + 8ull * s, 1, MK_OP_GEMM_AR, s, -1)) return;
+}
+
+/* The copy-engine tail of RS / AR after the GEMM (the side streams' pushes are enqueued):
+ * the reduce kernel (RS: into C; AR: into this rank's rows of Y), for AR the second shot, the
+ * wait for it and Y -> C; then the join. */
+static mk_status mk_rs_ce_finish(mk_fused_t *f, mk_fused_op op, const mk_fused_args *a, const mk_fused_view &v,
+                                 cudaStream_t stream) {
+  const int64_t ms = a->m / f->world, per = 2 * (int64_t)f->sms;
+  const int rb = (int)std::max<int64_t>(1, (ms + per - 1) / per);
+  const int grid = (int)std::min<int64_t>(per, (ms + rb - 1) / rb);
+  const mk_fused_ws *ws = &f->ws[op];
+  uint16_t *Y = op == MK_FUSED_GEMM_AR ? (uint16_t *)(f->w.heap + ws->cey) : NULL;
+  uint16_t *dst = Y ? Y + (int64_t)f->me * ms * a->n : a->C;
+  mk_rs_ce_reduce_kernel<<<grid, 256, 0, stream>>>(f->w, v, f->ce_p[op], ws->cex, ws->ce, dst, ms, a->n, rb,
+                                                   Y ? MK_OP_GEMM_AR : MK_OP_GEMM_RS);
+  MK_CUDA_CHECK(cudaGetLastError());
+  if (Y) {
+    MK_CHECK(mk_fused_ar_ce_gather(f, a, (mk_stream_t)stream));
+    mk_ar_ce_wait_kernel<<<1, 1, 0, stream>>>(f->w, v, ws->ce + 8ull * 2 * MK_FUSED_ARRIVE_SLOTS);
+    MK_CUDA_CHECK(cudaGetLastError());
+    MK_CUDA_CHECK(cudaMemcpyAsync(a->C, Y, (size_t)(a->m * a->n) * 2, cudaMemcpyDefault, stream));
+  }
+  return mk_fused_ce_join(f, (mk_stream_t)stream);
+}
+
 /* Fills and launches the policy: this rank reduces the rows it reads (rows_of) into out. */
 template <int kOp>
 static mk_status mk_reduce_launch(mk_fused_t *f, const mk_fused_args *a, uint16_t *out, cudaStream_t stream) {
@@ -181,17 +261,23 @@ static mk_status mk_reduce_launch(mk_fused_t *f, const mk_fused_args *a, uint16_
   p.tiles_m = (int)((a->m + 127) / 128);
   p.op = fop == MK_FUSED_GEMM_RS ? MK_OP_GEMM_RS : MK_OP_GEMM_AR;
   p.all_read = all_read;
-  p.reducers = mk_fused_ctas(f, fop, a);
+  p.ce = mk_fused_rs_ce_mode(f, fop, a->m, a->n);
+  p.ce_cnt = ws->ce + 8ull * 3 * MK_FUSED_ARRIVE_SLOTS;
+  p.ce_rows = mk_fused_ce_rows();
+  p.ce_np = (int)((p.ms + p.ce_rows - 1) / p.ce_rows);
+  p.reducers = p.ce ? 0 : mk_fused_ctas(f, fop, a);
   p.role_ctas = p.reducers + (f->nnodes > 1 ? 1 : 0);
   p.pbytes = ws->pbytes;
-  p.perm_q = !all_read && p.ms % 128 == 0 && p.tiles_m % f->world == 0 && p.group_m % f->world == 0
+  p.perm_q = (!all_read || p.ce) && p.ms % 128 == 0 && p.tiles_m % f->world == 0 && p.group_m % f->world == 0
                  ? p.tiles_m / f->world : 0;
-  mk_gemm_args g = {(uint16_t *)mk_comm_heap_ptr(f->comm, ws->buf), a->m, a->n, a->k, 1, NULL};
+  mk_gemm_args g = {p.ce ? f->ce_p[fop] : (uint16_t *)mk_comm_heap_ptr(f->comm, ws->buf), a->m, a->n, a->k, 1, NULL};
   MK_CHECK(mk_fused_trace_begin(f, (mk_stream_t)stream, &p.tr.buf));
   p.tr.cap = MK_TRACE_CAP;
   int grid = mk_fused_compute_ctas(f, p.role_ctas);
-  /* Split-K of the last wave (256-wide tiles) where the core's model says it pays. */
-  g.split_tiles = (int)mk_gemm_split_plan(g, grid, (int)mk_param_fused_split_k(), 0, &g.splits);
+  if (p.ce) MK_CHECK(mk_fused_rs_ce_begin(f, fop, a, (mk_stream_t)stream));
+  /* Split-K of the last wave (256-wide tiles) where the core's model says it pays (not in
+   * copy-engine mode: its progress counters count each tile once). */
+  g.split_tiles = p.ce ? 0 : (int)mk_gemm_split_plan(g, grid, (int)mk_param_fused_split_k(), 0, &g.splits);
   const size_t parts = g.split_tiles ? (size_t)(g.splits - 1) * g.split_tiles : 0;
   if (g.split_tiles && f->split_ws[fop] && parts * 2 * 4 <= MK_FUSED_SPLIT_FLAG_BYTES &&
       parts * mk_gemm_config::kBM * 256 * 4 <= f->split_bytes) {
@@ -205,6 +291,10 @@ static mk_status mk_reduce_launch(mk_fused_t *f, const mk_fused_args *a, uint16_
   } else {
     g.split_tiles = g.splits = 0;
     MK_CHECK(mk_fused_launch(a->A, a->B, g, a->b_layout, p, grid, stream));
+  }
+  if (p.ce) { /* the pushes beside the GEMM, the owner's sum after it (AR: the second shot), the join */
+    MK_CHECK(mk_fused_rs_ce_push(f, fop, a));
+    MK_CHECK(mk_rs_ce_finish(f, fop, a, p.v, stream));
   }
   MK_CHECK(mk_fused_epoch_advance(f, fop, (mk_stream_t)stream));
   return mk_fused_trace_end(f, fop, p.tr.buf, (mk_stream_t)stream);
@@ -220,5 +310,7 @@ static mk_status mk_reduce_preload() {
   auto k1 = mk_gemm_core_kernel<P, 1, 256, true>;
   MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)k0));
   MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)k1));
+  MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_rs_ce_reduce_kernel));
+  MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_ar_ce_wait_kernel));
   return MK_STATUS_OK;
 }

@@ -19,7 +19,12 @@
  * node groups moves through the FIFO and proxy, one put per pair of ranks per call after the
  * rank's part is ready (correct, not yet overlapped); one SM stays free for the proxy.
  * Role split: comm_ctas CTAs (AG: pushers; RS/AR: reducers) beside the GEMM CTAs, 0 = the
- * per-shape default (mk_fused_default_ctas). The ops use epoch slots 10, 11, 12. */
+ * per-shape default (mk_fused_default_ctas). The ops use epoch slots 10, 11, 12.
+ * Copy-engine modes (one node group; compile-checked, not yet run on a GPU): MK_FUSED_AG_COPY,
+ * MK_FUSED_RS_COPY and MK_FUSED_AR_COPY = 1 move the data with cudaMemcpyAsync peer copies on
+ * side streams of the handle (flags by stream memory operations), the GEMM takes every SM and
+ * comm_ctas is ignored; RS and AR need their variable set at mk_fused_create too (staging), AR
+ * then runs two-shot when M is a multiple of W (kernels/fused/copy_engine.c). */
 #ifndef MK_KERNELS_FUSED_MK_FUSED_H
 #define MK_KERNELS_FUSED_MK_FUSED_H
 
@@ -50,7 +55,9 @@ typedef struct mk_fused_args {
  * all three) for shapes up to max_m x max_n x max_k from comm's heap (heap memory is never
  * returned; create once per comm) and loads the kernels. Workspace: AG max_m * max_k * 2
  * bytes, RS and AR 2 * max_m * max_n * 2 bytes each (two partials used by alternate calls;
- * plus counters), and RS and AR a local split-K workspace of SMs x 128 KiB (cudaMalloc). */
+ * plus counters), and RS and AR a local split-K workspace of SMs x 128 KiB (cudaMalloc); with
+ * MK_FUSED_RS_COPY=1, RS also max_m * max_n * 2 bytes of heap staging and as much local memory;
+ * with MK_FUSED_AR_COPY=1, AR twice that much heap and as much local memory. */
 mk_status mk_fused_create(mk_comm_t *comm, unsigned ops, int64_t max_m, int64_t max_n, int64_t max_k,
                           mk_fused_t **out);
 void mk_fused_destroy(mk_fused_t *f); /* NULL: no-op */

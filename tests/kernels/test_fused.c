@@ -1,4 +1,6 @@
-/* test_fused.c (multigpu, under mk-launch) — one fused op (argv[1]: ag, rs or ar) on fresh
+/* test_fused.c (multigpu, under mk-launch) — one fused op (argv[1]: ag, rs or ar; ag_ce, rs_ce,
+ * ar_ce: with copy-engine transfers, MK_FUSED_{AG,RS,AR}_COPY = 1, then calls that switch
+ * modes) on fresh
  * random inputs against the fp32 reference GEMM (GPU), at odd shapes (rows per rank not a
  * multiple of the 128-row tile, N not a multiple of 128) and a round one, in an order that
  * changes shape between calls; then 100 back-to-back calls and 100 replays of a captured CUDA
@@ -96,10 +98,17 @@ int main(int argc, char **argv) {
   const char *opname = argc > 1 ? argv[1] : "";
   ctx x;
   memset(&x, 0, sizeof x);
-  if (!strcmp(opname, "ag")) x.op = MK_FUSED_AG_GEMM;
-  else if (!strcmp(opname, "rs")) x.op = MK_FUSED_GEMM_RS;
-  else if (!strcmp(opname, "ar")) x.op = MK_FUSED_GEMM_AR;
-  else MK_TEST_FAIL_("usage: test_fused ag|rs|ar (got '%s')", opname);
+  /* *_ce: the copy-engine mode, set before mk_fused_create (RS/AR allocate their staging then). */
+  const char *ce_env = !strcmp(opname, "ag_ce")   ? "MK_FUSED_AG_COPY"
+                       : !strcmp(opname, "rs_ce") ? "MK_FUSED_RS_COPY"
+                       : !strcmp(opname, "ar_ce") ? "MK_FUSED_AR_COPY"
+                                                  : NULL;
+  const int ce = ce_env != NULL;
+  if (ce) setenv(ce_env, "1", 1);
+  if (!strcmp(opname, "ag") || !strcmp(opname, "ag_ce")) x.op = MK_FUSED_AG_GEMM;
+  else if (!strcmp(opname, "rs") || !strcmp(opname, "rs_ce")) x.op = MK_FUSED_GEMM_RS;
+  else if (!strcmp(opname, "ar") || !strcmp(opname, "ar_ce")) x.op = MK_FUSED_GEMM_AR;
+  else MK_TEST_FAIL_("usage: test_fused ag|ag_ce|rs|rs_ce|ar|ar_ce (got '%s')", opname);
   mk_test_require_gpus(2);
   ASSERT_OK(mk_comm_create(&x.c));
   const mk_world *w = mk_comm_world(x.c);
@@ -162,6 +171,18 @@ int main(int argc, char **argv) {
   check(&x, &shapes[1], "call after replays");
   CUDA_OK(cudaGraphExecDestroy(ge));
   CUDA_OK(cudaGraphDestroy(g));
+  /* *_ce: the SM roles and the copy engines alternate (their flags and buffers must
+   * not mix up); AG with the shard not in place, then in place. */
+  for (int i = 0; ce && i < 4; i++) {
+    setenv(ce_env, i & 1 ? "1" : "0", 1);
+    mk_param_reset_cache();
+    x.inplace = x.op == MK_FUSED_AG_GEMM && i >= 2;
+    prepare(&x, &shapes[i & 1], 10 + i);
+    poison(&x, &shapes[i & 1]);
+    ASSERT_OK(call(&x, &shapes[i & 1]));
+    check(&x, &shapes[i & 1], i & 1 ? "copy engines after SM roles" : "SM roles after copy engines");
+  }
+  x.inplace = 0;
 
   /* Bad arguments are refused with a message (no kernel runs). */
   shape bad = {W * 8, 1001, 512}; /* N not a multiple of 8 */

@@ -1,0 +1,235 @@
+/* copy_engine.c — AG+GEMM and GEMM+RS with copy-engine transfers (MK_FUSED_AG_COPY=1,
+ * MK_FUSED_RS_COPY=1; one node group): the host side of the protocols.
+ *
+ * AG+GEMM. The GEMM (ag_gemm.cu) keeps every SM and polls per-piece ready
+ * flags; the shard moves by cudaMemcpyAsync peer copies on side streams and the flags are
+ * set by stream memory operations (cuStreamWriteValue32 / cuStreamWaitValue32, reached
+ * through the runtime's driver entry points: libcuda is never linked). No SM takes part in
+ * the transfers, and nothing depends on the epoch, so a captured graph replays correctly.
+ *
+ * Flags (heap workspace `ce` of the AG op, u64 each, written as 32-bit values 0 or 1):
+ *   ce_arrive[16]       ce_arrive[p] = 1 on rank q: p entered its call (p's previous GEMM,
+ *                       the last reader of p's gathered buffer G, is over); q resets it to 0
+ *                       before it pushes to p.
+ *   ce_ready[W][nflags] ce_ready[p][f] = 1 on rank d: rows [f R, f R + R) of p's shard have
+ *                       landed in d's G (R = rows per piece, MK_FUSED_CE_ROWS).
+ * One call on rank me, in stream order:
+ *   main: ce_ready (own) := 0 (every flag of the previous call was consumed by its GEMM; peers
+ *         write them again only after the next step); ce_arrive[me] := 1 on every peer;
+ *         fork to the side streams; the local shard copy into own G (skipped when in place);
+ *         the GEMM (waits ce_ready >= 1 per piece); join.
+ *   side: for j = 1 .. W-1, d = (me - j) mod W (the order d's GEMM walks the shards):
+ *         wait ce_arrive[d] >= 1; ce_arrive[d] := 0; then per piece: copy to d's G,
+ *         ce_ready[me][piece] := 1 on d (the write is fenced after the copy). Peer j's work
+ *         goes to side stream (j - 1) mod MK_FUSED_CE_STREAMS: one peer's steps stay in order.
+ * A reset cannot overtake the next set: d enters its next call only after its GEMM has seen
+ * this rank's data, which is pushed after the reset (stream order). Hangs: the memop waits
+ * have no timeout; when the GEMM's bounded wait gives up (abort), the kernel sets every
+ * ce_arrive of its own heap to 1, so the side stream drains and the join completes. */
+#include <cuda_runtime_api.h>
+#include <stdint.h>
+
+#include "core/check.h"
+#include "kernels/fused/fused_internal.h"
+
+/* 0: SM pusher CTAs (the measured default); 1: copy engines (one node group only). */
+MK_PARAM_INT(fused_ag_copy, "FUSED_AG_COPY", 0, 0, 1)
+/* 0: SM reducer CTAs pulling over NVLink (the measured default); 1: copy-engine pushes and a
+ * reduce kernel after the GEMM (one node group; read at mk_fused_create too: the staging). */
+MK_PARAM_INT(fused_rs_copy, "FUSED_RS_COPY", 0, 0, 1)
+/* GEMM+AR the same way (two-shot: the RS above, then the owners' sums pushed to every rank). */
+MK_PARAM_INT(fused_ar_copy, "FUSED_AR_COPY", 0, 0, 1)
+/* Side streams of the copies: peer j (j = 1 .. W-1 in push order) goes to stream (j - 1) mod
+ * this (at most W - 1): 1 = all pushes in one ordered stream; W - 1 = one per peer, in parallel. */
+MK_PARAM_INT(fused_ce_streams, "FUSED_CE_STREAMS", 1, 1, MK_MAX_LOCAL)
+/* Rows per copy and per ready flag in copy-engine mode (rounded up to 128 times a power of two). */
+MK_PARAM_INT(fused_ce_rows, "FUSED_CE_ROWS", 256, 128, 1ll << 30)
+
+typedef int (*mk_memop32_fn)(cudaStream_t stream, unsigned long long addr, uint32_t value, unsigned flags);
+static mk_memop32_fn g_write32, g_wait32;
+
+static mk_status load_memops(void) {
+  if (g_write32 && g_wait32) return MK_STATUS_OK;
+  void *fw = NULL, *fa = NULL;
+  enum cudaDriverEntryPointQueryResult qw, qa;
+  if (cudaGetDriverEntryPointByVersion("cuStreamWriteValue32", &fw, 12000, cudaEnableDefault, &qw) != cudaSuccess ||
+      qw != cudaDriverEntryPointSuccess || !fw ||
+      cudaGetDriverEntryPointByVersion("cuStreamWaitValue32", &fa, 12000, cudaEnableDefault, &qa) != cudaSuccess ||
+      qa != cudaDriverEntryPointSuccess || !fa)
+    MK_ERR_RETURN(MK_STATUS_UNSUPPORTED, MK_SUBSYS_KERNEL,
+                  "fused: the copy-engine modes need cuStreamWriteValue32/cuStreamWaitValue32 (driver entry "
+                  "points not found)");
+  g_write32 = (mk_memop32_fn)fw;
+  g_wait32 = (mk_memop32_fn)fa;
+  return MK_STATUS_OK;
+}
+
+#define MEMOP(call, what)                                                                              \
+  do {                                                                                                 \
+    int r_ = (call);                                                                                   \
+    if (r_ != 0)                                                                                       \
+      MK_ERR_RETURN(MK_STATUS_CUDA_ERROR, MK_SUBSYS_KERNEL, "fused: %s failed (CUresult %d)", what, r_);   \
+  } while (0)
+
+/* Fork: every side stream this call uses waits for the caller's stream up to here. */
+static mk_status ce_fork(mk_fused_t *f, cudaStream_t s) {
+  int ns = (int)mk_param_fused_ce_streams();
+  if (ns > f->world - 1) ns = f->world - 1;
+  if (ns > f->ce_nside) ns = f->ce_nside;
+  if (ns < 1) ns = 1;
+  f->ce_used = ns;
+  MK_CUDA_CHECK(cudaEventRecord(f->ce_fork, s));
+  for (int i = 0; i < ns; i++) MK_CUDA_CHECK(cudaStreamWaitEvent(f->ce_side[i], f->ce_fork, 0));
+  return MK_STATUS_OK;
+}
+
+/* The side stream of the j-th peer in push order (j >= 1). */
+static cudaStream_t ce_stream(const mk_fused_t *f, int j) { return f->ce_side[(j - 1) % f->ce_used]; }
+
+mk_status mk_fused_ce_join(mk_fused_t *f, mk_stream_t stream) {
+  for (int i = 0; i < f->ce_used; i++) {
+    MK_CUDA_CHECK(cudaEventRecord(f->ce_join[i], f->ce_side[i]));
+    MK_CUDA_CHECK(cudaStreamWaitEvent((cudaStream_t)stream, f->ce_join[i], 0));
+  }
+  return MK_STATUS_OK;
+}
+
+int mk_fused_ag_ce_mode(const mk_fused_t *f) { return f->nnodes == 1 && f->world > 1 && mk_param_fused_ag_copy() == 1; }
+
+int mk_fused_ce_rows(void) {
+  int64_t r = 128;
+  while (r < mk_param_fused_ce_rows() && r < (1ll << 24)) r *= 2;
+  return (int)r;
+}
+
+mk_status mk_fused_ag_ce_begin(mk_fused_t *f, const mk_fused_args *a, int inplace, mk_stream_t stream) {
+  MK_CHECK(load_memops());
+  const mk_fused_ws *ws = &f->ws[MK_FUSED_AG_GEMM];
+  cudaStream_t s = (cudaStream_t)stream;
+  const int W = f->world, me = f->me;
+  const int64_t ms = a->m / W, k = a->k, R = mk_fused_ce_rows();
+  const int64_t nflags = (ms + R - 1) / R; /* pieces (flags) per shard */
+  const uint64_t arrive = ws->ce, ready = ws->ce + 8ull * MK_FUSED_ARRIVE_SLOTS;
+  /* Own ready flags back to 0, then tell every peer this rank entered the call. */
+  MK_CUDA_CHECK(cudaMemsetAsync(f->w.heap + ready, 0, 8ull * (uint64_t)W * (uint64_t)nflags, s));
+  for (int p = 0; p < W; p++)
+    if (p != me)
+      MEMOP(g_write32(s, (unsigned long long)(uintptr_t)(f->w.peer_heap[p] + arrive + 8ull * me), 1, 0), "arrive write");
+  MK_CHECK(ce_fork(f, s));
+  const char *src = (const char *)a->A;
+  for (int j = 1; j < W; j++) {
+    const int d = (me - j + W) % W;
+    cudaStream_t side = ce_stream(f, j);
+    const unsigned long long own = (unsigned long long)(uintptr_t)(f->w.heap + arrive + 8ull * d);
+    MEMOP(g_wait32(side, own, 1, 0 /* CU_STREAM_WAIT_VALUE_GEQ */), "arrive wait");
+    MEMOP(g_write32(side, own, 0, 0), "arrive reset");
+    char *dst = f->w.peer_heap[d] + ws->buf + (uint64_t)me * (uint64_t)ms * (uint64_t)k * 2;
+    for (int64_t i = 0; i < nflags; i++) {
+      const int64_t r0 = i * R, rows = ms - r0 < R ? ms - r0 : R;
+      const uint64_t off = (uint64_t)r0 * (uint64_t)k * 2, bytes = (uint64_t)rows * (uint64_t)k * 2;
+      MK_CUDA_CHECK(cudaMemcpyAsync(dst + off, src + off, bytes, cudaMemcpyDefault, side));
+      const uint64_t flag = ready + 8ull * ((uint64_t)me * (uint64_t)nflags + (uint64_t)i);
+      MEMOP(g_write32(side, (unsigned long long)(uintptr_t)(f->w.peer_heap[d] + flag), 1, 0), "ready write");
+    }
+  }
+  if (!inplace)
+    MK_CUDA_CHECK(cudaMemcpyAsync(f->w.heap + ws->buf + (uint64_t)me * (uint64_t)ms * (uint64_t)k * 2, src,
+                                  (size_t)(ms * k) * 2, cudaMemcpyDefault, s));
+  return MK_STATUS_OK;
+}
+
+/* GEMM+RS. The GEMM (all SMs, no split-K, no reducer CTAs) stores its partial P locally
+ * in a local buffer (cudaMalloc: no peer reads it; the heap's P pair stays with SM mode, so the
+ * modes may alternate) and, after each tile, adds the tile's (rows x columns / 8) that
+ * fall into piece i of owner o's rows to ce_cnt[o][i] (own heap, reset to 0 before the call).
+ * Flags (heap workspace `ce` of the RS op, u64 each, 32-bit values):
+ *   ce_arrive[16]  ce_arrive[p] = 1 on rank q: p entered its call (p's staging X is free: p's
+ *                  previous reduce kernel, its last reader, is over); q resets it to 0.
+ *   ce_done[16]    ce_done[s] = 1 on owner o: every row of s's partial that o owns is in o's X[s].
+ *   ce_done2[16]   AR: ce_done2[o] = 1 on rank q: owner o's sums are in q's Y (second shot).
+ *   ce_cnt[W][pieces]  local: the GEMM's progress per owner and piece of MK_FUSED_CE_ROWS rows.
+ * One call on rank me, in stream order:
+ *   main: ce_done, ce_cnt (own) := 0; ce_arrive[me] := 1 on every peer; fork; the GEMM; the
+ *         reduce kernel (waits, bounded, for ce_done[s] >= 1 of every peer s, then sums P's own
+ *         rows and X[s] in rank order 0..W-1 into C); join.
+ *   side: piece by piece (i), owners o = me + 1, me + 2, ... (the GEMM's owner-interleaved
+ *         order finishes every owner's pieces at the same pace): before the first copy to o,
+ *         wait ce_arrive[o] >= 1 and reset it; wait ce_cnt[o][i] = rows x N / 8; copy the rows
+ *         of P to o's X[me]; after o's last piece ce_done[me] := 1 on o.
+ * Staging X [W][M/W][N] bf16 (heap) and the local P [M][N] are allocated by mk_fused_create
+ * when MK_FUSED_RS_COPY=1 is set then.
+ * GEMM+AR (MK_FUSED_AR_COPY=1, M a multiple of W): the same first shot, the reduce kernel
+ * writes the owner's sums into its rows of Y [M][N] (heap) instead of C; then every rank
+ * pushes its Y rows to every peer (mk_fused_ar_ce_gather), a one-thread kernel waits
+ * (bounded) for ce_done2 of every peer, and Y is copied into C. Each row is summed once, by
+ * its owner, in rank order: every rank holds the same bits.
+ * The reduce kernel releases its own ce_arrive flags when its wait gives up (abort). */
+int mk_fused_rs_ce_mode(const mk_fused_t *f, mk_fused_op op, int64_t m, int64_t n) {
+  const int64_t ms = m / (f->world ? f->world : 1);
+  return f->nnodes == 1 && f->world > 1 && f->ws[op].cex && mk_fused_rs_ce_staging(op) && m % f->world == 0 &&
+         ms * n / 8 < (1ll << 31);
+}
+
+int mk_fused_rs_ce_staging(mk_fused_op op) {
+  return op == MK_FUSED_GEMM_RS ? mk_param_fused_rs_copy() == 1 : op == MK_FUSED_GEMM_AR && mk_param_fused_ar_copy() == 1;
+}
+
+mk_status mk_fused_rs_ce_begin(mk_fused_t *f, mk_fused_op op, const mk_fused_args *a, mk_stream_t stream) {
+  MK_CHECK(load_memops());
+  const mk_fused_ws *ws = &f->ws[op];
+  cudaStream_t s = (cudaStream_t)stream;
+  const int W = f->world, me = f->me;
+  const int64_t ms = a->m / W, R = mk_fused_ce_rows(), np = (ms + R - 1) / R;
+  const uint64_t arrive = ws->ce;
+  MK_CUDA_CHECK(cudaMemsetAsync(f->w.heap + arrive + 8ull * MK_FUSED_ARRIVE_SLOTS, 0,
+                                8ull * (2 * MK_FUSED_ARRIVE_SLOTS + (uint64_t)W * (uint64_t)np), s));
+  for (int p = 0; p < W; p++)
+    if (p != me)
+      MEMOP(g_write32(s, (unsigned long long)(uintptr_t)(f->w.peer_heap[p] + arrive + 8ull * me), 1, 0), "arrive write");
+  return ce_fork(f, s);
+}
+
+mk_status mk_fused_rs_ce_push(mk_fused_t *f, mk_fused_op op, const mk_fused_args *a) {
+  const mk_fused_ws *ws = &f->ws[op];
+  const int W = f->world, me = f->me;
+  const int64_t ms = a->m / W, n = a->n, R = mk_fused_ce_rows(), np = (ms + R - 1) / R;
+  const uint64_t arrive = ws->ce, done = ws->ce + 8ull * MK_FUSED_ARRIVE_SLOTS, cnt = ws->ce + 8ull * 3 * MK_FUSED_ARRIVE_SLOTS;
+  const char *P = (const char *)f->ce_p[op];
+  for (int64_t i = 0; i < np; i++)
+    for (int j = 1; j < W; j++) {
+      const int o = (me + j) % W;
+      cudaStream_t side = ce_stream(f, j);
+      if (i == 0) {
+        const unsigned long long own = (unsigned long long)(uintptr_t)(f->w.heap + arrive + 8ull * o);
+        MEMOP(g_wait32(side, own, 1, 0 /* CU_STREAM_WAIT_VALUE_GEQ */), "arrive wait");
+        MEMOP(g_write32(side, own, 0, 0), "arrive reset");
+      }
+      const int64_t r0 = i * R, rows = ms - r0 < R ? ms - r0 : R;
+      const unsigned long long c = (unsigned long long)(uintptr_t)(f->w.heap + cnt + 8ull * ((uint64_t)o * np + i));
+      MEMOP(g_wait32(side, c, (uint32_t)(rows * n / 8), 0), "progress wait");
+      const uint64_t bytes = (uint64_t)rows * (uint64_t)n * 2;
+      MK_CUDA_CHECK(cudaMemcpyAsync(f->w.peer_heap[o] + ws->cex + ((uint64_t)me * ms + r0) * (uint64_t)n * 2,
+                                    P + ((uint64_t)o * ms + r0) * (uint64_t)n * 2, bytes, cudaMemcpyDefault, side));
+      if (i == np - 1)
+        MEMOP(g_write32(side, (unsigned long long)(uintptr_t)(f->w.peer_heap[o] + done + 8ull * me), 1, 0), "done write");
+    }
+  return MK_STATUS_OK;
+}
+
+/* GEMM+AR, second shot (after the reduce kernel wrote this rank's sums into its rows of Y):
+ * every side stream pushes Y's own rows to its peers' Y (the same stream as the first shot's
+ * pushes to that peer, so after its arrival) and sets done2[me] there. */
+mk_status mk_fused_ar_ce_gather(mk_fused_t *f, const mk_fused_args *a, mk_stream_t stream) {
+  const mk_fused_ws *ws = &f->ws[MK_FUSED_GEMM_AR];
+  const int W = f->world, me = f->me;
+  const uint64_t ms = (uint64_t)(a->m / W), n = (uint64_t)a->n, done2 = ws->ce + 8ull * 2 * MK_FUSED_ARRIVE_SLOTS;
+  const uint64_t off = ws->cey + (uint64_t)me * ms * n * 2;
+  MK_CHECK(ce_fork(f, (cudaStream_t)stream));
+  for (int j = 1; j < W; j++) {
+    const int o = (me + j) % W;
+    cudaStream_t side = ce_stream(f, j);
+    MK_CUDA_CHECK(cudaMemcpyAsync(f->w.peer_heap[o] + off, f->w.heap + off, ms * n * 2, cudaMemcpyDefault, side));
+    MEMOP(g_write32(side, (unsigned long long)(uintptr_t)(f->w.peer_heap[o] + done2 + 8ull * me), 1, 0), "done2 write");
+  }
+  return MK_STATUS_OK;
+}
