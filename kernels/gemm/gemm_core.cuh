@@ -54,8 +54,9 @@
  * wave model (mk_gemm_pick_width; 160 and 224 for the plain GEMM only). The text below says
  * 256 for kBN.
  *
- * Split-K of the last wave (opt-in, template parameter kSplitK, plain GEMM only: mk_gemm_bf16
- * picks it per shape with mk_gemm_split_plan): the tiles of the last, partly filled wave are
+ * Split-K of the last wave (opt-in, template parameter kSplitK: mk_gemm_bf16 plans it per shape
+ * on the host with mk_gemm_split_plan; grouped GEMMs may have it planned on the device from the
+ * tile count, mk_gemm_dev_split / gemm_split.cuh): the tiles of the last, partly filled wave are
  * computed in k-slices side by side on the SMs the wave would leave idle; slices meet in an
  * fp32 workspace and are summed in a fixed order (mk_gemm_units), so results are the same on
  * every run on the same GPU model. Hooks keep their meaning: before_load before the first
@@ -119,9 +120,10 @@ struct mk_gemm_args {
   const int32_t *rows;  /* device [groups] row counts; NULL: one group of m_cap rows */
   /* Split-K of the last wave (kernels instantiated with kSplitK only; see mk_gemm_units): */
   int split_tiles;      /* the last split_tiles tile indices are computed in `splits` k-slices */
-  int splits;           /* 2 <= splits <= k-iterations */
+  int splits;           /* 2 <= splits <= k-iterations; < 0: planned on the device (mk_gemm_dev_split) */
   float *ws;            /* [splits - 1][split_tiles][2 warpgroups][kBN/8][128 threads] float4 */
   uint32_t *flags;      /* [splits - 1][split_tiles][2]: 128 once written; 0 between launches */
+  int split_mode;       /* splits < 0 (device plan, mk_gemm_dev_split): 0 = cost model, 1 = always */
 };
 
 /* Work units of a CTA, in order: f(idx, k0, k1, s) computes k-iterations [k0, k1) of tile
@@ -149,6 +151,29 @@ __device__ __forceinline__ void mk_gemm_units(const mk_gemm_args &args, int tota
       f(dp + r, (int)((int64_t)k_iters * sl / args.splits), (int)((int64_t)k_iters * (sl + 1) / args.splits), sl);
     }
   }
+}
+
+/* Device-side split plan (grouped GEMMs, whose tile count only the kernel knows), for a kSplitK
+ * kernel launched with args.splits = -max (gemm_split.cuh). The last wave (`last` tiles: all of
+ * them when there are fewer tiles than CTAs, e.g. MoE decode) is split in s k-slices, 2 <= s <=
+ * min(max, k-iterations / 2), with at most 2 * ncta partial tiles ((s - 1) * last: the
+ * workspace bound). split_mode 0: the s of least modelled time, taken when 5 % below the
+ * unsplit wave; in k-iterations of one tile: rounds of slices (ceil(last * s / ncta)) x
+ * k_iters / s, plus 3 per partial tile written or read (a 128 x 256 fp32 partial moves ~2.7x
+ * the bytes of one k-iteration's A and B stages). split_mode 1: always the largest s (tests).
+ * Depends on the row counts and the grid only: deterministic. */
+__device__ __forceinline__ void mk_gemm_dev_split(mk_gemm_args &args, int total, int k_iters, int ncta) {
+  if (args.splits >= 0) return;
+  const int last = total > 0 ? total - (total - 1) / ncta * ncta : 0;
+  const int smax = last > 0 ? min(min(-args.splits, k_iters / 2), 1 + 2 * ncta / last) : 0;
+  int best = 1;
+  float best_cost = 0.95f * (float)k_iters;
+  for (int s = 2; s <= smax; s++) {
+    const float cost = (float)((last * s + ncta - 1) / ncta) * (float)k_iters / (float)s + 3.0f * (float)s;
+    if (args.split_mode == 1 || cost < best_cost) best = s, best_cost = cost;
+  }
+  args.split_tiles = best >= 2 ? last : 0;
+  args.splits = best >= 2 ? best : 1;
 }
 
 /* Default: grouped order for L2 reuse — group_m consecutive tile-rows walk one column of
@@ -274,6 +299,7 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
   sched.bn = Cfg::kBN;
   sched.n = (int)args.n;
   const int k_iters = (int)((args.k + Cfg::kBK - 1) / Cfg::kBK);
+  if constexpr (kSplitK) mk_gemm_dev_split(args, sched.total(), k_iters, ncta);
 
   if (wg == 0) {
     /* ---- producer ---- */

@@ -13,21 +13,23 @@
  *   dispatch  (s2) C CTAs. Send: CTA c takes chunk c of the rows for each rank d (starting at
  *                  rank + 1) and writes row x[token] and its meta once per destination rank
  *                  into land[rank][j] / lmeta[rank][j] there, then land_sig[rank][c] += 1.
- *                  Receive: for each source s, CTA c waits for land_sig[s][c] and copies each
+ *                  Receive: for each source s, CTA c waits (paced) for land_sig[s][c], copies each
  *                  landed row to A1 once per local expert of it, at exp_off[e] + atomicAdd(
  *                  fill[e]) (grouped by local expert), records the row in posmap, and adds 1 to
  *                  ready[tile-row] (release).
  *                  Serial and hybrid schedules (mk_moe_schedule): on s, SMs - 4 CTAs, with
  *                  nothing beside them, and gemm1 after it on every SM.
  *   gemm1     (s)  the GEMM core over the groups on SMs - C CTAs; before_load waits until its
- *                  tile-row has all its rows (ready >= rows of the tile), so tiles start as
- *                  their rows land, in any order of arrival.
+ *                  tile-row has all its rows (ready >= rows of the tile; paced polls), so tiles
+ *                  start as their rows land, in any order of arrival. args.split_k: the last
+ *                  wave's tiles in k-slices (planned on the device, gemm_split.cuh); before_load
+ *                  runs for each slice.
  *   swiglu         SwiGLU in gemm1's epilogue (default: w1 interleaved by 8 rows at create, the
  *                  core's kGluPairs epilogue writes act directly), or a separate pass (s) act[m, i]
  *                  = silu(C1[m, i]) * C1[m, I + i] when args.swiglu_pass.
  * Determinism: a row's GEMM result does not depend on where it sits in A1, and every
  * reduction (combine) runs in a fixed order, so outputs are bit-identical across runs. */
-#include "kernels/gemm/gemm_core.cuh"
+#include "kernels/gemm/gemm_split.cuh"
 #include "kernels/moe/moe_common.cuh"
 
 namespace {
@@ -151,7 +153,10 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_dispatch_kernel(mk_moe_de
     const int s = (d.rank + d.W - i) % d.W;
     int64_t j0, j1;
     moe_chunk(d.n_from[s], c, d.C, &j0, &j1);
-    if (!mk_wait_ge_cta(d.w, d.o_land_sig + ((uint64_t)s * d.C + c) * 8, target, MK_OP_MOE, s, c)) return;
+    int ok = 1; /* paced: beside GEMM1 in the overlapped schedule */
+    if (threadIdx.x == 0)
+      ok = mk_wait_ge_paced(d.w, d.o_land_sig + ((uint64_t)s * d.C + c) * 8, target, MK_OP_MOE, s, c, kMoePollNs);
+    if (!__syncthreads_and(ok)) return;
     const char *land = mk_local_ptr<char>(d.w, d.o_land + s * area);
     const mk_moe_meta *lm = mk_local_ptr<mk_moe_meta>(d.w, d.o_lmeta) + (int64_t)s * d.Tm;
     for (int64_t j = j0 + warp; j < j1; j += kMoeWarps) {
@@ -191,7 +196,7 @@ struct moe_gemm1_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   uint64_t *prof;
   __device__ __forceinline__ void before_load(const mk_gemm_tile &t) {
     const int tile = tile_base[t.group] + (t.m0 - exp_off[t.group]) / mk_gemm_config::kBM;
-    mk_wait_ge(w, o_ready + (uint64_t)tile * 8, (uint64_t)(t.m_end - t.m0), MK_OP_MOE, -1, tile);
+    mk_wait_ge_paced(w, o_ready + (uint64_t)tile * 8, (uint64_t)(t.m_end - t.m0), MK_OP_MOE, -1, tile, kMoePollNs);
     if (prof) {
       moe_stamp(prof, MK_MOE_PH_G1_FIRST);
       moe_stamp(prof, MK_MOE_PH_G1_LAST);
@@ -251,6 +256,10 @@ static mk_status launch_gemm1(const mk_moe_dev *d, int grid, cudaStream_t stream
   p.tile_base = d->tile_base;
   p.prof = d->prof;
   mk_gemm_args args = {kGlu ? d->act : d->C1, d->m_cap, 2 * (int64_t)d->I, d->H, d->El, d->rows};
+  if (d->split_k) { /* k-slices of the last wave, planned on the device (gemm_split.cuh) */
+    args.splits = -d->split_k, args.split_mode = d->split_force, args.ws = d->sk_ws, args.flags = d->sk_flags;
+    return mk_gemm_core_launch_split(d->A1, kGlu ? d->w1g : d->w1, args, MK_GEMM_B_NK, p, grid, 0, stream);
+  }
   return mk_gemm_core_launch(d->A1, kGlu ? d->w1g : d->w1, args, MK_GEMM_B_NK, p, grid, 0, stream);
 }
 
@@ -264,7 +273,7 @@ extern "C" mk_status mk_moe_launch_swiglu(const mk_moe_dev *d, int64_t rows_host
   return MK_STATUS_OK;
 }
 
-extern "C" mk_status mk_moe_preload_dispatch(void) {
+extern "C" mk_status mk_moe_preload_dispatch(int split_k) {
   cudaFuncAttributes a;
   MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)moe_plan_kernel));
   MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)moe_exchange_kernel));
@@ -274,5 +283,11 @@ extern "C" mk_status mk_moe_preload_dispatch(void) {
   MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)mk_gemm_core_kernel<moe_gemm1_policy<false>, 0, 128>));
   MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)mk_gemm_core_kernel<moe_gemm1_policy<true>, 0, 256>));
   MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)mk_gemm_core_kernel<moe_gemm1_policy<true>, 0, 128>));
+  if (split_k) {
+    MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)mk_gemm_core_kernel<moe_gemm1_policy<false>, 0, 256, true>));
+    MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)mk_gemm_core_kernel<moe_gemm1_policy<false>, 0, 128, true>));
+    MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)mk_gemm_core_kernel<moe_gemm1_policy<true>, 0, 256, true>));
+    MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)mk_gemm_core_kernel<moe_gemm1_policy<true>, 0, 128, true>));
+  }
   return MK_STATUS_OK;
 }

@@ -3,8 +3,10 @@
  *   gemm2    (s)  the GEMM core: C2 = act @ w2 per local expert, on SMs - C CTAs (serial
  *                 schedule: every SM); after_store adds 1 to done2[tile-row] (release) as each
  *                 tile is stored. Tiles 128 x 256, or 128 x 128 where the worst case has fewer
- *                 tiles than SMs (decode: bn2, moe.c).
- *   combine  (s2) Cc CTAs, concurrent with gemm2 (serial: after it, on s). For each home rank s
+ *                 tiles than SMs and split_k is off (decode: bn2, moe.c). args.split_k: the
+ *                 last wave in k-slices; only the slice that sums them stores and signals.
+ *   combine  (s2) Cc CTAs, launched once gemm1 is done, concurrent with gemm2 (serial: after
+ *                 it, on s). For each home rank s
  *                 (this rank's own first), CTA c takes chunk c of the rows s sent here, in
  *                 batches of 16 rows: warp i waits until the tile-rows of all experts of row i
  *                 are complete (done2 >= tiles across N; polled with a 0.25 us pause, not to
@@ -19,7 +21,7 @@
  *                 bit-identical across runs.
  * The epoch advance after reduce closes the call (counters only grow; nothing is reset
  * except the local ready/done2 counters, which only this rank's kernels touch). */
-#include "kernels/gemm/gemm_core.cuh"
+#include "kernels/gemm/gemm_split.cuh"
 #include "kernels/moe/moe_common.cuh"
 
 namespace {
@@ -59,7 +61,8 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_combine_kernel(mk_moe_dev
         const int32_t *pm = d.posmap + ((int64_t)s * d.Tm + jw) * d.K;
         if (lane < n) {
           const int e = lm[jw].e[lane], pos = pm[lane], tile = moe_tile_of(d, e, pos);
-          mk_wait_ge_paced(d.w, d.o_done2 + (uint64_t)tile * 8, (uint64_t)d.tiles_n2, MK_OP_MOE, s, tile, 256);
+          mk_wait_ge_paced(d.w, d.o_done2 + (uint64_t)tile * 8, (uint64_t)d.tiles_n2, MK_OP_MOE, s, tile,
+                           2 * kMoePollNs);
         }
       }
       __syncthreads();
@@ -161,6 +164,10 @@ extern "C" mk_status mk_moe_launch_gemm2(const mk_moe_dev *d, int grid, void *st
   p.tile_base = d->tile_base;
   p.prof = d->prof;
   mk_gemm_args args = {d->C2, d->m_cap, d->H, d->I, d->El, d->rows};
+  if (d->split_k) { /* k-slices of the last wave, planned on the device (gemm_split.cuh) */
+    args.splits = -d->split_k, args.split_mode = d->split_force, args.ws = d->sk_ws, args.flags = d->sk_flags;
+    return mk_gemm_core_launch_split(d->act, d->w2, args, MK_GEMM_B_NK, p, grid, d->bn2, (cudaStream_t)stream);
+  }
   return mk_gemm_core_launch(d->act, d->w2, args, MK_GEMM_B_NK, p, grid, d->bn2, (cudaStream_t)stream);
 }
 
@@ -189,12 +196,16 @@ extern "C" mk_status mk_moe_launch_advance(uint64_t *calls, void *stream) {
   return MK_STATUS_OK;
 }
 
-extern "C" mk_status mk_moe_preload_combine(void) {
+extern "C" mk_status mk_moe_preload_combine(int split_k) {
   cudaFuncAttributes a;
   MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)moe_advance_kernel));
   MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)moe_combine_kernel));
   MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)moe_reduce_kernel));
   MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)mk_gemm_core_kernel<moe_gemm2_policy, 0, 256>));
   MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)mk_gemm_core_kernel<moe_gemm2_policy, 0, 128>));
+  if (split_k) {
+    MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)mk_gemm_core_kernel<moe_gemm2_policy, 0, 256, true>));
+    MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)mk_gemm_core_kernel<moe_gemm2_policy, 0, 128, true>));
+  }
   return MK_STATUS_OK;
 }

@@ -75,6 +75,12 @@ typedef struct mk_moe_args {
                                           writes gate and up, a separate pass follows (A/B) */
   int schedule;                        /* fused: mk_moe_schedule (0 = AUTO) */
   int profile;                         /* fused: stamp each call's phases on the device (mk_moe_phases) */
+  int split_k;                         /* fused: 0 (or +-1) = off; 2..16 = the grouped GEMMs may split
+                                          the tiles of their last wave (all tiles when there are
+                                          fewer than CTAs: decode) in up to that many k-slices, so
+                                          every SM streams weights, where a wave model says it pays;
+                                          -16..-2: always (tests); fixed-order fp32 fix-up
+                                          (deterministic). Compile-checked only: not yet run on a GPU */
 } mk_moe_args;
 
 typedef struct mk_moe mk_moe_t;

@@ -44,13 +44,14 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
   if (a->hidden <= 0 || a->inter <= 0 || a->hidden % 8 || a->inter % 8 || a->top_k < 1 ||
       a->top_k > MK_MOE_MAX_TOPK || a->top_k > a->n_experts || a->max_tokens < 1 || a->max_tokens > (1 << 24) ||
       W > MK_MOE_MAX_RANKS || El > 512 || !a->w1 || !a->w2 || a->comm_ctas < 0 || a->comm_ctas > 1024 ||
-      a->schedule < MK_MOE_SCHED_AUTO || a->schedule > MK_MOE_SCHED_HYBRID)
+      a->schedule < MK_MOE_SCHED_AUTO || a->schedule > MK_MOE_SCHED_HYBRID || a->split_k < -16 || a->split_k > 16)
     MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL,
-                  "moe: bad args H=%d I=%d E=%d top_k=%d max_tokens=%lld ranks=%d comm_ctas=%d schedule=%d (need "
+                  "moe: bad args H=%d I=%d E=%d top_k=%d max_tokens=%lld ranks=%d comm_ctas=%d schedule=%d "
+                  "split_k=%d (need "
                   "H, I > 0 and multiples of 8, 1 <= top_k <= min(E, %d), <= %d ranks, <= 512 experts per rank, "
-                  "weights set, comm_ctas <= 1024, schedule 0..3)",
+                  "weights set, comm_ctas <= 1024, schedule 0..3, |split_k| <= 16)",
                   a->hidden, a->inter, a->n_experts, a->top_k, (long long)a->max_tokens, W, a->comm_ctas, a->schedule,
-                  MK_MOE_MAX_TOPK, MK_MOE_MAX_RANKS);
+                  a->split_k, MK_MOE_MAX_TOPK, MK_MOE_MAX_RANKS);
   mk_moe_t *m = calloc(1, sizeof *m);
   if (!m) return MK_STATUS_OUT_OF_MEMORY;
   mk_status st = MK_STATUS_OK;
@@ -67,9 +68,12 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
   int dev = mk_comm_device(comm);
   MK_CUDA_CHECK_GOTO(cudaDeviceGetAttribute(&m->sms, cudaDevAttrMultiProcessorCount, dev), st, fail);
   m->sched = pick_schedule(a, W);
-  { /* GEMM2 128 wide where the worst case has fewer 256-wide tiles than SMs (decode, few experts) */
+  d->split_k = abs(a->split_k) >= 2 ? abs(a->split_k) : 0;
+  d->split_force = a->split_k <= -2;
+  { /* GEMM2 128 wide where the worst case has fewer 256-wide tiles than SMs (decode, few experts),
+       unless k-slices fill the SMs (split_k) */
     const int64_t tiles256 = (d->m_cap / 128 + El) * ((a->hidden + 255) / 256);
-    d->bn2 = tiles256 < m->sms ? 128 : 256;
+    d->bn2 = tiles256 < m->sms && !d->split_k ? 128 : 256;
     d->tiles_n2 = (a->hidden + d->bn2 - 1) / d->bn2;
   }
   { /* dispatch CTAs C, combine CTAs Cc; beside a GEMM (on its own stream) they leave >= 8 SMs to it */
@@ -101,6 +105,11 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
   MK_CHECK_GOTO(heap(m, (uint64_t)tiles * 16, &d->o_ready), st, fail);
   d->o_done2 = d->o_ready + (uint64_t)tiles * 8;
   if (a->profile) MK_CHECK_GOTO(dalloc((void **)&d->prof, sizeof(uint64_t) * MK_MOE_PHASES), st, fail);
+  if (d->split_k) { /* at most two partial tiles per GEMM CTA (mk_gemm_dev_split) */
+    MK_CHECK_GOTO(dalloc((void **)&d->sk_ws, (size_t)2 * m->sms * 128 * 256 * 4), st, fail);
+    MK_CHECK_GOTO(dalloc((void **)&d->sk_flags, sizeof(uint32_t) * 4 * (size_t)m->sms), st, fail);
+    MK_CUDA_CHECK_GOTO(cudaMemset(d->sk_flags, 0, sizeof(uint32_t) * 4 * (size_t)m->sms), st, fail);
+  }
   /* Local scratch. */
   m->zero_bytes = sizeof(int32_t) * (size_t)(W + d->E + El);
   MK_CHECK_GOTO(dalloc(&m->zero_base, m->zero_bytes), st, fail);
@@ -130,9 +139,10 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
   MK_CUDA_CHECK_GOTO(cudaStreamCreateWithFlags((cudaStream_t *)&m->s2, cudaStreamNonBlocking), st, fail);
   MK_CUDA_CHECK_GOTO(cudaEventCreateWithFlags((cudaEvent_t *)&m->ev_fork, cudaEventDisableTiming), st, fail);
   MK_CUDA_CHECK_GOTO(cudaEventCreateWithFlags((cudaEvent_t *)&m->ev_join, cudaEventDisableTiming), st, fail);
+  MK_CUDA_CHECK_GOTO(cudaEventCreateWithFlags((cudaEvent_t *)&m->ev_g1, cudaEventDisableTiming), st, fail);
   /* Lazy loading: every kernel of the spinning producer/consumer pairs is loaded now. */
-  MK_CHECK_GOTO(mk_moe_preload_dispatch(), st, fail);
-  MK_CHECK_GOTO(mk_moe_preload_combine(), st, fail);
+  MK_CHECK_GOTO(mk_moe_preload_dispatch(d->split_k), st, fail);
+  MK_CHECK_GOTO(mk_moe_preload_combine(d->split_k), st, fail);
   /* Unfused path. */
   if (mk_nccl_create(comm, &m->nccl) != MK_STATUS_OK) m->nccl = NULL;
   MK_CHECK_GOTO(mk_cublaslt_create(&m->lt), st, fail);
@@ -180,9 +190,12 @@ void mk_moe_destroy(mk_moe_t *m) {
   cudaFree(d->C2);
   cudaFree(d->w1g);
   cudaFree(d->prof);
+  cudaFree(d->sk_ws);
+  cudaFree(d->sk_flags);
   if (m->s2) cudaStreamDestroy((cudaStream_t)m->s2);
   if (m->ev_fork) cudaEventDestroy((cudaEvent_t)m->ev_fork);
   if (m->ev_join) cudaEventDestroy((cudaEvent_t)m->ev_join);
+  if (m->ev_g1) cudaEventDestroy((cudaEvent_t)m->ev_g1);
   mk_nccl_destroy(m->nccl);
   mk_cublaslt_destroy(m->lt);
   cudaFree(m->sendbuf);
@@ -227,10 +240,14 @@ static mk_status forward_fused(mk_moe_t *m, const uint16_t *x, int64_t T, const 
   MK_CUDA_CHECK(cudaEventRecord((cudaEvent_t)m->ev_fork, s));
   MK_CUDA_CHECK(cudaStreamWaitEvent(s2, (cudaEvent_t)m->ev_fork, 0));
   MK_CHECK(mk_moe_launch_dispatch(d, x, s2));
-  MK_CHECK(mk_moe_launch_combine(d, s2)); /* spins on done2 until gemm2 stores tiles */
-  MK_CUDA_CHECK(cudaEventRecord((cudaEvent_t)m->ev_join, s2));
   MK_CHECK(mk_moe_launch_gemm1(d, m->sms - d->C, s));
   if (!d->glu) MK_CHECK(mk_moe_launch_swiglu(d, -1, s));
+  /* The combine starts once GEMM1 is done, not when the dispatch is: its CTAs would otherwise
+   * sit on their SMs for all of GEMM1 polling done2, which only GEMM2 advances. */
+  MK_CUDA_CHECK(cudaEventRecord((cudaEvent_t)m->ev_g1, s));
+  MK_CUDA_CHECK(cudaStreamWaitEvent(s2, (cudaEvent_t)m->ev_g1, 0));
+  MK_CHECK(mk_moe_launch_combine(d, s2)); /* spins on done2 until gemm2 stores tiles */
+  MK_CUDA_CHECK(cudaEventRecord((cudaEvent_t)m->ev_join, s2));
   MK_CHECK(mk_moe_launch_gemm2(d, m->sms - d->C, s));
   MK_CUDA_CHECK(cudaStreamWaitEvent(s, (cudaEvent_t)m->ev_join, 0));
   MK_CHECK(mk_moe_launch_reduce(d, T, out, s)); /* barrier point 2: all combine rows home */

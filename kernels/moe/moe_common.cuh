@@ -9,6 +9,9 @@
 
 constexpr int kMoeCommThreads = 512;
 constexpr int kMoeWarps = kMoeCommThreads / 32;
+/* Pause between polls of a wait that runs beside a GEMM (mk_wait_ge_paced): the dispatch's
+ * land_sig, GEMM1's ready (its producer threads), the combine's done2 (twice this). */
+constexpr unsigned kMoePollNs = 128;
 
 __device__ __forceinline__ bool moe_same_node(const mk_moe_dev &d, int r) {
   return r / d.w.local_size == d.w.node;

@@ -66,6 +66,10 @@ typedef struct mk_moe_dev {
   uint16_t *w1g; /* w1 with gate/up rows interleaved in blocks of 8 (glu); NULL otherwise */
   int glu;       /* SwiGLU in GEMM1's epilogue: GEMM1 writes act directly */
   uint64_t *prof;/* [MK_MOE_PHASES] phase stamps (args.profile), NULL = off; moe_stamp */
+  int split_k;     /* |args.split_k| >= 2: max k-slices of the grouped GEMMs' last wave; else 0 */
+  int split_force; /* args.split_k < 0: always split (mk_gemm_args.split_mode 1), else the model */
+  float *sk_ws;    /* split-K partials: 2 SMs x 128 x 256 fp32 (both GEMMs, stream-ordered) */
+  uint32_t *sk_flags; /* [4 SMs] zeroed at create, re-armed by each launch */
 } mk_moe_dev;
 
 struct mk_moe {
@@ -75,7 +79,7 @@ struct mk_moe {
   int sms, nnodes, sched; /* sched: mk_moe_schedule, never AUTO */
   void *zero_base;         /* local scratch zeroed each call */
   size_t zero_bytes;
-  void *s2, *ev_fork, *ev_join; /* cudaStream_t / cudaEvent_t */
+  void *s2, *ev_fork, *ev_join, *ev_g1; /* cudaStream_t / cudaEvent_t */
   /* unfused */
   mk_nccl_t *nccl;
   mk_cublaslt_t *lt;
@@ -91,12 +95,12 @@ mk_status mk_moe_launch_plan(const mk_moe_dev *d, const int32_t *ids, const floa
 mk_status mk_moe_launch_dispatch(const mk_moe_dev *d, const uint16_t *x, void *stream);
 mk_status mk_moe_launch_gemm1(const mk_moe_dev *d, int grid, void *stream);
 mk_status mk_moe_launch_swiglu(const mk_moe_dev *d, int64_t rows_host, void *stream); /* rows_host < 0: device */
-mk_status mk_moe_preload_dispatch(void);
+mk_status mk_moe_preload_dispatch(int split_k); /* split_k: also the split-K GEMM1 kernels */
 /* gemm_combine.cu */
 mk_status mk_moe_launch_gemm2(const mk_moe_dev *d, int grid, void *stream);
 mk_status mk_moe_launch_combine(const mk_moe_dev *d, void *stream);
 mk_status mk_moe_launch_reduce(const mk_moe_dev *d, int64_t T, uint16_t *out, void *stream);
-mk_status mk_moe_preload_combine(void);
+mk_status mk_moe_preload_combine(int split_k);
 mk_status mk_moe_launch_advance(uint64_t *calls, void *stream); /* *calls += 1, stream-ordered */
 /* moe_permute.cu (unfused) */
 mk_status mk_moe_launch_count(const int32_t *ids, int64_t n, int E, int32_t *counts, void *stream); /* zeroes first */

@@ -5,7 +5,8 @@
  * hot (every token picks expert 0). The reference's top-k ids and weights go to the GPU, so
  * both sides route identically. Odd token counts differing per rank (one rank with 1 token,
  * one with none);
- * bit-identical repeat runs; CUDA-graph replay of the fused path; E % EP != 0 refused. */
+ * bit-identical repeat runs; CUDA-graph replay of the fused path; split-K of the grouped GEMMs;
+ * E % EP != 0 and split_k > 16 refused. */
 #include <cuda_runtime_api.h>
 #include <math.h>
 
@@ -91,15 +92,20 @@ static void run_case(mk_comm_t *c, const cfg *g, uint64_t seed, cudaStream_t s) 
   /* variant 0: SwiGLU in the gate/up GEMM's epilogue, overlapped schedule, both paths;
    * variant 1: the separate SwiGLU pass, fused path only; variant 2: the serial schedule with
    * its default CTAs and phase stamps, fused path only; variant 3: the hybrid schedule (serial
-   * dispatch, combine on 4 CTAs beside GEMM2), fused path only */
-  static const char *const names[4] = {"fused", "fused (SwiGLU pass)", "fused (serial)", "fused (hybrid)"};
-  for (int variant = 0; variant < 4; variant++) {
+   * dispatch, combine on 4 CTAs beside GEMM2), fused path only; variants 4 and 5: split-K of
+   * the grouped GEMMs (args.split_k; at these sizes every tile of both GEMMs is split: GEMM1 in
+   * 2 k-slices, GEMM2 in 3) under the overlapped schedule with the separate SwiGLU pass, and
+   * under the serial schedule with SwiGLU in the epilogue, fused path only */
+  static const char *const names[6] = {"fused",          "fused (SwiGLU pass)",           "fused (serial)",
+                                       "fused (hybrid)", "fused (split-K, SwiGLU pass)", "fused (serial, split-K)"};
+  for (int variant = 0; variant < 6; variant++) {
     mk_moe_args a = {.hidden = H, .inter = I, .n_experts = E, .top_k = K, .max_tokens = Tmax, .w1 = dw1, .w2 = dw2,
-                     .comm_ctas = variant == 2 ? 0 : 4, .swiglu_pass = variant == 1,
-                     .schedule = variant == 3   ? MK_MOE_SCHED_HYBRID
-                                 : variant == 2 ? MK_MOE_SCHED_SERIAL
-                                                : MK_MOE_SCHED_OVERLAP,
-                     .profile = variant == 2};
+                     .comm_ctas = variant == 2 || variant == 5 ? 0 : 4, .swiglu_pass = variant == 1 || variant == 4,
+                     .schedule = variant == 3                  ? MK_MOE_SCHED_HYBRID
+                                 : variant == 2 || variant == 5 ? MK_MOE_SCHED_SERIAL
+                                                                : MK_MOE_SCHED_OVERLAP,
+                     .profile = variant == 2,
+                     .split_k = variant == 4 ? -8 : variant == 5 ? -16 : 0}; /* < 0: split wherever possible */
     mk_moe_t *m;
     ASSERT_OK(mk_moe_create(c, &a, &m));
     for (int path = 0; path < (variant ? 1 : 2); path++) {
@@ -184,6 +190,9 @@ int main(int argc, char **argv) {
   mk_moe_args bad = {.hidden = 256, .inter = 384, .n_experts = 2 * wd.size + 1, .top_k = 2, .max_tokens = 16,
                      .w1 = dummy, .w2 = dummy};
   mk_moe_t *m = NULL;
+  ASSERT_STATUS(mk_moe_create(c, &bad, &m), MK_STATUS_INVALID_ARGUMENT);
+  ASSERT_TRUE(m == NULL);
+  bad.n_experts = 2 * wd.size, bad.split_k = 17; /* at most 16 k-slices */
   ASSERT_STATUS(mk_moe_create(c, &bad, &m), MK_STATUS_INVALID_ARGUMENT);
   ASSERT_TRUE(m == NULL);
   const cfg cases[] = {{8, 2, 1, "uniform"}, {16, 4, 0, "zipf"}, {8, 2, 0, "hot"}, {16, 4, 1, "hot"}};

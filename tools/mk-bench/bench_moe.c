@@ -53,10 +53,11 @@ static double rel_err_host(const uint16_t *a, const uint16_t *b, size_t n) {
   return den > 0 ? sqrt(num / den) : sqrt(num);
 }
 
-/* One shape: weights, tokens, routing, both paths checked then timed. */
+/* One shape: weights, tokens, routing, both paths checked then timed. `fl`: the fused path's
+ * options from the flags (comm_ctas, swiglu_pass, schedule, profile = --breakdown, split_k). */
 static mk_status bench_shape(mk_comm_t *comm, const mk_bench_opts *o, mk_bench_report *r, const moe_shape *sh,
-                             const char *routing, int comm_ctas, int swiglu_pass, int schedule, int breakdown,
-                             cudaStream_t s) {
+                             const char *routing, const mk_moe_args *fl, cudaStream_t s) {
+  const int breakdown = fl->profile;
   const mk_world *wd = mk_comm_world(comm);
   const int W = wd->size, El = sh->E / W;
   const int64_t T = sh->T;
@@ -99,8 +100,8 @@ static mk_status bench_shape(mk_comm_t *comm, const mk_bench_opts *o, mk_bench_r
   MK_CUDA_CHECK_GOTO(cudaMemcpy(logits, hl, sizeof(float) * (size_t)T * sh->E, cudaMemcpyHostToDevice), st, fail);
   MK_CHECK_GOTO(mk_moe_route(logits, T, sh->E, sh->K, 1, NULL, ids, wts, NULL, NULL, s), st, fail);
   mk_moe_args a = {.hidden = sh->H, .inter = sh->I, .n_experts = sh->E, .top_k = sh->K, .max_tokens = T,
-                   .w1 = w1, .w2 = w2, .comm_ctas = comm_ctas,
-                   .swiglu_pass = swiglu_pass, .schedule = schedule, .profile = breakdown};
+                   .w1 = w1, .w2 = w2, .comm_ctas = fl->comm_ctas, .swiglu_pass = fl->swiglu_pass,
+                   .schedule = fl->schedule, .profile = fl->profile, .split_k = fl->split_k};
   MK_CHECK_GOTO(mk_moe_create(comm, &a, &m), st, fail);
   /* correctness: fused vs unfused, and fused twice (bit-identical) */
   ctx c = {m, x, ids, wts, of, T, 0};
@@ -142,8 +143,10 @@ static mk_status bench_shape(mk_comm_t *comm, const mk_bench_opts *o, mk_bench_r
     if (!(o->paths & (p ? MK_BENCH_PATH_UNFUSED : MK_BENCH_PATH_FUSED))) continue;
     mk_bench_row row;
     mk_bench_row_init(&row, "moe", p ? "unfused" : "fused");
-    snprintf(row.shape, sizeof row.shape, "{\"t\":%lld,\"h\":%d,\"e\":%d,\"k\":%d,\"i\":%d,\"routing\":\"%s\"}",
-             (long long)T, sh->H, sh->E, sh->K, sh->I, routing);
+    char extra[32] = "";
+    if (fl->split_k) snprintf(extra, sizeof extra, ",\"split_k\":%d", fl->split_k);
+    snprintf(row.shape, sizeof row.shape, "{\"t\":%lld,\"h\":%d,\"e\":%d,\"k\":%d,\"i\":%d,\"routing\":\"%s\"%s}",
+             (long long)T, sh->H, sh->E, sh->K, sh->I, routing, extra);
     row.ranks = W;
     row.nodes = wd->nnodes;
     row.t.median_ms = med[3 * p], row.t.p10_ms = med[3 * p + 1], row.t.p90_ms = med[3 * p + 2];
@@ -186,7 +189,7 @@ int mk_bench_moe(int argc, char **argv) {
   int ns = 0;
   const char *routings[3] = {"uniform", NULL, NULL};
   int nr = 0;
-  int64_t comm_ctas = 0;
+  int64_t comm_ctas = 0, split_k = 0;
   int swiglu_pass = 0, schedule = MK_MOE_SCHED_AUTO, breakdown = 0;
   for (int i = 1; i < argc; i++) {
     int used = mk_bench_parse_common(&o, argc, argv, i);
@@ -214,6 +217,8 @@ int mk_bench_moe(int argc, char **argv) {
       routings[nr++] = v;
     } else if (!strcmp(argv[i], "--comm-ctas") && i + 1 < argc) {
       if (mk_bench_parse_i64("--comm-ctas", argv[++i], 0, 1024, &comm_ctas)) return 2;
+    } else if (!strcmp(argv[i], "--split-k") && i + 1 < argc) {
+      if (mk_bench_parse_i64("--split-k", argv[++i], -16, 16, &split_k)) return 2;
     } else if (!strcmp(argv[i], "--swiglu-pass")) {
       swiglu_pass = 1;
     } else if (!strcmp(argv[i], "--breakdown")) {
@@ -229,7 +234,7 @@ int mk_bench_moe(int argc, char **argv) {
     } else if (!strcmp(argv[i], "--help")) {
       printf("usage: mk-launch -n N [--nodes K] -- mk-bench moe [--shape T,H,E,K,I]... [--routing "
              "uniform|zipf|hot]... [--comm-ctas N] [--swiglu-pass] [--schedule auto|overlap|serial|hybrid] "
-             "[--breakdown] [common flags]\n"
+             "[--breakdown] [--split-k N] [common flags]\n"
              "  T tokens per rank, H hidden, E experts (a multiple of N), K top-k, I expert size.\n"
              "  Default shapes: (4096,4096,8,2,14336) (4096,2048,128,8,768) (8192,7168,256,8,2048) and T = 16, 128\n"
              "  with each model; default routing uniform. --comm-ctas: CTAs moving rows in the fused path\n"
@@ -237,7 +242,10 @@ int mk_bench_moe(int argc, char **argv) {
              "  --swiglu-pass: the fused path runs SwiGLU as a separate pass instead of in the GEMM epilogue.\n"
              "  --schedule: the fused path's placement of phases on the SMs (mk_moe_schedule; default auto).\n"
              "  --breakdown: after each shape, one more fused call with device timestamps per phase, printed\n"
-             "  as ms from the count exchange's start (max over ranks).\n");
+             "  as ms from the count exchange's start (max over ranks).\n"
+             "  --split-k N: the fused path's grouped GEMMs may split their last wave of tiles (all tiles\n"
+             "  when there are fewer than SMs: decode) in up to N k-slices where a wave model says it pays;\n"
+             "  -N: always (mk_moe_args.split_k; 0 = off).\n");
       mk_bench_print_common_help(stdout);
       return 0;
     } else {
@@ -270,7 +278,9 @@ int mk_bench_moe(int argc, char **argv) {
   if (o.rank == 0) printf("MoE block, %d ranks (%d node group(s)), fused vs unfused\n", wd.size, wd.nnodes);
   for (int q = 0; q < nr; q++)
     for (int i = 0; i < ns; i++) {
-      st = bench_shape(comm, &o, r, &shapes[i], routings[q], (int)comm_ctas, swiglu_pass, schedule, breakdown, s);
+      const mk_moe_args fl = {.comm_ctas = (int)comm_ctas, .swiglu_pass = swiglu_pass, .schedule = schedule,
+                              .profile = breakdown, .split_k = (int)split_k};
+      st = bench_shape(comm, &o, r, &shapes[i], routings[q], &fl, s);
       if (st != MK_STATUS_OK) {
         if (o.rank == 0) mk_bench_report_fail(r, "moe shape %d (%s): %s", i, routings[q], mk_status_str(st));
         goto done;
