@@ -8,7 +8,9 @@
  * layout); each is checked as above, and the two paths' prefill logits must agree within
  * 1e-2 (relative Frobenius) with identical greedy tokens up to a near tie (acceptance 2).
  * HEAD_DIM 64 or 128 takes the flash-attention kernel (other head dims: the generic KV-cache one).
- *   test_model_gpu FAMILY fused|unfused|both [KV_HEADS [HEAD_DIM]] */
+ * Several families (a comma list, or all) run one after another on one comm (one process
+ * start and bootstrap per launch configuration), each with a fresh model and GPU instance.
+ *   test_model_gpu FAMILY[,FAMILY...]|all fused|unfused|both [KV_HEADS [HEAD_DIM]] */
 #include <math.h>
 #include <string.h>
 #include <unistd.h>
@@ -71,28 +73,18 @@ static void check_path(mk_model_gpu_t *g, const mk_ref_t *ref, mk_path path, int
   printf("rank %d: %d/%d greedy tokens identical\n", rank, same, nn);
 }
 
-int main(int argc, char **argv) {
-  mk_test_init(argc, argv, 300);
-  if (argc < 3) MK_TEST_FAIL_("usage: test_model_gpu FAMILY fused|unfused|both [KV_HEADS [HEAD_DIM]]");
-  const int both = !strcmp(argv[2], "both");
-  mk_path path = MK_PATH_UNFUSED;
-  if (!both && mk_path_parse(argv[2], &path)) MK_TEST_FAIL_("bad path '%s'", argv[2]);
-  mk_model_family fam;
-  if (mk_model_family_from_name(argv[1], &fam)) MK_TEST_FAIL_("unknown family '%s'", argv[1]);
-  mk_test_require_gpus(1);
-  mk_comm_t *comm = NULL;
-  ASSERT_OK(mk_comm_create(&comm));
+/* One family on this comm: a fresh tiny model, the reference, the GPU model on one or both paths. */
+static void check_family(mk_comm_t *comm, mk_model_family fam, const char *name, int both, mk_path path,
+                         uint64_t seed, int kv_heads, int head_dim) {
   const mk_world *w = mk_comm_world(comm);
-  uint64_t seed = mk_test_seed();
-  ASSERT_OK(mk_comm_bcast(comm, &seed, sizeof seed, 0)); /* one model and prompt for every rank */
   mk_gen_params p;
   mk_gen_params_default(fam, &p);
   p.seed = seed;
-  if (argc > 3) p.kv_heads = atoi(argv[3]);
-  if (argc > 4) p.head_dim = atoi(argv[4]); /* 64 or 128: the model's attention is flash attention */
+  if (kv_heads) p.kv_heads = kv_heads;
+  if (head_dim) p.head_dim = head_dim; /* 64 or 128: the model's attention is flash attention */
   if (fam == MK_FAMILY_QWEN2_MOE || fam == MK_FAMILY_QWEN3_MOE) p.mlp_only_layer = 1; /* a dense MLP layer too */
   char dir[256];
-  snprintf(dir, sizeof dir, "/tmp/mk_test_model_gpu_%d_%d", (int)getpid(), w->rank);
+  snprintf(dir, sizeof dir, "/tmp/mk_test_model_gpu_%d_%d_%s", (int)getpid(), w->rank, name);
   ASSERT_OK(mk_model_gen(&p, dir));
   mk_model_t *m = NULL;
   ASSERT_OK(mk_model_open(dir, &m));
@@ -109,7 +101,7 @@ int main(int argc, char **argv) {
   ASSERT_OK(mk_layers_layout_choose(c, w, 0, &lay));
   mk_model_gpu_t *g = NULL;
   ASSERT_OK(mk_model_gpu_create(m, comm, &lay, total, &g));
-  printf("rank %d: %s, world %d, tp %d, ep %d\n", w->rank, argv[1], w->size, lay.tp, lay.ep);
+  printf("rank %d: %s, world %d, tp %d, ep %d\n", w->rank, name, w->size, lay.tp, lay.ep);
   if (both) {
     float *un_lg = malloc(sizeof(float) * total * V);
     int32_t un_ids[32];
@@ -117,7 +109,7 @@ int main(int argc, char **argv) {
     check_path(g, ref, MK_PATH_UNFUSED, w->rank, prompt, np, nn, ref_ids, ref_lg, un_ids, un_lg, V);
     check_path(g, ref, MK_PATH_FUSED, w->rank, prompt, np, nn, ref_ids, ref_lg, gpu_ids, gpu_lg, V);
     double e = mk_test_rel_err_f32(gpu_lg, un_lg, (size_t)np * V);
-    printf("rank %d: fused vs unfused prefill logits rel err %.3g\n", w->rank, e);
+    printf("rank %d: %s: fused vs unfused prefill logits rel err %.3g\n", w->rank, name, e);
     ASSERT_DBL_LE(e, 1e-2);
     int same = 0;
     for (; same < nn && gpu_ids[same] == un_ids[same]; same++) {}
@@ -126,7 +118,7 @@ int main(int argc, char **argv) {
       printf("rank %d: fused and unfused differ at token %d (%d vs %d)\n", w->rank, same, gpu_ids[same], un_ids[same]);
       ASSERT_DBL_LE(margin(b, V), 1e-3 * spread(b, V));
     }
-    printf("rank %d: fused and unfused: %d/%d greedy tokens identical\n", w->rank, same, nn);
+    printf("rank %d: %s: fused and unfused: %d/%d greedy tokens identical\n", w->rank, name, same, nn);
     free(un_lg);
   } else {
     check_path(g, ref, path, w->rank, prompt, np, nn, ref_ids, ref_lg, gpu_ids, gpu_lg, V);
@@ -138,8 +130,37 @@ int main(int argc, char **argv) {
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
   if (system(cmd)) printf("could not remove %s\n", dir);
   ASSERT_OK(mk_comm_barrier(comm));
-  mk_comm_destroy(comm);
   free(ref_lg), free(gpu_lg);
+}
+
+int main(int argc, char **argv) {
+  mk_test_init(argc, argv, 600);
+  if (argc < 3)
+    MK_TEST_FAIL_("usage: test_model_gpu FAMILY[,FAMILY...]|all fused|unfused|both [KV_HEADS [HEAD_DIM]]");
+  const int both = !strcmp(argv[2], "both");
+  mk_path path = MK_PATH_UNFUSED;
+  if (!both && mk_path_parse(argv[2], &path)) MK_TEST_FAIL_("bad path '%s'", argv[2]);
+  /* the families, checked before any GPU work */
+  char list[256];
+  snprintf(list, sizeof list, "%s", strcmp(argv[1], "all") ? argv[1] : "mixtral,qwen2_moe,qwen3_moe,olmoe");
+  const char *names[8];
+  mk_model_family fams[8];
+  int nf = 0;
+  for (char *save = NULL, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    if (nf == 8) MK_TEST_FAIL_("at most 8 families");
+    if (mk_model_family_from_name(t, &fams[nf])) MK_TEST_FAIL_("unknown family '%s'", t);
+    names[nf++] = t;
+  }
+  if (!nf) MK_TEST_FAIL_("no family given");
+  const int kv_heads = argc > 3 ? atoi(argv[3]) : 0, head_dim = argc > 4 ? atoi(argv[4]) : 0;
+  mk_test_require_gpus(1);
+  mk_comm_t *comm = NULL;
+  ASSERT_OK(mk_comm_create(&comm));
+  uint64_t seed = mk_test_seed();
+  ASSERT_OK(mk_comm_bcast(comm, &seed, sizeof seed, 0)); /* one model and prompt for every rank */
+  for (int f = 0; f < nf; f++) /* one comm for all: a fresh model and GPU instance per family */
+    check_family(comm, fams[f], names[f], both, path, seed + (uint64_t)f, kv_heads, head_dim);
+  mk_comm_destroy(comm);
   printf("ok\n");
   return 0;
 }
