@@ -2,8 +2,9 @@
 # next_layer4.sh — what branch layer4 needs from the next GPU session (4x H200), run through
 # tools/gpu-check.sh (which builds build-gpu, runs every test, then this in build-gpu/bin):
 #   tools/gpu-check.sh -- 'bash ../../tools/bench/next_layer4.sh'
-# 1. the tests of what layer4 touched: the positions RoPE (test_elementwise_rope_pos), the
-#    serving model that now uses it and the refactored pass (test_serve_gpu_*), the CLI;
+# 1. the quick tests of what layer4 touched, again with their logs under $RES: the positions
+#    RoPE (test_elementwise_rope_pos), the CLI, the batch decode bench on 2 GPUs (the serving
+#    model's refactored pass, test_serve_gpu_*, runs in gpu-check.sh's full ctest: read it there);
 # 2. issue #9 acceptance 3 at decode: `mk-bench layer --decode batch` = 64 sequences x 4096
 #    cached positions (paged KV cache, random K/V), one new token each, fused vs unfused, both
 #    presets; and the old single-sequence decode (--decode one) beside it for comparison.
@@ -15,7 +16,7 @@ BIN=$PWD # gpu-check.sh runs this in build-gpu/bin
 export PATH=$BIN:$PATH
 T0=$(date +%s)
 # 1. tests (--output-on-failure: the logs say which check failed)
-ctest --test-dir "$BIN/.." --output-on-failure --timeout 600 -R 'test_elementwise_rope|test_serve_gpu|test_mk_bench_cli|test_bench_layer_batch' \
+ctest --test-dir "$BIN/.." --output-on-failure --timeout 600 -R 'test_elementwise_rope|test_mk_bench_cli|test_bench_layer_batch' \
   > "$RES/ctest_layer4.log" 2>&1
 echo "ctest layer4 rc=$? at $(( $(date +%s) - T0 )) s"
 grep -E 'Test +#|tests passed' "$RES/ctest_layer4.log" | tail -12
