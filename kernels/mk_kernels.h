@@ -39,6 +39,10 @@ mk_status mk_rowsumsq_bf16(const uint16_t *x, int64_t rows, int dim, float *out,
 /* Rotate-half RoPE in place on x [n, heads * hd] bf16, token t at position pos0 + t. */
 mk_status mk_rope_neox_bf16(uint16_t *x, int64_t n, int heads, int hd, int64_t pos0, double theta,
                             mk_stream_t stream);
+/* The same with token t at position pos[t] (device int32 [n], each >= 0): many sequences' rows
+ * in one launch. */
+mk_status mk_rope_neox_pos_bf16(uint16_t *x, int64_t n, int heads, int hd, const int32_t *pos, double theta,
+                                mk_stream_t stream);
 /* x[r, c] += b[c] (bf16 rows, fp32 bias). */
 mk_status mk_bias_add_bf16(uint16_t *x, int64_t rows, int cols, const float *b, mk_stream_t stream);
 /* x[t, i] += (row_scale ? row_scale[t] : 1) * y[t, i]; x fp32 [n, dim], y bf16. */

@@ -127,6 +127,23 @@ typedef enum mk_layer_part {
 mk_status mk_model_gpu_run_part(mk_model_gpu_t *g, int layer, mk_layer_part part, int n, int pos);
 void *mk_model_gpu_stream(const mk_model_gpu_t *g); /* cudaStream_t */
 
+/* The same for the serving model (model_batch.c; compile-checked only, not yet run on a GPU):
+ * decode of many sequences over the paged KV cache.
+ * create_random: as mk_model_batch_create with random weights from seed and every page of the
+ * KV cache filled with random K/V (so a sequence at position pos has pos cached positions
+ * without a prefill), and a random residual stream.
+ * prepare: checks and uploads the tables of one step of n sequences (as mk_model_batch_forward;
+ * it must fit one pass: at most max_tokens new tokens and gathered K/V rows) and synchronizes;
+ * run_part then enqueues one part of one layer of that step on mk_model_batch_stream (the
+ * attention parts write the new tokens' K/V into their pages, the same slots every call; the
+ * FFN parts run over the step's new tokens as mk_model_gpu_run_part). A forward discards the
+ * prepared step. Collective, as the rest. */
+mk_status mk_model_batch_create_random(const mk_model_config_t *c, mk_comm_t *comm, const mk_layout_t *layout,
+                                       const mk_model_batch_config *bc, uint64_t seed, mk_model_batch_t **out);
+mk_status mk_model_batch_prepare(mk_model_batch_t *b, const mk_model_batch_seq *seqs, int n);
+mk_status mk_model_batch_run_part(mk_model_batch_t *b, int layer, mk_layer_part part);
+void *mk_model_batch_stream(const mk_model_batch_t *b); /* cudaStream_t */
+
 #ifdef __cplusplus
 }
 #endif

@@ -10,11 +10,15 @@
  * A step (mk_model_batch_forward): the sequences are ordered decode first (one new token),
  * then the others (prefill or chunks), and cut into passes of at most max_tokens new tokens
  * (and gathered K/V rows); each pass: embed the concatenated tokens; per layer the blocks of
- * model_gpu.c (q/k/v projections, norms) with RoPE per sequence (its own position), the new K/V
- * scattered into the pages, attention: mk_paged_decode over the decode rows (one launch), flash
- * attention (varlen, bottom-right causal) over the prefill rows with each sequence's K/V
- * gathered from its pages; then the O projection, the FFN / MoE block over all rows; the final
- * norm and the logits of each sequence's last token. Collective: every rank the same calls. */
+ * model_gpu.c (q/k/v projections, norms) with RoPE at each token's position (one launch for
+ * q, one for k), the new K/V scattered into the pages, attention: mk_paged_decode over the
+ * decode rows (one launch), flash attention (varlen, bottom-right causal) over the prefill rows
+ * with each sequence's K/V gathered from its pages; then the O projection, the FFN / MoE block
+ * over all rows; the final norm and the logits of each sequence's last token. Collective:
+ * every rank the same calls.
+ * Benchmarks (mk-bench layer --decode batch): create_random (random weights, every KV page
+ * random), prepare (one pass's tables uploaded once), run_part (one block of one layer of that
+ * pass, as mk_model_gpu_run_part). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +42,11 @@ struct mk_model_batch {
   size_t ws_bytes;
   float *hlog;            /* [max_seqs, vocab] host logits of one pass */
   int *order;
+  /* the prepared pass (prepare): new tokens, sequences, decode ones, gathered rows, offsets
+   * of the device tables in dints */
+  int T, n, n_dec, G, maxq;
+  ptrdiff_t o_sl, o_gs, o_cuq, o_cuk, o_last, o_pos;
+  mk_paged_decode_args pd;
 };
 
 void mk_model_batch_destroy(mk_model_batch_t *b) {
@@ -48,14 +57,14 @@ void mk_model_batch_destroy(mk_model_batch_t *b) {
   free(b);
 }
 
-mk_status mk_model_batch_create(const mk_model_t *m, mk_comm_t *comm, const mk_layout_t *layout,
-                                const mk_model_batch_config *bc, mk_model_batch_t **out) {
+/* m NULL: random weights and a random KV cache from seed (mk_model_batch_create_random). */
+static mk_status batch_create(const mk_model_t *m, const mk_model_config_t *c, uint64_t seed, mk_comm_t *comm,
+                              const mk_layout_t *layout, const mk_model_batch_config *bc, mk_model_batch_t **out) {
   *out = NULL;
-  if (!m || !comm || !layout || !bc || bc->max_seqs < 1 || bc->max_seq_len < 1 || bc->max_tokens < bc->max_seq_len || bc->max_seqs > bc->max_tokens ||
-      bc->n_pages < 1 || bc->block_size < 1)
+  if (!c || !comm || !layout || !bc || bc->max_seqs < 1 || bc->max_seq_len < 1 || bc->max_tokens < bc->max_seq_len ||
+      bc->max_seqs > bc->max_tokens || bc->n_pages < 1 || bc->block_size < 1)
     MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_MODEL, "model_batch: bad config (max_tokens must be >= "
                   "max_seq_len: one sequence's whole prompt runs in one pass)");
-  const mk_model_config_t *c = mk_model_config(m);
   if (c->head_dim != 64 && c->head_dim != 128)
     MK_ERR_RETURN(MK_STATUS_UNSUPPORTED, MK_SUBSYS_MODEL, "model_batch: head_dim %d (the paged path needs 64 or 128)",
                   c->head_dim);
@@ -64,7 +73,7 @@ mk_status mk_model_batch_create(const mk_model_t *m, mk_comm_t *comm, const mk_l
   mk_status st = MK_STATUS_OK;
   b->max_tokens = bc->max_tokens, b->max_seqs = bc->max_seqs, b->n_pages = bc->n_pages, b->bs = bc->block_size;
   b->max_seq_len = bc->max_seq_len, b->max_blocks = (bc->max_seq_len + bc->block_size - 1) / bc->block_size;
-  MK_CHECK_GOTO(mk_layers_create_(m, c, 0, comm, layout, bc->max_tokens, bc->max_seqs, &b->g), st, fail);
+  MK_CHECK_GOTO(mk_layers_create_(m, c, seed, comm, layout, bc->max_tokens, bc->max_seqs, &b->g), st, fail);
   mk_model_gpu_t *g = b->g;
   if (c->n_heads / c->n_kv_heads > 16) {
     st = MK_STATUS_UNSUPPORTED;
@@ -76,8 +85,8 @@ mk_status mk_model_batch_create(const mk_model_t *m, mk_comm_t *comm, const mk_l
   b->kp = calloc((size_t)c->n_layers, sizeof *b->kp);
   b->vp = calloc((size_t)c->n_layers, sizeof *b->vp);
   /* ints of one pass: ids, slots of the new tokens [T]; gather slots [T]; block table
-   * [S, max_blocks]; context lens [S]; cu_q, cu_k [S + 1] each; last rows [S] */
-  b->n_ints = 3 * (size_t)b->max_tokens + (size_t)b->max_seqs * (b->max_blocks + 4) + 2;
+   * [S, max_blocks]; context lens [S]; cu_q, cu_k [S + 1] each; last rows [S]; positions [T] */
+  b->n_ints = 4 * (size_t)b->max_tokens + (size_t)b->max_seqs * (b->max_blocks + 4) + 2;
   b->hints = malloc(sizeof(int32_t) * b->n_ints);
   b->hlog = malloc(sizeof(float) * (size_t)b->max_seqs * c->vocab);
   b->order = malloc(sizeof(int) * (size_t)b->max_seqs);
@@ -92,12 +101,19 @@ mk_status mk_model_batch_create(const mk_model_t *m, mk_comm_t *comm, const mk_l
       st = MK_STATUS_OUT_OF_MEMORY;
       goto fail;
     }
+  for (int l = 0; !m && l < c->n_layers; l++) { /* a random KV cache: every page of every layer */
+    MK_CHECK_GOTO(mk_fill_uniform_bf16(b->kp[l], slots * kw, seed + 1000 + 2 * (uint64_t)l, -1.0f, 1.0f, S_(g)), st,
+                  fail);
+    MK_CHECK_GOTO(mk_fill_uniform_bf16(b->vp[l], slots * kw, seed + 1001 + 2 * (uint64_t)l, -1.0f, 1.0f, S_(g)), st,
+                  fail);
+  }
   if (!(b->gk = mk_layers_dalloc_(g, (size_t)b->max_tokens * kw * 2)) ||
       !(b->gv = mk_layers_dalloc_(g, (size_t)b->max_tokens * kw * 2)) ||
       !(b->dints = mk_layers_dalloc_(g, sizeof(int32_t) * b->n_ints))) {
     st = MK_STATUS_OUT_OF_MEMORY;
     goto fail;
   }
+  MK_CUDA_CHECK_GOTO(cudaStreamSynchronize(g->stream), st, fail);
   *out = b;
   return MK_STATUS_OK;
 fail:
@@ -105,15 +121,27 @@ fail:
   return st;
 }
 
+mk_status mk_model_batch_create(const mk_model_t *m, mk_comm_t *comm, const mk_layout_t *layout,
+                                const mk_model_batch_config *bc, mk_model_batch_t **out) {
+  if (!m) {
+    *out = NULL;
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_MODEL, "model_batch: no model");
+  }
+  return batch_create(m, mk_model_config(m), 0, comm, layout, bc, out);
+}
+
+mk_status mk_model_batch_create_random(const mk_model_config_t *c, mk_comm_t *comm, const mk_layout_t *layout,
+                                       const mk_model_batch_config *bc, uint64_t seed, mk_model_batch_t **out) {
+  return batch_create(NULL, c, seed, comm, layout, bc, out);
+}
+
 mk_status mk_model_batch_set_path(mk_model_batch_t *b, mk_path p) { return mk_model_gpu_set_path(b ? b->g : NULL, p); }
 
-/* One pass over seqs[order[0..n)] (decode ones first: n_dec of them). */
-static mk_status pass(mk_model_batch_t *b, const mk_model_batch_seq *seqs, const int *order, int n, int n_dec,
-                      float *logits) {
+/* Prepare one pass over seqs[order[0..n)] (decode ones first: n_dec of them): the host tables
+ * to the device (stream-ordered), the decode workspace, b's pass state. */
+static mk_status prepare(mk_model_batch_t *b, const mk_model_batch_seq *seqs, const int *order, int n, int n_dec) {
   mk_model_gpu_t *g = b->g;
-  const mk_model_config_t *c = &g->cfg;
-  const int H = c->hidden, hd = c->head_dim, V = c->vocab, MB = b->max_blocks, bs = b->bs;
-  const int64_t n_slots = (int64_t)b->n_pages * bs;
+  const int hd = g->cfg.head_dim, MB = b->max_blocks, bs = b->bs;
   int T = 0, G = 0, maxq = 0, maxk = 0;
   for (int i = 0; i < n; i++) {
     const mk_model_batch_seq *q = &seqs[order[i]];
@@ -121,18 +149,18 @@ static mk_status pass(mk_model_batch_t *b, const mk_model_batch_seq *seqs, const
     if (i >= n_dec) G += q->pos + q->n_tokens;
   }
   /* host tables: ids [T] | slots [T] | gather [G] | block table [n_dec, MB] | ctx [n_dec] |
-   * cu_q [np + 1] | cu_k [np + 1] | last [n] */
+   * cu_q [np + 1] | cu_k [np + 1] | last [n] | positions [T] */
   int32_t *ids = b->hints, *sl = ids + T, *gs = sl + T, *bt = gs + G, *ctx = bt + (size_t)n_dec * MB, *cuq = ctx + n_dec;
   const int np = n - n_dec;
-  int32_t *cuk = cuq + np + 1, *last = cuk + np + 1;
-  const size_t used = (size_t)(last + n - b->hints);
+  int32_t *cuk = cuq + np + 1, *last = cuk + np + 1, *ps = last + n;
+  const size_t used = (size_t)(ps + T - b->hints);
   int t = 0, gk = 0;
   cuq[0] = cuk[0] = 0;
   for (int i = 0; i < n; i++) {
     const mk_model_batch_seq *q = &seqs[order[i]];
     for (int j = 0; j < q->n_tokens; j++, t++) {
       const int p = q->pos + j;
-      ids[t] = q->tokens[j];
+      ids[t] = q->tokens[j], ps[t] = p;
       sl[t] = q->pages[p / bs] * bs + p % bs;
     }
     last[i] = t - 1;
@@ -149,51 +177,74 @@ static mk_status pass(mk_model_batch_t *b, const mk_model_batch_seq *seqs, const
     }
   }
   int32_t *d = b->dints;
-  const ptrdiff_t o_sl = sl - ids, o_gs = gs - ids, o_bt = bt - ids, o_ctx = ctx - ids, o_cuq = cuq - ids, o_cuk = cuk - ids;
+  b->T = T, b->n = n, b->n_dec = n_dec, b->G = G, b->maxq = maxq;
+  b->o_sl = sl - ids, b->o_gs = gs - ids, b->o_cuq = cuq - ids, b->o_cuk = cuk - ids;
+  b->o_last = last - ids, b->o_pos = ps - ids;
   MK_CUDA_CHECK(cudaMemcpyAsync(d, b->hints, sizeof(int32_t) * used, cudaMemcpyHostToDevice, g->stream));
-  const float scale = 1.0f / sqrtf((float)hd);
-  mk_paged_decode_args pd = {.q = g->q, .block_table = d + o_bt, .context_lens = d + o_ctx, .o = g->o, .batch = n_dec,
-                             .hq = g->nh_r, .hkv = g->nkv_r, .d = hd, .block_size = bs, .max_blocks_per_seq = MB,
-                             .max_context_len = maxk, .num_blocks = b->n_pages, .softmax_scale = scale};
+  b->pd = (mk_paged_decode_args){.q = g->q, .block_table = d + (bt - ids), .context_lens = d + (ctx - ids), .o = g->o,
+                                 .batch = n_dec, .hq = g->nh_r, .hkv = g->nkv_r, .d = hd, .block_size = bs,
+                                 .max_blocks_per_seq = MB, .max_context_len = maxk, .num_blocks = b->n_pages,
+                                 .softmax_scale = 1.0f / sqrtf((float)hd)};
   if (n_dec) {
     size_t need = 0;
-    MK_CHECK(mk_paged_decode_workspace_size(&pd, &need));
+    MK_CHECK(mk_paged_decode_workspace_size(&b->pd, &need));
     if (need > b->ws_bytes) {
       if (b->ws) cudaFree(b->ws);
       b->ws = NULL, b->ws_bytes = 0;
       MK_CUDA_CHECK(cudaMalloc(&b->ws, need));
       b->ws_bytes = need;
     }
-    pd.workspace = b->ws;
+    b->pd.workspace = b->ws;
   }
-  MK_CHECK(mk_embed_gather(d, T, g->embed, V, H, g->x, S_(g)));
+  return MK_STATUS_OK;
+}
+
+/* The attention block of layer l over the prepared pass (reduce 0: without the O projection's
+ * TP reduction): q/k/v, RoPE at each token's position, the new K/V into the pages, paged
+ * decode over the decode rows, varlen flash attention over the others, O projection, residual. */
+static mk_status attn_layer(mk_model_batch_t *b, int l, int reduce) {
+  mk_model_gpu_t *g = b->g;
+  const mk_model_config_t *c = &g->cfg;
+  const int hd = c->head_dim, T = b->T, n_dec = b->n_dec, np = b->n - b->n_dec;
+  const int64_t n_slots = (int64_t)b->n_pages * b->bs;
+  const int32_t *d = b->dints;
+  gpu_layer *L = &g->layers[l];
+  uint16_t *kn = L->kc, *vn = L->vc; /* the new tokens' K / V rows [T, kw_r] */
+  MK_CHECK(mk_layers_attn_qkv_(g, L, T, kn, vn));
+  /* RoPE at each token's own position (one launch each for q and k) */
+  MK_CHECK(mk_rope_neox_pos_bf16(g->q, T, g->nh_r, hd, d + b->o_pos, c->rope_theta, S_(g)));
+  MK_CHECK(mk_rope_neox_pos_bf16(kn, T, g->nkv_r, hd, d + b->o_pos, c->rope_theta, S_(g)));
+  MK_CHECK(mk_kv_scatter_bf16(kn, d + b->o_sl, T, g->kw_r, b->kp[l], n_slots, S_(g)));
+  MK_CHECK(mk_kv_scatter_bf16(vn, d + b->o_sl, T, g->kw_r, b->vp[l], n_slots, S_(g)));
+  if (n_dec) {
+    b->pd.k_cache = b->kp[l], b->pd.v_cache = b->vp[l];
+    MK_CHECK(mk_paged_decode(&b->pd, S_(g)));
+  }
+  if (np) {
+    MK_CHECK(mk_kv_gather_bf16(b->kp[l], n_slots, d + b->o_gs, b->G, g->kw_r, b->gk, S_(g)));
+    MK_CHECK(mk_kv_gather_bf16(b->vp[l], n_slots, d + b->o_gs, b->G, g->kw_r, b->gv, S_(g)));
+    mk_attn_fwd_args a = {.q = g->q + (size_t)n_dec * g->qw_r, .k = b->gk, .v = b->gv,
+                          .o = g->o + (size_t)n_dec * g->qw_r, .cu_seqlens_q = d + b->o_cuq,
+                          .cu_seqlens_k = d + b->o_cuk, .batch = np, .max_seqlen_q = b->maxq, .max_seqlen_k = b->G,
+                          .total_q = T - n_dec, .hq = g->nh_r, .hkv = g->nkv_r, .d = hd,
+                          .mask = MK_ATTN_MASK_CAUSAL, .softmax_scale = b->pd.softmax_scale};
+    MK_CHECK(mk_flash_attn_fwd(&a, S_(g)));
+  }
+  return mk_layers_attn_out_(g, L, T, reduce);
+}
+
+/* One pass over seqs[order[0..n)] (decode ones first: n_dec of them). */
+static mk_status pass(mk_model_batch_t *b, const mk_model_batch_seq *seqs, const int *order, int n, int n_dec,
+                      float *logits) {
+  mk_model_gpu_t *g = b->g;
+  const mk_model_config_t *c = &g->cfg;
+  const int H = c->hidden, V = c->vocab;
+  MK_CHECK(prepare(b, seqs, order, n, n_dec));
+  const int32_t *last = b->hints + b->o_last; /* host copy */
+  MK_CHECK(mk_embed_gather(b->dints, b->T, g->embed, V, H, g->x, S_(g)));
   for (int l = 0; l < c->n_layers; l++) {
-    gpu_layer *L = &g->layers[l];
-    uint16_t *kn = L->kc, *vn = L->vc; /* the new tokens' K / V rows [T, kw_r] */
-    MK_CHECK(mk_layers_attn_qkv_(g, L, T, kn, vn));
-    for (int i = 0, r = 0; i < n; i++) { /* RoPE at each sequence's own positions */
-      const mk_model_batch_seq *q = &seqs[order[i]];
-      MK_CHECK(mk_rope_neox_bf16(g->q + (size_t)r * g->qw_r, q->n_tokens, g->nh_r, hd, q->pos, c->rope_theta, S_(g)));
-      MK_CHECK(mk_rope_neox_bf16(kn + (size_t)r * g->kw_r, q->n_tokens, g->nkv_r, hd, q->pos, c->rope_theta, S_(g)));
-      r += q->n_tokens;
-    }
-    MK_CHECK(mk_kv_scatter_bf16(kn, d + o_sl, T, g->kw_r, b->kp[l], n_slots, S_(g)));
-    MK_CHECK(mk_kv_scatter_bf16(vn, d + o_sl, T, g->kw_r, b->vp[l], n_slots, S_(g)));
-    if (n_dec) {
-      pd.k_cache = b->kp[l], pd.v_cache = b->vp[l];
-      MK_CHECK(mk_paged_decode(&pd, S_(g)));
-    }
-    if (np) {
-      MK_CHECK(mk_kv_gather_bf16(b->kp[l], n_slots, d + o_gs, G, g->kw_r, b->gk, S_(g)));
-      MK_CHECK(mk_kv_gather_bf16(b->vp[l], n_slots, d + o_gs, G, g->kw_r, b->gv, S_(g)));
-      mk_attn_fwd_args a = {.q = g->q + (size_t)n_dec * g->qw_r, .k = b->gk, .v = b->gv,
-                            .o = g->o + (size_t)n_dec * g->qw_r, .cu_seqlens_q = d + o_cuq, .cu_seqlens_k = d + o_cuk,
-                            .batch = np, .max_seqlen_q = maxq, .max_seqlen_k = G, .total_q = T - n_dec, .hq = g->nh_r,
-                            .hkv = g->nkv_r, .d = hd, .mask = MK_ATTN_MASK_CAUSAL, .softmax_scale = scale};
-      MK_CHECK(mk_flash_attn_fwd(&a, S_(g)));
-    }
-    MK_CHECK(mk_layers_attn_out_(g, L, T, 1));
-    MK_CHECK(mk_layers_ffn_(g, L, T));
+    MK_CHECK(attn_layer(b, l, 1));
+    MK_CHECK(mk_layers_ffn_(g, &g->layers[l], b->T));
   }
   for (int i = 0; i < n; i++) /* each sequence's last row -> row i (last[i] >= i, increasing: no row is read after it is overwritten) */
     if (last[i] != i)
@@ -209,11 +260,13 @@ static mk_status pass(mk_model_batch_t *b, const mk_model_batch_seq *seqs, const
   return MK_STATUS_OK;
 }
 
-mk_status mk_model_batch_forward(mk_model_batch_t *b, const mk_model_batch_seq *seqs, int n, float *logits) {
-  if (!b || (n && (!seqs || !logits)) || n < 0 || n > b->max_seqs)
+/* Checks every sequence (everything the kernels trust) and orders them in b->order, decode
+ * ones first; *n_dec: how many decode ones. */
+static mk_status check_order(mk_model_batch_t *b, const mk_model_batch_seq *seqs, int n, int *n_dec) {
+  if (!b || (n && !seqs) || n < 0 || n > b->max_seqs)
     MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_MODEL, "model_batch: %d sequences (max %d)", n, b ? b->max_seqs : 0);
   const int V = b->g->cfg.vocab;
-  for (int i = 0; i < n; i++) { /* everything the kernels trust */
+  for (int i = 0; i < n; i++) {
     const mk_model_batch_seq *q = &seqs[i];
     int bad = q->n_tokens < 1 || q->pos < 0 || q->pos + q->n_tokens > b->max_seq_len ||
               q->n_pages < (q->pos + q->n_tokens + b->bs - 1) / b->bs || q->n_pages > b->max_blocks;
@@ -227,9 +280,17 @@ mk_status mk_model_batch_forward(mk_model_batch_t *b, const mk_model_batch_seq *
   int k = 0;
   for (int i = 0; i < n; i++)
     if (seqs[i].n_tokens == 1) b->order[k++] = i;
-  const int n_dec_all = k;
+  *n_dec = k;
   for (int i = 0; i < n; i++)
     if (seqs[i].n_tokens != 1) b->order[k++] = i;
+  return MK_STATUS_OK;
+}
+
+mk_status mk_model_batch_forward(mk_model_batch_t *b, const mk_model_batch_seq *seqs, int n, float *logits) {
+  int n_dec_all = 0;
+  if (n && !logits) MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_MODEL, "model_batch: no logits buffer");
+  MK_CHECK(check_order(b, seqs, n, &n_dec_all));
+  b->n = 0; /* a forward replaces a prepared pass (mk_model_batch_prepare) */
   /* passes: consecutive runs of the order within max_tokens new tokens and gathered rows */
   for (int s = 0; s < n;) {
     int e = s, T = 0, G = 0;
@@ -243,5 +304,30 @@ mk_status mk_model_batch_forward(mk_model_batch_t *b, const mk_model_batch_seq *
     MK_CHECK(pass(b, seqs, b->order + s, e - s, n_dec, logits));
     s = e;
   }
+  b->n = 0;
   return MK_STATUS_OK;
 }
+
+mk_status mk_model_batch_prepare(mk_model_batch_t *b, const mk_model_batch_seq *seqs, int n) {
+  int n_dec = 0, T = 0, G = 0;
+  if (n < 1) MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_MODEL, "model_batch: prepare: no sequences");
+  MK_CHECK(check_order(b, seqs, n, &n_dec));
+  for (int i = 0; i < n; i++) T += seqs[i].n_tokens, G += seqs[i].n_tokens == 1 ? 0 : seqs[i].pos + seqs[i].n_tokens;
+  if (T > b->max_tokens || G > b->max_tokens)
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_MODEL, "model_batch: prepare: %d new tokens and %d gathered "
+                  "K/V rows do not fit one pass (max_tokens %d)", T, G, b->max_tokens);
+  b->n = 0;
+  MK_CHECK(prepare(b, seqs, b->order, n, n_dec));
+  MK_CUDA_CHECK(cudaStreamSynchronize(b->g->stream));
+  return MK_STATUS_OK;
+}
+
+mk_status mk_model_batch_run_part(mk_model_batch_t *b, int layer, mk_layer_part part) {
+  if (!b || b->n < 1 || layer < 0 || layer >= b->g->cfg.n_layers || (unsigned)part > MK_PART_FFN_COMM)
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_MODEL, "model_batch: run_part: layer %d, part %d%s", layer,
+                  (int)part, b && b->n < 1 ? ": no prepared pass (mk_model_batch_prepare)" : "");
+  if (part == MK_PART_ATTN || part == MK_PART_ATTN_COMPUTE) return attn_layer(b, layer, part == MK_PART_ATTN);
+  return mk_model_gpu_run_part(b->g, layer, part, b->T, 0); /* no KV cache: the position does not matter */
+}
+
+void *mk_model_batch_stream(const mk_model_batch_t *b) { return b ? mk_model_gpu_stream(b->g) : NULL; }

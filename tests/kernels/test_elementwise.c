@@ -1,6 +1,6 @@
 /* test_elementwise.c (gpu) — each model elementwise op against its CPU twin, every element,
  * fresh random inputs, poisoned outputs:  test_elementwise OP  with OP one of
- * embed rmsnorm qknorm rope bias residual swiglu argmax convert linear attn.
+ * embed rmsnorm qknorm rope rope_pos bias residual swiglu argmax convert linear attn.
  * bf16 outputs: relative Frobenius error <= 1e-2 (the twin works in fp32/double on the same
  * bf16 inputs); integer outputs (argmax) exactly. */
 #include <cuda_runtime_api.h>
@@ -118,22 +118,26 @@ int main(int argc, char **argv) {
     ASSERT_OK(mk_rmsnorm_bf16(dx, rows, d, dw, dss, full, 1e-6f, NULL));
     check_bf16("qknorm split", host(dx, (size_t)rows * d * 2), want, (size_t)rows * d);
     ASSERT_STATUS(mk_rmsnorm_bf16(dx, rows, d, dw, NULL, full, 1e-6f, NULL), MK_STATUS_INVALID_ARGUMENT);
-  } else if (!strcmp(op, "rope")) {
-    const int heads = 3, hd = 32, pos0 = 1000;
+  } else if (!strcmp(op, "rope") || !strcmp(op, "rope_pos")) { /* rope_pos: a random position per row */
+    const int heads = 3, hd = 32, pos0 = 1000, by_row = !strcmp(op, "rope_pos");
     uint16_t *x = rnd_b((size_t)n * heads * hd, -1, 1);
     float *want = malloc(sizeof(float) * n * heads * hd);
+    int32_t *pos = malloc(sizeof(int32_t) * n);
+    ASSERT_TRUE(want && pos);
+    for (int t = 0; t < n; t++) pos[t] = by_row ? (int32_t)mk_rng_uniform(g_seed, g_ctr++, 0, 100000) : pos0 + t;
     for (int i = 0; i < n * heads * hd; i++) want[i] = bf(x[i]);
     for (int t = 0; t < n; t++)
       for (int i = 0; i < hd / 2; i++) {
-        float inv = (float)(1.0 / pow(1e6, (double)(2 * i) / hd)), ang = (float)(pos0 + t) * inv, c = cosf(ang), s = sinf(ang);
+        float inv = (float)(1.0 / pow(1e6, (double)(2 * i) / hd)), ang = (float)pos[t] * inv, c = cosf(ang), s = sinf(ang);
         for (int h = 0; h < heads; h++) {
           float *r = want + ((size_t)t * heads + h) * hd, a = r[i], b = r[i + hd / 2];
           r[i] = a * c - b * s, r[i + hd / 2] = b * c + a * s;
         }
       }
     void *dx = dev(x, (size_t)n * heads * hd * 2);
-    ASSERT_OK(mk_rope_neox_bf16(dx, n, heads, hd, pos0, 1e6, NULL));
-    check_bf16("rope", host(dx, (size_t)n * heads * hd * 2), want, (size_t)n * heads * hd);
+    if (by_row) ASSERT_OK(mk_rope_neox_pos_bf16(dx, n, heads, hd, dev(pos, sizeof(int32_t) * n), 1e6, NULL));
+    else ASSERT_OK(mk_rope_neox_bf16(dx, n, heads, hd, pos0, 1e6, NULL));
+    check_bf16(op, host(dx, (size_t)n * heads * hd * 2), want, (size_t)n * heads * hd);
   } else if (!strcmp(op, "bias") || !strcmp(op, "residual") || !strcmp(op, "swiglu") || !strcmp(op, "convert")) {
     size_t N = (size_t)n * dim;
     uint16_t *a = rnd_b(N, -4, 4), *b = rnd_b(N, -2, 2);

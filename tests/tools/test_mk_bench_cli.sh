@@ -31,6 +31,10 @@ expect 2 'give one of --preset, --config, --model' layer --preset mixtral --pres
 expect 2 'cannot read a MoE model config from /nonexistent/config.json' layer --model /nonexistent
 expect 2 "--tokens" layer --tokens 0
 expect 2 "--batch" layer --batch x
+expect 2 "--batch" layer --batch 0
+expect 2 "--decode wants one or batch, got 'many'" layer --decode many
+expect 2 "'--decode' needs a value" layer --decode
+expect 0 '\[--decode one\|batch \(one\)\]' layer --help
 expect 2 "unknown flag '--frobnicate'" layer --frobnicate 1
 expect 2 "'--tp' needs a value" layer --tp
 expect 2 'cannot read /nonexistent.json' plot /nonexistent.json -o /tmp/x.png

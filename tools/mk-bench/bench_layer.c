@@ -3,10 +3,13 @@
  * (layers/mk_layers.h) at full layer size with random weights drawn on the GPU, fused against
  * unfused over the same weights and layout:
  *   prefill  T tokens at position 0 (--tokens, default 8192)
- *   decode   B tokens at position C (--batch, default 64; --context, default 4096): the model
- *            holds one sequence, so decode is B new tokens of one sequence attending to C
- *            cached positions (the GEMMs, MoE and communication of a batch of B; the attention
- *            reads one KV cache, not B of them)
+ *   decode   --decode one (default): B tokens at position C (--batch, default 64; --context,
+ *            default 4096) of one sequence of the GPU model (the GEMMs, MoE and communication
+ *            of a batch of B; the attention reads one KV cache, not B of them).
+ *            --decode batch (compile-checked only): B sequences of the serving model
+ *            (mk_model_batch_t, paged KV cache of 16-token pages filled with random K/V, the
+ *            pages of the sequences interleaved as a server allocates them), each with C cached
+ *            positions and one new token: the attention block runs paged decode over B x C.
  * Rows per phase and path: `layer_attn` and `layer_moe` (each block, with its overlap bound:
  * compute_ms = the block without its communication, comm_ms = the communication alone (NCCL:
  * the O projection's all-reduce; the MoE all-to-allv + the TP all-gather of its output),
@@ -26,8 +29,23 @@
 #include "layers/mk_layers.h"
 #include "mk_bench.h"
 
-typedef struct part_ctx {
+/* One layer of either model: g (one sequence, contiguous KV cache) or b (serving model, a
+ * prepared step of n sequences). */
+typedef struct layer_model {
   mk_model_gpu_t *g;
+  mk_model_batch_t *b;
+} layer_model;
+
+static mk_status model_part(const layer_model *m, mk_layer_part part, int n, int pos) {
+  return m->b ? mk_model_batch_run_part(m->b, 0, part) : mk_model_gpu_run_part(m->g, 0, part, n, pos);
+}
+static mk_status model_set_path(const layer_model *m, mk_path p) {
+  return m->b ? mk_model_batch_set_path(m->b, p) : mk_model_gpu_set_path(m->g, p);
+}
+static void *model_stream(const layer_model *m) { return m->b ? mk_model_batch_stream(m->b) : mk_model_gpu_stream(m->g); }
+
+typedef struct part_ctx {
+  const layer_model *m;
   int n, pos, both; /* both: ATTN then FFN */
   mk_layer_part part;
 } part_ctx;
@@ -35,8 +53,8 @@ typedef struct part_ctx {
 static mk_status run_part(void *user, int iter, void *stream) {
   part_ctx *c = user;
   (void)iter, (void)stream;
-  MK_CHECK(mk_model_gpu_run_part(c->g, 0, c->both ? MK_PART_ATTN : c->part, c->n, c->pos));
-  return c->both ? mk_model_gpu_run_part(c->g, 0, MK_PART_FFN, c->n, c->pos) : MK_STATUS_OK;
+  MK_CHECK(model_part(c->m, c->both ? MK_PART_ATTN : c->part, c->n, c->pos));
+  return c->both ? model_part(c->m, MK_PART_FFN, c->n, c->pos) : MK_STATUS_OK;
 }
 
 static int preset_config(const char *name, mk_model_config_t *c) {
@@ -68,9 +86,11 @@ static int one_layer(mk_model_config_t *c) {
 /* Median/p10/p90 of each timed part, maximum over ranks. */
 enum { P_ATTN_U, P_FFN_U, P_LAYER_U, P_ATTN_C, P_ATTN_X, P_FFN_C, P_FFN_X, P_ATTN_F, P_FFN_F, P_LAYER_F, P_N };
 
-static mk_status bench_phase(mk_comm_t *comm, mk_model_gpu_t *g, const mk_bench_opts *o, mk_bench_report *r,
+/* n new tokens: of one sequence at position pos (seqs 1), or one each of n sequences with pos
+ * cached positions (seqs n, the serving model). */
+static mk_status bench_phase(mk_comm_t *comm, const layer_model *m, const mk_bench_opts *o, mk_bench_report *r,
                              const char *model, const mk_model_config_t *c, const mk_layout_t *lay, const char *phase,
-                             int n, int pos) {
+                             int n, int pos, int seqs) {
   const mk_world *wd = mk_comm_world(comm);
   const mk_layer_part parts[P_N] = {MK_PART_ATTN, MK_PART_FFN, MK_PART_ATTN, MK_PART_ATTN_COMPUTE,
                                     MK_PART_ATTN_COMM, MK_PART_FFN_COMPUTE, MK_PART_FFN_COMM, MK_PART_ATTN,
@@ -79,11 +99,11 @@ static mk_status bench_phase(mk_comm_t *comm, mk_model_gpu_t *g, const mk_bench_
   if (!all) return MK_STATUS_OUT_OF_MEMORY;
   mk_status st = MK_STATUS_OK;
   for (int p = 0; p < P_N; p++) { /* the unfused parts first: the MoE bounds time its last routing */
-    MK_CHECK_GOTO(mk_model_gpu_set_path(g, p < P_ATTN_F ? MK_PATH_UNFUSED : MK_PATH_FUSED), st, fail);
-    part_ctx pc = {g, n, pos, p == P_LAYER_U || p == P_LAYER_F, parts[p]};
+    MK_CHECK_GOTO(model_set_path(m, p < P_ATTN_F ? MK_PATH_UNFUSED : MK_PATH_FUSED), st, fail);
+    part_ctx pc = {m, n, pos, p == P_LAYER_U || p == P_LAYER_F, parts[p]};
     mk_bench_stats t;
-    MK_CHECK_GOTO(mk_bench_time(o, run_part, &pc, mk_model_gpu_stream(g), &t), st, fail);
-    MK_CUDA_CHECK_GOTO(cudaStreamSynchronize((cudaStream_t)mk_model_gpu_stream(g)), st, fail);
+    MK_CHECK_GOTO(mk_bench_time(o, run_part, &pc, model_stream(m), &t), st, fail);
+    MK_CUDA_CHECK_GOTO(cudaStreamSynchronize((cudaStream_t)model_stream(m)), st, fail);
     MK_CHECK_GOTO(mk_comm_check(comm), st, fail);
     med[3 * p] = t.median_ms, med[3 * p + 1] = t.p10_ms, med[3 * p + 2] = t.p90_ms;
   }
@@ -92,7 +112,8 @@ static mk_status bench_phase(mk_comm_t *comm, mk_model_gpu_t *g, const mk_bench_
     for (int i = 0; i < 3 * P_N; i++) med[i] = fmax(med[i], all[3 * P_N * q + i]);
   /* useful flops of the layer (not the duplicated work), per GPU */
   const double H = c->hidden, qw = (double)c->n_heads * c->head_dim, kw = (double)c->n_kv_heads * c->head_dim;
-  const double f_attn = 2.0 * n * H * (2 * qw + 2 * kw) + 4.0 * qw * n * (pos + (n + 1) / 2.0);
+  const double keys = seqs > 1 ? pos + 1.0 : pos + (n + 1) / 2.0; /* mean keys per query */
+  const double f_attn = 2.0 * n * H * (2 * qw + 2 * kw) + 4.0 * qw * n * keys;
   const double f_moe = 6.0 * n * c->top_k * H * c->moe_inter + 2.0 * n * H * c->n_experts;
   const double W = wd->size;
   const double b_attn = fmax(med[3 * P_ATTN_C], med[3 * P_ATTN_X]), b_ffn = fmax(med[3 * P_FFN_C], med[3 * P_FFN_X]);
@@ -111,9 +132,9 @@ static mk_status bench_phase(mk_comm_t *comm, mk_model_gpu_t *g, const mk_bench_
       mk_bench_row row;
       mk_bench_row_init(&row, rows[k].op, path ? "fused" : "unfused");
       snprintf(row.shape, sizeof row.shape,
-               "{\"model\":\"%s\",\"phase\":\"%s\",\"tokens\":%d,\"context\":%d,\"h\":%d,\"e\":%d,\"k\":%d,\"i\":%d,"
-               "\"tp\":%d,\"ep\":%d}",
-               model, phase, n, pos, c->hidden, c->n_experts, c->top_k, c->moe_inter, lay->tp, lay->ep);
+               "{\"model\":\"%s\",\"phase\":\"%s\",\"tokens\":%d,\"seqs\":%d,\"context\":%d,\"h\":%d,\"e\":%d,"
+               "\"k\":%d,\"i\":%d,\"tp\":%d,\"ep\":%d}",
+               model, phase, n, seqs, pos, c->hidden, c->n_experts, c->top_k, c->moe_inter, lay->tp, lay->ep);
       row.ranks = wd->size, row.nodes = wd->nnodes;
       row.t.median_ms = med[3 * rows[k].i], row.t.p10_ms = med[3 * rows[k].i + 1], row.t.p90_ms = med[3 * rows[k].i + 2];
       row.tflops = rows[k].flops / W / (row.t.median_ms * 1e9);
@@ -129,9 +150,9 @@ static mk_status bench_phase(mk_comm_t *comm, mk_model_gpu_t *g, const mk_bench_
     }
   }
   if (o->rank == 0)
-    printf("  %s %-7s T=%-5d ctx=%-5d  layer fused %8.3f ms unfused %8.3f ms (%.2fx) | attn %7.3f / %7.3f bound "
+    printf("  %s %-7s T=%-5d seqs=%-3d ctx=%-5d  layer fused %8.3f ms unfused %8.3f ms (%.2fx) | attn %7.3f / %7.3f bound "
            "%7.3f | moe %7.3f / %7.3f bound %7.3f | %.0f tok/s fused\n",
-           model, phase, n, pos, med[3 * P_LAYER_F], med[3 * P_LAYER_U], med[3 * P_LAYER_F] / med[3 * P_LAYER_U],
+           model, phase, n, seqs, pos, med[3 * P_LAYER_F], med[3 * P_LAYER_U], med[3 * P_LAYER_F] / med[3 * P_LAYER_U],
            med[3 * P_ATTN_F], med[3 * P_ATTN_U], b_attn, med[3 * P_FFN_F], med[3 * P_FFN_U], b_ffn,
            n / (med[3 * P_LAYER_F] * 1e-3));
 fail:
@@ -139,12 +160,50 @@ fail:
   return st;
 }
 
+/* The serving model for decode of B sequences with C cached positions each, prepared for
+ * run_part: 16-token pages, page j of sequence i is j B + i (interleaved, as a server hands
+ * them out one step at a time). */
+static mk_status batch_decode_setup(const mk_model_config_t *c, mk_comm_t *comm, const mk_layout_t *lay, int B, int C,
+                                    uint64_t seed, mk_model_batch_t **out) {
+  enum { BS = 16 };
+  const int npp = (C + 1 + BS - 1) / BS;
+  *out = NULL;
+  if ((int64_t)B * npp * BS > INT32_MAX)
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_MODEL, "layer: --batch %d x --context %d: too many KV slots", B, C);
+  const mk_model_batch_config bc = {.max_seqs = B, .max_seq_len = C + 1, .max_tokens = C + 1 > B ? C + 1 : B,
+                                    .n_pages = B * npp, .block_size = BS};
+  int32_t *pages = malloc(sizeof(int32_t) * (size_t)B * npp), *tok = malloc(sizeof(int32_t) * (size_t)B);
+  mk_model_batch_seq *seqs = malloc(sizeof *seqs * (size_t)B);
+  mk_status st = MK_STATUS_OK;
+  if (!pages || !tok || !seqs) {
+    st = MK_STATUS_OUT_OF_MEMORY;
+    goto fail;
+  }
+  for (int i = 0; i < B; i++) {
+    for (int j = 0; j < npp; j++) pages[(size_t)i * npp + j] = j * B + i;
+    tok[i] = i % c->vocab;
+    seqs[i] = (mk_model_batch_seq){.tokens = tok + i, .n_tokens = 1, .pos = C, .pages = pages + (size_t)i * npp,
+                                   .n_pages = npp};
+  }
+  MK_CHECK_GOTO(mk_model_batch_create_random(c, comm, lay, &bc, seed, out), st, fail);
+  MK_CHECK_GOTO(mk_model_batch_prepare(*out, seqs, B), st, fail);
+fail:
+  if (st != MK_STATUS_OK) {
+    mk_model_batch_destroy(*out);
+    *out = NULL;
+  }
+  free(pages), free(tok), free(seqs);
+  return st;
+}
+
 static void usage(FILE *f) {
   fprintf(f, "usage: mk-launch -n N [--nodes K] -- mk-bench layer [--preset mixtral|qwen3 | --config FILE | --model DIR]\n"
              "       [--tokens T (8192)] [--batch B (64)] [--context C (4096)] [--tp N (0: largest that fits)]\n"
-             "       [common flags]\n"
+             "       [--decode one|batch (one)] [common flags]\n"
              "  One decoder layer (attention + MoE block) at full size, random weights, fused vs unfused:\n"
-             "  prefill of T tokens, decode of B tokens against C cached positions. Presets: mixtral\n"
+             "  prefill of T tokens, decode of B tokens against C cached positions: of one sequence\n"
+             "  (--decode one), or one token each of B sequences over a paged KV cache of random K/V\n"
+             "  (--decode batch: the serving model; compile-checked only). Presets: mixtral\n"
              "  (Mixtral-8x7B layer), qwen3 (Qwen3-30B-A3B layer). --config / --model: the first MoE\n"
              "  layer of that config.json (weights are random). Default: both presets.\n");
   mk_bench_print_common_help(f);
@@ -157,6 +216,7 @@ int mk_bench_layer(int argc, char **argv) {
   const char *names[2];
   int nc = 0;
   int64_t T = 8192, B = 64, C = 4096, tp = 0;
+  int batch = 0; /* --decode batch */
   for (int i = 1; i < argc; i++) {
     int used = mk_bench_parse_common(&o, argc, argv, i);
     if (used < 0) return 2;
@@ -198,6 +258,12 @@ int mk_bench_layer(int argc, char **argv) {
       if (mk_bench_parse_i64("--batch", v, 1, 1 << 16, &B)) return 2;
     } else if (!strcmp(a, "--context")) {
       if (mk_bench_parse_i64("--context", v, 0, 1 << 20, &C)) return 2;
+    } else if (!strcmp(a, "--decode")) {
+      if (strcmp(v, "one") && strcmp(v, "batch")) {
+        fprintf(stderr, "mk-bench layer: --decode wants one or batch, got '%s'\n", v);
+        return 2;
+      }
+      batch = !strcmp(v, "batch");
     } else if (!strcmp(a, "--tp")) {
       if (mk_bench_parse_i64("--tp", v, 0, 64, &tp)) return 2;
     } else {
@@ -215,10 +281,12 @@ int mk_bench_layer(int argc, char **argv) {
   mk_world wd;
   const int early = mk_bench_multi_rank("layer", argc, &wd);
   if (early >= 0) return early;
-  setenv("MK_HEAP_BYTES", "16g", 0 /* keep the user's value */); /* MoE landing areas at T tokens */
+  /* MoE landing areas at T tokens (and at B for the serving model: heap allocations are never returned) */
+  setenv("MK_HEAP_BYTES", batch ? "24g" : "16g", 0 /* keep the user's value */);
   mk_comm_t *comm = NULL;
   mk_bench_report *r = NULL;
   mk_model_gpu_t *g = NULL;
+  mk_model_batch_t *mb = NULL;
   mk_status st;
   int rc = 1;
   MK_CHECK_GOTO(mk_comm_create(&comm), st, fail);
@@ -228,7 +296,7 @@ int mk_bench_layer(int argc, char **argv) {
   for (int q = 0; q < nc; q++) {
     mk_layout_t lay;
     if ((st = mk_layers_layout_choose(&cfgs[q], mk_comm_world(comm), (int)tp, &lay)) ||
-        (st = mk_model_gpu_create_random(&cfgs[q], comm, &lay, (int)(T > C + B ? T : C + B), o.seed + q, &g))) {
+        (st = mk_model_gpu_create_random(&cfgs[q], comm, &lay, (int)(batch || T > C + B ? T : C + B), o.seed + q, &g))) {
       if (o.rank == 0) mk_bench_report_fail(r, "layer %s: cannot set up: %s", names[q], mk_status_str(st));
       goto done;
     }
@@ -236,16 +304,30 @@ int mk_bench_layer(int argc, char **argv) {
       printf("%s layer: H %d, %d/%d heads x %d, %d experts top-%d, I %d; %d ranks (%d node group(s)), tp %d, ep %d\n",
              names[q], cfgs[q].hidden, cfgs[q].n_heads, cfgs[q].n_kv_heads, cfgs[q].head_dim, cfgs[q].n_experts,
              cfgs[q].top_k, cfgs[q].moe_inter, wd.size, wd.nnodes, lay.tp, lay.ep);
-    if ((st = bench_phase(comm, g, &o, r, names[q], &cfgs[q], &lay, "prefill", (int)T, 0)) ||
-        (st = bench_phase(comm, g, &o, r, names[q], &cfgs[q], &lay, "decode", (int)B, (int)C))) {
+    const layer_model one = {g, NULL};
+    if ((st = bench_phase(comm, &one, &o, r, names[q], &cfgs[q], &lay, "prefill", (int)T, 0, 1)) ||
+        (!batch && (st = bench_phase(comm, &one, &o, r, names[q], &cfgs[q], &lay, "decode", (int)B, (int)C, 1)))) {
       if (o.rank == 0) mk_bench_report_fail(r, "layer %s: %s", names[q], mk_status_str(st));
       goto done;
     }
     mk_model_gpu_destroy(g);
     g = NULL;
+    if (!batch) continue;
+    if ((st = batch_decode_setup(&cfgs[q], comm, &lay, (int)B, (int)C, o.seed + q, &mb))) {
+      if (o.rank == 0) mk_bench_report_fail(r, "layer %s: cannot set up batch decode: %s", names[q], mk_status_str(st));
+      goto done;
+    }
+    const layer_model many = {NULL, mb};
+    if ((st = bench_phase(comm, &many, &o, r, names[q], &cfgs[q], &lay, "decode", (int)B, (int)C, (int)B))) {
+      if (o.rank == 0) mk_bench_report_fail(r, "layer %s: %s", names[q], mk_status_str(st));
+      goto done;
+    }
+    mk_model_batch_destroy(mb);
+    mb = NULL;
   }
 done:
   mk_model_gpu_destroy(g);
+  mk_model_batch_destroy(mb);
   rc = mk_bench_report_finish(r);
   r = NULL;
   if (st != MK_STATUS_OK) rc = 1;
