@@ -15,5 +15,9 @@ void mk_ref_rmsnorm_(const float *x, const float *w, int64_t n, int64_t dim, flo
 void mk_ref_rope_(float *v, int n_heads, int hd, int pos, double theta);
 mk_status mk_ref_dense_mlp_(const float *x, int64_t n, int64_t H, int64_t I, const float *g, const float *u,
                             const float *d, float *y);
+/* mk_ref_moe_block, and when margin is not NULL: margin[t] = min(margin[t], the token's relative
+ * top-k router margin) (mk_ref_route_margin). */
+mk_status mk_ref_moe_block_(const mk_ref_moe_weights *w, const float *x, int n, float *out, int32_t *topk_ids,
+                            float *topk_w, float *margin);
 
 #endif

@@ -163,23 +163,6 @@ float mk_ref_route_margin(const mk_ref_t *r, int pos) {
   return r && r->margin && pos >= 0 && pos < r->pos ? r->margin[pos] : NAN;
 }
 
-/* margin[t] = min(margin[t], (k-th largest - (k+1)-th largest) / (max - min)) of each token's
- * router logits: how close the token's expert choice is to a tie. */
-static void route_margins(const float *lg, int n, int E, int K, float *margin) {
-  for (int t = 0; t < n; t++) {
-    const float *v = lg + (size_t)t * E;
-    float mx = -INFINITY, mn = INFINITY, kth = INFINITY, next = -INFINITY;
-    for (int e = 0; e < E; e++) mx = fmaxf(mx, v[e]), mn = fminf(mn, v[e]);
-    for (int e = 0; e < E; e++) { /* rank of v[e] among the logits (ties by index) */
-      int above = 0;
-      for (int q = 0; q < E; q++) above += v[q] > v[e] || (v[q] == v[e] && q < e);
-      if (above == K - 1) kth = v[e];
-      if (above == K) next = v[e];
-    }
-    const float m = K < E && mx > mn ? (kth - next) / (mx - mn) : INFINITY;
-    margin[t] = fminf(margin[t], m);
-  }
-}
 int mk_ref_position(const mk_ref_t *r) { return r->pos; }
 
 mk_status mk_ref_forward(mk_ref_t *r, const int32_t *ids, int n, float *logits) {
@@ -207,17 +190,7 @@ mk_status mk_ref_forward(mk_ref_t *r, const int32_t *ids, int n, float *logits) 
     MK_CHECK_GOTO(mk_ref_attention_block(&L->aw, h, n, r->pos, L->kc, L->vc, a), st, fail);
     for (size_t i = 0; i < n * H; i++) x[i] += a[i];
     mk_ref_rmsnorm_(x, L->mlp_norm, n, (int64_t)H, c->rms_eps, h);
-    if (c->is_moe[l]) {
-      float *lg = malloc(sizeof(float) * (size_t)n * c->n_experts);
-      if (!lg) {
-        st = MK_STATUS_OUT_OF_MEMORY;
-        goto fail;
-      }
-      mk_ref_linear_(h, n, (int64_t)H, L->mw.router, NULL, c->n_experts, lg);
-      route_margins(lg, n, c->n_experts, c->top_k, r->margin + r->pos);
-      free(lg);
-      MK_CHECK_GOTO(mk_ref_moe_block(&L->mw, h, n, a, NULL, NULL), st, fail);
-    }
+    if (c->is_moe[l]) MK_CHECK_GOTO(mk_ref_moe_block_(&L->mw, h, n, a, NULL, NULL, r->margin + r->pos), st, fail);
     else MK_CHECK_GOTO(mk_ref_dense_mlp_(h, n, (int64_t)H, c->dense_inter, L->dense_g, L->dense_u, L->dense_d, a), st, fail);
     for (size_t i = 0; i < n * H; i++) x[i] += a[i];
   }

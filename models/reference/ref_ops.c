@@ -255,8 +255,31 @@ mk_status mk_ref_dense_mlp_(const float *x, int64_t n, int64_t H, int64_t I, con
   return MK_STATUS_OK;
 }
 
+/* margin[t] = min(margin[t], (k-th largest - (k+1)-th largest) / (max - min)) of each token's
+ * router logits: how close the token's expert choice is to a tie. */
+static void route_margins(const float *lg, int n, int E, int K, float *margin) {
+  for (int t = 0; t < n; t++) {
+    const float *v = lg + (size_t)t * E;
+    float mx = -INFINITY, mn = INFINITY, kth = INFINITY, next = -INFINITY;
+    for (int e = 0; e < E; e++) mx = fmaxf(mx, v[e]), mn = fminf(mn, v[e]);
+    for (int e = 0; e < E; e++) { /* rank of v[e] among the logits (ties by index) */
+      int above = 0;
+      for (int q = 0; q < E; q++) above += v[q] > v[e] || (v[q] == v[e] && q < e);
+      if (above == K - 1) kth = v[e];
+      if (above == K) next = v[e];
+    }
+    const float m = K < E && mx > mn ? (kth - next) / (mx - mn) : INFINITY;
+    margin[t] = fminf(margin[t], m);
+  }
+}
+
 mk_status mk_ref_moe_block(const mk_ref_moe_weights *w, const float *x, int n, float *out, int32_t *topk_ids,
                            float *topk_w) {
+  return mk_ref_moe_block_(w, x, n, out, topk_ids, topk_w, NULL);
+}
+
+mk_status mk_ref_moe_block_(const mk_ref_moe_weights *w, const float *x, int n, float *out, int32_t *topk_ids,
+                            float *topk_w, float *margin) {
   if (!w || !x || !out || n < 0 || w->top_k < 1 || w->top_k > w->n_experts) return MK_STATUS_INVALID_ARGUMENT;
   int64_t H = w->hidden, E = w->n_experts, K = w->top_k, I = w->inter, S = w->shared_inter;
   int64_t big = I > S ? I : S;
@@ -271,6 +294,7 @@ mk_status mk_ref_moe_block(const mk_ref_moe_weights *w, const float *x, int n, f
     goto fail;
   }
   mk_ref_linear_(x, n, H, w->router, NULL, E, logits);
+  if (margin) route_margins(logits, n, (int)E, (int)K, margin);
   for (int t = 0; t < n; t++) { /* softmax over all experts, top-k, optional renormalisation */
     float *l = logits + t * E, mx = -INFINITY;
     for (int e = 0; e < E; e++) mx = l[e] > mx ? l[e] : mx;
