@@ -2,7 +2,7 @@
 # tools/gpu-check.sh — one call on a lent GPU machine: unpack the carried Debian packages
 # (the machine has no cJSON and can install nothing), configure, build with all cores,
 # run every test, print mk-bench --info, then run extra commands.
-#   MKERNEL_BUILD_COMMIT=<sha> tools/gpu-check.sh [-- 'EXTRA COMMANDS']
+#   MKERNEL_BUILD_COMMIT=<sha> [CTEST_ARGS="-R regex"] [CTEST_TIMEOUT=s] tools/gpu-check.sh [-- 'EXTRA COMMANDS']
 # Extra commands run in build-gpu/bin and write their files under $RES. Everything under
 # $RES (logs, JSON) is packed into $OUT/results.tgz at exit (the device returns few files).
 # Needs: .carry/debs/*.deb (apt-get download libcjson1 libcjson-dev), carried.
