@@ -2,7 +2,9 @@
 # tools/gpu-check.sh — one call on a lent GPU machine: unpack the carried Debian packages
 # (the machine has no cJSON and can install nothing), configure, build with all cores,
 # run every test, print mk-bench --info, then run extra commands.
-#   MKERNEL_BUILD_COMMIT=<sha> [CTEST_ARGS="-R regex"] [CTEST_TIMEOUT=s] tools/gpu-check.sh [-- 'EXTRA COMMANDS']
+#   MKERNEL_BUILD_COMMIT=<sha> [CTEST_ARGS="-R regex"] [CTEST_TIMEOUT=s] [CTEST_WALL=s] tools/gpu-check.sh [-- 'EXTRA COMMANDS']
+# CTEST_TIMEOUT bounds one test (default 300 s), CTEST_WALL the whole ctest run (default 480 s), so
+# that the results still come back inside one device call.
 # Extra commands run in build-gpu/bin and write their files under $RES. Everything under
 # $RES (logs, JSON) is packed into $OUT/results.tgz at exit (the device returns few files).
 # Needs: .carry/debs/*.deb (apt-get download libcjson1 libcjson-dev), carried.
@@ -23,7 +25,8 @@ cmake -S . -B build-gpu -G Ninja -DCMAKE_PREFIX_PATH="$prefix/usr" > "$RES/confi
 grep -E '^\-\-   \[' "$RES/configure.log"
 cmake --build build-gpu -j "$(nproc)" > "$RES/build.log" 2>&1 || { grep -E 'error|Error' "$RES/build.log" | head -40; exit 1; }
 echo "build: $(( $(date +%s) - t0 )) s"
-ctest --test-dir build-gpu --output-on-failure --timeout "${CTEST_TIMEOUT:-300}" ${CTEST_ARGS:-} > "$RES/ctest.log" 2>&1
+timeout "${CTEST_WALL:-480}" ctest --test-dir build-gpu --output-on-failure --timeout "${CTEST_TIMEOUT:-300}" ${CTEST_ARGS:-} \
+  > "$RES/ctest.log" 2>&1
 rc=$?
 grep -E 'Test +#.*(Failed|Timeout|Exception)|tests passed|FAILED' "$RES/ctest.log" | tail -30
 build-gpu/bin/mk-bench --info > "$RES/mk-bench-info.txt" 2>&1
