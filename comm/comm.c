@@ -171,7 +171,17 @@ mk_status mk_comm_create(mk_comm_t **out) {
 #if MK_HAVE_EFA
     case MK_TRANSPORT_EFA: st = mk_efa_create(c->bs, w, c->heap, c->heap_bytes, 1, &tr); break;
 #endif
-    default: st = mk_loopback_create(w->rank, w->size, c->map, c->heap_bytes, 1, &tr); break;
+    default: {
+      /* The loopback proxy issues CUDA calls; with lazy module loading, a kernel the main
+       * thread loads while a fused op waits on the proxy blocks them (mk-launch.c). */
+      const char *ml = getenv("CUDA_MODULE_LOADING");
+      if (!ml || strcmp(ml, "EAGER"))
+        MK_WARN(MK_SUBSYS_COMM, "comm: the loopback transport with CUDA_MODULE_LOADING=%s: a fused op across node "
+                "groups can deadlock on a kernel loaded lazily meanwhile; set CUDA_MODULE_LOADING=EAGER (mk-launch "
+                "--nodes does)", ml ? ml : "LAZY (unset)");
+      st = mk_loopback_create(w->rank, w->size, c->map, c->heap_bytes, 1, &tr);
+      break;
+    }
     }
     if (st != MK_STATUS_OK) goto fail;
     MK_CHECK_GOTO(mk_proxy_create(c->fifo, tr, c->dev, on_proxy_error, c, &c->proxy), st, fail);

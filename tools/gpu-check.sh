@@ -7,7 +7,9 @@
 # that the results still come back inside one device call.
 # Extra commands run in build-gpu/bin and write their files under $RES. Everything under
 # $RES (logs, JSON) is packed into $OUT/results.tgz at exit (the device returns few files).
-# Needs: .carry/debs/*.deb (apt-get download libcjson1 libcjson-dev), carried.
+# Needs: .carry/debs/*.deb (apt-get download libcjson1 libcjson-dev libmicrohttpd12 libmicrohttpd-dev
+# libpcre2-dev libpcre2-8-0 libpcre2-16-0 libpcre2-32-0 libpcre2-posix3) and, where the machine lacks
+# GnuTLS, .carry/debs-rt/*.deb (libgnutls30 and its dependencies), both carried.
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 OUT=${OUT:-/tmp/mk-out}
@@ -18,6 +20,15 @@ trap 'tar czf "$OUT/results.tgz" -C "$RES" . 2>/dev/null' EXIT
 prefix=/tmp/mkprefix
 mkdir -p "$prefix"
 for f in .carry/debs/*.deb; do dpkg -x "$f" "$prefix"; done
+# Runtime libraries of those packages that the machine may lack (libmicrohttpd's GnuTLS stack):
+# .carry/debs-rt/*.deb, used only where the system has no libgnutls.so.30.
+if ! ldconfig -p 2>/dev/null | grep -q 'libgnutls\.so\.30' && ls .carry/debs-rt/*.deb > /dev/null 2>&1; then
+  mkdir -p /tmp/mkrt
+  for f in .carry/debs-rt/*.deb; do dpkg -x "$f" /tmp/mkrt; done
+  export LD_LIBRARY_PATH=/tmp/mkrt/usr/lib/x86_64-linux-gnu:/tmp/mkrt/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  echo "runtime libraries from .carry/debs-rt (no system libgnutls.so.30)"
+fi
+{ grep PRETTY_NAME /etc/os-release; ldd --version | head -1; } > "$RES/os.txt" 2>&1
 nvidia-smi --query-gpu=index,name,memory.total,clocks.sm,clocks.mem --format=csv > "$RES/nvidia-smi.csv" 2>&1
 nvidia-smi topo -m >> "$RES/nvidia-smi.csv" 2>&1
 t0=$(date +%s)

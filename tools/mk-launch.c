@@ -7,7 +7,11 @@
  * and uses GPU r (mkernel calls cudaSetDevice(MK_DEVICE), else LOCAL_RANK), so CUDA IPC and
  * peer access work across all of them; with --nodes K, LOCAL_RANK repeats per emulated node
  * while the GPU stays distinct. NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1 and
- * NVSHMEM_DISABLE_NVLS=1 are always set (no NVLink multicast).
+ * NVSHMEM_DISABLE_NVLS=1 are always set (no NVLink multicast). With --nodes K > 1 (the
+ * loopback transport's emulated nodes) CUDA_MODULE_LOADING=EAGER is set unless the caller set
+ * it: the loopback proxy issues CUDA calls (copies, the signal kernel), and a kernel loaded
+ * lazily by the rank's main thread while a fused op waits on the proxy blocks them (the
+ * module load waits for the running kernel, which waits for the peer's signal: a deadlock).
  * Output: each line of a rank's stdout/stderr is written to ours with a "[r] " prefix.
  * SIGINT/SIGTERM are forwarded to every rank. When a rank exits non-zero or dies from a
  * signal, the others get SIGTERM, then SIGKILL after --grace seconds (default 3), and
@@ -196,6 +200,7 @@ int main(int argc, char **argv) {
       setenv("NCCL_NVLS_ENABLE", "0", 1);
       setenv("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1", 1);
       setenv("NVSHMEM_DISABLE_NVLS", "1", 1);
+      if (nodes > 1) setenv("CUDA_MODULE_LOADING", "EAGER", 0);
       execvp(argv[i], argv + i);
       fprintf(stderr, "mk-launch: cannot run '%s': %s\n", argv[i], strerror(errno));
       _exit(127);

@@ -320,6 +320,16 @@ def bench(s, tmp):
     j = json.load(open(out)) if os.path.exists(out) else {}
     check(j.get("completed") == 12 and j.get("total_output_tokens") == 96 and j.get("mean_ttft_ms", -1) > 0,
           f"mk-bench serve JSON: {j}")
+    check(all(k in j for k in ("gpu", "commit", "date", "command")), f"mk-bench serve JSON lacks its metadata: {j}")
+    # --duration: requests start for that long only; every started one completes and counts.
+    r = subprocess.run([MK_BENCH, "serve", "--port", str(s.port), "--duration", "1.5", "--concurrency", "3",
+                        "--input-len", "4", "--output-len", "4", "--json", out], capture_output=True, text=True, timeout=60)
+    j = json.load(open(out)) if os.path.exists(out) else {}
+    check(r.returncode == 0 and j.get("completed", 0) >= 3 and j.get("failed") == 0 and j.get("num_prompts") == j.get("completed")
+          and j.get("duration_target_s") == 1.5 and 1.4 < j.get("duration_s", 0) < 30,
+          f"mk-bench serve --duration 1.5: rc {r.returncode} {r.stderr} {j}")
+    r = subprocess.run([MK_BENCH, "serve", "--port", str(s.port), "--duration", "0"], capture_output=True, text=True, timeout=60)
+    check(r.returncode == 2 and "--duration" in r.stderr, f"mk-bench serve --duration 0: rc {r.returncode} {r.stderr}")
     r = subprocess.run([MK_BENCH, "serve", "--port", str(s.port), "--num-prompts", "2", "--input-len", "100"],
                        capture_output=True, text=True, timeout=60)
     check(r.returncode == 1 and "HTTP 400" in r.stderr, f"mk-bench serve with failing requests: rc {r.returncode} {r.stderr}")

@@ -3,6 +3,8 @@
  * after the stream, so the body is the SSE bytes as they come). Each request: a prompt of
  * random token ids, max_tokens = --output-len, ignore_eos, greedy, streamed. Requests start
  * at Poisson arrivals of --request-rate (inf: all at once), at most --concurrency in flight.
+ * --duration S: no request starts after S seconds (the ones in flight finish); --num-prompts
+ * is then the most that may start (default 1000000), and the report counts those that did.
  * Prints a block like vLLM's benchmark_serving (TTFT, TPOT, ITL mean/median/p99, throughput)
  * and writes it as JSON with --json. */
 #include <arpa/inet.h>
@@ -24,7 +26,7 @@
 
 typedef struct srv_req {
   double t_start, ttft, e2e; /* seconds */
-  int n_out, ok;
+  int n_out, ok, issued;
   double *itl;               /* gaps between token-bearing chunks */
   int n_itl;
   char err[160];
@@ -33,7 +35,7 @@ typedef struct srv_req {
 typedef struct srv_bench {
   const char *host, *model;
   int port, n, conc, in_len, out_len, vocab, timeout_s;
-  double rate;
+  double rate, duration; /* duration: seconds, 0 = off */
   uint64_t seed;
   double t0, *arrival;
   atomic_int next;
@@ -151,7 +153,10 @@ static void *worker(void *arg) {
   srv_bench *b = arg;
   for (int i; (i = atomic_fetch_add(&b->next, 1)) < b->n;) {
     double wait = b->t0 + b->arrival[i] - now_s();
+    if (b->duration > 0 && b->arrival[i] >= b->duration) break;
     if (wait > 0) usleep((useconds_t)(wait * 1e6));
+    if (b->duration > 0 && now_s() - b->t0 >= b->duration) break;
+    b->req[i].issued = 1;
     run_one(b, i);
   }
   return NULL;
@@ -177,8 +182,10 @@ static dist dist_of(double *v, int n) {
 static void usage(FILE *o) {
   fprintf(o, "usage: mk-bench serve [--host 127.0.0.1] [--port 8000] [--model NAME] [--num-prompts 100]\n"
              "         [--concurrency 16] [--request-rate inf|R] [--input-len 128] [--output-len 128]\n"
-             "         [--vocab 256] [--seed N] [--timeout-s 600] [--json FILE]\n"
-             "Prompts are random token ids in [0, vocab); each request streams output-len tokens (ignore_eos).\n");
+             "         [--vocab 256] [--seed N] [--timeout-s 600] [--duration S] [--json FILE]\n"
+             "Prompts are random token ids in [0, vocab); each request streams output-len tokens (ignore_eos).\n"
+             "--duration S: start requests for S seconds (at most --num-prompts, default then 1000000); the\n"
+             "ones in flight at S finish and count.\n");
 }
 
 int mk_bench_serve(int argc, char **argv) {
@@ -188,6 +195,7 @@ int mk_bench_serve(int argc, char **argv) {
   mk_bench_opts_default(&o);
   b.seed = o.seed;
   const char *json = NULL;
+  int n_given = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) return usage(stdout), 0;
@@ -210,6 +218,7 @@ int mk_bench_serve(int argc, char **argv) {
       if (!strcmp(a, nums[k].f)) {
         if (mk_bench_parse_i64(a, v, nums[k].lo, nums[k].hi, &x)) return 2;
         *nums[k].dst = (int)x, hit = 1;
+        if (nums[k].dst == &b.n) n_given = 1;
       }
     if (hit) continue;
     if (!strcmp(a, "--host")) b.host = v;
@@ -218,6 +227,13 @@ int mk_bench_serve(int argc, char **argv) {
     else if (!strcmp(a, "--seed")) {
       if (mk_bench_parse_i64(a, v, 0, INT64_MAX, &x)) return 2;
       b.seed = (uint64_t)x;
+    } else if (!strcmp(a, "--duration")) {
+      char *e;
+      b.duration = strtod(v, &e);
+      if (*e || !(b.duration > 0) || b.duration > 86400) {
+        fprintf(stderr, "mk-bench serve: --duration must be a number of seconds in (0, 86400], got '%s'\n", v);
+        return 2;
+      }
     } else if (!strcmp(a, "--request-rate")) {
       char *e;
       b.rate = strcmp(v, "inf") ? strtod(v, &e) : INFINITY;
@@ -236,6 +252,7 @@ int mk_bench_serve(int argc, char **argv) {
     fprintf(stderr, "mk-bench serve: --host must be an IPv4 address, got '%s'\n", b.host);
     return 2;
   }
+  if (b.duration > 0 && !n_given) b.n = 1000000;
   b.req = calloc((size_t)b.n, sizeof *b.req);
   b.arrival = calloc((size_t)b.n, sizeof *b.arrival);
   double t = 0;
@@ -250,13 +267,16 @@ int mk_bench_serve(int argc, char **argv) {
   for (int i = 0; i < nt; i++) pthread_create(&th[i], NULL, worker, &b);
   for (int i = 0; i < nt; i++) pthread_join(th[i], NULL);
   double dur = now_s() - b.t0;
-  int ok = 0, n_itl = 0;
+  int ok = 0, n_itl = 0, issued = 0;
+  size_t itl_cap = 1;
+  for (int i = 0; i < b.n; i++) issued += b.req[i].issued, itl_cap += (size_t)b.req[i].n_itl;
   long long out_tok = 0, in_tok = 0;
-  double *ttft = malloc(sizeof(double) * (size_t)b.n), *tpot = malloc(sizeof(double) * (size_t)b.n);
-  double *e2e = malloc(sizeof(double) * (size_t)b.n), *itl = malloc(sizeof(double) * ((size_t)b.n * b.out_len + 1));
+  double *ttft = malloc(sizeof(double) * (size_t)(issued + 1)), *tpot = malloc(sizeof(double) * (size_t)(issued + 1));
+  double *e2e = malloc(sizeof(double) * (size_t)(issued + 1)), *itl = malloc(sizeof(double) * itl_cap);
   int n_tpot = 0;
   for (int i = 0; i < b.n; i++) {
     srv_req *r = &b.req[i];
+    if (!r->issued) continue;
     if (!r->ok) {
       if (i < 3 || ok == 0) fprintf(stderr, "mk-bench serve: request %d failed: %s\n", i, r->err);
       free(r->itl);
@@ -271,7 +291,7 @@ int mk_bench_serve(int argc, char **argv) {
   }
   dist dt = dist_of(ttft, ok), dp = dist_of(tpot, n_tpot), di = dist_of(itl, n_itl), de = dist_of(e2e, ok);
   printf("============ Serving Benchmark Result ============\n");
-  printf("%-40s %d\n%-40s %d\n%-40s %.2f\n%-40s %lld\n%-40s %lld\n", "Successful requests:", ok, "Failed requests:", b.n - ok,
+  printf("%-40s %d\n%-40s %d\n%-40s %.2f\n%-40s %lld\n%-40s %lld\n", "Successful requests:", ok, "Failed requests:", issued - ok,
          "Benchmark duration (s):", dur, "Total input tokens:", in_tok, "Total generated tokens:", out_tok);
   printf("%-40s %.2f\n%-40s %.2f\n%-40s %.2f\n", "Request throughput (req/s):", ok / dur,
          "Output token throughput (tok/s):", out_tok / dur, "Total Token throughput (tok/s):", (in_tok + out_tok) / dur);
@@ -287,19 +307,21 @@ int mk_bench_serve(int argc, char **argv) {
            ds[k].p99);
   }
   printf("==================================================\n");
-  int rc = ok == b.n ? 0 : 1;
+  int rc = ok == issued && ok > 0 ? 0 : 1;
   if (json) {
     cJSON *j = cJSON_CreateObject();
-    cJSON_AddStringToObject(j, "host", b.host);
+    mk_bench_json_meta(j);
+    cJSON_AddStringToObject(j, "server", b.host);
     cJSON_AddNumberToObject(j, "port", b.port);
-    cJSON_AddNumberToObject(j, "num_prompts", b.n);
+    cJSON_AddNumberToObject(j, "num_prompts", issued);
+    if (b.duration > 0) cJSON_AddNumberToObject(j, "duration_target_s", b.duration);
     cJSON_AddNumberToObject(j, "concurrency", b.conc);
     if (isfinite(b.rate)) cJSON_AddNumberToObject(j, "request_rate", b.rate);
     else cJSON_AddStringToObject(j, "request_rate", "inf");
     cJSON_AddNumberToObject(j, "input_len", b.in_len);
     cJSON_AddNumberToObject(j, "output_len", b.out_len);
     cJSON_AddNumberToObject(j, "completed", ok);
-    cJSON_AddNumberToObject(j, "failed", b.n - ok);
+    cJSON_AddNumberToObject(j, "failed", issued - ok);
     cJSON_AddNumberToObject(j, "duration_s", dur);
     cJSON_AddNumberToObject(j, "total_input_tokens", (double)in_tok);
     cJSON_AddNumberToObject(j, "total_output_tokens", (double)out_tok);

@@ -40,6 +40,9 @@ int mk_bench_attn(int argc, char **argv);
 int mk_bench_plot(int argc, char **argv);
 /* `mk-bench serve` (bench_serve.c): load generator over HTTP against a running server. */
 int mk_bench_serve(int argc, char **argv);
+/* The metadata of every results JSON (gpu, gpus, driver, cuda, nccl, commit, date, host,
+ * command) added to a cJSON object (report.c); for subcommands that write their own JSON. */
+void mk_bench_json_meta(void *root);
 /* `mk-bench comm` (bench_comm.c), under mk-launch. */
 int mk_bench_comm(int argc, char **argv);
 /* `mk-bench ring_attn` (bench_ring_attn.c), under mk-launch. */

@@ -189,8 +189,7 @@ static void add_num(cJSON *o, const char *k, double v) {
     cJSON_AddNumberToObject(o, k, v);
 }
 
-static int write_json(const mk_bench_report *r, const meta *m, const char *path) {
-  cJSON *root = cJSON_CreateObject();
+static void add_meta(cJSON *root, const meta *m) {
   cJSON_AddStringToObject(root, "gpu", m->gpu);
   cJSON_AddNumberToObject(root, "gpus", m->gpus);
   cJSON_AddStringToObject(root, "driver", m->driver);
@@ -200,6 +199,17 @@ static int write_json(const mk_bench_report *r, const meta *m, const char *path)
   cJSON_AddStringToObject(root, "date", m->date);
   cJSON_AddStringToObject(root, "host", m->host);
   cJSON_AddStringToObject(root, "command", g_command);
+}
+
+void mk_bench_json_meta(void *root) {
+  meta m;
+  collect_meta(&m);
+  add_meta((cJSON *)root, &m);
+}
+
+static int write_json(const mk_bench_report *r, const meta *m, const char *path) {
+  cJSON *root = cJSON_CreateObject();
+  add_meta(root, m);
   cJSON_AddNumberToObject(root, "warmup", r->opts.warmup);
   cJSON_AddNumberToObject(root, "iters", r->opts.iters);
   cJSON_AddNumberToObject(root, "rotate", r->opts.rotate);
