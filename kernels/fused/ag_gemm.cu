@@ -87,7 +87,7 @@ struct mk_ag_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
     for (int64_t s = t.m0 / ms; s < v.W && s * ms < t.m_end; s++) {
       if (s == v.me && inplace) continue;
       if (!v.local((int)s)) {
-        if (!mk_wait_ge(w, v.xdata((int)s), target, MK_OP_AG_GEMM, (int)s, t.idx)) return;
+        if (!mk_wait_ge(w, v.xdata((int)s), v.xtarget(), MK_OP_AG_GEMM, (int)s, t.idx)) return;
         continue;
       }
       const int64_t lo = max((int64_t)t.m0, s * ms) - s * ms, hi = min((int64_t)t.m_end, (s + 1) * ms) - s * ms;

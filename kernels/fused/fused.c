@@ -48,6 +48,10 @@ mk_status mk_fused_create(mk_comm_t *comm, unsigned ops, int64_t max_m, int64_t 
   MK_CHECK_GOTO(mk_comm_dev_world(comm, &f->w), st, fail);
   int dev = mk_comm_device(comm);
   MK_CUDA_CHECK_GOTO(cudaDeviceGetAttribute(&f->sms, cudaDevAttrMultiProcessorCount, dev), st, fail);
+  MK_CUDA_CHECK_GOTO(cudaMalloc((void **)&f->calls, 3 * sizeof(uint64_t)), st, fail);
+  MK_CUDA_CHECK_GOTO(cudaMemset(f->calls, 0, 3 * sizeof(uint64_t)), st, fail);
+  MK_CUDA_CHECK_GOTO(cudaDeviceSynchronize(), st, fail);
+  MK_CHECK_GOTO(mk_fused_preload_advance(), st, fail);
   for (int op = 0; op < 3; op++) {
     if (!(ops & (1u << op))) continue;
     mk_fused_ws *ws = &f->ws[op];
@@ -104,6 +108,7 @@ fail:
 void mk_fused_destroy(mk_fused_t *f) {
   if (!f) return;
   if (f->trace) cudaFree(f->trace);
+  if (f->calls) cudaFree(f->calls);
   for (int i = 0; i < MK_MAX_LOCAL; i++) {
     if (f->ce_side[i]) cudaStreamDestroy(f->ce_side[i]);
     if (f->ce_join[i]) cudaEventDestroy(f->ce_join[i]);
@@ -179,5 +184,5 @@ int mk_fused_ctas(const mk_fused_t *f, mk_fused_op op, const mk_fused_args *a) {
 int mk_fused_compute_ctas(const mk_fused_t *f, int roles) { return f->sms - roles - (f->nnodes > 1 ? 1 : 0); }
 
 mk_status mk_fused_epoch_advance(mk_fused_t *f, mk_fused_op op, mk_stream_t stream) {
-  return mk_comm_epoch_advance(f->comm, MK_FUSED_EPOCH_SLOT0 + (int)op, stream);
+  return mk_fused_launch_advance(&f->w.ctrl->epoch[MK_FUSED_EPOCH_SLOT0 + (int)op], f->calls + (int)op, stream);
 }

@@ -27,11 +27,14 @@ struct mk_fused_view {
   uint64_t buf;        /* heap offset of the op's data workspace */
   uint64_t xsig;       /* heap offset of the proxied counters: arrive_x[16], xdata[16], ack[16] */
   uint64_t xbuf;       /* heap offset of the staging area for data from other node groups */
+  const uint64_t *calls; /* this handle's calls of the op so far (device; fused_internal.h) */
   __device__ __forceinline__ bool local(int p) const { return p / L == node; }
   __device__ __forceinline__ int lp(int p) const { return p - node * L; }
   __device__ __forceinline__ uint64_t arrive_x(int p) const { return xsig + 8ull * p; }
   __device__ __forceinline__ uint64_t xdata(int p) const { return xsig + 128 + 8ull * p; }
   __device__ __forceinline__ uint64_t ack(int p) const { return xsig + 256 + 8ull * p; }
+  /* This call's target of the proxied counters (arrive_x, xdata, ack): +1 per call of the handle. */
+  __device__ __forceinline__ uint64_t xtarget() const { return mk_ld_volatile(calls) + 1; }
 };
 
 /* MK_TRACE: per-CTA role timeline. buf = [CTAs][cap] events of two u64 {globaltimer start,
@@ -72,7 +75,8 @@ __device__ __forceinline__ void mk_fused_arrive(const mk_dev_world &w, const mk_
 __device__ __forceinline__ bool mk_fused_wait_arrived(const mk_dev_world &w, const mk_fused_view &v, int p,
                                                       uint64_t epoch, int op) {
   if (p == v.me) return true;
-  return mk_wait_ge(w, v.local(p) ? v.arrive + 8ull * p : v.arrive_x(p), epoch + 1, op, p, -1);
+  return v.local(p) ? mk_wait_ge(w, v.arrive + 8ull * p, epoch + 1, op, p, -1)
+                    : mk_wait_ge(w, v.arrive_x(p), v.xtarget(), op, p, -1);
 }
 
 /* One thread of the inter-node CTA, once this rank's data for other node groups has been
@@ -83,11 +87,11 @@ __device__ __forceinline__ bool mk_fused_inter_finish(const mk_dev_world &w, con
                                                       int op) {
   for (int s = 0; s < v.W; s++) {
     if (v.local(s)) continue;
-    if (!mk_wait_ge(w, v.xdata(s), epoch + 1, op, s, -1)) return false;
+    if (!mk_wait_ge(w, v.xdata(s), v.xtarget(), op, s, -1)) return false;
     if (!mk_post(w, MK_CMD_SIGNAL, s, 0, 0, 0, v.ack(v.me), 1)) return false;
   }
   for (int q = 0; q < v.W; q++)
-    if (!v.local(q) && !mk_wait_ge(w, v.ack(q), epoch + 1, op, q, -1)) return false;
+    if (!v.local(q) && !mk_wait_ge(w, v.ack(q), v.xtarget(), op, q, -1)) return false;
   return true;
 }
 
@@ -200,7 +204,7 @@ __device__ __forceinline__ void mk_fused_task_block(int t, int tm_lo, int ntm, i
 static inline mk_fused_view mk_fused_make_view(const mk_fused_t *f, mk_fused_op op) {
   const mk_fused_ws *ws = &f->ws[op];
   return mk_fused_view{f->world, f->me, f->local_size, f->node, MK_FUSED_EPOCH_SLOT0 + (int)op,
-                       ws->arrive, ws->cnt, ws->buf, ws->xsig, ws->xbuf};
+                       ws->arrive, ws->cnt, ws->buf, ws->xsig, ws->xbuf, f->calls + (int)op};
 }
 
 /* The GEMM core launch with the role CTAs of `policy` beside `compute` GEMM CTAs. */

@@ -44,6 +44,9 @@ struct mk_fused {
   int ce_nside, ce_used;  /* side streams created; used by the current call (MK_FUSED_CE_STREAMS) */
   uint16_t *ce_p[3];    /* RS/AR copy-engine mode: the local partial [max_m][max_n] (cudaMalloc) */
   uint64_t *trace;  /* MK_TRACE buffer (device), trace_ctas x MK_TRACE_CAP x 2 u64 */
+  uint64_t *calls;  /* device u64 [3]: this handle's calls of each op so far. The proxied counters
+                       (xsig) count this handle's calls, so their targets are calls + 1, not the
+                       comm's epoch (which other handles of the op on the same comm also advance) */
   int trace_calls;
 };
 
@@ -76,8 +79,10 @@ mk_status mk_fused_rs_ce_begin(mk_fused_t *f, mk_fused_op op, const mk_fused_arg
 mk_status mk_fused_rs_ce_push(mk_fused_t *f, mk_fused_op op, const mk_fused_args *a);
 /* GEMM+AR copy-engine mode (MK_FUSED_AR_COPY=1), after the reduce kernel: the second shot. */
 mk_status mk_fused_ar_ce_gather(mk_fused_t *f, const mk_fused_args *a, mk_stream_t stream);
-/* Advance the op's epoch after its kernel (stream-ordered). */
+/* Advance the op's epoch and this handle's call count after its kernel (stream-ordered, one
+ * one-thread kernel: mk_fused_launch_advance). */
 mk_status mk_fused_epoch_advance(mk_fused_t *f, mk_fused_op op, mk_stream_t stream);
+mk_status mk_fused_launch_advance(uint64_t *epoch, uint64_t *calls, mk_stream_t stream);
 
 /* MK_TRACE=FILE: *buf = a zeroed device buffer of MK_TRACE_CAP events per SM (NULL when
  * tracing is off or the stream is being captured); after the launch, mk_fused_trace_end
@@ -90,6 +95,7 @@ mk_status mk_fused_trace_end(mk_fused_t *f, mk_fused_op op, uint64_t *buf, mk_st
 mk_status mk_fused_preload_ag(void);
 mk_status mk_fused_preload_rs(void);
 mk_status mk_fused_preload_ar(void);
+mk_status mk_fused_preload_advance(void);
 
 #ifdef __cplusplus
 }

@@ -151,7 +151,8 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
       const uint64_t t0 = tr.buf ? mk_globaltimer() : 0;
       if (threadIdx.x == 0)
         for (int p = 0; p < v.W && ok; p++)
-          ok = mk_wait_ge(w, v.local(p) ? flag(p, tm, cb) : v.xdata(p), epoch + 1, op, p, tm * ncb + cb);
+          ok = v.local(p) ? mk_wait_ge(w, flag(p, tm, cb), epoch + 1, op, p, tm * ncb + cb)
+                          : mk_wait_ge(w, v.xdata(p), v.xtarget(), op, p, tm * ncb + cb);
       if (!__syncthreads_and(ok)) return;
       const int64_t r0 = max((int64_t)tm * 128, lo), r1 = min((int64_t)tm * 128 + 128, hi), c0 = (int64_t)cb * 128;
       const int cols = (int)min((int64_t)128, n - c0);

@@ -184,6 +184,24 @@ int main(int argc, char **argv) {
   }
   x.inplace = 0;
 
+  /* A second handle of the op on the same comm (a model rebuilt, another layer's handle),
+   * created while the first lives and used interleaved with it: each counts its own calls
+   * (its proxied counters start at zero while the comm's epoch of the op has advanced). */
+  {
+    mk_fused_t *f1 = x.f, *f2 = NULL;
+    ASSERT_OK(mk_fused_create(x.c, 1u << x.op, mm, mn, mk, &f2));
+    for (int i = 0; i < 4; i++) {
+      x.f = i & 1 ? f1 : f2;
+      prepare(&x, &shapes[2 - (i & 1)], 20 + i);
+      poison(&x, &shapes[2 - (i & 1)]);
+      ASSERT_OK(call(&x, &shapes[2 - (i & 1)]));
+      check(&x, &shapes[2 - (i & 1)], i & 1 ? "first handle, interleaved" : "second handle, interleaved");
+    }
+    CUDA_OK(cudaStreamSynchronize(x.s));
+    mk_fused_destroy(f2);
+    x.f = f1;
+  }
+
   /* Bad arguments are refused with a message (no kernel runs). */
   shape bad = {W * 8, 1001, 512}; /* N not a multiple of 8 */
   ASSERT_STATUS(call(&x, &bad), MK_STATUS_INVALID_ARGUMENT);

@@ -50,5 +50,7 @@ for cfg in "${cfgs[@]}"; do
   curl -s "localhost:$port/metrics" > "$RES/$tag.metrics.txt" 2>/dev/null
   kill -TERM $lp; wait $lp; echo "$tag: mk-launch rc=$? (143 = stopped by SIGTERM)"
   grep -E "rank [0-9]+: (rank 0 stopped|lost)|died|killing" "$RES/$tag.server.log" | head -6
+  # the device tool returns what is under $OUT even when the call runs out of time
+  if [ -n "${OUT:-}" ]; then mkdir -p "$OUT/serve" && cp "$RES/$tag".* "$OUT/serve/" 2>/dev/null; fi
 done
 echo "end at $(( $(date +%s) - T0 )) s"
