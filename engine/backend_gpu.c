@@ -1,5 +1,5 @@
-/* backend_gpu.c — the GPU model as a serving backend (compile-checked only: not yet run on a
- * GPU): one mk_model_batch_t over this rank's shard; the engine's page ids are the KV cache's
+/* backend_gpu.c — the GPU model as a serving backend (run on 4 x H200: test_serve_gpu_*,
+ * docs/perf/serve_qwen3_*.json): one mk_model_batch_t over this rank's shard; the engine's page ids are the KV cache's
  * pages, so a slot holds nothing of its own (open / close only check the slot). forward is
  * collective: under several ranks every rank runs it with the same batch (backend_dist.c). */
 #include <stdlib.h>

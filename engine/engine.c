@@ -255,10 +255,12 @@ static void *engine_main(void *arg) {
       struct timespec ts = {e->cfg.step_delay_ms / 1000, (long)(e->cfg.step_delay_ms % 1000) * 1000000};
       nanosleep(&ts, NULL);
     }
+    const int64_t t_fwd = mk_engine_now_ns();
     if (st == MK_STATUS_OK) st = e->be.ops->forward(e->be.self, e->batch, n, e->logits);
     pthread_mutex_lock(&e->mu);
     int64_t now = mk_engine_now_ns();
     e->st.steps++;
+    hist_add(e->st.forward_count, &e->st.forward_n, &e->st.forward_sum, (double)(now - t_fwd) * 1e-9);
     for (int i = 0; i < n; i++) {
       mk_request_t *r = e->batch_req[i];
       if (st) {
@@ -270,6 +272,7 @@ static void *engine_main(void *arg) {
       int32_t id = mk_sample(e->logits + (size_t)i * e->be.vocab, e->be.vocab, &r->samp, (uint64_t)r->n_out, e->scratch);
       accept_token(e, r, id, now);
     }
+    e->st.sample_sum += (double)(mk_engine_now_ns() - now) * 1e-9; /* sampling and token bookkeeping */
     if (st) MK_WARN(MK_SUBSYS_ENGINE, "engine: step failed (%s); its requests end with an error", mk_status_str(st));
   }
   expire(e, mk_engine_now_ns()); /* quit: abort everything */

@@ -217,6 +217,10 @@ typedef struct mk_engine_stats {
   /* histograms: cumulative counts per bucket bound (mk_engine_hist_bounds), sum, count */
   uint64_t ttft_count[16], itl_count[16], ttft_n, itl_n;
   double ttft_sum, itl_sum;
+  /* engine steps: the backend's forward (for several ranks: the plan broadcast, every rank's
+   * pass, the logits to the host) as a histogram, and the host sampling of the step's tokens */
+  uint64_t forward_count[16], forward_n;
+  double forward_sum, sample_sum;
 } mk_engine_stats;
 /* Bucket upper bounds in seconds (n = 15; the 16th count is +Inf). */
 const double *mk_engine_hist_bounds(int *n);

@@ -410,6 +410,11 @@ static enum MHD_Result metrics(mk_server_t *s, struct MHD_Connection *c) {
        st.ttft_sum);
   hist(&b, &n, &cap, "mk_inter_token_latency_seconds", "Time between consecutive tokens of a request.", st.itl_count,
        st.itl_n, st.itl_sum);
+  hist(&b, &n, &cap, "mk_engine_forward_seconds",
+       "Backend forward of one engine step (plan broadcast, every rank's pass, logits to the host).", st.forward_count,
+       st.forward_n, st.forward_sum);
+  appendf(&b, &n, &cap, "# HELP mk_engine_sample_seconds_total Host time sampling the steps' tokens.\n"
+          "# TYPE mk_engine_sample_seconds_total counter\nmk_engine_sample_seconds_total %.9g\n", st.sample_sum);
   return send_text(c, 200, "text/plain; version=0.0.4", b);
 }
 

@@ -81,7 +81,7 @@ mk_status mk_model_gpu_generate(mk_model_gpu_t *g, const int32_t *prompt, int n_
                                 float *logits_out);
 
 /* ---- serving: many sequences per step over a paged KV cache (model_batch.c) -----------
- * Compile-checked only (not yet run on a GPU). One set of weights (this rank's shard) for
+ * One set of weights (this rank's shard) for
  * every sequence; the KV cache per layer is [n_pages, block_size, KV width] and a sequence
  * names its pages (the engine's page ids); a step takes every sequence's new tokens (decode:
  * one, prefill: the prompt) and gives the fp32 logits of each one's last token. Needs head_dim
@@ -127,7 +127,7 @@ typedef enum mk_layer_part {
 mk_status mk_model_gpu_run_part(mk_model_gpu_t *g, int layer, mk_layer_part part, int n, int pos);
 void *mk_model_gpu_stream(const mk_model_gpu_t *g); /* cudaStream_t */
 
-/* The same for the serving model (model_batch.c; compile-checked only, not yet run on a GPU):
+/* The same for the serving model (model_batch.c; run by mk-serve --gpus and mk-bench layer --decode batch):
  * decode of many sequences over the paged KV cache.
  * create_random: as mk_model_batch_create with random weights from seed and every page of the
  * KV cache filled with random K/V (so a sequence at position pos has pos cached positions

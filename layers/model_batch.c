@@ -1,5 +1,5 @@
 /* model_batch.c — the GPU model for serving: many sequences per step over a paged KV cache.
- * Compile-checked only (not yet run on a GPU).
+ * Run on 4 x H200 by test_serve_gpu_* and the serving runs (docs/perf/serve_qwen3_*.json).
  *
  * Weights, activations and the MoE blocks are one mk_model_gpu_t (mk_layers_create_ with
  * max_seq = max_tokens, the tokens of one pass; logits for max_seqs rows); its per-layer

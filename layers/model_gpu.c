@@ -385,9 +385,10 @@ mk_status mk_layers_create_(const mk_model_t *m, const mk_model_config_t *c, uin
     MK_CHECK_GOTO(mk_moe_create(comm, &a, &L->moe), st, fail);
   }
   /* NCCL connects a communicator lazily, at its first collective of a kind: do that now, not
-   * behind a fused kernel that is in flight and waiting on peers (candidate cause of the fused
-   * path's 2 nodes x 2 timeouts in run 99383e8, where the same model passed once the unfused
-   * path had run first; not yet run on a GPU). */
+   * behind a fused kernel that is in flight and waiting on peers. (The fused path's 2 nodes x 2
+   * timeouts of run 99383e8 had two other causes, fixed at eeb9db0 and 6ab8609: kernels loaded
+   * lazily while a fused op waited on the loopback proxy, and proxied counters of a second
+   * handle on one comm; DESIGN.md, comm.) */
   if (g->tp_nccl) {
     MK_CHECK_GOTO(tp_sum(g, g->y, 8, MK_DTYPE_BF16), st, fail);
     MK_CHECK_GOTO(tp_gather(g, g->y + (size_t)g->tp_rank * 8, 8), st, fail);

@@ -19,8 +19,9 @@
  * node groups moves through the FIFO and proxy, one put per pair of ranks per call after the
  * rank's part is ready (correct, not yet overlapped); one SM stays free for the proxy.
  * Role split: comm_ctas CTAs (AG: pushers; RS/AR: reducers) beside the GEMM CTAs, 0 = the
- * per-shape default (mk_fused_default_ctas). The ops use epoch slots 10, 11, 12.
- * Copy-engine modes (one node group; compile-checked, not yet run on a GPU): MK_FUSED_AG_COPY,
+ * per-shape default (mk_fused_default_ctas). The ops use epoch slots 10, 11, 12 (flags over NVLink)
+ * and each handle counts its own calls (targets of the counters added through the proxy).
+ * Copy-engine modes (one node group; correct on 2 and 4 H200s, speed not measured yet): MK_FUSED_AG_COPY,
  * MK_FUSED_RS_COPY and MK_FUSED_AR_COPY = 1 move the data with cudaMemcpyAsync peer copies on
  * side streams of the handle (flags by stream memory operations), the GEMM takes every SM and
  * comm_ctas is ignored; RS and AR need their variable set at mk_fused_create too (staging), AR

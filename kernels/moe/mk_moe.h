@@ -80,7 +80,7 @@ typedef struct mk_moe_args {
                                           fewer than CTAs: decode) in up to that many k-slices, so
                                           every SM streams weights, where a wave model says it pays;
                                           -16..-2: always (tests); fixed-order fp32 fix-up
-                                          (deterministic). Compile-checked only: not yet run on a GPU */
+                                          (deterministic). Passed test_moe_block on 4 H200s; speed not measured yet */
 } mk_moe_args;
 
 typedef struct mk_moe mk_moe_t;

@@ -127,6 +127,10 @@ def basic(s, model):
         check(k in m, f"/metrics lacks {k}")
     check(m.get("mk_generation_tokens_total", 0) >= 12 + 12 + 20, f"generation tokens {m.get('mk_generation_tokens_total')}")
     check(m.get("mk_time_to_first_token_seconds_count", 0) >= 4, "TTFT histogram count")
+    # every engine step's forward is in the step histogram; the sampling time is counted
+    check(m.get("mk_engine_forward_seconds_count", -1) == m.get("mk_engine_steps_total", -2) > 0
+          and m.get("mk_engine_forward_seconds_sum", 0) > 0 and m.get("mk_engine_sample_seconds_total", -1) >= 0,
+          f"step metrics: {[(k, v) for k, v in m.items() if k.startswith('mk_engine')]}")
     check(m.get("mk_kv_pages_used") == 0 and m.get("mk_requests_running") == 0, "pages or requests left over")
 
 

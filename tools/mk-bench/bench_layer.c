@@ -6,7 +6,7 @@
  *   decode   --decode one (default): B tokens at position C (--batch, default 64; --context,
  *            default 4096) of one sequence of the GPU model (the GEMMs, MoE and communication
  *            of a batch of B; the attention reads one KV cache, not B of them).
- *            --decode batch (compile-checked only): B sequences of the serving model
+ *            --decode batch: B sequences of the serving model
  *            (mk_model_batch_t, paged KV cache of 16-token pages filled with random K/V, the
  *            pages of the sequences interleaved as a server allocates them), each with C cached
  *            positions and one new token: the attention block runs paged decode over B x C.
@@ -203,7 +203,7 @@ static void usage(FILE *f) {
              "  One decoder layer (attention + MoE block) at full size, random weights, fused vs unfused:\n"
              "  prefill of T tokens, decode of B tokens against C cached positions: of one sequence\n"
              "  (--decode one), or one token each of B sequences over a paged KV cache of random K/V\n"
-             "  (--decode batch: the serving model; compile-checked only). Presets: mixtral\n"
+             "  (--decode batch: the serving model). Presets: mixtral\n"
              "  (Mixtral-8x7B layer), qwen3 (Qwen3-30B-A3B layer). --config / --model: the first MoE\n"
              "  layer of that config.json (weights are random). Default: both presets.\n");
   mk_bench_print_common_help(f);

@@ -4,7 +4,7 @@
  *            [--max-model-len N] [--request-timeout-ms N] [--debug-step-delay-ms N]
  *            [--gpus [--path fused|unfused] [--tp N] [--max-step-tokens N]]
  * Backend: the fp32 CPU reference, or with --gpus the GPU model (mk_backend_gpu_create over
- * mk_comm_create; compile-checked only, not yet run on a GPU). Several ranks (mk-launch -n N, torchrun, Slurm, Open MPI
+ * mk_comm_create). Several ranks (mk-launch -n N, torchrun, Slurm, Open MPI
  * environments): rank 0 serves and broadcasts each step's plan, the others follow
  * (mk_backend_dist_create / mk_backend_follow); every rank computes the same, rank 0's logits
  * are used. Prints "mk-serve: listening on http://A:P" once it accepts requests; SIGINT/SIGTERM
@@ -39,8 +39,8 @@ static void usage(FILE *o) {
           "  --max-model-len N        prompt + max_tokens bound (min(max_position_embeddings, 2048))\n"
           "  --request-timeout-ms N   end a request this long after it arrived (0 = never; 600000)\n"
           "  --debug-step-delay-ms N  sleep before every engine step (tests)\n"
-          "  --gpus                   the GPU backend (needs a launcher: mk-launch -n N; compile-checked only,\n"
-          "                           not yet run on a GPU); default: the CPU reference on every rank\n"
+          "  --gpus                   the GPU backend (needs a launcher: mk-launch -n N [--nodes K]);\n"
+          "                           default: the CPU reference on every rank\n"
           "  --path fused|unfused     GPU backend path (MK_PATH, default unfused)\n"
           "  --tp N                   GPU backend tensor-parallel size (0 = the default layout)\n"
           "  --max-step-tokens N      GPU backend: new tokens per GPU pass (default max(max-model-len, 4096))\n");
@@ -123,6 +123,8 @@ static int serve(const mk_world *w, mk_bootstrap_t *boot, mk_comm_t *comm, mk_ba
   int32_t eos[16];
   ec->n_eos = read_eos(dir, eos, 16), ec->eos_ids = eos;
   const char *be_name = be.ops->name;
+  char be_label[64]; /* the GPU backend with its path: "gpu, fused path" */
+  snprintf(be_label, sizeof be_label, "%s%s%s", be_name, comm ? ", path " : "", comm ? mk_path_name((mk_path)gc->path) : "");
   if (boot) {
     st = mk_backend_dist_create(boot, w->size, &be, &be);
     dbe = be;
@@ -147,7 +149,7 @@ static int serve(const mk_world *w, mk_bootstrap_t *boot, mk_comm_t *comm, mk_ba
   }
   printf("mk-serve: listening on http://%s:%d (model %s: %s, vocab %d, backend %s, %d rank(s); tokenizer %s; "
          "KV %d pages x %d tokens, batch %d, queue %d, max length %d)\n",
-         sc->host, mk_server_port(s), name, mk_model_family_name(c->family), c->vocab, be_name, w->size,
+         sc->host, mk_server_port(s), name, mk_model_family_name(c->family), c->vocab, be_label, w->size,
          tok ? tok_path : "none", ec->kv_pages, ec->block_size, ec->max_batch, ec->max_waiting, ec->max_model_len);
   fflush(stdout);
   int rc = 0;
