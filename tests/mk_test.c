@@ -26,8 +26,18 @@ void mk_test_init(int argc, char **argv, unsigned timeout_s) {
   setvbuf(stdout, NULL, _IOLBF, 0);
 }
 
+/* The GPU this rank will use (comm/comm.c: MK_DEVICE, else LOCAL_RANK); -1 outside a launcher. */
+int64_t mk_param_device(void);
+static int rank_device(void) {
+  if (mk_param_device() >= 0) return (int)mk_param_device();
+  const char *lr = getenv("LOCAL_RANK");
+  return lr && *lr ? atoi(lr) : -1;
+}
+
 void mk_test_require_gpus(int n) {
   int have = 0;
+  const int dev = rank_device();
+  if (dev + 1 > n) n = dev + 1; /* mk-launch -n 8 on 4 GPUs: ranks 4..7 skip, and mk-launch exits 77 */
   mk_status st = mk_device_count(&have);
   if (st != MK_STATUS_OK || have < n) {
     printf("SKIP %s: needs %d GPU(s), found %d (%s)\n", g_name, n, have,

@@ -84,7 +84,9 @@ extern "C" {
 #endif
 /* Start of every test's main: a watchdog alarm (the ctest timeout is the outer one). */
 void mk_test_init(int argc, char **argv, unsigned timeout_s);
-/* Exit with the skip code unless at least n GPUs are usable. */
+/* Exit with the skip code unless at least n GPUs are usable, and the GPU this rank would use
+ * (MK_DEVICE, else LOCAL_RANK) exists: under mk-launch -n 8 on a 4-GPU host, ranks 4..7 exit
+ * 77 first (the others wait in the bootstrap) and mk-launch passes 77 on: ctest says skipped. */
 void mk_test_require_gpus(int n);
 /* Fresh seed for this run (time and pid), printed so a failure can be replayed with
  * MK_TEST_SEED=<seed>. */

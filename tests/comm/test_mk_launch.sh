@@ -10,6 +10,21 @@ for r in 0 1 2 3; do
   echo "$out" | grep -q "^\[$r\] err$" || fail "rank $r stderr prefix"
 done
 ports=$(echo "$out" | wc -l); [ "$ports" -eq 8 ] || fail "expected 8 lines"
+# 8 ranks (issue 11): one node of 8, and 2 emulated nodes x 4 (LOCAL_RANK = rank mod 4, every
+# rank its own GPU, module loading eager for the loopback proxy).
+out=$("$L" -n 8 -- sh -c 'echo "env $RANK $WORLD_SIZE $LOCAL_RANK $LOCAL_WORLD_SIZE $MK_DEVICE"' 2>&1) || fail "-n 8: exit $?"
+for r in 0 1 2 3 4 5 6 7; do
+  echo "$out" | grep -q "^\[$r\] env $r 8 $r 8 $r$" || fail "-n 8: rank $r environment"
+done
+out=$("$L" -n 8 --nodes 2 -- sh -c 'echo "env $RANK $WORLD_SIZE $LOCAL_RANK $LOCAL_WORLD_SIZE $MK_DEVICE ${CUDA_MODULE_LOADING:-}"' 2>&1) ||
+  fail "-n 8 --nodes 2: exit $?"
+for r in 0 1 2 3 4 5 6 7; do
+  echo "$out" | grep -q "^\[$r\] env $r 8 $((r % 4)) 4 $r EAGER$" || fail "-n 8 --nodes 2: rank $r environment"
+done
+# A GPU test under -n 8 on a 4-GPU host: ranks 4..7 skip (77) while 0..3 wait in the
+# bootstrap; mk-launch stops those and passes 77 on, so ctest reports the test skipped.
+"$L" -n 8 -- sh -c '[ "$MK_DEVICE" -ge 4 ] && exit 77; sleep 60' >/dev/null 2>&1; rc=$?
+[ $rc -eq 77 ] || fail "-n 8 with ranks 4..7 skipping: exit $rc, want 77"
 # One rank fails: the others (sleeping) are stopped, the exit code is the failing rank's.
 t0=$(date +%s)
 "$L" -n 3 -- sh -c '[ "$RANK" = 1 ] && exit 7; sleep 60' >/dev/null 2>&1; rc=$?

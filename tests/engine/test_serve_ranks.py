@@ -10,7 +10,9 @@ serves and broadcasts each step's plan, the followers run the same calls):
 With --gpus N [--nodes K] [--path P]: the GPU backend under `mk-launch -n N [--nodes K]`, the
 same checks against `mk-launch ... mk-run` (the GPU model's greedy tokens); exits 77 (skipped)
 with fewer than N GPUs.
-usage: test_serve_ranks.py MK_LAUNCH MK_SERVE MK_GEN MK_RUN [--gpus N [--nodes K] [--path P]]"""
+With --ranks N (CPU backend): the mk-launch checks on N ranks instead of 2 (the by-hand ones
+are skipped), e.g. 8 for the plan broadcast to 7 followers.
+usage: test_serve_ranks.py MK_LAUNCH MK_SERVE MK_GEN MK_RUN [--gpus N [--nodes K] [--path P] | --ranks N]"""
 import http.client
 import json
 import os
@@ -27,7 +29,8 @@ import time
 MK_LAUNCH, MK_SERVE, MK_GEN, MK_RUN = sys.argv[1:5]
 OPT = dict(zip(sys.argv[5::2], sys.argv[6::2]))
 GPUS = int(OPT.get("--gpus", 0))
-LAUNCH = ["-n", str(GPUS or 2)] + (["--nodes", OPT["--nodes"]] if "--nodes" in OPT else [])
+RANKS = GPUS or int(OPT.get("--ranks", 2))
+LAUNCH = ["-n", str(RANKS)] + (["--nodes", OPT["--nodes"]] if "--nodes" in OPT else [])
 FAILS = []
 FLAGS = ["--port", "0", "--max-model-len", "64", "--kv-pages", "256", "--block-size", "4", "--max-batch", "4"]
 FLAGS += ["--gpus", "--path", OPT.get("--path", "unfused")] if GPUS else []
@@ -92,7 +95,7 @@ def greedy(model, ids, n):
 
 def under_launch(model):
     p = Proc([MK_LAUNCH, *LAUNCH, "--", MK_SERVE, "--model", model, *FLAGS], ENV)
-    be = f"gpu, {GPUS}" if GPUS else "cpu-reference, 2"
+    be = f"gpu, {GPUS}" if GPUS else f"cpu-reference, {RANKS}"
     m = p.wait_for(r"\[0\] mk-serve: listening on http://127\.0\.0\.1:(\d+).*backend " + be + " rank", 120)
     if not m:
         p.p.kill()
@@ -173,7 +176,7 @@ def main():
         subprocess.run([MK_GEN, "--family", "qwen3_moe", "--out", model, "--seed", "11", *sizes], check=True,
                        capture_output=True)
         under_launch(model)
-        if not GPUS:
+        if not GPUS and RANKS == 2:
             by_hand(model, 1)
             by_hand(model, 0)
     finally:

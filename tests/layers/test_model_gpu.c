@@ -1,6 +1,7 @@
-/* test_model_gpu.c (gpu/multigpu, under mk-launch -n 1/2/4 [--nodes 2]) — the whole model on
+/* test_model_gpu.c (gpu/multigpu, under mk-launch -n 1/2/4/8 [--nodes 2]) — the whole model on
  * the GPUs (fused or unfused path) against the fp32 reference: a tiny random model of one family
- * (mk-gen defaults, fresh seed; Qwen with layer 1 dense; optional KV-head count), a random prompt, greedy generation of
+ * (mk-gen defaults, fresh seed; Qwen with layer 1 dense; optional KV-head count, query heads and
+ * hidden raised to it; experts rounded up to a multiple of the ranks), a random prompt, greedy generation of
  * 32 tokens. Prefill logits: relative Frobenius error <= 2e-2; generated ids identical. A
  * differing id is accepted only at a near tie of the reference (top-2 margin below 1e-3 of
  * the logits' spread), reported, and the comparison stops there (the sequences diverge).
@@ -82,6 +83,12 @@ static void check_family(mk_comm_t *comm, mk_model_family fam, const char *name,
   p.seed = seed;
   if (kv_heads) p.kv_heads = kv_heads;
   if (head_dim) p.head_dim = head_dim; /* 64 or 128: the model's attention is flash attention */
+  if (p.heads < p.kv_heads) { /* KV_HEADS 8: tp 8 over 8 query heads, hidden = heads x head_dim */
+    p.heads = p.kv_heads;
+    p.hidden = p.heads * p.head_dim;
+  }
+  if (p.experts % w->size) /* EP spans every rank: 8 ranks take 8 experts */
+    p.experts = w->size * ((p.experts + w->size - 1) / w->size);
   if (fam == MK_FAMILY_QWEN2_MOE || fam == MK_FAMILY_QWEN3_MOE) p.mlp_only_layer = 1; /* a dense MLP layer too */
   char dir[256];
   snprintf(dir, sizeof dir, "/tmp/mk_test_model_gpu_%d_%d_%s", (int)getpid(), w->rank, name);

@@ -64,7 +64,7 @@ int main(int argc, char **argv) {
   uint64_t seed = mk_test_seed();
   char base[] = "/tmp/mk_test_plan_XXXXXX", dir[600];
   ASSERT_TRUE(mkdtemp(base) != NULL);
-  static const mk_layout_t layouts[] = {{1, 1, 1}, {2, 2, 1}, {2, 1, 2}, {4, 4, 4}, {4, 2, 4}, {4, 4, 2}, {8, 2, 8}};
+  static const mk_layout_t layouts[] = {{1, 1, 1}, {2, 2, 1}, {2, 1, 2}, {4, 4, 4}, {4, 2, 4}, {4, 4, 2}, {8, 2, 8}, {8, 4, 8}};
   for (int f = 0; f < MK_FAMILY_COUNT_; f++)
     for (int fused = 0; fused < 2; fused++) {
       mk_gen_params p;
