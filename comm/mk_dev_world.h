@@ -6,7 +6,8 @@
  *   [MK_HEAP_CTRL_BYTES, ..) user allocations (mk_comm_heap_alloc), 256-byte aligned, zeroed
  * Counter ownership: a signal counter lives in the heap of the rank that waits on it; any
  * rank adds to it (NVLink atomics from kernels, or the sender's proxy for other node groups);
- * only its owner reads it. Epoch counters are written only by mk_comm_epoch_advance. */
+ * only its owner reads it. Epoch counters are written only by stream-ordered one-thread kernels
+ * between ops: mk_comm_epoch_advance, and the fused ops' mk_fused_launch_advance (kernels/fused). */
 #ifndef MK_DEV_WORLD_H
 #define MK_DEV_WORLD_H
 

@@ -413,7 +413,7 @@ static enum MHD_Result metrics(mk_server_t *s, struct MHD_Connection *c) {
   hist(&b, &n, &cap, "mk_engine_forward_seconds",
        "Backend forward of one engine step (plan broadcast, every rank's pass, logits to the host).", st.forward_count,
        st.forward_n, st.forward_sum);
-  appendf(&b, &n, &cap, "# HELP mk_engine_sample_seconds_total Host time sampling the steps' tokens.\n"
+  appendf(&b, &n, &cap, "# HELP mk_engine_sample_seconds_total Host time sampling the steps' tokens (and their bookkeeping).\n"
           "# TYPE mk_engine_sample_seconds_total counter\nmk_engine_sample_seconds_total %.9g\n", st.sample_sum);
   return send_text(c, 200, "text/plain; version=0.0.4", b);
 }

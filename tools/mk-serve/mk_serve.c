@@ -122,9 +122,9 @@ static int serve(const mk_world *w, mk_bootstrap_t *boot, mk_comm_t *comm, mk_ba
   }
   int32_t eos[16];
   ec->n_eos = read_eos(dir, eos, 16), ec->eos_ids = eos;
-  const char *be_name = be.ops->name;
-  char be_label[64]; /* the GPU backend with its path: "gpu, fused path" */
-  snprintf(be_label, sizeof be_label, "%s%s%s", be_name, comm ? ", path " : "", comm ? mk_path_name((mk_path)gc->path) : "");
+  char be_label[64]; /* the backend, and for the GPU one its path: "gpu, path fused" */
+  snprintf(be_label, sizeof be_label, "%s%s%s", be.ops->name, comm ? ", path " : "",
+           comm ? mk_path_name((mk_path)gc->path) : "");
   if (boot) {
     st = mk_backend_dist_create(boot, w->size, &be, &be);
     dbe = be;
