@@ -1,5 +1,5 @@
 /* args.c — mk-bench's common flags (--warmup, --iters, --rotate, --flush-l2, --path, --json,
- * --csv, --samples, --seed, --autotune, --interleave) and strict number parsing. */
+ * --csv, --samples, --seed, --autotune, --interleave, --graph) and strict number parsing. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +87,10 @@ int mk_bench_parse_common(mk_bench_opts *o, int argc, char **argv, int i) {
     o->interleave = 1;
     return 1;
   }
+  if (!strcmp(f, "--graph")) {
+    o->graph = 1;
+    return 1;
+  }
   if (!strcmp(f, "--warmup")) {
     if (mk_bench_parse_i64(f, val, 0, 100000, &v)) return -1;
     o->warmup = (int)v;
@@ -138,7 +142,10 @@ void mk_bench_print_common_help(FILE *out) {
           "                         timing in this process, iter in call order, unix_s at the batch's end)\n"
           "  --autotune             search the SM role split (ops that have one)\n"
           "  --interleave           time fused and unfused calls alternately, so both see the same\n"
-          "                         clocks under the GPU's power cap (gemm)\n");
+          "                         clocks under the GPU's power cap (gemm)\n"
+          "  --graph                capture each call (one graph per input set) in a CUDA graph and\n"
+          "                         time its replays: device time without the host's per-call work\n"
+          "                         (ops whose calls are capturable; JSON rows also give host_ms)\n");
 }
 
 int mk_bench_parse_list(const char *flag, const char *text, int64_t lo, int64_t hi, int max, int64_t *out, int *n) {

@@ -193,7 +193,7 @@ int mk_bench_ring_attn(int argc, char **argv) {
       char shape[256];
       snprintf(shape, sizeof shape, "{\"s_per_rank\":%d,\"hq\":%lld,\"hkv\":%lld,\"d\":%lld,\"causal\":%d}", s,
                (long long)hq, (long long)hkv, (long long)d, causal[ci]);
-      mk_bench_stats tc = {NAN, NAN, NAN}, tg = {NAN, NAN, NAN};
+      mk_bench_stats tc = {NAN, NAN, NAN, NAN}, tg = {NAN, NAN, NAN, NAN};
       if (b.nccl) { /* the bound: the gather alone, then the attention alone on the gathered K/V */
         b.parts = MK_RING_ATTN_GATHER;
         if (time_path(c, &o, &b, stream, &tg)) mk_bench_report_fail(r, "ring_attn %s: the all-gather failed", shape);

@@ -67,6 +67,7 @@ typedef struct mk_bench_opts {
   uint64_t seed;         /* --seed N (default: fresh) */
   int autotune;          /* --autotune (ops that have a role split) */
   int interleave;        /* --interleave: time the paths alternately (ops that support it) */
+  int graph;             /* --graph: capture each call (per input set) in a CUDA graph, time the replays */
   int rank;              /* only rank 0 prints the table and writes files (multi-rank ops) */
 } mk_bench_opts;
 
@@ -96,6 +97,8 @@ typedef mk_status (*mk_bench_fn)(void *user, int iter, void *stream);
  * ms_out[o->iters] and the median/p10/p90 to the stats. */
 typedef struct mk_bench_stats {
   double median_ms, p10_ms, p90_ms;
+  double host_ms; /* host time to issue one timed call (mean over the timed loop; a graph launch with --graph):
+                   * when it is near median_ms the GPU waited for the host and the timing measures the host */
 } mk_bench_stats;
 mk_status mk_bench_time(const mk_bench_opts *o, mk_bench_fn fn, void *user, void *stream, mk_bench_stats *out);
 /* The same for two calls, alternating (fn0, fn1, fn0, ...; warm-up too): under the GPU's power

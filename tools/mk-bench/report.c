@@ -40,7 +40,7 @@ void mk_bench_row_init(mk_bench_row *row, const char *op, const char *path) {
   strcpy(row->shape, "{}");
   row->ranks = 1;
   row->nodes = 1;
-  row->t.median_ms = row->t.p10_ms = row->t.p90_ms = NAN;
+  row->t.median_ms = row->t.p10_ms = row->t.p90_ms = row->t.host_ms = NAN;
   row->tflops = row->gbps = row->rel_err = NAN;
   row->compute_ms = row->comm_ms = row->bound_ms = row->ratio = NAN;
 }
@@ -214,6 +214,7 @@ static int write_json(const mk_bench_report *r, const meta *m, const char *path)
   cJSON_AddNumberToObject(root, "iters", r->opts.iters);
   cJSON_AddNumberToObject(root, "rotate", r->opts.rotate);
   cJSON_AddBoolToObject(root, "flush_l2", r->opts.flush_l2);
+  cJSON_AddBoolToObject(root, "graph", r->opts.graph);
   cJSON_AddNumberToObject(root, "seed", (double)r->opts.seed);
   cJSON *res = cJSON_AddArrayToObject(root, "results");
   for (int i = 0; i < r->n; i++) {
@@ -227,6 +228,7 @@ static int write_json(const mk_bench_report *r, const meta *m, const char *path)
     add_num(o, "median_ms", w->t.median_ms);
     add_num(o, "p10_ms", w->t.p10_ms);
     add_num(o, "p90_ms", w->t.p90_ms);
+    add_num(o, "host_ms", w->t.host_ms);
     add_num(o, "tflops", w->tflops);
     add_num(o, "gbps", w->gbps);
     add_num(o, "rel_err", w->rel_err);

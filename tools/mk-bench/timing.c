@@ -1,5 +1,6 @@
 /* timing.c — time a call (or two, alternating) with CUDA events after warm-up; median/p10/p90
- * over iterations.
+ * over iterations, and the host's time to issue a call (host_ms). With --graph every call is
+ * replayed from a CUDA graph captured after the warm-up (one per callable and input set).
  * The optional L2 flush (a memset of 2x the L2 size) runs outside the timed events. */
 #include <cuda_runtime_api.h>
 #include <stdlib.h>
@@ -24,7 +25,7 @@ static double percentile(const double *sorted, int n, double q) {
 }
 
 void mk_bench_stats_from(const double *ms, int n, mk_bench_stats *out) {
-  out->median_ms = out->p10_ms = out->p90_ms = NAN;
+  out->median_ms = out->p10_ms = out->p90_ms = out->host_ms = NAN;
   if (n <= 0) return;
   double *s = malloc(sizeof(double) * (size_t)n);
   if (!s) return;
@@ -34,6 +35,39 @@ void mk_bench_stats_from(const double *ms, int n, mk_bench_stats *out) {
   out->p10_ms = percentile(s, n, 0.1);
   out->p90_ms = percentile(s, n, 0.9);
   free(s);
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* --graph: one graph per callable and input set, each capturing one call (after the warm-up,
+ * so lazily allocated workspaces exist). */
+static mk_status capture_all(int nf, int rot, const mk_bench_fn *fns, void *const *users, void *stream,
+                             cudaGraphExec_t *ex) {
+  cudaStream_t s = (cudaStream_t)stream;
+  for (int f = 0; f < nf; f++)
+    for (int r = 0; r < rot; r++) {
+      cudaGraph_t g = NULL;
+      MK_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+      mk_status st = fns[f](users[f], r, stream);
+      cudaError_t e = cudaStreamEndCapture(s, &g);
+      if (st != MK_STATUS_OK || e != cudaSuccess) {
+        if (g) cudaGraphDestroy(g);
+        (void)cudaGetLastError();
+        MK_ERR_RETURN(st ? st : MK_STATUS_CUDA_ERROR, MK_SUBSYS_KERNEL,
+                      "mk-bench --graph: this op's call cannot be captured in a CUDA graph (%s)",
+                      st ? mk_status_str(st) : cudaGetErrorString(e));
+      }
+      e = cudaGraphInstantiate(&ex[f * rot + r], g, 0);
+      cudaGraphDestroy(g);
+      if (e != cudaSuccess)
+        MK_ERR_RETURN(MK_STATUS_CUDA_ERROR, MK_SUBSYS_KERNEL, "mk-bench --graph: cudaGraphInstantiate: %s",
+                      cudaGetErrorString(e));
+    }
+  return MK_STATUS_OK;
 }
 
 /* Times nf (1 or 2) callables; with two, their calls alternate (warm-up too), so both see the
@@ -47,6 +81,8 @@ static mk_status time_fns(const mk_bench_opts *o, int nf, const mk_bench_fn *fns
   double *ms = calloc((size_t)n * nf, sizeof *ms);
   void *flush = NULL;
   size_t flush_bytes = 0;
+  cudaGraphExec_t ex[2 * 64] = {0};
+  double host[2] = {0, 0};
   if (!ev || !ms) {
     st = MK_STATUS_OUT_OF_MEMORY;
     goto fail;
@@ -63,12 +99,22 @@ static mk_status time_fns(const mk_bench_opts *o, int nf, const mk_bench_fn *fns
    * share a set, so neither path finds the other's inputs in L2 (with rot >= 2). */
   for (int i = 0; i < o->warmup; i++)
     for (int f = 0; f < nf; f++) MK_CHECK_GOTO(fns[f](users[f], (i * nf + f) % rot, stream), st, fail);
+  if (o->graph) {
+    MK_CUDA_CHECK_GOTO(cudaStreamSynchronize(s), st, fail);
+    MK_CHECK_GOTO(capture_all(nf, rot, fns, users, stream, ex), st, fail);
+    for (int i = 0; i < rot; i++) /* each graph once before timing (first launch uploads it) */
+      for (int f = 0; f < nf; f++) MK_CUDA_CHECK_GOTO(cudaGraphLaunch(ex[f * rot + i], s), st, fail);
+  }
   for (int i = 0; i < n; i++) {
     for (int f = 0; f < nf; f++) {
       cudaEvent_t *e = ev + 2 * ((size_t)f * n + i);
+      const int set = ((o->warmup + i) * nf + f) % rot;
       if (flush) MK_CUDA_CHECK_GOTO(cudaMemsetAsync(flush, i & 0xff, flush_bytes, s), st, fail);
       MK_CUDA_CHECK_GOTO(cudaEventRecord(e[0], s), st, fail);
-      MK_CHECK_GOTO(fns[f](users[f], ((o->warmup + i) * nf + f) % rot, stream), st, fail);
+      const double h0 = now_ms();
+      if (o->graph) MK_CUDA_CHECK_GOTO(cudaGraphLaunch(ex[f * rot + set], s), st, fail);
+      else MK_CHECK_GOTO(fns[f](users[f], set, stream), st, fail);
+      host[f] += now_ms() - h0;
       MK_CUDA_CHECK_GOTO(cudaEventRecord(e[1], s), st, fail);
     }
   }
@@ -78,7 +124,10 @@ static mk_status time_fns(const mk_bench_opts *o, int nf, const mk_bench_fn *fns
     MK_CUDA_CHECK_GOTO(cudaEventElapsedTime(&t, ev[2 * i], ev[2 * i + 1]), st, fail);
     ms[i] = t;
   }
-  for (int f = 0; f < nf; f++) mk_bench_stats_from(ms + (size_t)f * n, n, &outs[f]);
+  for (int f = 0; f < nf; f++) {
+    mk_bench_stats_from(ms + (size_t)f * n, n, &outs[f]);
+    outs[f].host_ms = host[f] / n;
+  }
   if (o->samples_path) { /* per-call times, for distributions (bimodal timings) */
     static int batch = 0;
     FILE *fp = fopen(o->samples_path, "a");
@@ -95,6 +144,8 @@ static mk_status time_fns(const mk_bench_opts *o, int nf, const mk_bench_fn *fns
     fclose(fp);
   }
 fail:
+  for (int i = 0; i < 2 * 64; i++)
+    if (ex[i]) cudaGraphExecDestroy(ex[i]);
   if (ev)
     for (int i = 0; i < 2 * n * nf; i++)
       if (ev[i]) cudaEventDestroy(ev[i]);
