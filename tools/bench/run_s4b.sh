@@ -20,7 +20,7 @@ step() {
   [ $(( now + t )) -gt "$LIMIT" ] && t=$(( LIMIT - now ))
   timeout "$t" "$@" > "$RES/$name.log" 2>&1
   echo "$name rc=$? at $(( $(date +%s) - T0 )) s"
-  grep -E '^(\[0\] )?(gemm|moe|  T=|    phases)|FAIL|PASS|pass|rror|family' "$RES/$name.log" | grep -v autotune | tail -"${TAIL:-12}"
+  grep -E '^(\[0\] )?(gemm|moe|  T=|    phases)|FAIL|PASS|pass|rror|family|^(mixtral|qwen|olmoe)' "$RES/$name.log" | grep -v autotune | tail -"${TAIL:-12}"
 }
 command -v nsys ncu 2>&1 | sed 's/^/tool: /'
 SM="--shape 16,8192,7168 --shape 128,8192,7168 --shape 16,7168,8192 --shape 64,4096,1024 --interleave --warmup 50 --iters 200"
