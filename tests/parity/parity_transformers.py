@@ -127,8 +127,50 @@ def run_family(name, cfg, mk_run, steps, workdir, seed, layout):
     res.update(mk_tokens=mk_tokens, tokens_match=mk_tokens == hf_tokens, rel_err=rel, max_rel_err_position=max(rel_pos),
                max_abs_err=float(np.abs(mk_logits - hf_logits).max()), positions=int(hf_logits.shape[0]),
                checkpoint_experts="fused 3-D" if fused else "per-expert", tensors=len(keys))
+    if not res["tokens_match"]:
+        res.update(divergence(mk_logits, hf_logits, mk_tokens, hf_tokens))
+        res.update(teacher_forced(cmd, out, hf_logits, hf_tokens))
     res["passed"] = bool(res["tokens_match"] and rel <= (TOL_GPU if LAUNCH else TOL))
     return res
+
+
+def divergence(mk_logits, hf_logits, mk_tokens, hf_tokens):
+    """Where the greedy tokens first differ: the logits row p that chose token s (the inputs of rows
+    0..p are the same for both), the error of the rows up to p, and both sides' margin between the two
+    candidates at p (a margin under the logits' error there is a near-tie, not a wrong model)."""
+    n = min(len(mk_tokens), len(hf_tokens))
+    s = next((i for i in range(n) if mk_tokens[i] != hf_tokens[i]), n)
+    p = len(PROMPT) - 1 + s
+    if s >= n or p >= hf_logits.shape[0]:
+        return {"first_differing_step": s}
+    a, b = hf_tokens[s], mk_tokens[s]
+    pre_m, pre_h = mk_logits[:p + 1], hf_logits[:p + 1]
+    return {"first_differing_step": s, "rel_err_before_divergence": float(np.linalg.norm(pre_m - pre_h) /
+                                                                         np.linalg.norm(pre_h)),
+            "max_abs_err_before_divergence": float(np.abs(pre_m - pre_h).max()),
+            "max_abs_err_at_divergence": float(np.abs(mk_logits[p] - hf_logits[p]).max()),
+            "hf_margin": float(hf_logits[p][a] - hf_logits[p][b]), "mk_margin": float(mk_logits[p][b] - mk_logits[p][a])}
+
+
+def teacher_forced(cmd, out, hf_logits, hf_tokens):
+    """The same model on transformers' own token sequence (prompt + its greedy tokens, one prefill):
+    logits of every position against transformers', and how many positions pick the same argmax."""
+    seq = list(PROMPT) + hf_tokens[:-1]
+    c = list(cmd)
+    c[c.index("--prompt-ids") + 1] = ",".join(map(str, seq))
+    c[c.index("--max-tokens") + 1] = "1"
+    tf = out + ".tf"
+    c[c.index("--logits-out") + 1] = tf
+    r = subprocess.run(c, capture_output=True, text=True, env=dict(os.environ, NCCL_NVLS_ENABLE="0"))
+    if r.returncode != 0:
+        return {"teacher_forced_error": (r.stdout + r.stderr)[-1000:]}
+    m = np.fromfile(tf, dtype="<f4").astype(np.float64)
+    if m.size != hf_logits.size:
+        return {"teacher_forced_error": f"{m.size} logits, want {hf_logits.size}"}
+    m = m.reshape(hf_logits.shape)
+    same = int((m.argmax(axis=1) == hf_logits.argmax(axis=1)).sum())
+    return {"teacher_forced_rel_err": float(np.linalg.norm(m - hf_logits) / np.linalg.norm(hf_logits)),
+            "teacher_forced_same_argmax": same, "teacher_forced_positions": int(hf_logits.shape[0])}
 
 
 def main():
@@ -163,10 +205,19 @@ def main():
                   f"{'PASS' if r['passed'] else 'FAIL'}")
         else:
             print(f"{r['family']:<10} mk-run failed: {r['error'][-300:]}")
+        if "hf_margin" in r:
+            print(f"{'':<10} first differing step {r['first_differing_step']}: rel err before it "
+                  f"{r['rel_err_before_divergence']:.2e}, max abs err there {r['max_abs_err_at_divergence']:.3f}, "
+                  f"margins hf {r['hf_margin']:.4f} / mk {r['mk_margin']:.4f}")
+        if "teacher_forced_rel_err" in r:
+            print(f"{'':<10} teacher-forced on transformers' tokens: rel err {r['teacher_forced_rel_err']:.2e}, "
+                  f"same argmax at {r['teacher_forced_same_argmax']}/{r['teacher_forced_positions']} positions")
     ok = all(r["passed"] for r in results)
     doc = {"tool": "tests/parity/parity_transformers.py", "torch": torch.__version__,
-           "transformers": transformers.__version__, "prompt": PROMPT, "steps": a.steps, "tolerance": TOL,
-           "device": "cpu", "all_passed": ok, "results": results}
+           "transformers": transformers.__version__, "prompt": PROMPT, "steps": a.steps,
+           "tolerance": TOL_GPU if LAUNCH else TOL,
+           "device": f"gpu: mk-launch -n {a.launch} --nodes {a.nodes}, MK_PATH={os.environ.get('MK_PATH', 'default')}"
+           if LAUNCH else "cpu", "all_passed": ok, "results": results}
     os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
     with open(a.out, "w") as f:
         json.dump(doc, f, indent=1)
