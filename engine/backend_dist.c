@@ -176,7 +176,7 @@ mk_status mk_backend_dist_create(mk_bootstrap_t *b, int size, mk_backend_t *inne
   }
   d->boot = b, d->inner = in, d->last_ns = mk_engine_now_ns();
   *out = (mk_backend_t){.ops = &k_dist_ops, .self = d, .vocab = in.vocab, .max_slots = in.max_slots,
-                        .max_seq_len = in.max_seq_len};
+                        .max_seq_len = in.max_seq_len, .logits = in.logits};
   return MK_STATUS_OK;
 }
 
@@ -216,7 +216,7 @@ mk_status mk_backend_follow(mk_bootstrap_t *b, int size, mk_backend_t *be, uint6
   int32_t *w = NULL;
   int64_t cap = 0;
   mk_batch_seq *seqs = calloc((size_t)be->max_slots, sizeof *seqs);
-  float *logits = malloc(sizeof(float) * (size_t)be->max_slots * be->vocab);
+  float *logits = be->logits ? be->logits : malloc(sizeof(float) * (size_t)be->max_slots * be->vocab);
   if (!st && (!seqs || !logits)) st = MK_STATUS_OUT_OF_MEMORY;
   while (st == MK_STATUS_OK) {
     plan_hdr h;
@@ -243,6 +243,6 @@ mk_status mk_backend_follow(mk_bootstrap_t *b, int size, mk_backend_t *be, uint6
   }
   free(w);
   free(seqs);
-  free(logits);
+  if (logits != be->logits) free(logits);
   return st;
 }

@@ -11,9 +11,13 @@
 #include "engine/mk_engine.h"
 #include "layers/mk_layers.h"
 
+/* The logits buffer handed to the engine: page-locked (cudaHostAlloc), else pageable. */
+MK_PARAM_INT(serve_pinned_logits, "SERVE_PINNED_LOGITS", 1, 0, 1)
+
 typedef struct gpu_backend {
   mk_model_batch_t *mb;
   mk_model_batch_seq *seqs;
+  float *logits; /* [max_slots, vocab], page-locked; NULL: the engine's own, pageable */
   int max_slots, max_seq, dev;
 } gpu_backend;
 
@@ -42,6 +46,7 @@ static void gpu_destroy(void *self) {
   gpu_backend *b = self;
   if (!b) return;
   mk_model_batch_destroy(b->mb);
+  if (b->logits) cudaFreeHost(b->logits);
   free(b->seqs);
   free(b);
 }
@@ -68,8 +73,16 @@ mk_status mk_backend_gpu_create(const mk_model_t *m, mk_comm_t *comm, const mk_b
                               .n_pages = c->kv_pages, .block_size = c->block_size};
   MK_CHECK_GOTO(mk_model_batch_create(m, comm, &lay, &bc, &b->mb), st, fail);
   MK_CHECK_GOTO(mk_model_batch_set_path(b->mb, c->path), st, fail);
+  MK_CUDA_CHECK_GOTO(cudaSetDevice(b->dev), st, fail);
+  if (mk_param_serve_pinned_logits() &&
+      cudaHostAlloc((void **)&b->logits, sizeof(float) * (size_t)c->max_slots * mk_model_config(m)->vocab,
+                    cudaHostAllocPortable) != cudaSuccess) {
+    (void)cudaGetLastError();
+    b->logits = NULL; /* the engine allocates a pageable one */
+    MK_WARN(MK_SUBSYS_ENGINE, "gpu backend: cannot page-lock the logits buffer; using pageable memory");
+  }
   *out = (mk_backend_t){.ops = &k_gpu_ops, .self = b, .vocab = mk_model_config(m)->vocab, .max_slots = c->max_slots,
-                        .max_seq_len = c->max_seq_len};
+                        .max_seq_len = c->max_seq_len, .logits = b->logits};
   return MK_STATUS_OK;
 fail:
   gpu_destroy(b);

@@ -67,6 +67,7 @@ struct mk_engine {
   mk_batch_seq *batch;
   mk_request_t **batch_req;
   float *logits, *scratch;
+  int own_logits; /* logits is ours (malloc), not the backend's */
   int32_t *eos;
   mk_engine_stats st;
 };
@@ -305,7 +306,8 @@ mk_status mk_engine_create(const mk_engine_config *c, mk_backend_t *be, const mk
   e->running = calloc((size_t)c->max_batch, sizeof *e->running);
   e->batch = calloc((size_t)c->max_batch, sizeof *e->batch);
   e->batch_req = calloc((size_t)c->max_batch, sizeof *e->batch_req);
-  e->logits = malloc(sizeof(float) * (size_t)c->max_batch * be->vocab);
+  e->own_logits = !be->logits;
+  e->logits = be->logits ? be->logits : malloc(sizeof(float) * (size_t)c->max_batch * be->vocab);
   e->scratch = malloc(sizeof(float) * 2 * (size_t)be->vocab);
   e->eos = malloc(sizeof(int32_t) * (size_t)(c->n_eos + 1));
   if (!e->running || !e->batch || !e->batch_req || !e->logits || !e->scratch || !e->eos) {
@@ -347,9 +349,10 @@ void mk_engine_destroy(mk_engine_t *e) {
     pthread_mutex_unlock(&e->mu);
     pthread_join(e->thread, NULL);
   }
+  if (e->own_logits) free(e->logits);
   if (e->be.ops) e->be.ops->destroy(e->be.self);
   mk_kv_pages_destroy(e->kv);
-  free(e->running), free(e->batch), free(e->batch_req), free(e->logits), free(e->scratch), free(e->eos);
+  free(e->running), free(e->batch), free(e->batch_req), free(e->scratch), free(e->eos);
   pthread_cond_destroy(&e->cv);
   pthread_mutex_destroy(&e->mu);
   free(e);

@@ -92,6 +92,10 @@ typedef struct mk_backend {
   const mk_backend_ops *ops;
   void *self;
   int vocab, max_slots, max_seq_len;
+  /* Optional (NULL: the engine allocates its own): a host buffer [max_slots, vocab] owned by
+   * the backend, which the engine and mk_backend_follow pass to forward (the GPU backend's is
+   * page-locked, so the logits copy runs at full PCIe speed). */
+  float *logits;
 } mk_backend_t;
 
 /* The fp32 CPU reference over `m` (which must outlive the backend): max_slots sequences of

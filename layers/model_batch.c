@@ -40,7 +40,6 @@ struct mk_model_batch {
   size_t n_ints;
   void *ws;               /* mk_paged_decode workspace */
   size_t ws_bytes;
-  float *hlog;            /* [max_seqs, vocab] host logits of one pass */
   int *order;
   /* the prepared pass (prepare): new tokens, sequences, decode ones, gathered rows, offsets
    * of the device tables in dints */
@@ -53,7 +52,7 @@ void mk_model_batch_destroy(mk_model_batch_t *b) {
   if (!b) return;
   if (b->ws) cudaFree(b->ws);
   mk_model_gpu_destroy(b->g); /* frees kp / vp / gk / gv / dints (tracked allocations) */
-  free(b->kp), free(b->vp), free(b->hints), free(b->hlog), free(b->order);
+  free(b->kp), free(b->vp), free(b->hints), free(b->order);
   free(b);
 }
 
@@ -88,9 +87,8 @@ static mk_status batch_create(const mk_model_t *m, const mk_model_config_t *c, u
    * [S, max_blocks]; context lens [S]; cu_q, cu_k [S + 1] each; last rows [S]; positions [T] */
   b->n_ints = 4 * (size_t)b->max_tokens + (size_t)b->max_seqs * (b->max_blocks + 4) + 2;
   b->hints = malloc(sizeof(int32_t) * b->n_ints);
-  b->hlog = malloc(sizeof(float) * (size_t)b->max_seqs * c->vocab);
   b->order = malloc(sizeof(int) * (size_t)b->max_seqs);
-  if (!b->kp || !b->vp || !b->hints || !b->hlog || !b->order) {
+  if (!b->kp || !b->vp || !b->hints || !b->order) {
     st = MK_STATUS_OUT_OF_MEMORY;
     goto fail;
   }
@@ -252,12 +250,16 @@ static mk_status pass(mk_model_batch_t *b, const mk_model_batch_seq *seqs, const
                                     cudaMemcpyDeviceToDevice, g->stream));
   MK_CHECK(mk_rmsnorm_f32(g->x, g->final_norm, n, H, c->rms_eps, NULL, g->hf, S_(g)));
   MK_CHECK(mk_linear_f32out(g->hf, n, H, g->lm_head, V, g->logits, S_(g)));
-  MK_CUDA_CHECK(cudaMemcpyAsync(b->hlog, g->logits, sizeof(float) * (size_t)n * V, cudaMemcpyDeviceToHost, g->stream));
+  /* row i -> the caller's row order[i], straight into its buffer (page-locked when the GPU
+   * backend gave the engine one): one copy per run of consecutive rows, so a step of decode
+   * rows only is one 64 x V copy (before: a pageable staging copy, then a host memcpy) */
+  for (int i = 0, j; i < n; i = j) {
+    for (j = i + 1; j < n && order[j] == order[j - 1] + 1; j++) {}
+    MK_CUDA_CHECK(cudaMemcpyAsync(logits + (size_t)order[i] * V, g->logits + (size_t)i * V, sizeof(float) * V * (size_t)(j - i),
+                                  cudaMemcpyDeviceToHost, g->stream));
+  }
   MK_CUDA_CHECK(cudaStreamSynchronize(g->stream));
-  MK_CHECK(mk_comm_check(g->comm));
-  for (int i = 0; i < n; i++)
-    memcpy(logits + (size_t)order[i] * V, b->hlog + (size_t)i * V, sizeof(float) * V);
-  return MK_STATUS_OK;
+  return mk_comm_check(g->comm);
 }
 
 /* Checks every sequence (everything the kernels trust) and orders them in b->order, decode
