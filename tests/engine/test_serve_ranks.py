@@ -96,6 +96,7 @@ def greedy(model, ids, n):
 def under_launch(model):
     p = Proc([MK_LAUNCH, *LAUNCH, "--", MK_SERVE, "--model", model, *FLAGS], ENV)
     be = f"gpu, {GPUS}" if GPUS else f"cpu-reference, {RANKS}"
+    be = be.replace(", ", r"(?:, path \w+)?, ")  # the GPU backend's label names the path: "gpu, path fused, 4"
     m = p.wait_for(r"\[0\] mk-serve: listening on http://127\.0\.0\.1:(\d+).*backend " + be + " rank", 120)
     if not m:
         p.p.kill()
