@@ -231,6 +231,11 @@ mk_status mk_comm_heap_alloc(mk_comm_t *c, uint64_t bytes, uint64_t *off) {
 
 void *mk_comm_heap_ptr(const mk_comm_t *c, uint64_t off) { return c->heap + off; }
 
+uint64_t mk_comm_heap_left(const mk_comm_t *c) {
+  const uint64_t start = c ? (c->cursor + 255) & ~(uint64_t)255 : 0;
+  return c && start < c->heap_bytes ? c->heap_bytes - start : 0;
+}
+
 mk_status mk_comm_dev_world(const mk_comm_t *c, mk_dev_world *out) {
   if (!c || !out) return MK_STATUS_INVALID_ARGUMENT;
   memset(out, 0, sizeof *out);

@@ -84,9 +84,12 @@ static inline mk_status mk_comm_bcast(mk_comm_t *c, void *buf, size_t bytes, int
 
 /* Deterministic bump allocation (256-byte aligned, zeroed memory): the same sequence of calls
  * gives the same offsets on every rank, so a buffer is named by its offset. Local: no
- * communication; calling it in a different order on different ranks is a usage error. */
+ * communication; calling it in a different order on different ranks is a usage error. A request
+ * that does not fit returns MK_STATUS_OUT_OF_MEMORY (with a warning) and leaves the heap as it was. */
 mk_status mk_comm_heap_alloc(mk_comm_t *c, uint64_t bytes, uint64_t *off);
 void *mk_comm_heap_ptr(const mk_comm_t *c, uint64_t off); /* this rank's device address */
+/* Bytes the next mk_comm_heap_alloc can take (the same on every rank after the same calls). */
+uint64_t mk_comm_heap_left(const mk_comm_t *c);
 /* The device view of the world, passed to kernels by value. */
 mk_status mk_comm_dev_world(const mk_comm_t *c, mk_dev_world *out);
 

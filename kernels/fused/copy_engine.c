@@ -28,17 +28,22 @@
  * ce_arrive of its own heap to 1, so the side stream drains and the join completes. */
 #include <cuda_runtime_api.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "core/check.h"
 #include "kernels/fused/fused_internal.h"
 
-/* 0: SM pusher CTAs (the measured default); 1: copy engines (one node group only). */
-MK_PARAM_INT(fused_ag_copy, "FUSED_AG_COPY", 0, 0, 1)
-/* 0: SM reducer CTAs pulling over NVLink (the measured default); 1: copy-engine pushes and a
- * reduce kernel after the GEMM (one node group; read at mk_fused_create too: the staging). */
-MK_PARAM_INT(fused_rs_copy, "FUSED_RS_COPY", 0, 0, 1)
-/* GEMM+AR the same way (two-shot: the RS above, then the owners' sums pushed to every rank). */
-MK_PARAM_INT(fused_ar_copy, "FUSED_AR_COPY", 0, 0, 1)
+/* Transfer mode of each op: -1 by shape (mk_fused_ce_select), 0 SM roles, 1 copy engines (one
+ * node group only; same value on every rank). RS and AR are read at mk_fused_create too: the staging. */
+MK_PARAM_INT(fused_ag_copy, "FUSED_AG_COPY", -1, -1, 1)
+MK_PARAM_INT(fused_rs_copy, "FUSED_RS_COPY", -1, -1, 1)
+/* GEMM+AR: 1 = two-shot (the RS copy-engine path, then the owners' sums pushed to every rank). */
+MK_PARAM_INT(fused_ar_copy, "FUSED_AR_COPY", -1, -1, 1)
+/* By shape (-1): copy engines from M x N x 2 bytes of output partial on. Measured on 4 H200s
+ * (NOTES "Session 4"): RS at N = 8192 SM better at 32 MB, copy engines at 128 MB; AR SM at
+ * 2 MB, copy engines at 16 MB. */
+MK_PARAM_INT(fused_rs_ce_min_mb, "FUSED_RS_CE_MIN_MB", 64, 0, 1ll << 20)
+MK_PARAM_INT(fused_ar_ce_min_mb, "FUSED_AR_CE_MIN_MB", 8, 0, 1ll << 20)
 /* Side streams of the copies: peer j (j = 1 .. W-1 in push order) goes to stream (j - 1) mod
  * this (at most W - 1): 1 = all pushes in one ordered stream; W - 1 = one per peer, in parallel. */
 MK_PARAM_INT(fused_ce_streams, "FUSED_CE_STREAMS", 1, 1, MK_MAX_LOCAL)
@@ -94,7 +99,33 @@ mk_status mk_fused_ce_join(mk_fused_t *f, mk_stream_t stream) {
   return MK_STATUS_OK;
 }
 
-int mk_fused_ag_ce_mode(const mk_fused_t *f) { return f->nnodes == 1 && f->world > 1 && mk_param_fused_ag_copy() == 1; }
+int mk_fused_ce_select(mk_fused_op op, int64_t m, int64_t n, int world, int nnodes, int copy, int64_t min_mb,
+                       int provision) {
+  if (world < 2 || nnodes != 1 || copy == 0 || (unsigned)op > MK_FUSED_GEMM_AR) return 0;
+  if (op == MK_FUSED_AG_GEMM) return 1; /* faster at every measured shape; no staging */
+  if (m < 1 || n < 1) return 0;
+  const int64_t big = 1ll << 30; /* beyond any shape the ops take: no overflow below */
+  const int64_t bytes = m > big || n > big ? INT64_MAX : m * n * 2;
+  const int64_t need = min_mb <= 0 ? 0 : min_mb >= (1ll << 40) ? INT64_MAX : min_mb << 20;
+  if (copy < 0 && bytes < need) return 0;
+  if (provision) return 1;
+  /* Two-shot AR and the owners' staging need whole rows per rank; the progress counters are 32-bit. */
+  return m % world == 0 && (m / world) * n / 8 < (1ll << 31);
+}
+
+static int ce_copy(mk_fused_op op) {
+  return (int)(op == MK_FUSED_AG_GEMM   ? mk_param_fused_ag_copy()
+               : op == MK_FUSED_GEMM_RS ? mk_param_fused_rs_copy()
+                                        : mk_param_fused_ar_copy());
+}
+
+static int64_t ce_min_mb(mk_fused_op op) {
+  return op == MK_FUSED_GEMM_RS ? mk_param_fused_rs_ce_min_mb() : mk_param_fused_ar_ce_min_mb();
+}
+
+int mk_fused_ag_ce_mode(const mk_fused_t *f) {
+  return mk_fused_ce_select(MK_FUSED_AG_GEMM, f->max_m, f->max_n, f->world, f->nnodes, ce_copy(MK_FUSED_AG_GEMM), 0, 0);
+}
 
 int mk_fused_ce_rows(void) {
   int64_t r = 128;
@@ -165,13 +196,73 @@ mk_status mk_fused_ag_ce_begin(mk_fused_t *f, const mk_fused_args *a, int inplac
  * its owner, in rank order: every rank holds the same bits.
  * The reduce kernel releases its own ce_arrive flags when its wait gives up (abort). */
 int mk_fused_rs_ce_mode(const mk_fused_t *f, mk_fused_op op, int64_t m, int64_t n) {
-  const int64_t ms = m / (f->world ? f->world : 1);
-  return f->nnodes == 1 && f->world > 1 && f->ws[op].cex && mk_fused_rs_ce_staging(op) && m % f->world == 0 &&
-         ms * n / 8 < (1ll << 31);
+  return f->ws[op].cex && mk_fused_ce_select(op, m, n, f->world, f->nnodes, ce_copy(op), ce_min_mb(op), 0);
 }
 
-int mk_fused_rs_ce_staging(mk_fused_op op) {
-  return op == MK_FUSED_GEMM_RS ? mk_param_fused_rs_copy() == 1 : op == MK_FUSED_GEMM_AR && mk_param_fused_ar_copy() == 1;
+int mk_fused_uses_ce(const mk_fused_t *f, mk_fused_op op, int64_t m, int64_t n) {
+  if (!f || (unsigned)op > MK_FUSED_GEMM_AR || !f->ws[op].ready) return 0;
+  return op == MK_FUSED_AG_GEMM ? mk_fused_ag_ce_mode(f) : mk_fused_rs_ce_mode(f, op, m, n);
+}
+
+/* Staging of the RS/AR copy-engine mode (protocol above): heap X (AR: and Y) and the local P.
+ * Forced (=1): a failure fails mk_fused_create. By shape (-1): every rank must reach the same
+ * answer, so the heap's room (equal on every rank) is checked before any allocation, and the
+ * ranks' local cudaMalloc results are all-gathered; if any rank lacks room the op keeps the SM
+ * path, with one warning per process. */
+mk_status mk_fused_ce_stage(mk_fused_t *f, mk_fused_op op) {
+  static int warned;
+  mk_fused_ws *ws = &f->ws[op];
+  const int copy = ce_copy(op), W = f->world;
+  if (op == MK_FUSED_AG_GEMM || !mk_fused_ce_select(op, f->max_m, f->max_n, W, f->nnodes, copy, ce_min_mb(op), 1))
+    return MK_STATUS_OK;
+  const uint64_t xbytes = ((uint64_t)W * (uint64_t)((f->max_m + W - 1) / W) * (uint64_t)f->max_n * 2 + 255) &
+                          ~(uint64_t)255;
+  const uint64_t heap = (op == MK_FUSED_GEMM_AR ? 2 : 1) * xbytes;
+  if (copy == 1) {
+    MK_CHECK(mk_comm_heap_alloc(f->comm, heap, &ws->cex));
+    MK_CUDA_CHECK(cudaMalloc((void **)&f->ce_p[op], xbytes));
+  } else {
+    const uint64_t left = mk_comm_heap_left(f->comm);
+    int ok = left >= heap;
+    if (ok) { /* the heap check is the same on every rank: all of them all-gather, or none */
+      if (cudaMalloc((void **)&f->ce_p[op], xbytes) != cudaSuccess) {
+        (void)cudaGetLastError(); /* out of memory is not sticky: clear it */
+        f->ce_p[op] = NULL;
+        ok = 0;
+      }
+      int *all = malloc((size_t)W * sizeof *all);
+      const mk_status st = all ? mk_comm_allgather(f->comm, &ok, all, sizeof ok) : MK_STATUS_OUT_OF_MEMORY;
+      for (int p = 0; st == MK_STATUS_OK && p < W; p++) ok &= all[p];
+      free(all);
+      if (st != MK_STATUS_OK) return st; /* ce_p (if any) is freed by mk_fused_destroy */
+      if (!ok && f->ce_p[op]) {
+        cudaFree(f->ce_p[op]);
+        f->ce_p[op] = NULL;
+      }
+    }
+    if (!ok) {
+      const char *name = op == MK_FUSED_GEMM_RS ? "gemm_rs" : "gemm_ar", *var = op == MK_FUSED_GEMM_RS ? "RS" : "AR";
+      const unsigned long long mib = 1ull << 20, short_mib = left < heap ? (heap - left + mib - 1) / mib : 0;
+      if (warned) return MK_STATUS_OK;
+      warned = 1;
+      if (short_mib)
+        MK_WARN(MK_SUBSYS_KERNEL,
+                "fused: %s up to %lld x %lld keeps the SM path: its copy-engine mode needs %llu MiB of heap staging, "
+                "%llu MiB of MK_HEAP_BYTES are left; raise MK_HEAP_BYTES by at least %llu MiB (MK_FUSED_%s_COPY=0 "
+                "silences this)",
+                name, (long long)f->max_m, (long long)f->max_n, (unsigned long long)(heap >> 20),
+                (unsigned long long)(left >> 20), short_mib, var);
+      else
+        MK_WARN(MK_SUBSYS_KERNEL,
+                "fused: %s up to %lld x %lld keeps the SM path: its copy-engine mode needs %llu MiB of device memory "
+                "(cudaMalloc) that some rank lacks (MK_FUSED_%s_COPY=0 silences this)",
+                name, (long long)f->max_m, (long long)f->max_n, (unsigned long long)(xbytes >> 20), var);
+      return MK_STATUS_OK;
+    }
+    MK_CHECK(mk_comm_heap_alloc(f->comm, heap, &ws->cex)); /* fits: checked above */
+  }
+  if (op == MK_FUSED_GEMM_AR) ws->cey = ws->cex + xbytes;
+  return MK_STATUS_OK;
 }
 
 mk_status mk_fused_rs_ce_begin(mk_fused_t *f, mk_fused_op op, const mk_fused_args *a, mk_stream_t stream) {

@@ -71,8 +71,8 @@ mk_status mk_fused_create(mk_comm_t *comm, unsigned ops, int64_t max_m, int64_t 
     MK_CHECK_GOTO(mk_comm_heap_alloc(comm, 8ull * MK_FUSED_ARRIVE_SLOTS, &ws->arrive), st, fail);
     MK_CHECK_GOTO(mk_comm_heap_alloc(comm, 8ull * ws->ncnt, &ws->cnt), st, fail);
     MK_CHECK_GOTO(mk_comm_heap_alloc(comm, 8ull * 3 * MK_FUSED_ARRIVE_SLOTS, &ws->xsig), st, fail);
-    /* Copy-engine modes (copy_engine.c): their own flags, side streams and events; RS
-     * also the staging X (heap) and a local partial, only when MK_FUSED_RS_COPY=1 now. */
+    /* Copy-engine modes (copy_engine.c): their own flags, side streams and events; RS/AR
+     * also the staging (mk_fused_ce_stage), where their mode can run at these maxima. */
     const uint64_t nce = (op == MK_FUSED_AG_GEMM ? 1 : 3) * MK_FUSED_ARRIVE_SLOTS +
                          ncounters(MK_FUSED_AG_GEMM, f->world, max_m, max_n); /* W x pieces of >= 128 rows */
     MK_CHECK_GOTO(mk_comm_heap_alloc(comm, 8ull * nce, &ws->ce), st, fail);
@@ -83,12 +83,7 @@ mk_status mk_fused_create(mk_comm_t *comm, unsigned ops, int64_t max_m, int64_t 
         MK_CUDA_CHECK_GOTO(cudaEventCreateWithFlags(&f->ce_join[f->ce_nside], cudaEventDisableTiming), st, fail);
       }
     }
-    if (op != MK_FUSED_AG_GEMM && f->nnodes == 1 && mk_fused_rs_ce_staging((mk_fused_op)op)) {
-      const uint64_t xbytes = (uint64_t)f->world * (uint64_t)cdiv(max_m, f->world) * (uint64_t)max_n * 2;
-      MK_CHECK_GOTO(mk_comm_heap_alloc(comm, xbytes, &ws->cex), st, fail);
-      if (op == MK_FUSED_GEMM_AR) MK_CHECK_GOTO(mk_comm_heap_alloc(comm, xbytes, &ws->cey), st, fail);
-      MK_CUDA_CHECK_GOTO(cudaMalloc((void **)&f->ce_p[op], xbytes), st, fail);
-    }
+    if (op != MK_FUSED_AG_GEMM) MK_CHECK_GOTO(mk_fused_ce_stage(f, (mk_fused_op)op), st, fail);
     if (f->nnodes > 1 && op != MK_FUSED_AG_GEMM) {
       const uint64_t rows = op == MK_FUSED_GEMM_RS ? (uint64_t)cdiv(max_m, f->world) : (uint64_t)max_m;
       MK_CHECK_GOTO(mk_comm_heap_alloc(comm, (uint64_t)f->world * rows * (uint64_t)max_n * 2, &ws->xbuf), st, fail);

@@ -26,7 +26,7 @@ typedef struct mk_fused_ws {
   uint64_t ce;      /* copy-engine mode flags (copy_engine.c): AG u64 ce_arrive[16], ce_ready[W][pieces];
                        RS/AR u64 ce_arrive[16], ce_done[16], ce_done2[16], ce_cnt[W][pieces] */
   uint64_t cex;     /* RS/AR copy-engine mode: staging X [W][ceil(max_m/W)][max_n] bf16 (0: not allocated) */
-  uint64_t cey;     /* AR copy-engine mode: the gathered sums Y [W ceil(max_m/W)][max_n] bf16 */
+  uint64_t cey;     /* AR copy-engine mode: the gathered sums Y [W ceil(max_m/W)][max_n] bf16 (after X) */
   uint64_t xbuf;    /* several node groups: staging of data from other node groups (AG: unused;
                        RS: [W][ceil(max_m/W)][max_n]; AR: [W][max_m][max_n]) */
 } mk_fused_ws;
@@ -60,8 +60,8 @@ int mk_fused_ctas(const mk_fused_t *f, mk_fused_op op, const mk_fused_args *a);
 int mk_fused_compute_ctas(const mk_fused_t *f, int roles);
 /* MK_FUSED_SPLIT_K (fused.c). */
 int64_t mk_param_fused_split_k(void);
-/* AG+GEMM copy-engine mode (copy_engine.c): whether this call uses it (MK_FUSED_AG_COPY=1, one
- * node group, W > 1); rows per piece (MK_FUSED_CE_ROWS, 128 times a power of two); begin = flag
+/* AG+GEMM copy-engine mode (copy_engine.c): whether this call uses it (mk_fused_ce_select:
+ * MK_FUSED_AG_COPY -1 or 1, one node group, W > 1); rows per piece (MK_FUSED_CE_ROWS, 128 times a power of two); begin = flag
  * resets, arrival, the fork and the peer copies on the side streams, and the local copy
  * (unless inplace), all stream-ordered before the GEMM; mk_fused_ce_join after the GEMM. */
 int mk_fused_ag_ce_mode(const mk_fused_t *f);
@@ -69,12 +69,13 @@ int mk_fused_ce_rows(void);
 mk_status mk_fused_ag_ce_begin(mk_fused_t *f, const mk_fused_args *a, int inplace, mk_stream_t stream);
 /* Copy-engine modes: the side streams' work joins the caller's stream. */
 mk_status mk_fused_ce_join(mk_fused_t *f, mk_stream_t stream);
-/* GEMM+RS / GEMM+AR copy-engine mode (copy_engine.c): whether this call uses it (MK_FUSED_RS_COPY=1 / MK_FUSED_AR_COPY=1, the
- * staging allocated, one node group, W > 1); whether mk_fused_create allocates the staging;
+/* GEMM+RS / GEMM+AR copy-engine mode (copy_engine.c): whether this call uses it
+ * (mk_fused_ce_select, and the staging is there); mk_fused_ce_stage (mk_fused_create) allocates
+ * the staging where the mode can run (a warning and none where memory lacks in mode -1);
  * begin = flag resets, arrival, fork (before the GEMM); push = the side stream's work (enqueued
  * after the GEMM's launch, runs beside it); then the reduce kernel and mk_fused_ce_join. */
 int mk_fused_rs_ce_mode(const mk_fused_t *f, mk_fused_op op, int64_t m, int64_t n);
-int mk_fused_rs_ce_staging(mk_fused_op op);
+mk_status mk_fused_ce_stage(mk_fused_t *f, mk_fused_op op);
 mk_status mk_fused_rs_ce_begin(mk_fused_t *f, mk_fused_op op, const mk_fused_args *a, mk_stream_t stream);
 mk_status mk_fused_rs_ce_push(mk_fused_t *f, mk_fused_op op, const mk_fused_args *a);
 /* GEMM+AR copy-engine mode (MK_FUSED_AR_COPY=1), after the reduce kernel: the second shot. */

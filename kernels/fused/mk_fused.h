@@ -21,11 +21,14 @@
  * Role split: comm_ctas CTAs (AG: pushers; RS/AR: reducers) beside the GEMM CTAs, 0 = the
  * per-shape default (mk_fused_default_ctas). The ops use epoch slots 10, 11, 12 (flags over NVLink)
  * and each handle counts its own calls (targets of the counters added through the proxy).
- * Copy-engine modes (one node group; correct on 2 and 4 H200s, speed not measured yet): MK_FUSED_AG_COPY,
- * MK_FUSED_RS_COPY and MK_FUSED_AR_COPY = 1 move the data with cudaMemcpyAsync peer copies on
- * side streams of the handle (flags by stream memory operations), the GEMM takes every SM and
- * comm_ctas is ignored; RS and AR need their variable set at mk_fused_create too (staging), AR
- * then runs two-shot when M is a multiple of W (kernels/fused/copy_engine.c). */
+ * Transfer modes (one node group; kernels/fused/copy_engine.c): SM roles (above) or copy engines
+ * (cudaMemcpyAsync peer copies on side streams of the handle, flags by stream memory
+ * operations; the GEMM takes every SM and comm_ctas is ignored; AR runs two-shot). Chosen per
+ * call by shape (mk_fused_ce_select; measured on 4 H200s, docs/perf/NOTES.md "Session 4"):
+ * AG copy engines; RS from M x N x 2 >= MK_FUSED_RS_CE_MIN_MB MiB; AR from M x N x 2 >=
+ * MK_FUSED_AR_CE_MIN_MB MiB with M a multiple of W; else SM roles. MK_FUSED_AG_COPY,
+ * MK_FUSED_RS_COPY, MK_FUSED_AR_COPY = 0 / 1 force one mode (-1 = by shape); RS and AR need
+ * staging that mk_fused_create allocates (see there), without it they run on SM roles. */
 #ifndef MK_KERNELS_FUSED_MK_FUSED_H
 #define MK_KERNELS_FUSED_MK_FUSED_H
 
@@ -56,9 +59,12 @@ typedef struct mk_fused_args {
  * all three) for shapes up to max_m x max_n x max_k from comm's heap (heap memory is never
  * returned; create once per comm) and loads the kernels. Workspace: AG max_m * max_k * 2
  * bytes, RS and AR 2 * max_m * max_n * 2 bytes each (two partials used by alternate calls;
- * plus counters), and RS and AR a local split-K workspace of SMs x 128 KiB (cudaMalloc); with
- * MK_FUSED_RS_COPY=1, RS also max_m * max_n * 2 bytes of heap staging and as much local memory;
- * with MK_FUSED_AR_COPY=1, AR twice that much heap and as much local memory. */
+ * plus counters), and RS and AR a local split-K workspace of SMs x 128 KiB (cudaMalloc). RS's
+ * copy-engine mode also takes max_m * max_n * 2 bytes of heap staging and as much local memory
+ * (AR: twice that much heap), allocated when the mode can run: one node group, W > 1, and
+ * MK_FUSED_{RS,AR}_COPY = 1, or -1 (default) with max_m * max_n * 2 >= MK_FUSED_{RS,AR}_CE_MIN_MB
+ * MiB. With -1 a heap or device memory too small for it is a warning (the op keeps the SM path),
+ * with 1 an error. */
 mk_status mk_fused_create(mk_comm_t *comm, unsigned ops, int64_t max_m, int64_t max_n, int64_t max_k,
                           mk_fused_t **out);
 void mk_fused_destroy(mk_fused_t *f); /* NULL: no-op */
@@ -70,6 +76,19 @@ mk_status mk_ag_gemm(mk_fused_t *f, const mk_fused_args *a, mk_stream_t stream);
 uint16_t *mk_ag_gemm_shard(mk_fused_t *f, int64_t m, int64_t k);
 mk_status mk_gemm_rs(mk_fused_t *f, const mk_fused_args *a, mk_stream_t stream);
 mk_status mk_gemm_ar(mk_fused_t *f, const mk_fused_args *a, mk_stream_t stream);
+
+/* The transfer mode of a call, a pure function of values equal on every rank (no GPU): 1 = copy
+ * engines, 0 = SM roles, for op at M x N with `world` ranks in `nnodes` node groups; copy =
+ * MK_FUSED_{AG,RS,AR}_COPY (-1 by shape, 0 SM, 1 copy engines), min_mb = MK_FUSED_{RS,AR}_CE_MIN_MB
+ * (RS/AR with copy = -1). provision = 1 asks instead whether mk_fused_create allocates the RS/AR
+ * staging for shapes up to M x N (M % W is not tested then). A call of RS/AR also needs that
+ * staging to be there. */
+int mk_fused_ce_select(mk_fused_op op, int64_t m, int64_t n, int world, int nnodes, int copy, int64_t min_mb,
+                       int provision);
+
+/* 1 when a call of op at M x N on this handle moves its data by copy engines (the environment
+ * as it is now, the staging of mk_fused_create), 0 on SM roles. */
+int mk_fused_uses_ce(const mk_fused_t *f, mk_fused_op op, int64_t m, int64_t n);
 
 /* The default role split (comm CTAs) for an op and shape on this GPU. */
 int mk_fused_default_ctas(mk_fused_op op, int64_t m, int64_t n, int64_t k, int world);

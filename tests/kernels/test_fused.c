@@ -1,6 +1,8 @@
-/* test_fused.c (multigpu, under mk-launch) — one fused op (argv[1]: ag, rs or ar; ag_ce, rs_ce,
- * ar_ce: with copy-engine transfers, MK_FUSED_{AG,RS,AR}_COPY = 1, then calls that switch
- * modes) on fresh
+/* test_fused.c (multigpu, under mk-launch) — one fused op (argv[1]: ag, rs or ar: the SM roles,
+ * MK_FUSED_{AG,RS,AR}_COPY = 0; ag_ce, rs_ce, ar_ce: copy-engine transfers, = 1, then calls
+ * that switch modes; ag_auto, rs_auto, ar_auto: the variable as the environment has it, by
+ * default the mode chosen by shape, so that with low MK_FUSED_{RS,AR}_CE_MIN_MB the shapes
+ * below run some calls on either path) on fresh
  * random inputs against the fp32 reference GEMM (GPU), at odd shapes (rows per rank not a
  * multiple of the 128-row tile, N not a multiple of 128) and a round one, in an order that
  * changes shape between calls; then 100 back-to-back calls and 100 replays of a captured CUDA
@@ -77,8 +79,8 @@ static void check(ctx *x, const shape *sh, const char *what) {
   const float *ref = x->ref + (x->op == MK_FUSED_GEMM_RS ? (size_t)(x->me * rows * sh->n) : 0);
   double err = 0;
   ASSERT_OK(mk_gemm_rel_err(x->C, ref, rows * sh->n, &err, (mk_stream_t)x->s));
-  printf("rank %d: %s M=%lld N=%lld K=%lld: rel err %.3g\n", x->me, what, (long long)sh->m, (long long)sh->n,
-         (long long)sh->k, err);
+  printf("rank %d: %s M=%lld N=%lld K=%lld (%s): rel err %.3g\n", x->me, what, (long long)sh->m, (long long)sh->n,
+         (long long)sh->k, mk_fused_uses_ce(x->f, (mk_fused_op)x->op, sh->m, sh->n) ? "copy engines" : "SM roles", err);
   ASSERT_DBL_LE(err, 1e-2);
   if (x->op == MK_FUSED_GEMM_AR) {
     const size_t bytes = (size_t)(rows * sh->n) * 2;
@@ -98,17 +100,17 @@ int main(int argc, char **argv) {
   const char *opname = argc > 1 ? argv[1] : "";
   ctx x;
   memset(&x, 0, sizeof x);
-  /* *_ce: the copy-engine mode, set before mk_fused_create (RS/AR allocate their staging then). */
-  const char *ce_env = !strcmp(opname, "ag_ce")   ? "MK_FUSED_AG_COPY"
-                       : !strcmp(opname, "rs_ce") ? "MK_FUSED_RS_COPY"
-                       : !strcmp(opname, "ar_ce") ? "MK_FUSED_AR_COPY"
-                                                  : NULL;
-  const int ce = ce_env != NULL;
-  if (ce) setenv(ce_env, "1", 1);
-  if (!strcmp(opname, "ag") || !strcmp(opname, "ag_ce")) x.op = MK_FUSED_AG_GEMM;
-  else if (!strcmp(opname, "rs") || !strcmp(opname, "rs_ce")) x.op = MK_FUSED_GEMM_RS;
-  else if (!strcmp(opname, "ar") || !strcmp(opname, "ar_ce")) x.op = MK_FUSED_GEMM_AR;
-  else MK_TEST_FAIL_("usage: test_fused ag|ag_ce|rs|rs_ce|ar|ar_ce (got '%s')", opname);
+  /* The transfer mode, set before mk_fused_create (RS/AR allocate their staging then). */
+  static const char *const envs[3] = {"MK_FUSED_AG_COPY", "MK_FUSED_RS_COPY", "MK_FUSED_AR_COPY"};
+  static const char *const names[3] = {"ag", "rs", "ar"};
+  x.op = -1;
+  for (int op = 0; op < 3; op++)
+    if (!strncmp(opname, names[op], 2) && (!opname[2] || !strcmp(opname + 2, "_ce") || !strcmp(opname + 2, "_auto")))
+      x.op = op;
+  if (x.op < 0) MK_TEST_FAIL_("usage: test_fused ag|rs|ar[_ce|_auto] (got '%s')", opname);
+  const char *ce_env = envs[x.op];
+  const int ce = !strcmp(opname + 2, "_ce");
+  if (strcmp(opname + 2, "_auto")) setenv(ce_env, ce ? "1" : "0", 1);
   mk_test_require_gpus(2);
   ASSERT_OK(mk_comm_create(&x.c));
   const mk_world *w = mk_comm_world(x.c);

@@ -25,8 +25,9 @@ step() { # name timeout command...: skipped past LIMIT; keeps the log; prints rc
   grep -E '^\[0\] (ag_|gemm_|moe|layer|\{)|layer:|FAIL|rror' "$RES/$name.log" | grep -v autotune | tail -"${TAIL:-12}"
 }
 CE="MK_FUSED_AG_COPY=1 MK_FUSED_RS_COPY=1 MK_FUSED_AR_COPY=1"
+SM="MK_FUSED_AG_COPY=0 MK_FUSED_RS_COPY=0 MK_FUSED_AR_COPY=0" # the SM roles (no longer the default from fauto on)
 for op in ag_gemm gemm_rs gemm_ar; do
-  step ${op}_sm 90 mk-launch -n 4 -- mk-bench $op --json "$RES/${op}_sm.json"
+  step ${op}_sm 90 env $SM mk-launch -n 4 -- mk-bench $op --json "$RES/${op}_sm.json"
   step ${op}_ce 90 env $CE mk-launch -n 4 -- mk-bench $op --path fused --json "$RES/${op}_ce.json"
   step ${op}_ce3 90 env $CE MK_FUSED_CE_STREAMS=3 mk-launch -n 4 -- mk-bench $op --path fused --json "$RES/${op}_ce3.json"
 done

@@ -240,8 +240,11 @@ static int bench_fused(mk_fused_op op, int argc, char **argv) {
     MK_CUDA_CHECK_GOTO(cudaMemsetAsync(x.C, 0xff, (size_t)(x.m * n) * 2, s), st, fail);
     MK_CHECK_GOTO(time_all(&x, &o, run_fused, s, &tf), st, fail);
     MK_CHECK_GOTO(rel_err_all(&x, s, &err_f), st, fail);
-    if (x.me == 0)
-      printf("  %s M=%lld: fused split %d comm CTAs (%s)\n", x.name, (long long)x.m,
+    if (x.me == 0 && mk_fused_uses_ce(x.f, op, x.m, n))
+      printf("  %s M=%lld: fused on copy engines (MK_FUSED_%s_COPY; no comm CTAs)\n", x.name, (long long)x.m,
+             op == MK_FUSED_AG_GEMM ? "AG" : op == MK_FUSED_GEMM_RS ? "RS" : "AR");
+    else if (x.me == 0)
+      printf("  %s M=%lld: fused on SM roles, split %d comm CTAs (%s)\n", x.name, (long long)x.m,
              best ? best : mk_fused_default_ctas(op, x.m, n, k, x.W), best ? (o.autotune ? "autotuned" : "--ctas") : "default");
     const double flops = 2.0 * (double)x.m * (double)n * (double)k;
     const mk_bench_stats *ts[2] = {&tf, &tu};
