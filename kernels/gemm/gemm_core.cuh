@@ -110,6 +110,7 @@ struct mk_gemm_tile {
   int idx;   /* linear index handed to tile_order */
   int group; /* 0 for a plain GEMM */
   int m0, m_end, n0, n_end;
+  int k0; /* before_load: the first k-iteration the producer loads next (a split-K slice's); else 0 */
 };
 
 /* Kernel arguments other than the tensor maps. */
@@ -244,6 +245,7 @@ struct mk_gemm_sched {
     t.m_end = min(t.m0 + mk_gemm_config::kBM, row_off[lo + 1]);
     t.n0 = tn * bn;
     t.n_end = min(t.n0 + bn, n);
+    t.k0 = 0;
     return t;
   }
 };
@@ -310,7 +312,8 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
       int s = 0;
       uint32_t phase = 0;
       mk_gemm_units<kSplitK>(args, sched.total(), k_iters, ncta, [&](int idx, int k0, int k1, int) {
-        const mk_gemm_tile t = sched.get(policy, idx);
+        mk_gemm_tile t = sched.get(policy, idx);
+        t.k0 = k0;
         policy.before_load(t);
         for (int kb = k0; kb < k1; kb++) {
           mbar_wait(&empty[s], phase ^ 1);

@@ -1,14 +1,17 @@
 /* dispatch_gemm.cu — fused MoE, first half: plan, device-side count exchange, dispatch of
  * token rows overlapped with the grouped gate/up GEMM, SwiGLU.
  *
- * Kernels of one call (stream s, and s2 forked from it):
+ * Kernels of one call (stream s, and s2 forked from it). T <= 1024 (decode): zeroing, plan and
+ * exchange run as one kernel of one CTA (moe_plan_exchange_kernel); above, a memset of the
+ * counters, the plan, then the exchange.
  *   plan      (s)  one thread per token: the distinct destination ranks of its top-k experts;
  *                  per rank d a landing slot j = atomicAdd(n_send[d]) and the row's meta (home
  *                  token, local experts and weights in top-k order) -> smeta[d][j]; pairs per
  *                  global expert. Slots depend on timing; results do not (see below).
  *   exchange  (s)  one CTA: the count record {rows, pairs per local expert} to every rank d
  *                  (NVLink store + signal, or PUT + SIGNAL through the proxy), then waits for
- *                  every source's record (cnt_sig[s] >= epoch + 1): GEMM group sizes, row and
+ *                  every source's record (cnt_sig[s] >= epoch + 1), zeroing ready/done2 while
+ *                  the records travel; then GEMM group sizes, row and
  *                  tile-row offsets. Barrier point 1: nothing below starts before all counts.
  *   dispatch  (s2) C CTAs. Send: CTA c takes chunk c of the rows for each rank d (starting at
  *                  rank + 1) and writes row x[token] and its meta once per destination rank
@@ -21,7 +24,8 @@
  *                  nothing beside them, and gemm1 after it on every SM.
  *   gemm1     (s)  the GEMM core over the groups on SMs - C CTAs; before_load waits until its
  *                  tile-row has all its rows (ready >= rows of the tile; paced polls), so tiles
- *                  start as their rows land, in any order of arrival. args.split_k: the last
+ *                  start as their rows land, in any order of arrival; while a tile waits, its
+ *                  first k-blocks of weights are prefetched into L2. args.split_k: the last
  *                  wave's tiles in k-slices (planned on the device, gemm_split.cuh); before_load
  *                  runs for each slice.
  *   swiglu         SwiGLU in gemm1's epilogue (default: w1 interleaved by 8 rows at create, the
@@ -34,9 +38,8 @@
 
 namespace {
 
-__global__ void moe_plan_kernel(mk_moe_dev d, const int32_t *ids, const float *wts, int64_t T) {
-  const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-  if (t >= T) return;
+/* Token t's plan: landing slots, metas and pair counts (n_send, cnt_pairs zeroed before). */
+__device__ __forceinline__ void moe_plan_token(const mk_moe_dev &d, const int32_t *ids, const float *wts, int64_t t) {
   int dk[MK_MOE_MAX_TOPK], e[MK_MOE_MAX_TOPK];
   float w[MK_MOE_MAX_TOPK];
   for (int k = 0; k < d.K; k++) {
@@ -70,8 +73,15 @@ __global__ void moe_plan_kernel(mk_moe_dev d, const int32_t *ids, const float *w
   }
 }
 
-/* One CTA. Thread r < W sends the record for rank r; thread s < W waits for source s. */
-__global__ void moe_exchange_kernel(mk_moe_dev d) {
+__global__ void moe_plan_kernel(mk_moe_dev d, const int32_t *ids, const float *wts, int64_t T) {
+  const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (t < T) moe_plan_token(d, ids, wts, t);
+}
+
+/* One CTA, after the plan. Zeroes ready/done2 (read by gemm1, dispatch, gemm2 and combine,
+ * which all follow this kernel). Thread r < W sends the record for rank r; thread s < W waits
+ * for source s. */
+__device__ __forceinline__ void moe_exchange_cta(const mk_moe_dev &d) {
   if (threadIdx.x == 0) moe_stamp(d.prof, MK_MOE_PH_EXCH_START);
   const uint64_t target = moe_target(d);
   const uint64_t rec_bytes = (uint64_t)d.cnt_stride * 4;
@@ -90,6 +100,11 @@ __global__ void moe_exchange_kernel(mk_moe_dev d) {
       mk_post(d.w, MK_CMD_PUT, r, d.o_cnt_out + (uint64_t)r * rec_bytes, dst_off, rec_bytes, 0, 0);
       mk_post(d.w, MK_CMD_SIGNAL, r, 0, 0, 0, sig, 1);
     }
+  }
+  { /* while the records travel */
+    uint64_t *rd = mk_local_ptr<uint64_t>(d.w, d.o_ready);
+    const int64_t words = 2 * (d.m_cap / 128 + d.El + 1);
+    for (int64_t i = threadIdx.x; i < words; i += blockDim.x) rd[i] = 0;
   }
   int ok = 1;
   for (int s = threadIdx.x; s < d.W; s += blockDim.x)
@@ -115,6 +130,20 @@ __global__ void moe_exchange_kernel(mk_moe_dev d) {
     d.exp_off[d.El] = off;
     d.tile_base[d.El] = tiles;
   }
+}
+
+__global__ void moe_exchange_kernel(mk_moe_dev d) { moe_exchange_cta(d); }
+
+/* Decode (T <= kPlanCta): zeroing, plan and exchange in one CTA, one launch instead of a
+ * memset, the plan and the exchange. */
+constexpr int kPlanCta = 1024;
+__global__ void __launch_bounds__(kPlanCta) moe_plan_exchange_kernel(mk_moe_dev d, const int32_t *ids,
+                                                                     const float *wts, int64_t T) {
+  for (int i = threadIdx.x; i < d.W + d.E + d.El; i += blockDim.x) d.n_send[i] = 0; /* n_send, cnt_pairs, fill */
+  __syncthreads();
+  for (int64_t t = threadIdx.x; t < T; t += blockDim.x) moe_plan_token(d, ids, wts, t);
+  __syncthreads();
+  moe_exchange_cta(d);
 }
 
 __global__ void __launch_bounds__(kMoeCommThreads) moe_dispatch_kernel(mk_moe_dev d, const uint16_t *x) {
@@ -184,8 +213,11 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_dispatch_kernel(mk_moe_de
   }
 }
 
-/* GEMM1 hooks: a tile-row's loads wait until all its rows have landed in A1. kGlu: SwiGLU in
- * the epilogue (B = w1 with gate/up rows interleaved by 8, C = act). */
+/* GEMM1 hooks: a tile-row's loads wait until all its rows have landed in A1. Weights do not
+ * depend on the routing: while the rows are still in flight, the producer first has the
+ * tile's next pf_kblocks k-blocks of B (its weights) fetched into L2 (one bulk prefetch per
+ * B row), so those loads hit L2 once the rows are in. kGlu: SwiGLU in the epilogue (B = w1
+ * with gate/up rows interleaved by 8, C = act). */
 template <bool kGlu>
 struct moe_gemm1_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   static constexpr bool kAfterStore = false;
@@ -194,8 +226,18 @@ struct moe_gemm1_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   uint64_t o_ready;
   const int32_t *exp_off, *tile_base;
   uint64_t *prof;
+  const uint16_t *B; /* [groups][nb][kb] */
+  int64_t nb, kb;
+  int pf_kblocks;
   __device__ __forceinline__ void before_load(const mk_gemm_tile &t) {
     const int tile = tile_base[t.group] + (t.m0 - exp_off[t.group]) / mk_gemm_config::kBM;
+    const uint64_t need = (uint64_t)(t.m_end - t.m0);
+    const int64_t k0 = (int64_t)t.k0 * mk_gemm_config::kBK;
+    if (pf_kblocks && k0 < kb && mk_ld_volatile(mk_local_ptr<uint64_t>(w, o_ready) + tile) < need) {
+      const int64_t cols = min((int64_t)pf_kblocks * mk_gemm_config::kBK, kb - k0);
+      const uint16_t *b = B + ((int64_t)t.group * nb + t.n0) * kb + k0;
+      for (int n = t.n0; n < t.n_end; n++, b += kb) moe_prefetch_l2(b, (uint32_t)cols * 2);
+    }
     mk_wait_ge_paced(w, o_ready + (uint64_t)tile * 8, (uint64_t)(t.m_end - t.m0), MK_OP_MOE, -1, tile, kMoePollNs);
     if (prof) {
       moe_stamp(prof, MK_MOE_PH_G1_FIRST);
@@ -231,10 +273,14 @@ int64_t mk_param_gemm_group_m(void); /* gemm.cu: MK_GEMM_GROUP_M */
 extern "C" mk_status mk_moe_launch_plan(const mk_moe_dev *d, const int32_t *ids, const float *w, int64_t T,
                                         void *stream) {
   cudaStream_t s = (cudaStream_t)stream;
-  if (T > 0) {
-    moe_plan_kernel<<<(unsigned)((T + 255) / 256), 256, 0, s>>>(*d, ids, w, T);
+  if (T <= kPlanCta) {
+    moe_plan_exchange_kernel<<<1, kPlanCta, 0, s>>>(*d, ids, w, T);
     MK_CUDA_LAUNCH_CHECK();
+    return MK_STATUS_OK;
   }
+  MK_CUDA_CHECK(cudaMemsetAsync(d->n_send, 0, sizeof(int32_t) * (size_t)(d->W + d->E + d->El), s));
+  moe_plan_kernel<<<(unsigned)((T + 255) / 256), 256, 0, s>>>(*d, ids, w, T);
+  MK_CUDA_LAUNCH_CHECK();
   moe_exchange_kernel<<<1, 256, 0, s>>>(*d);
   MK_CUDA_LAUNCH_CHECK();
   return MK_STATUS_OK;
@@ -255,6 +301,8 @@ static mk_status launch_gemm1(const mk_moe_dev *d, int grid, cudaStream_t stream
   p.exp_off = d->exp_off;
   p.tile_base = d->tile_base;
   p.prof = d->prof;
+  p.B = kGlu ? d->w1g : d->w1;
+  p.nb = 2 * (int64_t)d->I, p.kb = d->H, p.pf_kblocks = d->pf_kblocks;
   mk_gemm_args args = {kGlu ? d->act : d->C1, d->m_cap, 2 * (int64_t)d->I, d->H, d->El, d->rows};
   if (d->split_k) { /* k-slices of the last wave, planned on the device (gemm_split.cuh) */
     args.splits = -d->split_k, args.split_mode = d->split_force, args.ws = d->sk_ws, args.flags = d->sk_flags;
@@ -277,6 +325,7 @@ extern "C" mk_status mk_moe_preload_dispatch(int split_k) {
   cudaFuncAttributes a;
   MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)moe_plan_kernel));
   MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)moe_exchange_kernel));
+  MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)moe_plan_exchange_kernel));
   MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)moe_dispatch_kernel));
   MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)moe_swiglu_kernel));
   MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)mk_gemm_core_kernel<moe_gemm1_policy<false>, 0, 256>));

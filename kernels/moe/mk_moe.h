@@ -75,12 +75,14 @@ typedef struct mk_moe_args {
                                           writes gate and up, a separate pass follows (A/B) */
   int schedule;                        /* fused: mk_moe_schedule (0 = AUTO) */
   int profile;                         /* fused: stamp each call's phases on the device (mk_moe_phases) */
-  int split_k;                         /* fused: 0 (or +-1) = off; 2..16 = the grouped GEMMs may split
-                                          the tiles of their last wave (all tiles when there are
-                                          fewer than CTAs: decode) in up to that many k-slices, so
-                                          every SM streams weights, where a wave model says it pays;
-                                          -16..-2: always (tests); fixed-order fp32 fix-up
-                                          (deterministic). Passed test_moe_block on 4 H200s; speed not measured yet */
+  int split_k;                         /* fused: 0 = AUTO (8 where a local expert expects <= 256 rows
+                                          from max_tokens, i.e. decode-sized handles; else off:
+                                          mk_moe_pick_split_k in moe.c); +-1 = off; 2..16 = the grouped
+                                          GEMMs may split the tiles of their last wave (all tiles when
+                                          there are fewer than CTAs: decode) in up to that many
+                                          k-slices, so every SM streams weights, where a wave model on
+                                          the device says it pays; -16..-2: always (tests); fixed-order
+                                          fp32 fix-up (deterministic). Workspace: 2 x SMs x 128 KB */
 } mk_moe_args;
 
 typedef struct mk_moe mk_moe_t;

@@ -29,6 +29,21 @@ static int pick_schedule(const mk_moe_args *a, int W) {
   return a->max_tokens >= 1024 ? MK_MOE_SCHED_SERIAL : MK_MOE_SCHED_OVERLAP;
 }
 
+/* split_k AUTO (docs/perf/NOTES.md, moe, session 4): 8 k-slices where the grouped GEMMs stream
+ * weights, i.e. where a local expert gets at most two 128-row tile-rows at uniform routing
+ * (max_tokens * top_k / El <= 256 rows): there the last wave leaves SMs, and so HBM bandwidth,
+ * idle, and split-K at 8 measured 1.03-1.12x on 4 x H200 (128,4096,8,2,14336; 16 and 128 of
+ * 7168,256,8,2048). Which tiles are split is decided on the device from the counts of each call
+ * (mk_gemm_dev_split's wave model), so a call with more rows than expected splits less. Larger
+ * max_tokens (prefill-sized handles): off, not measured. */
+int mk_moe_pick_split_k(const mk_moe_args *a, int W) {
+  if (a->split_k == 1 || a->split_k == -1) return 0;
+  if (a->split_k) return a->split_k;
+  if (W < 1 || a->n_experts < W) return 0;
+  const int64_t El = a->n_experts / W, rows = a->max_tokens * a->top_k / El;
+  return rows <= 256 ? 8 : 0;
+}
+
 mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
   if (!out) return MK_STATUS_INVALID_ARGUMENT;
   *out = NULL;
@@ -68,8 +83,11 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
   int dev = mk_comm_device(comm);
   MK_CUDA_CHECK_GOTO(cudaDeviceGetAttribute(&m->sms, cudaDevAttrMultiProcessorCount, dev), st, fail);
   m->sched = pick_schedule(a, W);
-  d->split_k = abs(a->split_k) >= 2 ? abs(a->split_k) : 0;
-  d->split_force = a->split_k <= -2;
+  {
+    const int sk = mk_moe_pick_split_k(a, W);
+    d->split_k = abs(sk) >= 2 ? abs(sk) : 0;
+    d->split_force = sk <= -2;
+  }
   { /* GEMM2 128 wide where the worst case has fewer 256-wide tiles than SMs (decode, few experts),
        unless k-slices fill the SMs (split_k) */
     const int64_t tiles256 = (d->m_cap / 128 + El) * ((a->hidden + 255) / 256);
@@ -104,6 +122,15 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
   MK_CHECK_GOTO(heap(m, far ? area : 0, &d->o_cstage), st, fail);
   MK_CHECK_GOTO(heap(m, (uint64_t)tiles * 16, &d->o_ready), st, fail);
   d->o_done2 = d->o_ready + (uint64_t)tiles * 8;
+  { /* GEMM1's L2 prefetch while rows are in flight: its first wave's B tiles, k-blocks of 64
+       columns (128 bytes a row), at most half the L2 in all and 8 k-blocks a tile */
+    int l2 = 0;
+    MK_CUDA_CHECK_GOTO(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev), st, fail);
+    const int64_t ctas = m->sched == MK_MOE_SCHED_OVERLAP ? m->sms - d->C : m->sms;
+    const int64_t kb = (int64_t)l2 / 2 / (ctas * 256 * 128), kmax = (a->hidden + 63) / 64;
+    d->pf_kblocks = (int)(kb < 8 ? kb : 8);
+    if (d->pf_kblocks > kmax) d->pf_kblocks = (int)kmax;
+  }
   if (a->profile) MK_CHECK_GOTO(dalloc((void **)&d->prof, sizeof(uint64_t) * MK_MOE_PHASES), st, fail);
   if (d->split_k) { /* at most two partial tiles per GEMM CTA (mk_gemm_dev_split) */
     MK_CHECK_GOTO(dalloc((void **)&d->sk_ws, (size_t)2 * m->sms * 128 * 256 * 4), st, fail);
@@ -210,9 +237,6 @@ static mk_status forward_fused(mk_moe_t *m, const uint16_t *x, int64_t T, const 
                                uint16_t *out, cudaStream_t s) {
   mk_moe_dev *d = &m->d;
   cudaStream_t s2 = (cudaStream_t)m->s2;
-  const int64_t tiles = d->m_cap / 128 + d->El + 1;
-  MK_CUDA_CHECK(cudaMemsetAsync(m->zero_base, 0, m->zero_bytes, s));
-  MK_CUDA_CHECK(cudaMemsetAsync(mk_comm_heap_ptr(m->comm, d->o_ready), 0, (size_t)tiles * 16, s));
   if (d->prof) MK_CUDA_CHECK(cudaMemsetAsync(d->prof, 0, sizeof(uint64_t) * MK_MOE_PHASES, s));
   MK_CHECK(mk_moe_launch_plan(d, ids, w, T, s)); /* barrier point 1: all counts known */
   if (m->sched == MK_MOE_SCHED_HYBRID) { /* serial dispatch, combine beside GEMM2 */

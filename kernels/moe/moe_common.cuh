@@ -59,6 +59,11 @@ __device__ __forceinline__ int moe_tile_of(const mk_moe_dev &d, int e, int pos) 
   return d.tile_base[e] + (pos - d.exp_off[e]) / 128;
 }
 
+/* One thread: fetch `bytes` (multiple of 16, 16-aligned) at p into L2, asynchronously (TMA). */
+__device__ __forceinline__ void moe_prefetch_l2(const void *p, uint32_t bytes) {
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
+}
+
 __device__ __forceinline__ void moe_red_add_gpu(uint64_t *p, uint64_t v) {
   asm volatile("red.release.gpu.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }

@@ -70,6 +70,8 @@ typedef struct mk_moe_dev {
   int split_force; /* args.split_k < 0: always split (mk_gemm_args.split_mode 1), else the model */
   float *sk_ws;    /* split-K partials: 2 SMs x 128 x 256 fp32 (both GEMMs, stream-ordered) */
   uint32_t *sk_flags; /* [4 SMs] zeroed at create, re-armed by each launch */
+  int pf_kblocks;  /* GEMM1: 64-wide k-blocks of its first B tile each CTA prefetches into L2 while
+                      the tile's rows are in flight (0 = off; moe.c sizes it to half the L2) */
 } mk_moe_dev;
 
 struct mk_moe {
@@ -77,7 +79,7 @@ struct mk_moe {
   mk_moe_args a;
   mk_moe_dev d;
   int sms, nnodes, sched; /* sched: mk_moe_schedule, never AUTO */
-  void *zero_base;         /* local scratch zeroed each call */
+  void *zero_base;         /* local scratch zeroed each call (n_send, cnt_pairs, fill; mk_moe_launch_plan) */
   size_t zero_bytes;
   void *s2, *ev_fork, *ev_join, *ev_g1; /* cudaStream_t / cudaEvent_t */
   /* unfused */
@@ -90,7 +92,14 @@ struct mk_moe {
   int h_rows_valid;
 };
 
+/* moe.c: split_k that args.split_k resolves to (0 = AUTO: the cost model, docs/perf/NOTES.md moe
+ * session 4; +-1 = off) on W ranks; the result is 0 (off) or as mk_moe_dev.split_k/split_force:
+ * |s| >= 2, s < 0 = always. Pure host logic (test_moe_pick). */
+int mk_moe_pick_split_k(const mk_moe_args *a, int W);
+
 /* dispatch_gemm.cu */
+/* Zeroes the call's local counters and scratch (n_send, cnt_pairs, fill, ready, done2), plans
+ * and exchanges the counts: one kernel for T <= 1024 (decode), else a memset, plan and exchange. */
 mk_status mk_moe_launch_plan(const mk_moe_dev *d, const int32_t *ids, const float *w, int64_t T, void *stream);
 mk_status mk_moe_launch_dispatch(const mk_moe_dev *d, const uint16_t *x, void *stream);
 mk_status mk_moe_launch_gemm1(const mk_moe_dev *d, int grid, void *stream);

@@ -89,8 +89,9 @@ static void run_case(mk_comm_t *c, const cfg *g, uint64_t seed, cudaStream_t s) 
   CUDA_OK(cudaMemcpy(did, tid, sizeof(int32_t) * T * K, cudaMemcpyHostToDevice));
   CUDA_OK(cudaMemcpy(dtw, tw, sizeof(float) * T * K, cudaMemcpyHostToDevice));
 
-  /* variant 0: SwiGLU in the gate/up GEMM's epilogue, overlapped schedule, both paths;
-   * variant 1: the separate SwiGLU pass, fused path only; variant 2: the serial schedule with
+  /* variant 0: SwiGLU in the gate/up GEMM's epilogue, overlapped schedule, split_k AUTO (8, the
+   * device's wave model choosing the tiles, where 300 * K / El <= 256; else off), both paths; variants 1-3
+   * split-K off: variant 1: the separate SwiGLU pass, fused path only; variant 2: the serial schedule with
    * its default CTAs and phase stamps, fused path only; variant 3: the hybrid schedule (serial
    * dispatch, combine on 4 CTAs beside GEMM2), fused path only; variants 4 and 5: split-K of
    * the grouped GEMMs (args.split_k; at these sizes every tile of both GEMMs is split: GEMM1 in
@@ -105,7 +106,7 @@ static void run_case(mk_comm_t *c, const cfg *g, uint64_t seed, cudaStream_t s) 
                                  : variant == 2 || variant == 5 ? MK_MOE_SCHED_SERIAL
                                                                 : MK_MOE_SCHED_OVERLAP,
                      .profile = variant == 2,
-                     .split_k = variant == 4 ? -8 : variant == 5 ? -16 : 0}; /* < 0: split wherever possible */
+                     .split_k = variant == 4 ? -8 : variant == 5 ? -16 : variant ? 1 : 0}; /* < 0: wherever possible */
     mk_moe_t *m;
     ASSERT_OK(mk_moe_create(c, &a, &m));
     for (int path = 0; path < (variant ? 1 : 2); path++) {

@@ -144,7 +144,7 @@ static mk_status bench_shape(mk_comm_t *comm, const mk_bench_opts *o, mk_bench_r
     mk_bench_row row;
     mk_bench_row_init(&row, "moe", p ? "unfused" : "fused");
     char extra[32] = "";
-    if (fl->split_k) snprintf(extra, sizeof extra, ",\"split_k\":%d", fl->split_k);
+    if (fl->split_k) snprintf(extra, sizeof extra, ",\"split_k\":%d", fl->split_k == 1 ? 0 : fl->split_k);
     snprintf(row.shape, sizeof row.shape, "{\"t\":%lld,\"h\":%d,\"e\":%d,\"k\":%d,\"i\":%d,\"routing\":\"%s\"%s}",
              (long long)T, sh->H, sh->E, sh->K, sh->I, routing, extra);
     row.ranks = W;
@@ -159,9 +159,11 @@ static mk_status bench_shape(mk_comm_t *comm, const mk_bench_opts *o, mk_bench_r
     printf("  T=%-5lld H=%-5d E=%-4d k=%d I=%-5d %-7s fused %8.3f ms  unfused %8.3f ms  gemms %8.3f  a2a %8.3f  "
            "fused/bound %.2f  err %.2g\n",
            (long long)T, sh->H, sh->E, sh->K, sh->I, routing, med[0], med[3], compute, comm_ms, med[0] / bound, worst);
-  if (breakdown) { /* one more fused call: its phases, latest over ranks (each from its own exchange start) */
+  if (breakdown) { /* 3 more fused calls, back to back: the last one's phases, latest over ranks (each from its
+                      own exchange start). A lone call's "counts" would also hold the skew of the ranks' host
+                      launches after the allgather above (tens of us), which calls in a stream do not see. */
     double ph[MK_MOE_PHASES], allph[MK_MOE_PHASES * MK_MOE_MAX_RANKS];
-    MK_CHECK_GOTO(mk_moe_forward(m, MK_MOE_FUSED, x, T, ids, wts, of, s), st, fail);
+    for (int q = 0; q < 3; q++) MK_CHECK_GOTO(mk_moe_forward(m, MK_MOE_FUSED, x, T, ids, wts, of, s), st, fail);
     MK_CHECK_GOTO(mk_moe_phases(m, ph), st, fail);
     MK_CHECK_GOTO(mk_comm_allgather(comm, ph, allph, sizeof ph), st, fail);
     if (o->rank == 0) {
@@ -189,7 +191,7 @@ int mk_bench_moe(int argc, char **argv) {
   int ns = 0;
   const char *routings[3] = {"uniform", NULL, NULL};
   int nr = 0;
-  int64_t comm_ctas = 0, split_k = 0;
+  int64_t comm_ctas = 0, split_k = 0; /* split_k 0: AUTO (no flag); --split-k 0 -> 1 (off) */
   int swiglu_pass = 0, schedule = MK_MOE_SCHED_AUTO, breakdown = 0;
   for (int i = 1; i < argc; i++) {
     int used = mk_bench_parse_common(&o, argc, argv, i);
@@ -219,6 +221,7 @@ int mk_bench_moe(int argc, char **argv) {
       if (mk_bench_parse_i64("--comm-ctas", argv[++i], 0, 1024, &comm_ctas)) return 2;
     } else if (!strcmp(argv[i], "--split-k") && i + 1 < argc) {
       if (mk_bench_parse_i64("--split-k", argv[++i], -16, 16, &split_k)) return 2;
+      if (split_k == 0 || split_k == -1) split_k = 1; /* off (mk_moe_args: 0 is AUTO) */
     } else if (!strcmp(argv[i], "--swiglu-pass")) {
       swiglu_pass = 1;
     } else if (!strcmp(argv[i], "--breakdown")) {
@@ -241,11 +244,11 @@ int mk_bench_moe(int argc, char **argv) {
              "  (0 = the schedule's default).\n"
              "  --swiglu-pass: the fused path runs SwiGLU as a separate pass instead of in the GEMM epilogue.\n"
              "  --schedule: the fused path's placement of phases on the SMs (mk_moe_schedule; default auto).\n"
-             "  --breakdown: after each shape, one more fused call with device timestamps per phase, printed\n"
-             "  as ms from the count exchange's start (max over ranks).\n"
+             "  --breakdown: after each shape, 3 more fused calls back to back, the last one's device timestamps\n"
+             "  per phase printed as ms from the count exchange's start (max over ranks).\n"
              "  --split-k N: the fused path's grouped GEMMs may split their last wave of tiles (all tiles\n"
              "  when there are fewer than SMs: decode) in up to N k-slices where a wave model says it pays;\n"
-             "  -N: always (mk_moe_args.split_k; 0 = off).\n");
+             "  -N: always; 0: off; no flag: AUTO (mk_moe_args.split_k = 0: 8 where the shape is decode-sized).\n");
       mk_bench_print_common_help(stdout);
       return 0;
     } else {

@@ -1,0 +1,48 @@
+/* test_moe_pick.c (unit) — the fused MoE path's split-K choice from the shape at create
+ * (mk_moe_pick_split_k): AUTO splits in 8 k-slices where a local expert expects at most 256
+ * rows (decode), not above (prefill-sized handles); +-1 turns it off; explicit values pass. */
+#include "kernels/moe/moe_internal.h"
+#include "tests/mk_test.h"
+
+typedef struct pick_case {
+  int64_t T;
+  int E, K, split_k, W, want;
+  const char *why;
+} pick_case;
+
+int main(int argc, char **argv) {
+  mk_test_init(argc, argv, 30);
+  static const pick_case cases[] = {
+      {16, 8, 2, 0, 4, 8, "decode shapes of issue #7 at EP 4: AUTO gives 8"},
+      {128, 8, 2, 0, 4, 8, "128 * 2 / 2 = 128 rows per local expert"},
+      {16, 128, 8, 0, 4, 8, "E = 128 decode"},
+      {128, 128, 8, 0, 4, 8, "E = 128 decode"},
+      {16, 256, 8, 0, 4, 8, "E = 256 decode"},
+      {128, 256, 8, 0, 4, 8, "E = 256 decode"},
+      {4096, 8, 2, 0, 4, 0, "prefill shapes: off"},
+      {4096, 128, 8, 0, 4, 0, "prefill shapes: off"},
+      {8192, 256, 8, 0, 4, 0, "prefill shapes: off"},
+      {256, 8, 2, 0, 4, 8, "256 rows per local expert split"},
+      {257, 8, 2, 0, 4, 0, "257 do not"},
+      {128, 8, 2, 0, 8, 8, "EP 8: one local expert, 256 rows"},
+      {256, 8, 2, 0, 8, 0, "EP 8: 512 rows"},
+      {16, 8, 2, 1, 4, 0, "+1 is off"},
+      {16, 8, 2, -1, 4, 0, "-1 is off"},
+      {4096, 8, 2, 4, 4, 4, "explicit N wins over AUTO"},
+      {16, 8, 2, -16, 4, -16, "explicit always"},
+      {16, 8, 2, 16, 4, 16, "explicit 16"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const pick_case *c = &cases[i];
+    const mk_moe_args a = {.hidden = 4096, .inter = 14336, .n_experts = c->E, .top_k = c->K, .max_tokens = c->T,
+                           .split_k = c->split_k};
+    const int got = mk_moe_pick_split_k(&a, c->W);
+    if (got != c->want) {
+      fprintf(stderr, "case %zu (T=%lld E=%d k=%d split_k=%d W=%d: %s): got %d, want %d\n", i, (long long)c->T, c->E,
+              c->K, c->split_k, c->W, c->why, got, c->want);
+      return 1;
+    }
+  }
+  printf("test_moe_pick: %zu cases ok\n", sizeof cases / sizeof cases[0]);
+  return 0;
+}
