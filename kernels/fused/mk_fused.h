@@ -58,7 +58,10 @@ typedef struct mk_fused_args {
  * bytes, RS and AR 2 * max_m * max_n * 2 bytes each (two partials used by alternate calls;
  * plus counters), and RS and AR a local split-K workspace of SMs x 128 KiB (cudaMalloc); with
  * MK_FUSED_RS_COPY=1, RS also max_m * max_n * 2 bytes of heap staging and as much local memory;
- * with MK_FUSED_AR_COPY=1, AR twice that much heap and as much local memory. */
+ * with MK_FUSED_AR_COPY=1, AR twice that much heap and as much local memory; AR on one node
+ * group also 2 * W * min(max_m, 64) * max_n * 2 bytes of heap for its small-M path (M <= 64,
+ * B [N, K]: the skinny GEMM pushes each 128-column slab to every rank, which sums the W slabs
+ * in rank order; MK_GEMM_SKINNY=0 turns it off; compile-checked only). */
 mk_status mk_fused_create(mk_comm_t *comm, unsigned ops, int64_t max_m, int64_t max_n, int64_t max_k,
                           mk_fused_t **out);
 void mk_fused_destroy(mk_fused_t *f); /* NULL: no-op */

@@ -15,7 +15,8 @@
  *                 soon as its wgmma is done, and stores C transposed: the thread holding
  *                 acc(n, t) and the one holding acc(n + 1, t) (lane ^ 4) swap halves with one
  *                 shuffle so each stores a bf16x2 pair of n of one token row, masked to t < M
- *                 and n < N.
+ *                 and n < N (the Epi template parameter: plain here; GEMM+AR's one-shot
+ *                 small-M path stores into the peers instead, kernels/fused/gemm_ar.cu).
  * Work: tiles = ceil(N / 128) weight slabs. With fewer tiles than SMs the K range is split in
  * `splits` slices (unit u = slice * tiles + tile, grid = tiles * splits <= SMs: all CTAs
  * resident, one unit each); slices 0 .. splits-2 write fp32 partials (thread-major float4s)
@@ -28,6 +29,9 @@
 #define MK_KERNELS_GEMM_SKINNY_CUH
 
 #include "kernels/gemm/gemm_core.cuh"
+
+/* MK_GEMM_SKINNY (gemm.cu): -1 auto, 0 off, 1 on; also read by GEMM+AR's small-M path. */
+int64_t mk_param_gemm_skinny(void);
 
 template <int T>
 struct mk_gemm_skinny_config {
@@ -48,10 +52,46 @@ struct mk_gemm_skinny_args {
   uint32_t *flags;  /* [splits - 1][tiles][2]: 128 once written; 0 between launches */
 };
 
-template <int T>
+/* The thread holding accumulators d (warpgroup cw, warp, lane of weight slab `tile`) hands
+ * put(t, ne, v) every bf16x2 pair v = C[t][ne..ne+1] it owns after one shuffle: acc d[4j +
+ * {0,1,2,3}] = (n = r0, t = c), (r0, c + 1), (r0 + 8, c), (r0 + 8, c + 1) with r0 = n0 + 64 cw +
+ * 16 warp + lane / 4, c = 8 j + 2 (lane % 4); lanes g = lane / 4 even and odd (rows r0, r0 + 1)
+ * trade, the even lane keeping token c, the odd one c + 1. Pairs may lie past M and N (N is a
+ * multiple of 8: a pair is all in or all out). Every lane of the warp must call it. */
+template <int T, class F>
+__device__ __forceinline__ void mk_gemm_skinny_pairs(const float (&d)[T / 2], int tile, int cw, int warp, int lane,
+                                                     F &&put) {
+  const int odd = (lane >> 2) & 1;
+  const int ne = tile * 128 + cw * 64 + warp * 16 + (lane >> 2) - odd;
+#pragma unroll
+  for (int j = 0; j < T / 8; j++) {
+    const float x = __shfl_xor_sync(0xffffffffu, odd ? d[4 * j] : d[4 * j + 1], 4);
+    const float y = __shfl_xor_sync(0xffffffffu, odd ? d[4 * j + 2] : d[4 * j + 3], 4);
+    const int t = 8 * j + 2 * (lane & 3) + odd;
+    put(t, ne, odd ? __floats2bfloat162_rn(x, d[4 * j + 1]) : __floats2bfloat162_rn(d[4 * j], x));
+    put(t, ne + 8, odd ? __floats2bfloat162_rn(y, d[4 * j + 3]) : __floats2bfloat162_rn(d[4 * j + 2], y));
+  }
+}
+
+/* The plain epilogue: C[t][n] for t < M, n < N. An Epi provides
+ *   template <int T> __device__ void store(const mk_gemm_skinny_args &, int tile, const float (&d)[T / 2],
+ *                                          int cw, int warp, int lane);
+ * called by all 256 consumer threads once per finished weight slab (after any split-K fix-up);
+ * it may synchronise them with named barrier 1 (256 threads). */
+struct mk_gemm_skinny_epi_plain {
+  template <int T>
+  __device__ __forceinline__ void store(const mk_gemm_skinny_args &a, int tile, const float (&d)[T / 2], int cw,
+                                        int warp, int lane) const {
+    mk_gemm_skinny_pairs<T>(d, tile, cw, warp, lane, [&](int t, int n, __nv_bfloat162 v) {
+      if (t < a.m && n < a.n) *(__nv_bfloat162 *)(a.C + (size_t)t * a.n + n) = v;
+    });
+  }
+};
+
+template <int T, class Epi>
 __global__ void __launch_bounds__(384, 1)
     mk_gemm_skinny_kernel(const __grid_constant__ CUtensorMap tma_w, const __grid_constant__ CUtensorMap tma_t,
-                          mk_gemm_skinny_args args) {
+                          mk_gemm_skinny_args args, Epi epi) {
   using Cfg = mk_gemm_skinny_config<T>;
   using namespace mk_sm90;
   extern __shared__ uint8_t smem_raw[];
@@ -113,73 +153,15 @@ __global__ void __launch_bounds__(384, 1)
       for (int kk = 0; kk < Cfg::kBK / 16; kk++)
         wgmma_m64nk16_bf16<T, 0>(d, desc_sw128(sw + kk * 32, 16, 1024), desc_sw128(st + kk * 32, 16, 1024));
       wgmma_commit();
-      wgmma_wait<1>(); /* the group that read stage `prev` is done */
-      if (prev >= 0) {
-        __syncwarp();
-        if (lane == 0) mbar_arrive(&empty[prev]);
-      }
-      prev = s;
-      if (++s == Cfg::kStages) {
-        s = 0;
-        phase ^= 1;
-      }
+      mk_gemm_ring_step<Cfg::kStages>(empty, lane, s, phase, prev);
     }
     wgmma_wait<0>();
 #pragma unroll
     for (int i = 0; i < T / 2; i++) fence_operand(d[i]);
-    if (prev >= 0) {
-      __syncwarp();
-      if (lane == 0) mbar_arrive(&empty[prev]);
-    }
-    if (args.splits > 1) {
-      const size_t slot_floats = (size_t)128 * (T / 2);
-      if (sl < args.splits - 1) { /* leave the slice for the last one */
-        const int slot = (sl * args.tiles + tile) * 2 + cw;
-        float4 *w = (float4 *)(args.ws + slot * slot_floats) + l;
-#pragma unroll
-        for (int j = 0; j < T / 8; j++) __stcg(w + j * 128, make_float4(d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3]));
-        red_release_gpu_add(args.flags + slot, 1);
-        continue;
-      }
-      for (int q = 0; q < args.splits - 1; q++) {
-        const int slot = (q * args.tiles + tile) * 2 + cw;
-        while (ld_acquire_gpu(args.flags + slot) < 128) {
-        }
-        const float4 *w = (const float4 *)(args.ws + slot * slot_floats) + l;
-#pragma unroll
-        for (int j = 0; j < T / 8; j++) {
-          const float4 v = __ldcg(w + j * 128);
-          d[4 * j] += v.x;
-          d[4 * j + 1] += v.y;
-          d[4 * j + 2] += v.z;
-          d[4 * j + 3] += v.w;
-        }
-      }
-      named_bar_sync(2 + cw, 128); /* every thread has seen the flags: re-arm them */
-      for (int q = l; q < args.splits - 1; q += 128) args.flags[(q * args.tiles + tile) * 2 + cw] = 0;
-    }
-    /* Epilogue. acc d[4j + {0,1,2,3}] = (n = r0, t = c), (r0, c + 1), (r0 + 8, c), (r0 + 8, c + 1)
-     * with r0 = n0 + 64 cw + 16 warp + lane / 4, c = 8 j + 2 (lane % 4). Lanes g = lane / 4 even and
-     * odd (rows r0, r0 + 1) trade: the even lane keeps token c, the odd one c + 1, so each holds n
-     * pairs (ne, ne + 1) of one token: C[t][ne..ne+1] as bf16x2. N is a multiple of 8: a pair is
-     * all in or all out. */
-    const int odd = (lane >> 2) & 1;
-    const int ne = tile * Cfg::kBN + cw * 64 + warp * 16 + (lane >> 2) - odd;
-#pragma unroll
-    for (int j = 0; j < T / 8; j++) {
-      const float x = __shfl_xor_sync(0xffffffffu, odd ? d[4 * j] : d[4 * j + 1], 4);
-      const float y = __shfl_xor_sync(0xffffffffu, odd ? d[4 * j + 2] : d[4 * j + 3], 4);
-      const int t = 8 * j + 2 * (lane & 3) + odd;
-      if (t < args.m) {
-        uint16_t *row = args.C + (size_t)t * args.n;
-        if (ne < args.n)
-          *(__nv_bfloat162 *)(row + ne) =
-              odd ? __floats2bfloat162_rn(x, d[4 * j + 1]) : __floats2bfloat162_rn(d[4 * j], x);
-        if (ne + 8 < args.n)
-          *(__nv_bfloat162 *)(row + ne + 8) =
-              odd ? __floats2bfloat162_rn(y, d[4 * j + 3]) : __floats2bfloat162_rn(d[4 * j + 2], y);
-      }
-    }
+    mk_gemm_ring_free(empty, lane, prev);
+    if (args.splits > 1 && !mk_gemm_split_fixup(d, args.ws, args.flags, sl, args.splits, args.tiles, tile, cw, l))
+      continue;
+    epi.template store<T>(args, tile, d, cw, warp, lane);
   }
 }
 
@@ -197,28 +179,29 @@ static inline size_t mk_gemm_skinny_ws_bytes(int64_t m, int64_t n, int splits) {
   return (size_t)(splits - 1) * (size_t)((n + 127) / 128) * 128 * T * 4;
 }
 
-template <int T>
+template <int T, class Epi>
 static mk_status mk_gemm_skinny_launch_t(const uint16_t *A, const uint16_t *B, const mk_gemm_skinny_args &args,
-                                         int grid, cudaStream_t stream) {
+                                         const Epi &epi, int grid, cudaStream_t stream) {
   using Cfg = mk_gemm_skinny_config<T>;
   CUtensorMap mw, mt;
   MK_CHECK(mk_gemm_encode_map(&mw, B, (uint64_t)args.k, (uint64_t)args.n, 1, Cfg::kBK, Cfg::kBN));
   MK_CHECK(mk_gemm_encode_map(&mt, A, (uint64_t)args.k, (uint64_t)args.m, 1, Cfg::kBK, T));
-  auto kern = mk_gemm_skinny_kernel<T>;
+  auto kern = mk_gemm_skinny_kernel<T, Epi>;
   static mk_gemm_smem_attr attr;
   MK_CHECK(attr.set((const void *)kern, Cfg::kSmemBytes));
-  kern<<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(mw, mt, args);
+  kern<<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(mw, mt, args, epi);
   MK_CUDA_LAUNCH_CHECK();
   return MK_STATUS_OK;
 }
 
 /* C[M, N] = A[M, K] @ B[N, K]^T, 1 <= M <= 64 (shape and pointers already checked by
- * mk_gemm_core_check). splits > 1 needs ws (mk_gemm_skinny_ws_bytes) and flags
+ * mk_gemm_core_check), stored by `epi`. splits > 1 needs ws (mk_gemm_skinny_ws_bytes) and flags
  * ((splits - 1) * tiles * 2 words, zeroed once; they re-arm themselves), used by one launch at
  * a time; `sms`: the resident CTA bound. */
-static inline mk_status mk_gemm_skinny_launch(const uint16_t *A, const uint16_t *B, uint16_t *C, int64_t M,
-                                              int64_t N, int64_t K, int splits, float *ws, uint32_t *flags, int sms,
-                                              cudaStream_t stream) {
+template <class Epi = mk_gemm_skinny_epi_plain>
+static mk_status mk_gemm_skinny_launch(const uint16_t *A, const uint16_t *B, uint16_t *C, int64_t M, int64_t N,
+                                       int64_t K, int splits, float *ws, uint32_t *flags, int sms, cudaStream_t stream,
+                                       const Epi &epi = Epi()) {
   if (M < 1 || M > 64 || splits < 1 || (splits > 1 && (!ws || !flags)))
     MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL,
                   "gemm: skinny GEMM needs 1 <= M <= 64 (got %lld) and a workspace when split (%d)", (long long)M,
@@ -229,9 +212,9 @@ static inline mk_status mk_gemm_skinny_launch(const uint16_t *A, const uint16_t 
   if (splits > 1 && units > sms)
     MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "gemm: skinny split of %lld units on %d SMs",
                   (long long)units, sms);
-  if (M <= 16) return mk_gemm_skinny_launch_t<16>(A, B, args, grid, stream);
-  if (M <= 32) return mk_gemm_skinny_launch_t<32>(A, B, args, grid, stream);
-  return mk_gemm_skinny_launch_t<64>(A, B, args, grid, stream);
+  if (M <= 16) return mk_gemm_skinny_launch_t<16>(A, B, args, epi, grid, stream);
+  if (M <= 32) return mk_gemm_skinny_launch_t<32>(A, B, args, epi, grid, stream);
+  return mk_gemm_skinny_launch_t<64>(A, B, args, epi, grid, stream);
 }
 
 #endif /* MK_KERNELS_GEMM_SKINNY_CUH */
