@@ -184,9 +184,18 @@ int main(int argc, char **argv) {
       ASSERT_OK(call(&x, &sm[i]));
       check(&x, &sm[i], "small M");
     }
+    /* Calls 0..98 multiply other data (Afull as A): a read of a slot before its peer's
+     * store of the last call would show in the result of call 99. */
     prepare(&x, &sm[1], 40);
     poison(&x, &sm[1]);
-    for (int it = 0; it < 100; it++) ASSERT_OK(call(&x, &sm[1]));
+    ASSERT_OK(mk_fill_uniform_bf16(x.Afull, (size_t)(sm[1].m * sm[1].k), x.seed + 77 + (uint64_t)x.me, -1.0f, 1.0f,
+                                   (mk_stream_t)x.s));
+    uint16_t *const a_keep = x.A;
+    for (int it = 0; it < 100; it++) {
+      x.A = it < 99 ? x.Afull : a_keep;
+      ASSERT_OK(call(&x, &sm[1]));
+    }
+    x.A = a_keep;
     check(&x, &sm[1], "small M, 100 back-to-back calls");
     CUDA_OK(cudaStreamBeginCapture(x.s, cudaStreamCaptureModeThreadLocal));
     ASSERT_OK(call(&x, &sm[1]));
