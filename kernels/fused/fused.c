@@ -84,6 +84,10 @@ mk_status mk_fused_create(mk_comm_t *comm, unsigned ops, int64_t max_m, int64_t 
       }
     }
     if (op != MK_FUSED_AG_GEMM) MK_CHECK_GOTO(mk_fused_ce_stage(f, (mk_fused_op)op), st, fail);
+    if (op == MK_FUSED_GEMM_AR && f->nnodes == 1) { /* small-M one-shot slots (gemm_ar.cu) */
+      const uint64_t rows = (uint64_t)(max_m < 64 ? max_m : 64);
+      MK_CHECK_GOTO(mk_comm_heap_alloc(comm, 2ull * (uint64_t)f->world * rows * (uint64_t)max_n * 2, &ws->sk), st, fail);
+    }
     if (f->nnodes > 1 && op != MK_FUSED_AG_GEMM) {
       const uint64_t rows = op == MK_FUSED_GEMM_RS ? (uint64_t)cdiv(max_m, f->world) : (uint64_t)max_m;
       MK_CHECK_GOTO(mk_comm_heap_alloc(comm, (uint64_t)f->world * rows * (uint64_t)max_n * 2, &ws->xbuf), st, fail);

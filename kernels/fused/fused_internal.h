@@ -27,6 +27,8 @@ typedef struct mk_fused_ws {
                        RS/AR u64 ce_arrive[16], ce_done[16], ce_done2[16], ce_cnt[W][pieces] */
   uint64_t cex;     /* RS/AR copy-engine mode: staging X [W][ceil(max_m/W)][max_n] bf16 (0: not allocated) */
   uint64_t cey;     /* AR copy-engine mode: the gathered sums Y [W ceil(max_m/W)][max_n] bf16 (after X) */
+  uint64_t sk;      /* AR, one node group: slots S [2][W][min(max_m, 64)][max_n] bf16 of the small-M
+                       one-shot path (gemm_ar.cu; 0: not allocated) */
   uint64_t xbuf;    /* several node groups: staging of data from other node groups (AG: unused;
                        RS: [W][ceil(max_m/W)][max_n]; AR: [W][max_m][max_n]) */
 } mk_fused_ws;

@@ -3,12 +3,112 @@
  * (over NVLink inside the node group) and sums them in the order 0..W-1 (fused_reduce.cuh has
  * the layout, flags and barrier points). Any M. Traffic: each rank reads (W - 1) M N bf16, the
  * decode (small M) recipe; a two-shot path (reduce-scatter, then all-gather of the reduced
- * rows) for large M is not built yet. */
+ * rows) for large M is not built yet.
+ *
+ * Small M (1 <= M <= 64, B [N, K], one node group, MK_GEMM_SKINNY != 0, not the copy-engine
+ * mode): the skinny GEMM (kernels/gemm/gemm_skinny.cuh) with a pushing epilogue, no role CTAs.
+ *   S       [2][W][M, N] bf16   heap (ws->sk): S[e & 1][p] = rank p's partial of the call with
+ *                               epoch e, pushed by p
+ *   cnt     u64 [W][ncb]        cnt[p][j] = e + 1 once p's 128-column slab j is in this S
+ * The CTA that finishes slab j (all of K: after the split-K fix-up) stores its bf16 partial of
+ * the slab straight into S[e & 1][me] of every rank of the node group (itself included; 4-byte
+ * bf16x2 stores from the accumulators: 16-byte stores through shared memory are not built yet), fences (system scope), and one thread release-sets cnt[me][j]
+ * = e + 1 on every rank; then that thread waits (bounded, error record) until cnt[p][j] >= e + 1
+ * for p = 0..W-1 in its own heap, and the 256 consumer threads sum the W partials of the slab in
+ * the order 0..W-1 in fp32 into C: the same bits on every rank. The epoch is read on the device
+ * and advanced after the kernel (graph replays work); flags only grow (fused_common.cuh).
+ * Safety of S[e & 1] (no handshake before the stores): rank q's call e writes S[e & 1][q] on
+ * peer p, which p last read in its call e - 2. q's call e - 1 ended (stream order) after each of
+ * q's CTAs saw p's flags of call e - 1 for its slab, which p set during its call e - 1, i.e.
+ * after p's call e - 2 (stream order): those reads are over. The same holds when call e - 1 took
+ * the reducer path (its reducers waited for every block's flag of p's call e - 1). */
 #include "kernels/fused/fused_reduce.cuh"
+#include "kernels/gemm/gemm_skinny.cuh"
 
-extern "C" mk_status mk_fused_preload_ar(void) { return mk_reduce_preload<MK_FUSED_GEMM_AR>(); }
+/* The one-shot all-reduce epilogue of the skinny GEMM (see above). */
+struct mk_ar_skinny_epi {
+  mk_dev_world w;
+  int W, me, slot;  /* ranks (one node group: local ranks = global ranks), epoch slot */
+  uint64_t sk, cnt; /* heap offsets: S, cnt */
+  uint16_t *C;
+
+  __device__ __forceinline__ uint64_t sbuf(uint64_t e, int p, const mk_gemm_skinny_args &a) const {
+    return sk + (((e & 1) * W + p) * (uint64_t)a.m * a.n) * 2;
+  }
+  template <int T>
+  __device__ __forceinline__ void store(const mk_gemm_skinny_args &a, int tile, const float (&d)[T / 2], int cw,
+                                        int warp, int lane) const {
+    __shared__ int ok;
+    const uint64_t e = mk_epoch(w, slot);
+    const int ct = cw * 128 + warp * 32 + lane; /* 0..255 */
+    const uint64_t mine = sbuf(e, me, a);
+    mk_gemm_skinny_pairs<T>(d, tile, cw, warp, lane, [&](int t, int n, __nv_bfloat162 v) {
+      if (t >= a.m || n >= a.n) return;
+      for (int p = 0; p < W; p++) *(__nv_bfloat162 *)(w.peer_heap[p] + mine + ((uint64_t)t * a.n + n) * 2) = v;
+    });
+    __threadfence_system();
+    mk_sm90::named_bar_sync(1, 256);
+    if (ct == 0) {
+      const uint64_t f = cnt + 8ull * ((uint64_t)me * a.tiles + tile);
+      for (int p = 0; p < W; p++) mk_fused_flag_set(w, p, f, e + 1);
+      int good = 1;
+      for (int p = 0; p < W && good; p++)
+        good = mk_wait_ge(w, cnt + 8ull * ((uint64_t)p * a.tiles + tile), e + 1, MK_OP_GEMM_AR, p, tile);
+      ok = good;
+    }
+    mk_sm90::named_bar_sync(1, 256);
+    if (!ok) return; /* the error is recorded; the kernel still drains its ring */
+    const int n0 = tile * 128, cols = min(128, a.n - n0), vec = cols / 8, total = a.m * vec;
+    for (int i = ct; i < total; i += 256) {
+      const int r = i / vec;
+      const uint64_t off = (uint64_t)r * a.n + n0 + (i - r * vec) * 8;
+      float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      for (int p = 0; p < W; p++)
+        mk_fused_acc8(acc, *reinterpret_cast<const uint4 *>(mk_local_ptr<uint16_t>(w, sbuf(e, p, a)) + off));
+      *reinterpret_cast<uint4 *>(C + off) = mk_fused_pack8(acc);
+    }
+  }
+};
+
+/* Whether a call takes the small-M path. */
+static bool mk_ar_skinny_mode(const mk_fused_t *f, const mk_fused_args *a) {
+  return a->m >= 1 && a->m <= 64 && a->b_layout == MK_GEMM_B_NK && f->nnodes == 1 && f->ws[MK_FUSED_GEMM_AR].sk &&
+         mk_param_gemm_skinny() != 0 && !mk_fused_rs_ce_mode(f, MK_FUSED_GEMM_AR, a->m, a->n);
+}
+
+static mk_status mk_ar_skinny(mk_fused_t *f, const mk_fused_args *a, cudaStream_t stream) {
+  const mk_fused_ws *ws = &f->ws[MK_FUSED_GEMM_AR];
+  mk_ar_skinny_epi epi;
+  epi.w = f->w;
+  epi.W = f->world;
+  epi.me = f->me;
+  epi.slot = MK_FUSED_EPOCH_SLOT0 + (int)MK_FUSED_GEMM_AR;
+  epi.sk = ws->sk;
+  epi.cnt = ws->cnt;
+  epi.C = a->C;
+  int splits = mk_gemm_skinny_splits(a->n, a->k, f->sms);
+  const size_t flag_words = (size_t)(splits - 1) * ((a->n + 127) / 128) * 2;
+  if (splits > 1 && (flag_words * 4 > MK_FUSED_SPLIT_FLAG_BYTES ||
+                     mk_gemm_skinny_ws_bytes(a->m, a->n, splits) > f->split_bytes || !f->split_ws[MK_FUSED_GEMM_AR]))
+    splits = 1;
+  char *sws = (char *)f->split_ws[MK_FUSED_GEMM_AR];
+  MK_CHECK(mk_gemm_skinny_launch(a->A, a->B, a->C, a->m, a->n, a->k, splits,
+                                 splits > 1 ? (float *)(sws + MK_FUSED_SPLIT_FLAG_BYTES) : NULL,
+                                 splits > 1 ? (uint32_t *)sws : NULL, f->sms, stream, epi));
+  return mk_fused_epoch_advance(f, MK_FUSED_GEMM_AR, (mk_stream_t)stream);
+}
+
+extern "C" mk_status mk_fused_preload_ar(void) {
+  MK_CHECK(mk_reduce_preload<MK_FUSED_GEMM_AR>());
+  cudaFuncAttributes fa;
+  MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_gemm_skinny_kernel<16, mk_ar_skinny_epi>));
+  MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_gemm_skinny_kernel<32, mk_ar_skinny_epi>));
+  MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_gemm_skinny_kernel<64, mk_ar_skinny_epi>));
+  return MK_STATUS_OK;
+}
 
 extern "C" mk_status mk_gemm_ar(mk_fused_t *f, const mk_fused_args *a, mk_stream_t stream) {
   MK_CHECK(mk_fused_check(f, MK_FUSED_GEMM_AR, a));
+  if (mk_ar_skinny_mode(f, a)) return mk_ar_skinny(f, a, (cudaStream_t)stream);
   return mk_reduce_launch<MK_FUSED_GEMM_AR>(f, a, a->C, (cudaStream_t)stream);
 }

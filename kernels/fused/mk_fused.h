@@ -64,7 +64,9 @@ typedef struct mk_fused_args {
  * (AR: twice that much heap), allocated when the mode can run: one node group, W > 1, and
  * MK_FUSED_{RS,AR}_COPY = 1, or -1 (default) with max_m * max_n * 2 >= MK_FUSED_{RS,AR}_CE_MIN_MB
  * MiB. With -1 a heap or device memory too small for it is a warning (the op keeps the SM path),
- * with 1 an error. */
+ * with 1 an error. AR on one node group also takes 2 * W * min(max_m, 64) * max_n * 2 bytes of
+ * heap for its small-M path (M <= 64, B [N, K]: the skinny GEMM pushes each 128-column slab to
+ * every rank, which sums the W slabs in rank order; MK_GEMM_SKINNY=0 turns it off). */
 mk_status mk_fused_create(mk_comm_t *comm, unsigned ops, int64_t max_m, int64_t max_n, int64_t max_k,
                           mk_fused_t **out);
 void mk_fused_destroy(mk_fused_t *f); /* NULL: no-op */

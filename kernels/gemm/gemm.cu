@@ -5,10 +5,12 @@
  * model picks it) plus flags; it is allocated once per (device, stream) and kept for the
  * life of the process (the flags re-arm themselves, so launches on one stream reuse it in
  * stream order). While a stream is being captured into a graph no workspace can be
- * allocated: a stream that has none yet then runs data-parallel. */
+ * allocated: a stream that has none yet then runs data-parallel.
+ * M <= 64 with B [N, K] (decode) goes to the skinny kernel (gemm_skinny.cuh: weights on the
+ * wide side of the wgmma, streamed once; k-slices meet in the same workspace). */
 #include <pthread.h>
 
-#include "kernels/gemm/gemm_core.cuh"
+#include "kernels/gemm/gemm_skinny.cuh"
 
 /* 0: pick the tile width per shape; 128, 160, 224 or 256: force it (tuning, tests; the
  * grouped GEMM and the fused ops take only 128 or 256 and pick for any other value). */
@@ -18,6 +20,9 @@ MK_PARAM_INT(gemm_group_m, "GEMM_GROUP_M", 16, 1, 1024)
 /* -1: split the last wave along K where the model says it pays; 0 (or 1): never; 2..16:
  * always, in that many k-slices. */
 MK_PARAM_INT(gemm_split_k, "GEMM_SPLIT_K", -1, -1, 16)
+/* Skinny kernel for M <= 64, B [N, K]: -1 auto, 0 off (the core), 1 on (today the same rule
+ * as auto: it applies to exactly those shapes). */
+MK_PARAM_INT(gemm_skinny, "GEMM_SKINNY", -1, -1, 1)
 
 namespace {
 struct gemm_ws {
@@ -84,6 +89,14 @@ extern "C" mk_status mk_gemm_bf16(const uint16_t *A, const uint16_t *B, uint16_t
   if (M == 0) return MK_STATUS_OK;
   int grid = 0;
   MK_CHECK(mk_gemm_sm_count(&grid));
+  if (mk_param_gemm_skinny() != 0 && M <= 64 && b_layout == MK_GEMM_B_NK) {
+    int splits = mk_gemm_skinny_splits(N, K, grid);
+    const size_t flag_words = (size_t)(splits - 1) * ((N + 127) / 128) * 2;
+    uint8_t *ws = NULL;
+    if (splits > 1 && flag_words * 4 <= kFlagBytes) MK_CHECK(gemm_workspace(s, mk_gemm_skinny_ws_bytes(M, N, splits), &ws));
+    if (!ws) splits = 1;
+    return mk_gemm_skinny_launch(A, B, C, M, N, K, splits, ws ? (float *)(ws + kFlagBytes) : NULL, (uint32_t *)ws, grid, s);
+  }
   args.split_tiles = (int)mk_gemm_split_plan(args, grid, (int)mk_param_gemm_split_k(), tile_n, &args.splits);
   const size_t parts = (size_t)(args.splits - 1) * args.split_tiles;
   if (args.split_tiles && parts * 2 * 4 <= kFlagBytes) {

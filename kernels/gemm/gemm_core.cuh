@@ -154,6 +154,66 @@ __device__ __forceinline__ void mk_gemm_units(const mk_gemm_args &args, int tota
   }
 }
 
+/* Consumer side of the TMA ring. mk_gemm_ring_free: stage prev (if >= 0) is free once the
+ * wgmma group that read it is done (the caller waited): one arrive per warp. mk_gemm_ring_step,
+ * right after committing the group that reads stage s: wait for the previous group, free its
+ * stage, step to the next stage (phase flips at the wrap). Shared with gemm_skinny.cuh. */
+__device__ __forceinline__ void mk_gemm_ring_free(uint64_t *empty, int lane, int prev) {
+  if (prev >= 0) {
+    __syncwarp();
+    if (lane == 0) mk_sm90::mbar_arrive(&empty[prev]);
+  }
+}
+template <int kStages>
+__device__ __forceinline__ void mk_gemm_ring_step(uint64_t *empty, int lane, int &s, uint32_t &phase, int &prev) {
+  mk_sm90::wgmma_wait<1>(); /* the group that read stage `prev` is done */
+  mk_gemm_ring_free(empty, lane, prev);
+  prev = s;
+  if (++s == kStages) {
+    s = 0;
+    phase ^= 1;
+  }
+}
+
+/* Split-K fix-up of one warpgroup's accumulators d (kR floats a thread) of slice sl of split tile
+ * r (of ntiles), warpgroup cw, thread l < 128 of it. Slices < splits - 1 write their partial sums
+ * to ws (thread-major float4s: a warpgroup writes / reads runs of 2 KB) and release-add 1 to their flag (128 once the warpgroup is done), returning false: the
+ * caller stores nothing. The last slice waits for the flags (acquire), adds the partials in
+ * order 0, 1, ... (deterministic) and re-arms the flags to 0 (named barrier 2 + cw among the
+ * 128 threads), returning true. Slot of (q, r, cw): (q * ntiles + r) * 2 + cw. Shared by the
+ * core and the skinny GEMM (gemm_skinny.cuh). */
+template <int kR>
+__device__ __forceinline__ bool mk_gemm_split_fixup(float (&d)[kR], float *ws, uint32_t *flags, int sl, int splits,
+                                                    int ntiles, int r, int cw, int l) {
+  using namespace mk_sm90;
+  const size_t slot_floats = (size_t)128 * kR;
+  if (sl < splits - 1) { /* leave the slice for the last one */
+    const int slot = (sl * ntiles + r) * 2 + cw;
+    float4 *w = (float4 *)(ws + slot * slot_floats) + l;
+#pragma unroll
+    for (int j = 0; j < kR / 4; j++) __stcg(w + j * 128, make_float4(d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3]));
+    red_release_gpu_add(flags + slot, 1);
+    return false;
+  }
+  for (int q = 0; q < splits - 1; q++) {
+    const int slot = (q * ntiles + r) * 2 + cw;
+    while (ld_acquire_gpu(flags + slot) < 128) {
+    }
+    const float4 *w = (const float4 *)(ws + slot * slot_floats) + l;
+#pragma unroll
+    for (int j = 0; j < kR / 4; j++) {
+      const float4 v = __ldcg(w + j * 128);
+      d[4 * j] += v.x;
+      d[4 * j + 1] += v.y;
+      d[4 * j + 2] += v.z;
+      d[4 * j + 3] += v.w;
+    }
+  }
+  named_bar_sync(2 + cw, 128); /* every thread has seen the flags: re-arm them */
+  for (int q = l; q < splits - 1; q += 128) flags[(q * ntiles + r) * 2 + cw] = 0;
+  return true;
+}
+
 /* Device-side split plan (grouped GEMMs, whose tile count only the kernel knows), for a kSplitK
  * kernel launched with args.splits = -max (gemm_split.cuh). The last wave (`last` tiles: all of
  * them when there are fewer tiles than CTAs, e.g. MoE decode) is split in s k-slices, 2 <= s <=
@@ -358,53 +418,16 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
           wgmma_m64nk16_bf16<kBN, kBNMajor>(d, da, db);
         }
         wgmma_commit();
-        wgmma_wait<1>(); /* the group that read stage `prev` is done */
-        if (prev >= 0) {
-          __syncwarp();
-          if (lane == 0) mbar_arrive(&empty[prev]);
-        }
-        prev = s;
-        if (++s == Cfg::kStages) {
-          s = 0;
-          phase ^= 1;
-        }
+        mk_gemm_ring_step<Cfg::kStages>(empty, lane, s, phase, prev);
       }
       wgmma_wait<0>();
 #pragma unroll
       for (int i = 0; i < kBN / 2; i++) fence_operand(d[i]);
-      if (prev >= 0) {
-        __syncwarp();
-        if (lane == 0) mbar_arrive(&empty[prev]);
-      }
+      mk_gemm_ring_free(empty, lane, prev);
       if constexpr (kSplitK) {
         if (sl >= 0) {
-          /* Partial sums, thread-major float4s: each warpgroup writes / reads 2 KB runs. */
-          const int l = tid % 128, r = idx - (sched.total() - args.split_tiles);
-          const size_t slot_floats = (size_t)128 * (kBN / 2);
-          if (sl < args.splits - 1) { /* leave the slice for the last one */
-            const int slot = (sl * args.split_tiles + r) * 2 + cw;
-            float4 *w = (float4 *)(args.ws + slot * slot_floats) + l;
-#pragma unroll
-            for (int j = 0; j < kBN / 8; j++) __stcg(w + j * 128, make_float4(d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3]));
-            red_release_gpu_add(args.flags + slot, 1);
-            return;
-          }
-          for (int q = 0; q < args.splits - 1; q++) {
-            const int slot = (q * args.split_tiles + r) * 2 + cw;
-            while (ld_acquire_gpu(args.flags + slot) < 128) {
-            }
-            const float4 *w = (const float4 *)(args.ws + slot * slot_floats) + l;
-#pragma unroll
-            for (int j = 0; j < kBN / 8; j++) {
-              const float4 v = __ldcg(w + j * 128);
-              d[4 * j] += v.x;
-              d[4 * j + 1] += v.y;
-              d[4 * j + 2] += v.z;
-              d[4 * j + 3] += v.w;
-            }
-          }
-          named_bar_sync(2 + cw, 128); /* every thread has seen the flags: re-arm them */
-          if (l < args.splits - 1) args.flags[(l * args.split_tiles + r) * 2 + cw] = 0;
+          const int r = idx - (sched.total() - args.split_tiles);
+          if (!mk_gemm_split_fixup(d, args.ws, args.flags, sl, args.splits, args.split_tiles, r, cw, tid % 128)) return;
         }
       }
       /* Epilogue: accumulator (row r, cols 8j + 2q, +1) pairs -> bf16x2 stores. */

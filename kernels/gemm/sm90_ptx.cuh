@@ -1,7 +1,7 @@
 /* sm90_ptx.cuh — thin wrappers over the Hopper (sm_90a) instructions the GEMM core uses:
- * mbarriers, TMA tensor loads, wgmma (descriptors, fence/commit/wait, m64n256k16 bf16),
- * setmaxnreg and the release/acquire flags of the split-K fix-up. Device-only; included by
- * gemm_core.cuh. */
+ * mbarriers, TMA tensor loads, wgmma (descriptors, fence/commit/wait, m64nNk16 bf16 for the
+ * core's tile widths and the skinny GEMM's token widths 16, 32, 64), setmaxnreg and the
+ * release/acquire flags of the split-K fix-up. Device-only; included by gemm_core.cuh. */
 #ifndef MK_KERNELS_GEMM_SM90_PTX_CUH
 #define MK_KERNELS_GEMM_SM90_PTX_CUH
 
@@ -120,16 +120,24 @@ MK_WG_DEF(224, 112, 113, 114, 115, MK_WG_S0 MK_WG_S1 MK_WG_S2 MK_WG_S3 MK_WG_S4 
 MK_WG_DEF(160, 80, 81, 82, 83, MK_WG_S0 MK_WG_S1 MK_WG_S2 MK_WG_S3 MK_WG_S4, MK_WG_R32(0), MK_WG_R32(32),
           MK_WG_R8(64), MK_WG_R8(72))
 MK_WG_DEF(128, 64, 65, 66, 67, MK_WG_S0 MK_WG_S1 MK_WG_S2 MK_WG_S3, MK_WG_R32(0), MK_WG_R32(32))
+/* The skinny GEMM's token widths (gemm_skinny.cuh): N = 64, 32, 16. */
+MK_WG_DEF(64, 32, 33, 34, 35, MK_WG_S0 MK_WG_S1, MK_WG_R32(0))
+MK_WG_DEF(32, 16, 17, 18, 19, MK_WG_S0, MK_WG_R8(0), MK_WG_R8(8))
+MK_WG_DEF(16, 8, 9, 10, 11, "%0, %1, %2, %3, %4, %5, %6, %7", MK_WG_R8(0))
 #undef MK_WG_DEF
 
 /* The instruction for a tile width. */
 template <int kN, int kTransB>
 __device__ __forceinline__ void wgmma_m64nk16_bf16(float (&d)[kN / 2], uint64_t desc_a, uint64_t desc_b) {
-  static_assert(kN == 256 || kN == 224 || kN == 160 || kN == 128, "no wgmma wrapper for this tile width");
+  static_assert(kN == 256 || kN == 224 || kN == 160 || kN == 128 || kN == 64 || kN == 32 || kN == 16,
+                "no wgmma wrapper for this tile width");
   if constexpr (kN == 256) wgmma_m64n256k16_bf16<kTransB>(d, desc_a, desc_b);
   else if constexpr (kN == 224) wgmma_m64n224k16_bf16<kTransB>(d, desc_a, desc_b);
   else if constexpr (kN == 160) wgmma_m64n160k16_bf16<kTransB>(d, desc_a, desc_b);
-  else wgmma_m64n128k16_bf16<kTransB>(d, desc_a, desc_b);
+  else if constexpr (kN == 128) wgmma_m64n128k16_bf16<kTransB>(d, desc_a, desc_b);
+  else if constexpr (kN == 64) wgmma_m64n64k16_bf16<kTransB>(d, desc_a, desc_b);
+  else if constexpr (kN == 32) wgmma_m64n32k16_bf16<kTransB>(d, desc_a, desc_b);
+  else wgmma_m64n16k16_bf16<kTransB>(d, desc_a, desc_b);
 }
 #undef MK_WG_R32
 #undef MK_WG_R8

@@ -92,3 +92,49 @@ size_t gemm_check_count_touched(const uint16_t *p, size_t n) {
   free(h);
   return t;
 }
+
+int gemm_check_run(int64_t m, int64_t n, int64_t k, mk_gemm_b_layout b, uint64_t seed, const char *mode, int twice) {
+  const struct {
+    int64_t m, n, k;
+    mk_gemm_b_layout b;
+  } s = {m, n, k, b};
+  uint16_t *A = gemm_check_random((size_t)s.m * s.k, seed);
+  uint16_t *B = gemm_check_random((size_t)s.n * s.k, seed + 1);
+  uint16_t *C[2] = {NULL, NULL};
+  const size_t extra = 3 * (size_t)s.n, elems = (size_t)s.m * s.n + extra;
+  int wrong = 0;
+  float *ref = gemm_check_reference(A, B, s.m, s.n, s.k, s.b);
+  for (int r = 0; r < 1 + twice; r++) {
+    CUDA_OK(cudaMalloc((void **)&C[r], elems * 2));
+    CUDA_OK(cudaMemset(C[r], 0xff, elems * 2));
+    ASSERT_OK(mk_gemm_bf16(A, B, C[r], s.m, s.n, s.k, s.b, NULL));
+    CUDA_OK(cudaDeviceSynchronize());
+    char what[160];
+    snprintf(what, sizeof what, "M=%lld N=%lld K=%lld B=%s %s%s", (long long)s.m, (long long)s.n, (long long)s.k,
+             s.b == MK_GEMM_B_KN ? "[K,N]" : "[N,K]", mode, r ? " (again)" : "");
+    double rel;
+    size_t bad = gemm_check_compare(what, C[r], ref, s.m, s.n, &rel);
+    size_t touched = gemm_check_count_touched(C[r] + (size_t)s.m * s.n, extra);
+    if (touched) printf("  %zu elements written past row M\n", touched);
+    if (bad || touched || !(rel <= 1e-2)) wrong = 1;
+  }
+  if (twice) {
+    const size_t bytes = (size_t)s.m * s.n * 2;
+    uint16_t *h0 = malloc(bytes), *h1 = malloc(bytes);
+    if (!h0 || !h1) MK_TEST_FAIL_("out of host memory");
+    CUDA_OK(cudaMemcpy(h0, C[0], bytes, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(h1, C[1], bytes, cudaMemcpyDeviceToHost));
+    if (memcmp(h0, h1, bytes)) {
+      printf("  two runs differ\n");
+      wrong = 1;
+    }
+    free(h0);
+    free(h1);
+  }
+  CUDA_OK(cudaFree(A));
+  CUDA_OK(cudaFree(B));
+  for (int r = 0; r < 2; r++)
+    if (C[r]) CUDA_OK(cudaFree(C[r]));
+  CUDA_OK(cudaFree(ref));
+  return wrong;
+}

@@ -26,4 +26,10 @@ size_t gemm_check_compare(const char *what, const uint16_t *C, const float *ref,
 /* Number of elements of the device bf16 range [p, p + n) that are not 0xffff (the poison). */
 size_t gemm_check_count_touched(const uint16_t *p, size_t n);
 
+/* Runs mk_gemm_bf16 on one shape (fresh random A, B from seed) with the current environment
+ * into a poisoned C with 3 extra rows; checks every element against the fp32 reference and
+ * that the extra rows are untouched. With twice set, runs it again into a second poisoned
+ * buffer and requires bit-identical results. Returns 1 when wrong. `mode` names the run. */
+int gemm_check_run(int64_t m, int64_t n, int64_t k, mk_gemm_b_layout b, uint64_t seed, const char *mode, int twice);
+
 #endif /* MK_TESTS_GEMM_CHECK_H */

@@ -7,7 +7,8 @@
  * multiple of the 128-row tile, N not a multiple of 128) and a round one, in an order that
  * changes shape between calls; then 100 back-to-back calls and 100 replays of a captured CUDA
  * graph of the odd shape, each checked; AR results must be bit-identical on every rank
- * (hashes compared through the bootstrap); bad arguments are refused. AG also with the shard
+ * (hashes compared through the bootstrap); AR also at M = 1, 16, 64 (its small-M path on one
+ * node group), 100 calls and 100 replays there; bad arguments are refused. AG also with the shard
  * written in place (mk_ag_gemm_shard). Under --nodes 2 the same checks cover the proxy path.
  * Outputs are poisoned
  * (NaN) before every checked run; relative Frobenius error <= 1e-2, NaN fails. */
@@ -173,6 +174,42 @@ int main(int argc, char **argv) {
   check(&x, &shapes[1], "call after replays");
   CUDA_OK(cudaGraphExecDestroy(ge));
   CUDA_OK(cudaGraphDestroy(g));
+  /* AR with M <= 64 on one node group: the small-M one-shot path (skinny GEMM pushing its
+   * slabs, gemm_ar.cu) at M = 1, 16, 64 with N not a multiple of 128, then 100 back-to-back
+   * calls and 100 graph replays of M = 16 (other node counts and MK_FUSED_AR_COPY=1: the
+   * other paths, the same checks). */
+  if (x.op == MK_FUSED_GEMM_AR) {
+    const shape sm[] = {{1, 1000, 776}, {16, 1000, 776}, {64, 1000, 776}, {64, 2048, 1024}};
+    for (int i = 0; i < 4; i++) {
+      prepare(&x, &sm[i], 30 + i);
+      poison(&x, &sm[i]);
+      ASSERT_OK(call(&x, &sm[i]));
+      check(&x, &sm[i], "small M");
+    }
+    /* Calls 0..98 multiply other data (Afull as A): a read of a slot before its peer's
+     * store of the last call would show in the result of call 99. */
+    prepare(&x, &sm[1], 40);
+    poison(&x, &sm[1]);
+    ASSERT_OK(mk_fill_uniform_bf16(x.Afull, (size_t)(sm[1].m * sm[1].k), x.seed + 77 + (uint64_t)x.me, -1.0f, 1.0f,
+                                   (mk_stream_t)x.s));
+    uint16_t *const a_keep = x.A;
+    for (int it = 0; it < 100; it++) {
+      x.A = it < 99 ? x.Afull : a_keep;
+      ASSERT_OK(call(&x, &sm[1]));
+    }
+    x.A = a_keep;
+    check(&x, &sm[1], "small M, 100 back-to-back calls");
+    CUDA_OK(cudaStreamBeginCapture(x.s, cudaStreamCaptureModeThreadLocal));
+    ASSERT_OK(call(&x, &sm[1]));
+    CUDA_OK(cudaStreamEndCapture(x.s, &g));
+    CUDA_OK(cudaGraphInstantiate(&ge, g, 0));
+    prepare(&x, &sm[1], 41);
+    poison(&x, &sm[1]);
+    for (int it = 0; it < 100; it++) CUDA_OK(cudaGraphLaunch(ge, x.s));
+    check(&x, &sm[1], "small M, 100 graph replays");
+    CUDA_OK(cudaGraphExecDestroy(ge));
+    CUDA_OK(cudaGraphDestroy(g));
+  }
   /* *_ce: the SM roles and the copy engines alternate (their flags and buffers must
    * not mix up); AG with the shard not in place, then in place. */
   for (int i = 0; ce && i < 4; i++) {

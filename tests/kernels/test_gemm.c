@@ -6,7 +6,8 @@
  * each split run twice: the two results must be bit-identical. Then, with the defaults (also
  * twice), the shapes where the model picks a split or a width other than 256 on an H200:
  * 2048 x 2560 x 8192 (160 wide), 2048 x 7168 x 8192 (224), M = 16 and 128 (split), both
- * layouts. A tile width the core lacks is refused. C is
+ * layouts. The mode passes set MK_GEMM_SKINNY=0 (the core on its M <= 64 shapes too; the
+ * skinny kernel has test_gemm_skinny), the defaults pass does not. A tile width the core lacks is refused. C is
  * poisoned (bf16 NaN) with 3 extra rows: every element is checked against an fp32 reference
  * and the extra rows must stay untouched. Bad shapes are refused. */
 #include "tests/kernels/gemm_check.h"
@@ -38,50 +39,6 @@ static const shape k_auto[] = {
     {2048, 7168, 8192, MK_GEMM_B_KN}, {128, 7168, 8192, MK_GEMM_B_KN},  {16, 2560, 8192, MK_GEMM_B_NK},
 };
 
-/* Runs one shape with the current environment; returns 1 when wrong. With twice set, runs it
- * again into a second poisoned buffer and requires bit-identical results. */
-static int run_shape(shape s, uint64_t seed, const char *mode, int twice) {
-  uint16_t *A = gemm_check_random((size_t)s.m * s.k, seed);
-  uint16_t *B = gemm_check_random((size_t)s.n * s.k, seed + 1);
-  uint16_t *C[2] = {NULL, NULL};
-  const size_t extra = 3 * (size_t)s.n, elems = (size_t)s.m * s.n + extra;
-  int wrong = 0;
-  float *ref = gemm_check_reference(A, B, s.m, s.n, s.k, s.b);
-  for (int r = 0; r < 1 + twice; r++) {
-    CUDA_OK(cudaMalloc((void **)&C[r], elems * 2));
-    CUDA_OK(cudaMemset(C[r], 0xff, elems * 2));
-    ASSERT_OK(mk_gemm_bf16(A, B, C[r], s.m, s.n, s.k, s.b, NULL));
-    CUDA_OK(cudaDeviceSynchronize());
-    char what[160];
-    snprintf(what, sizeof what, "M=%lld N=%lld K=%lld B=%s %s%s", (long long)s.m, (long long)s.n, (long long)s.k,
-             s.b == MK_GEMM_B_KN ? "[K,N]" : "[N,K]", mode, r ? " (again)" : "");
-    double rel;
-    size_t bad = gemm_check_compare(what, C[r], ref, s.m, s.n, &rel);
-    size_t touched = gemm_check_count_touched(C[r] + (size_t)s.m * s.n, extra);
-    if (touched) printf("  %zu elements written past row M\n", touched);
-    if (bad || touched || !(rel <= 1e-2)) wrong = 1;
-  }
-  if (twice) {
-    const size_t bytes = (size_t)s.m * s.n * 2;
-    uint16_t *h0 = malloc(bytes), *h1 = malloc(bytes);
-    if (!h0 || !h1) MK_TEST_FAIL_("out of host memory");
-    CUDA_OK(cudaMemcpy(h0, C[0], bytes, cudaMemcpyDeviceToHost));
-    CUDA_OK(cudaMemcpy(h1, C[1], bytes, cudaMemcpyDeviceToHost));
-    if (memcmp(h0, h1, bytes)) {
-      printf("  two runs differ\n");
-      wrong = 1;
-    }
-    free(h0);
-    free(h1);
-  }
-  CUDA_OK(cudaFree(A));
-  CUDA_OK(cudaFree(B));
-  for (int r = 0; r < 2; r++)
-    if (C[r]) CUDA_OK(cudaFree(C[r]));
-  CUDA_OK(cudaFree(ref));
-  return wrong;
-}
-
 int main(int argc, char **argv) {
   mk_test_init(argc, argv, 600);
   mk_test_require_gpus(1);
@@ -105,15 +62,19 @@ int main(int argc, char **argv) {
     const int i = run % nshapes, m = run / nshapes;
     setenv("MK_GEMM_TILE_N", k_modes[m][0], 1);
     setenv("MK_GEMM_SPLIT_K", k_modes[m][1], 1);
+    setenv("MK_GEMM_SKINNY", "0", 1);
     mk_param_reset_cache();
     char mode[64];
     snprintf(mode, sizeof mode, "tile_n=%s split_k=%s", k_modes[m][0], k_modes[m][1]);
-    failed += run_shape(k_shapes[i], seed * 131 + 2 * i, mode, atoi(k_modes[m][1]) >= 2);
+    failed += gemm_check_run(k_shapes[i].m, k_shapes[i].n, k_shapes[i].k, k_shapes[i].b, seed * 131 + 2 * i, mode,
+                             atoi(k_modes[m][1]) >= 2);
   }
   unsetenv("MK_GEMM_TILE_N");
   unsetenv("MK_GEMM_SPLIT_K");
+  unsetenv("MK_GEMM_SKINNY");
   mk_param_reset_cache();
-  for (int i = 0; i < nauto; i++) failed += run_shape(k_auto[i], seed * 137 + 2 * i, "defaults", 1);
+  for (int i = 0; i < nauto; i++)
+    failed += gemm_check_run(k_auto[i].m, k_auto[i].n, k_auto[i].k, k_auto[i].b, seed * 137 + 2 * i, "defaults", 1);
   if (failed) MK_TEST_FAIL_("%d of %d shape/mode runs wrong", failed, NMODES * nshapes + nauto);
   printf("ok: %d shapes x %d modes, %d shapes with the defaults\n", nshapes, NMODES, nauto);
   return 0;
