@@ -73,7 +73,8 @@ struct mk_ar_skinny_epi {
 /* Whether a call takes the small-M path. */
 static bool mk_ar_skinny_mode(const mk_fused_t *f, const mk_fused_args *a) {
   return a->m >= 1 && a->m <= 64 && a->b_layout == MK_GEMM_B_NK && f->nnodes == 1 && f->ws[MK_FUSED_GEMM_AR].sk &&
-         mk_param_gemm_skinny() != 0 && !mk_fused_rs_ce_mode(f, MK_FUSED_GEMM_AR, a->m, a->n);
+         (mk_param_gemm_skinny() == 1 || (mk_param_gemm_skinny() == -1 && mk_gemm_skinny_pays(a->n, a->k))) &&
+         !mk_fused_rs_ce_mode(f, MK_FUSED_GEMM_AR, a->m, a->n);
 }
 
 static mk_status mk_ar_skinny(mk_fused_t *f, const mk_fused_args *a, cudaStream_t stream) {

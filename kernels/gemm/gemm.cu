@@ -20,8 +20,8 @@ MK_PARAM_INT(gemm_group_m, "GEMM_GROUP_M", 16, 1, 1024)
 /* -1: split the last wave along K where the model says it pays; 0 (or 1): never; 2..16:
  * always, in that many k-slices. */
 MK_PARAM_INT(gemm_split_k, "GEMM_SPLIT_K", -1, -1, 16)
-/* Skinny kernel for M <= 64, B [N, K]: -1 auto, 0 off (the core), 1 on (today the same rule
- * as auto: it applies to exactly those shapes). */
+/* Skinny kernel for M <= 64, B [N, K]: -1 auto (weights of at least 32 MiB: mk_gemm_skinny_pays),
+ * 0 off (the core), 1 every such shape. */
 MK_PARAM_INT(gemm_skinny, "GEMM_SKINNY", -1, -1, 1)
 
 namespace {
@@ -89,7 +89,8 @@ extern "C" mk_status mk_gemm_bf16(const uint16_t *A, const uint16_t *B, uint16_t
   if (M == 0) return MK_STATUS_OK;
   int grid = 0;
   MK_CHECK(mk_gemm_sm_count(&grid));
-  if (mk_param_gemm_skinny() != 0 && M <= 64 && b_layout == MK_GEMM_B_NK) {
+  const int64_t skinny = mk_param_gemm_skinny();
+  if ((skinny == 1 || (skinny == -1 && mk_gemm_skinny_pays(N, K))) && M <= 64 && b_layout == MK_GEMM_B_NK) {
     int splits = mk_gemm_skinny_splits(N, K, grid);
     const size_t flag_words = (size_t)(splits - 1) * ((N + 127) / 128) * 2;
     uint8_t *ws = NULL;
