@@ -230,6 +230,8 @@ const int32_t *mk_ref_routes(const mk_ref_t *r);
  * probabilities: a bf16-faithful run that follows the fp32 run's expert choices shows the
  * rounding error without expert flips. */
 void mk_ref_force_routes(mk_ref_t *r, const int32_t *routes);
+/* 1 if the top_k experts a[] and b[] are not the same set (an "expert flip"), else 0. */
+int mk_ref_route_differs(const int32_t *a, const int32_t *b, int top_k);
 /* Greedy: prefill the prompt, then max_new tokens; out_ids [max_new]; logits_out NULL or
  * [(n_prompt + max_new - 1), vocab]: the logits of every position that was run. Resets first. */
 mk_status mk_ref_generate(mk_ref_t *r, const int32_t *prompt, int n_prompt, int max_new, int32_t *out_ids,

@@ -185,6 +185,14 @@ const int32_t *mk_ref_routes(const mk_ref_t *r) { return r ? r->routes : NULL; }
 void mk_ref_force_routes(mk_ref_t *r, const int32_t *routes) {
   if (r) r->forced = routes;
 }
+int mk_ref_route_differs(const int32_t *a, const int32_t *b, int top_k) {
+  for (int i = 0; i < top_k; i++) {
+    int found = 0;
+    for (int j = 0; j < top_k; j++) found |= a[i] == b[j];
+    if (!found) return 1;
+  }
+  return 0;
+}
 
 mk_status mk_ref_forward(mk_ref_t *r, const int32_t *ids, int n, float *logits) {
   const mk_model_config_t *c = &r->cfg;

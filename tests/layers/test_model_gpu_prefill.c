@@ -85,14 +85,7 @@ static void check_family(mk_comm_t *comm, mk_model_family fam, const char *name,
   const int32_t *fr = mk_ref_routes(rf);
   for (int l = 0; l < c->n_layers; l++)
     for (int t = 0; c->is_moe[l] && t < NT; t++) {
-      const int32_t *a = routes + ((size_t)l * NT + t) * K, *b = fr + ((size_t)l * NT + t) * K;
-      int diff = 0;
-      for (int i = 0; i < K; i++) {
-        int found = 0;
-        for (int j = 0; j < K; j++) found |= a[i] == b[j];
-        diff |= !found;
-      }
-      if (!diff) continue;
+      if (!mk_ref_route_differs(routes + ((size_t)l * NT + t) * K, fr + ((size_t)l * NT + t) * K, K)) continue;
       flips++;
       const double mg = mk_ref_route_margin(rf, t);
       printf("rank %d: %s layer %d position %d: GPU experts differ from fp32's, fp32 routing margin %.3g\n", w->rank,
