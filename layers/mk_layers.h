@@ -74,6 +74,11 @@ int mk_model_gpu_position(const mk_model_gpu_t *g);
 /* Collective. n tokens (host ids, the same on every rank) at the current position, appended
  * to the KV cache; logits [n, vocab] fp32 on the host (NULL: not wanted). */
 mk_status mk_model_gpu_forward(mk_model_gpu_t *g, const int32_t *ids, int n, float *logits);
+/* For tests: routes NULL: off (the default); else every later mk_model_gpu_forward writes
+ * each MoE layer's top-k experts of its tokens to routes (host, [n_layers][max_seq][top_k],
+ * mk_ref_routes' layout: position p of layer l at (l max_seq + p) top_k), so that a
+ * reference can follow them (mk_ref_force_routes). routes must outlive the forwards. */
+void mk_model_gpu_record_routes(mk_model_gpu_t *g, int32_t *routes);
 /* Collective. Greedy, as mk_ref_generate: resets, prefills the prompt, then max_new tokens;
  * rank 0's argmax is broadcast so every rank continues with the same token. logits_out NULL
  * or [(n_prompt + max_new - 1), vocab]. */

@@ -233,6 +233,9 @@ mk_status mk_model_gpu_forward(mk_model_gpu_t *g, const int32_t *ids, int n, flo
   for (int l = 0; l < c->n_layers; l++) {
     MK_CHECK(attn_block(g, &g->layers[l], n, 1));
     MK_CHECK(mk_layers_ffn_(g, &g->layers[l], n));
+    if (g->routes && g->layers[l].is_moe) /* this layer's top-k ids, before the next layer's routing */
+      MK_CUDA_CHECK(cudaMemcpyAsync(g->routes + ((size_t)l * g->max_seq + g->pos) * c->top_k, g->topk_ids,
+                                    sizeof(int32_t) * (size_t)n * c->top_k, cudaMemcpyDeviceToHost, g->stream));
   }
   MK_CHECK(mk_rmsnorm_f32(g->x, g->final_norm, n, c->hidden, c->rms_eps, NULL, g->hf, S_(g)));
   MK_CHECK(mk_linear_f32out(g->hf, n, c->hidden, g->lm_head, c->vocab, g->logits, S_(g)));
@@ -276,6 +279,10 @@ mk_status mk_model_gpu_generate(mk_model_gpu_t *g, const int32_t *prompt, int n_
   }
   free(lg);
   return st;
+}
+
+void mk_model_gpu_record_routes(mk_model_gpu_t *g, int32_t *routes) {
+  if (g) g->routes = routes;
 }
 
 void mk_model_gpu_reset(mk_model_gpu_t *g) {

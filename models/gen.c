@@ -57,7 +57,7 @@ static mk_status push(gen_list *L, const char *name, int nd, int64_t a, int64_t 
 }
 
 /* Linear [out, in] */
-#define LIN(name, o, i) MK_CHECK(push(L, name, 2, (o), (i), 0, -1.0f / sqrtf((float)(i)), 2.0f / sqrtf((float)(i))))
+#define LIN(name, o, i) MK_CHECK(push(L, name, 2, (o), (i), 0, -sc / sqrtf((float)(i)), 2.0f * sc / sqrtf((float)(i))))
 #define VEC(name, n, lo, sc) MK_CHECK(push(L, name, 1, (n), 0, 0, (lo), (sc)))
 #define NM(...) (snprintf(nm, sizeof nm, __VA_ARGS__), nm)
 
@@ -66,7 +66,8 @@ static mk_status build_list(const mk_gen_params *p, gen_list *L) {
   int64_t H = p->hidden, hd = p->head_dim, q = (int64_t)p->heads * hd, kv = (int64_t)p->kv_heads * hd;
   int64_t E = p->experts, I = p->expert_inter;
   int qwen = p->family == MK_FAMILY_QWEN2_MOE || p->family == MK_FAMILY_QWEN3_MOE;
-  MK_CHECK(push(L, "model.embed_tokens.weight", 2, p->vocab, H, 0, -1.0f, 2.0f));
+  const float sc = p->init_scale > 0 ? p->init_scale : 1.0f;
+  MK_CHECK(push(L, "model.embed_tokens.weight", 2, p->vocab, H, 0, -sc, 2.0f * sc));
   for (int l = 0; l < p->layers; l++) {
     VEC(NM("model.layers.%d.input_layernorm.weight", l), H, 0.9f, 0.2f);
     VEC(NM("model.layers.%d.post_attention_layernorm.weight", l), H, 0.9f, 0.2f);
@@ -94,7 +95,7 @@ static mk_status build_list(const mk_gen_params *p, gen_list *L) {
     snprintf(moe, sizeof moe, "model.layers.%d.%s", l, mx && !p->fused_experts ? "block_sparse_moe" : "mlp");
     LIN(NM("%s.gate.weight", moe), E, H);
     if (p->fused_experts) {
-      float a = 1.0f / sqrtf((float)H), b = 1.0f / sqrtf((float)I);
+      float a = sc / sqrtf((float)H), b = sc / sqrtf((float)I);
       MK_CHECK(push(L, NM("%s.experts.gate_up_proj", moe), 3, E, 2 * I, H, -a, 2 * a));
       MK_CHECK(push(L, NM("%s.experts.down_proj", moe), 3, E, H, I, -b, 2 * b));
     } else {

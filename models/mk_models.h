@@ -183,6 +183,8 @@ typedef struct mk_gen_params {
   int mlp_only_layer; /* qwen: one dense layer index (-1 = none) */
   mk_dtype dtype;   /* BF16 or F32 */
   uint64_t seed;
+  float init_scale; /* linear weights uniform in +-init_scale/sqrt(fan_in), embeddings in +-init_scale
+                     * (0 = 1; sqrt(3) gives the standard deviations of the parity script's randn init) */
 } mk_gen_params;
 /* Tiny defaults for a family (load in well under a second). */
 void mk_gen_params_default(mk_model_family family, mk_gen_params *p);
@@ -196,6 +198,13 @@ typedef struct mk_ref mk_ref_t;
  * on a process-wide pool of MK_REF_THREADS threads (default: the online CPUs); results do
  * not depend on the thread count. */
 mk_status mk_ref_create(const mk_model_t *m, int max_seq, mk_ref_t **out);
+/* bf16-faithful mode (opt-in, for precision studies): the same forward with every weight
+ * matrix rounded to bf16 and every activation rounded to bf16 exactly where the GPU model
+ * (mk_model_gpu_t) stores bf16: norm outputs fed to GEMMs, q/k/v (again after bias, q/k norm
+ * and RoPE), the KV cache, the attention output, the o/down projections' outputs, expert and
+ * MLP intermediates, the MoE block's routed output; fp32 where the GPU keeps fp32: residual
+ * stream, norms' weights, biases, router and shared-expert-gate inputs, final norm, logits. */
+mk_status mk_ref_create_bf16(const mk_model_t *m, int max_seq, mk_ref_t **out);
 /* A second handle that borrows base's fp32 weights (base must outlive it) and has its own
  * KV cache of max_seq positions: one per running sequence when serving. */
 mk_status mk_ref_create_shared(const mk_ref_t *base, int max_seq, mk_ref_t **out);
@@ -212,6 +221,17 @@ mk_status mk_ref_forward(mk_ref_t *r, const int32_t *ids, int n, float *logits);
  * pick another expert where this is small, and then its logits at that position differ by
  * more than rounding. */
 float mk_ref_route_margin(const mk_ref_t *r, int pos);
+/* The experts chosen at every (layer, position) run so far: [n_layers][max_seq][top_k] (a dense
+ * layer's rows and positions not run: -1). */
+const int32_t *mk_ref_routes(const mk_ref_t *r);
+/* routes NULL: route with the model's router (the default). Else the MoE layers take their
+ * experts from routes (mk_ref_routes' layout and max_seq, e.g. another handle's of the same
+ * model, which must outlive the runs) and weigh them with this handle's own router
+ * probabilities: a bf16-faithful run that follows the fp32 run's expert choices shows the
+ * rounding error without expert flips. */
+void mk_ref_force_routes(mk_ref_t *r, const int32_t *routes);
+/* 1 if the top_k experts a[] and b[] are not the same set (an "expert flip"), else 0. */
+int mk_ref_route_differs(const int32_t *a, const int32_t *b, int top_k);
 /* Greedy: prefill the prompt, then max_new tokens; out_ids [max_new]; logits_out NULL or
  * [(n_prompt + max_new - 1), vocab]: the logits of every position that was run. Resets first. */
 mk_status mk_ref_generate(mk_ref_t *r, const int32_t *prompt, int n_prompt, int max_new, int32_t *out_ids,
@@ -225,6 +245,7 @@ typedef struct mk_ref_attn_weights {
   const float *wq, *wk, *wv, *wo;          /* [nH*hd, H], [nKV*hd, H], [nKV*hd, H], [H, nH*hd] */
   const float *bq, *bk, *bv;               /* NULL = no bias */
   const float *q_norm, *k_norm;            /* [hd] or [nH*hd]/[nKV*hd]; NULL if none */
+  int bf16_acts;                           /* 1: round activations as the GPU model does (mk_ref_create_bf16) */
 } mk_ref_attn_weights;
 /* Attention of n tokens at positions pos0.. over cached keys/values 0..pos0+n-1:
  * k_cache, v_cache [>= pos0+n, nKV*hd] get rows pos0..pos0+n-1 written (post-RoPE keys).
@@ -238,6 +259,7 @@ typedef struct mk_ref_moe_weights {
   const float *const *gate, *const *up, *const *down; /* per expert: [I,H], [I,H], [H,I] */
   int shared_inter;                             /* 0 = no shared expert */
   const float *shared_gate, *shared_up, *shared_down, *shared_expert_gate; /* [Is,H],[Is,H],[H,Is],[1,H] */
+  int bf16_acts; /* 1: experts see x rounded to bf16 (the router fp32 x); bf16 intermediates and output */
 } mk_ref_moe_weights;
 /* MoE block: x [n, H] (already normed) -> out [n, H]. topk_ids / topk_w [n, top_k] may be NULL. */
 mk_status mk_ref_moe_block(const mk_ref_moe_weights *w, const float *x, int n, float *out, int32_t *topk_ids,

@@ -1,6 +1,7 @@
 /* ref_model.c — the fp32 reference forward of a whole model: embedding, per layer
  * (RMSNorm, attention with RoPE and a KV cache, RMSNorm, MoE or dense SwiGLU MLP, residuals),
- * final norm and lm_head (tied or not); greedy generation. The oracle for GPU kernels. */
+ * final norm and lm_head (tied or not); greedy generation. The oracle for GPU kernels.
+ * mk_ref_create_bf16: the same forward rounded as the GPU model rounds (mk_models.h). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,9 @@ struct mk_ref {
   void **allocs;
   int nallocs, cap;
   int max_seq, pos;
+  int bf16; /* mk_ref_create_bf16 */
+  int32_t *routes;       /* [n_layers][max_seq][top_k] (mk_ref_routes) */
+  const int32_t *forced; /* mk_ref_force_routes */
   float *margin; /* [max_seq]: the smallest relative top-k router margin of each position (mk_ref_route_margin) */
 };
 
@@ -42,16 +46,21 @@ static void *track(mk_ref_t *r, void *p) {
   return r->allocs[r->nallocs++] = p;
 }
 
-/* The fp32 copy of a weight; *ok = 0 on failure. A missing optional weight gives NULL. */
+/* The fp32 copy of a weight; *ok = 0 on failure. A missing optional weight gives NULL. In
+ * bf16 mode the matrices are rounded to bf16 (the GPU model holds them so); norm weights and
+ * biases stay fp32 (so does the GPU). */
 static float *load(mk_ref_t *r, const mk_model_t *m, mk_weight_role role, int layer, int expert, int *ok) {
   const mk_weight *w = mk_model_weight(m, role, layer, expert);
   if (!w) return NULL;
   float *p = track(r, malloc(sizeof(float) * (size_t)(w->rows * w->cols)));
   if (!p || mk_model_read_f32(m, w, 0, w->rows, p)) *ok = 0;
+  const int vec = role == MK_W_ATTN_NORM || role == MK_W_MLP_NORM || role == MK_W_FINAL_NORM || role == MK_W_Q_NORM ||
+                  role == MK_W_K_NORM || role == MK_W_Q_BIAS || role == MK_W_K_BIAS || role == MK_W_V_BIAS;
+  if (p && *ok && r->bf16 && !vec) mk_ref_round_bf16_(p, w->rows * w->cols);
   return p;
 }
 
-mk_status mk_ref_create(const mk_model_t *m, int max_seq, mk_ref_t **out) {
+static mk_status create(const mk_model_t *m, int max_seq, int bf16, mk_ref_t **out) {
   *out = NULL;
   if (!m || max_seq < 1) return MK_STATUS_INVALID_ARGUMENT;
   mk_ref_t *r = calloc(1, sizeof *r);
@@ -59,8 +68,11 @@ mk_status mk_ref_create(const mk_model_t *m, int max_seq, mk_ref_t **out) {
   const mk_model_config_t *c = mk_model_config(m);
   r->cfg = *c;
   r->max_seq = max_seq;
+  r->bf16 = bf16;
+  r->routes = track(r, malloc(sizeof(int32_t) * (size_t)c->n_layers * max_seq * c->top_k));
   r->margin = track(r, malloc(sizeof(float) * (size_t)max_seq));
-  int ok = r->margin != NULL, E = c->n_experts;
+  int ok = r->margin != NULL && r->routes != NULL, E = c->n_experts;
+  if (ok) memset(r->routes, 0xff, sizeof(int32_t) * (size_t)c->n_layers * max_seq * c->top_k);
   r->layers = track(r, calloc((size_t)c->n_layers, sizeof *r->layers));
   if (!r->layers) ok = 0;
   r->embed = load(r, m, MK_W_EMBED, -1, -1, &ok);
@@ -73,7 +85,7 @@ mk_status mk_ref_create(const mk_model_t *m, int max_seq, mk_ref_t **out) {
     L->mlp_norm = load(r, m, MK_W_MLP_NORM, l, -1, &ok);
     L->aw = (mk_ref_attn_weights){.hidden = c->hidden, .n_heads = c->n_heads, .n_kv_heads = c->n_kv_heads,
                                   .head_dim = c->head_dim, .qk_norm = c->qk_norm, .rms_eps = c->rms_eps,
-                                  .rope_theta = c->rope_theta};
+                                  .rope_theta = c->rope_theta, .bf16_acts = bf16};
     L->aw.wq = load(r, m, MK_W_Q, l, -1, &ok);
     L->aw.wk = load(r, m, MK_W_K, l, -1, &ok);
     L->aw.wv = load(r, m, MK_W_V, l, -1, &ok);
@@ -106,7 +118,7 @@ mk_status mk_ref_create(const mk_model_t *m, int max_seq, mk_ref_t **out) {
     }
     mk_ref_moe_weights *w = &L->mw;
     *w = (mk_ref_moe_weights){.hidden = c->hidden, .n_experts = E, .top_k = c->top_k, .inter = c->moe_inter,
-                              .norm_topk_prob = c->norm_topk_prob};
+                              .norm_topk_prob = c->norm_topk_prob, .bf16_acts = bf16};
     w->router = load(r, m, MK_W_ROUTER, l, -1, &ok);
     w->gate = (const float *const *)L->gate, w->up = (const float *const *)L->up, w->down = (const float *const *)L->down;
     w->shared_inter = c->shared_inter;
@@ -123,17 +135,22 @@ mk_status mk_ref_create(const mk_model_t *m, int max_seq, mk_ref_t **out) {
   return MK_STATUS_OK;
 }
 
+mk_status mk_ref_create(const mk_model_t *m, int max_seq, mk_ref_t **out) { return create(m, max_seq, 0, out); }
+mk_status mk_ref_create_bf16(const mk_model_t *m, int max_seq, mk_ref_t **out) { return create(m, max_seq, 1, out); }
+
 mk_status mk_ref_create_shared(const mk_ref_t *base, int max_seq, mk_ref_t **out) {
   *out = NULL;
   if (!base || max_seq < 1) return MK_STATUS_INVALID_ARGUMENT;
   mk_ref_t *r = calloc(1, sizeof *r);
   if (!r) return MK_STATUS_OUT_OF_MEMORY;
   *r = (mk_ref_t){.cfg = base->cfg, .embed = base->embed, .final_norm = base->final_norm,
-                  .lm_head = base->lm_head, .max_seq = max_seq};
+                  .lm_head = base->lm_head, .max_seq = max_seq, .bf16 = base->bf16};
   const mk_model_config_t *c = &base->cfg;
   size_t kvw = (size_t)c->n_kv_heads * c->head_dim;
   int ok = (r->layers = track(r, malloc((size_t)c->n_layers * sizeof *r->layers))) != NULL &&
-           (r->margin = track(r, malloc(sizeof(float) * (size_t)max_seq))) != NULL;
+           (r->margin = track(r, malloc(sizeof(float) * (size_t)max_seq))) != NULL &&
+           (r->routes = track(r, malloc(sizeof(int32_t) * (size_t)c->n_layers * max_seq * c->top_k))) != NULL;
+  if (ok) memset(r->routes, 0xff, sizeof(int32_t) * (size_t)c->n_layers * max_seq * c->top_k);
   for (int l = 0; ok && l < c->n_layers; l++) {
     r->layers[l] = base->layers[l]; /* weight pointers are borrowed from base */
     r->layers[l].kc = track(r, malloc(sizeof(float) * kvw * (size_t)max_seq));
@@ -164,6 +181,18 @@ float mk_ref_route_margin(const mk_ref_t *r, int pos) {
 }
 
 int mk_ref_position(const mk_ref_t *r) { return r->pos; }
+const int32_t *mk_ref_routes(const mk_ref_t *r) { return r ? r->routes : NULL; }
+void mk_ref_force_routes(mk_ref_t *r, const int32_t *routes) {
+  if (r) r->forced = routes;
+}
+int mk_ref_route_differs(const int32_t *a, const int32_t *b, int top_k) {
+  for (int i = 0; i < top_k; i++) {
+    int found = 0;
+    for (int j = 0; j < top_k; j++) found |= a[i] == b[j];
+    if (!found) return 1;
+  }
+  return 0;
+}
 
 mk_status mk_ref_forward(mk_ref_t *r, const int32_t *ids, int n, float *logits) {
   const mk_model_config_t *c = &r->cfg;
@@ -187,11 +216,19 @@ mk_status mk_ref_forward(mk_ref_t *r, const int32_t *ids, int n, float *logits) 
   for (int l = 0; l < c->n_layers; l++) {
     ref_layer *L = &r->layers[l];
     mk_ref_rmsnorm_(x, L->attn_norm, n, (int64_t)H, c->rms_eps, h);
+    if (r->bf16) mk_ref_round_bf16_(h, (int64_t)(n * H)); /* GPU: hb */
     MK_CHECK_GOTO(mk_ref_attention_block(&L->aw, h, n, r->pos, L->kc, L->vc, a), st, fail);
     for (size_t i = 0; i < n * H; i++) x[i] += a[i];
     mk_ref_rmsnorm_(x, L->mlp_norm, n, (int64_t)H, c->rms_eps, h);
-    if (c->is_moe[l]) MK_CHECK_GOTO(mk_ref_moe_block_(&L->mw, h, n, a, NULL, NULL, r->margin + r->pos), st, fail);
-    else MK_CHECK_GOTO(mk_ref_dense_mlp_(h, n, (int64_t)H, c->dense_inter, L->dense_g, L->dense_u, L->dense_d, a), st, fail);
+    const size_t ro = ((size_t)l * r->max_seq + r->pos) * c->top_k; /* this call's rows of routes */
+    if (c->is_moe[l])
+      MK_CHECK_GOTO(mk_ref_moe_block_(&L->mw, h, n, a, r->routes + ro, NULL, r->margin + r->pos,
+                                      r->forced ? r->forced + ro : NULL), st, fail);
+    else {
+      if (r->bf16) mk_ref_round_bf16_(h, (int64_t)(n * H));
+      MK_CHECK_GOTO(mk_ref_dense_mlp_(h, n, (int64_t)H, c->dense_inter, L->dense_g, L->dense_u, L->dense_d, a, r->bf16),
+                    st, fail);
+    }
     for (size_t i = 0; i < n * H; i++) x[i] += a[i];
   }
   mk_ref_rmsnorm_(x, r->final_norm, n, (int64_t)H, c->rms_eps, h);

@@ -125,6 +125,10 @@ void mk_ref_linear_(const float *x, int64_t n, int64_t in, const float *w, const
   mk_ref_parallel_(out, (double)n * in * out, lin_task, &c);
 }
 
+void mk_ref_round_bf16_(float *v, int64_t n) {
+  for (int64_t i = 0; i < n; i++) v[i] = mk_bf16_to_float(mk_bf16_from_float(v[i]));
+}
+
 void mk_ref_rmsnorm_(const float *x, const float *w, int64_t n, int64_t dim, float eps, float *out) {
   for (int64_t t = 0; t < n; t++) {
     const float *r = x + t * dim;
@@ -204,9 +208,23 @@ mk_status mk_ref_attention_block(const mk_ref_attn_weights *w, const float *x, i
     goto fail;
   }
   float *vrow = v_cache + (size_t)pos0 * kw;
-  mk_ref_linear_(x, n, H, w->wq, w->bq, qw, q);
-  mk_ref_linear_(x, n, H, w->wk, w->bk, kw, k);
-  mk_ref_linear_(x, n, H, w->wv, w->bv, kw, vrow);
+  const int bf = w->bf16_acts;
+  if (!bf) {
+    mk_ref_linear_(x, n, H, w->wq, w->bq, qw, q);
+    mk_ref_linear_(x, n, H, w->wk, w->bk, kw, k);
+    mk_ref_linear_(x, n, H, w->wv, w->bv, kw, vrow);
+  } else { /* as the GPU: bf16 GEMM outputs, the bias added to them and rounded again */
+    float *dst[3] = {q, k, vrow};
+    const float *wt[3] = {w->wq, w->wk, w->wv}, *bs[3] = {w->bq, w->bk, w->bv};
+    for (int j = 0; j < 3; j++) {
+      const int64_t cols = j ? kw : qw;
+      mk_ref_linear_(x, n, H, wt[j], NULL, cols, dst[j]);
+      mk_ref_round_bf16_(dst[j], n * cols);
+      if (!bs[j]) continue;
+      for (int64_t i = 0; i < n * cols; i++) dst[j][i] += bs[j][i % cols];
+      mk_ref_round_bf16_(dst[j], n * cols);
+    }
+  }
   if (w->qk_norm == MK_QK_NORM_FULL) {
     mk_ref_rmsnorm_(q, w->q_norm, n, qw, w->rms_eps, q);
     mk_ref_rmsnorm_(k, w->k_norm, n, kw, w->rms_eps, k);
@@ -214,10 +232,12 @@ mk_status mk_ref_attention_block(const mk_ref_attn_weights *w, const float *x, i
     mk_ref_rmsnorm_(q, w->q_norm, (int64_t)n * w->n_heads, hd, w->rms_eps, q);
     mk_ref_rmsnorm_(k, w->k_norm, (int64_t)n * w->n_kv_heads, hd, w->rms_eps, k);
   }
+  if (bf && w->qk_norm) mk_ref_round_bf16_(q, (int64_t)n * qw), mk_ref_round_bf16_(k, (int64_t)n * kw);
   for (int t = 0; t < n; t++) {
     mk_ref_rope_(q + (size_t)t * qw, w->n_heads, hd, pos0 + t, w->rope_theta);
     mk_ref_rope_(k + (size_t)t * kw, w->n_kv_heads, hd, pos0 + t, w->rope_theta);
   }
+  if (bf) mk_ref_round_bf16_(q, (int64_t)n * qw), mk_ref_round_bf16_(k, (int64_t)n * kw);
   memcpy(k_cache + (size_t)pos0 * kw, k, sizeof(float) * (size_t)n * kw);
   attn_ctx c = {w, q, k_cache, v_cache, ctx, n, pos0, 0};
   mk_ref_parallel_((int64_t)n * w->n_heads, (double)n * w->n_heads * (pos0 + n) * hd * 2, attn_task, &c);
@@ -225,32 +245,38 @@ mk_status mk_ref_attention_block(const mk_ref_attn_weights *w, const float *x, i
     st = MK_STATUS_OUT_OF_MEMORY;
     goto fail;
   }
+  if (bf) mk_ref_round_bf16_(ctx, (int64_t)n * qw);
   mk_ref_linear_(ctx, n, qw, w->wo, NULL, H, out);
+  if (bf) mk_ref_round_bf16_(out, (int64_t)n * H);
 fail:
   free(q), free(k), free(ctx);
   return st;
 }
 
 /* ---- MoE ------------------------------------------------------------------------------ */
+/* bf16: the gate/up outputs, the activation and y rounded to bf16 (x already is). */
 static void swiglu_mlp(const float *x, int64_t n, int64_t H, int64_t I, const float *g, const float *u, const float *d,
-                       float *y, float *tmp_g, float *tmp_u) {
+                       float *y, float *tmp_g, float *tmp_u, int bf16) {
   mk_ref_linear_(x, n, H, g, NULL, I, tmp_g);
   mk_ref_linear_(x, n, H, u, NULL, I, tmp_u);
+  if (bf16) mk_ref_round_bf16_(tmp_g, n * I), mk_ref_round_bf16_(tmp_u, n * I);
   for (int64_t i = 0; i < n * I; i++) {
     float a = tmp_g[i];
     tmp_g[i] = a / (1.0f + expf(-a)) * tmp_u[i];
   }
+  if (bf16) mk_ref_round_bf16_(tmp_g, n * I);
   mk_ref_linear_(tmp_g, n, I, d, NULL, H, y);
+  if (bf16) mk_ref_round_bf16_(y, n * H);
 }
 
 mk_status mk_ref_dense_mlp_(const float *x, int64_t n, int64_t H, int64_t I, const float *g, const float *u,
-                            const float *d, float *y) {
+                            const float *d, float *y, int bf16) {
   float *a = malloc(sizeof(float) * (size_t)(n * I)), *b = malloc(sizeof(float) * (size_t)(n * I));
   if (!a || !b) {
     free(a), free(b);
     return MK_STATUS_OUT_OF_MEMORY;
   }
-  swiglu_mlp(x, n, H, I, g, u, d, y, a, b);
+  swiglu_mlp(x, n, H, I, g, u, d, y, a, b, bf16);
   free(a), free(b);
   return MK_STATUS_OK;
 }
@@ -275,11 +301,11 @@ static void route_margins(const float *lg, int n, int E, int K, float *margin) {
 
 mk_status mk_ref_moe_block(const mk_ref_moe_weights *w, const float *x, int n, float *out, int32_t *topk_ids,
                            float *topk_w) {
-  return mk_ref_moe_block_(w, x, n, out, topk_ids, topk_w, NULL);
+  return mk_ref_moe_block_(w, x, n, out, topk_ids, topk_w, NULL, NULL);
 }
 
 mk_status mk_ref_moe_block_(const mk_ref_moe_weights *w, const float *x, int n, float *out, int32_t *topk_ids,
-                            float *topk_w, float *margin) {
+                            float *topk_w, float *margin, const int32_t *force_ids) {
   if (!w || !x || !out || n < 0 || w->top_k < 1 || w->top_k > w->n_experts) return MK_STATUS_INVALID_ARGUMENT;
   int64_t H = w->hidden, E = w->n_experts, K = w->top_k, I = w->inter, S = w->shared_inter;
   int64_t big = I > S ? I : S;
@@ -288,11 +314,14 @@ mk_status mk_ref_moe_block_(const mk_ref_moe_weights *w, const float *x, int n, 
   float *tb = malloc(sizeof(float) * (size_t)(n * big)), *wt = malloc(sizeof(float) * (size_t)(n * K));
   int32_t *ids = malloc(sizeof(int32_t) * (size_t)(n * K)), *rows = malloc(sizeof(int32_t) * (size_t)(n + 1));
   float *rw = malloc(sizeof(float) * (size_t)(n + 1));
+  const int bf = w->bf16_acts;
+  float *xb = bf ? malloc(sizeof(float) * (size_t)(n * H)) : (float *)x; /* the experts' input (GPU: hb) */
   mk_status st = MK_STATUS_OK;
-  if (!logits || !xs || !ys || !ta || !tb || !wt || !ids || !rows || !rw) {
+  if (!logits || !xs || !ys || !ta || !tb || !wt || !ids || !rows || !rw || !xb) {
     st = MK_STATUS_OUT_OF_MEMORY;
     goto fail;
   }
+  if (bf) memcpy(xb, x, sizeof(float) * (size_t)(n * H)), mk_ref_round_bf16_(xb, n * H);
   mk_ref_linear_(x, n, H, w->router, NULL, E, logits);
   if (margin) route_margins(logits, n, (int)E, (int)K, margin);
   for (int t = 0; t < n; t++) { /* softmax over all experts, top-k, optional renormalisation */
@@ -303,6 +332,15 @@ mk_status mk_ref_moe_block_(const mk_ref_moe_weights *w, const float *x, int n, 
     for (int e = 0; e < E; e++) l[e] = (float)(l[e] / sum);
     float tot = 0;
     for (int k = 0; k < K; k++) {
+      if (force_ids) {
+        const int32_t e = force_ids[t * K + k];
+        if (e < 0 || e >= E) {
+          st = MK_STATUS_INVALID_ARGUMENT;
+          goto fail;
+        }
+        ids[t * K + k] = e, wt[t * K + k] = l[e], tot += l[e];
+        continue;
+      }
       int best = -1;
       for (int e = 0; e < E; e++) {
         int taken = 0;
@@ -323,16 +361,17 @@ mk_status mk_ref_moe_block_(const mk_ref_moe_weights *w, const float *x, int n, 
       for (int k = 0; k < K; k++)
         if (ids[t * K + k] == e) {
           rows[m] = t, rw[m] = wt[t * K + k];
-          memcpy(xs + (size_t)m * H, x + (size_t)t * H, sizeof(float) * (size_t)H);
+          memcpy(xs + (size_t)m * H, xb + (size_t)t * H, sizeof(float) * (size_t)H);
           m++;
         }
     if (!m) continue;
-    swiglu_mlp(xs, m, H, I, w->gate[e], w->up[e], w->down[e], ys, ta, tb);
+    swiglu_mlp(xs, m, H, I, w->gate[e], w->up[e], w->down[e], ys, ta, tb, bf);
     for (int i = 0; i < m; i++)
       for (int64_t h = 0; h < H; h++) out[(size_t)rows[i] * H + h] += rw[i] * ys[(size_t)i * H + h];
   }
+  if (bf) mk_ref_round_bf16_(out, n * H); /* the GPU's routed output y is bf16 */
   if (S) {
-    swiglu_mlp(x, n, H, S, w->shared_gate, w->shared_up, w->shared_down, ys, ta, tb);
+    swiglu_mlp(xb, n, H, S, w->shared_gate, w->shared_up, w->shared_down, ys, ta, tb, bf);
     mk_ref_linear_(x, n, H, w->shared_expert_gate, NULL, 1, rw);
     for (int t = 0; t < n; t++) {
       float g = 1.0f / (1.0f + expf(-rw[t]));
@@ -343,5 +382,6 @@ mk_status mk_ref_moe_block_(const mk_ref_moe_weights *w, const float *x, int n, 
   if (topk_w) memcpy(topk_w, wt, sizeof(float) * (size_t)(n * K));
 fail:
   free(logits), free(xs), free(ys), free(ta), free(tb), free(wt), free(ids), free(rows), free(rw);
+  if (xb != x) free(xb);
   return st;
 }

@@ -16,6 +16,13 @@ compared at the GPU tolerance (relative error <= 2e-2, identical greedy tokens):
   python3 tests/parity/parity_transformers.py --mk-run build/bin/mk-run --launch 4 --nodes 2 \
       --mk-launch build/bin/mk-launch --out docs/parity/parity_gpu4x2.json
 
+With --bf16 the CPU reference runs in its bf16-faithful mode (mk-run --bf16: rounded where the
+GPU engine stores bf16), compared at the GPU tolerance: what bf16 alone costs, without a GPU.
+
+Every family is also run teacher-forced (one prefill of transformers' 39 tokens) and reported
+with transformers' router margins: a position at a routing near tie may pick another expert in
+bf16 (an expert flip), which moves its logits and, through attention, later positions'.
+
 Needs torch and transformers (not part of the build or of ctest). Exit code 0 only if every
 family passes."""
 import argparse
@@ -34,6 +41,7 @@ PROMPT = [1, 5, 9, 200, 17, 33, 2, 101]
 TOL = 1e-4
 TOL_GPU = 2e-2
 LAUNCH = None  # [mk-launch, -n, N, (--nodes, K)] when the GPU engine runs
+BF16 = False  # mk-run --bf16 (the CPU reference's bf16-faithful mode), GPU tolerance
 
 
 def configs():
@@ -100,6 +108,8 @@ def run_family(name, cfg, mk_run, steps, workdir, seed, layout):
            "--logits-out", out]
     if LAUNCH:
         cmd = LAUNCH + ["--"] + cmd + ["--gpus"]
+    elif BF16:
+        cmd += ["--bf16"]
     r = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, NCCL_NVLS_ENABLE="0"))
     res = {"family": name, "saved_with": layout, "command": " ".join(cmd), "hf_tokens": hf_tokens}
     if r.returncode != 0:
@@ -129,8 +139,8 @@ def run_family(name, cfg, mk_run, steps, workdir, seed, layout):
                checkpoint_experts="fused 3-D" if fused else "per-expert", tensors=len(keys))
     if not res["tokens_match"]:
         res.update(divergence(mk_logits, hf_logits, mk_tokens, hf_tokens))
-        res.update(teacher_forced(cmd, out, hf_logits, hf_tokens))
-    res["passed"] = bool(res["tokens_match"] and rel <= (TOL_GPU if LAUNCH else TOL))
+    res.update(teacher_forced(cmd, out, hf_logits, hf_tokens, route_margins(model, seq[:-1])))
+    res["passed"] = bool(res["tokens_match"] and rel <= (TOL_GPU if LAUNCH or BF16 else TOL))
     return res
 
 
@@ -152,9 +162,36 @@ def divergence(mk_logits, hf_logits, mk_tokens, hf_tokens):
             "hf_margin": float(hf_logits[p][a] - hf_logits[p][b]), "mk_margin": float(mk_logits[p][b] - mk_logits[p][a])}
 
 
-def teacher_forced(cmd, out, hf_logits, hf_tokens):
-    """The same model on transformers' own token sequence (prompt + its greedy tokens, one prefill):
-    logits of every position against transformers', and how many positions pick the same argmax."""
+def route_margins(model, seq):
+    """Per position, over the MoE layers, the smallest relative top-k router margin of transformers'
+    model ((k-th largest - (k+1)-th largest router logit) / (largest - smallest), as
+    mk_ref_route_margin): where it is small a bf16 engine may pick another expert (an "expert
+    flip"), which moves that row's logits by 0.1..0.5 (rel.) and later rows through attention.
+    None if this transformers version does not return router logits."""
+    try:
+        with torch.no_grad():
+            r = model(torch.tensor([seq]), use_cache=False, output_router_logits=True).router_logits
+        k = model.config.num_experts_per_tok
+        m = np.full(len(seq), np.inf)
+        for lg in r or ():
+            if lg is None:
+                continue
+            v = lg.reshape(len(seq), -1).double().numpy()
+            if v.shape[1] <= k:
+                continue
+            s = -np.sort(-v, axis=1)
+            spread = s[:, 0] - s[:, -1]
+            m = np.minimum(m, np.where(spread > 0, (s[:, k - 1] - s[:, k]) / np.where(spread > 0, spread, 1), np.inf))
+        return [float(x) for x in m]
+    except Exception:  # noqa: BLE001 (a diagnostic only)
+        return None
+
+
+def teacher_forced(cmd, out, hf_logits, hf_tokens, margins=None):
+    """The same model on transformers' own token sequence (prompt + its greedy tokens, one prefill of
+    39 tokens), run for every family: logits of every position against transformers', how many
+    positions pick the same argmax, the worst position, and (with transformers' router margins) the
+    positions at a routing near tie (margin < 2e-2) and the error without them."""
     seq = list(PROMPT) + hf_tokens[:-1]
     c = list(cmd)
     c[c.index("--prompt-ids") + 1] = ",".join(map(str, seq))
@@ -169,8 +206,22 @@ def teacher_forced(cmd, out, hf_logits, hf_tokens):
         return {"teacher_forced_error": f"{m.size} logits, want {hf_logits.size}"}
     m = m.reshape(hf_logits.shape)
     same = int((m.argmax(axis=1) == hf_logits.argmax(axis=1)).sum())
-    return {"teacher_forced_rel_err": float(np.linalg.norm(m - hf_logits) / np.linalg.norm(hf_logits)),
-            "teacher_forced_same_argmax": same, "teacher_forced_positions": int(hf_logits.shape[0])}
+    rel_pos = np.linalg.norm(m - hf_logits, axis=1) / np.linalg.norm(hf_logits, axis=1)
+    res = {"teacher_forced_rel_err": float(np.linalg.norm(m - hf_logits) / np.linalg.norm(hf_logits)),
+           "teacher_forced_same_argmax": same, "teacher_forced_positions": int(hf_logits.shape[0]),
+           "teacher_forced_worst_position": int(rel_pos.argmax()),
+           "teacher_forced_worst_position_rel_err": float(rel_pos.max()),
+           "teacher_forced_passed": bool(np.linalg.norm(m - hf_logits) <= (TOL_GPU if LAUNCH or BF16 else TOL) *
+                                         np.linalg.norm(hf_logits))}
+    if margins is not None and len(margins) == hf_logits.shape[0]:
+        ties = [i for i, x in enumerate(margins) if x < 2e-2]
+        keep = [i for i in range(hf_logits.shape[0]) if i not in ties]
+        res.update(teacher_forced_route_margins=margins, teacher_forced_near_tie_positions=ties,
+                   teacher_forced_worst_position_route_margin=margins[int(rel_pos.argmax())])
+        if keep:
+            res["teacher_forced_rel_err_without_near_ties"] = float(np.linalg.norm(m[keep] - hf_logits[keep]) /
+                                                                    np.linalg.norm(hf_logits[keep]))
+    return res
 
 
 def main():
@@ -183,8 +234,10 @@ def main():
     ap.add_argument("--launch", type=int, default=0, help="run mk-run --gpus under mk-launch -n N")
     ap.add_argument("--nodes", type=int, default=1, help="with --launch: emulated nodes (mk-launch --nodes)")
     ap.add_argument("--mk-launch", default=None, help="with --launch: path of mk-launch (default: beside mk-run)")
+    ap.add_argument("--bf16", action="store_true", help="the CPU reference's bf16-faithful mode (mk-run --bf16)")
     a = ap.parse_args()
-    global LAUNCH
+    global LAUNCH, BF16
+    BF16 = a.bf16 and not a.launch
     if a.launch:
         ml = a.mk_launch or os.path.join(os.path.dirname(os.path.abspath(a.mk_run)), "mk-launch")
         LAUNCH = [os.path.abspath(ml), "-n", str(a.launch)] + (["--nodes", str(a.nodes)] if a.nodes > 1 else [])
@@ -196,12 +249,13 @@ def main():
             for layout in ("save_pretrained", "state_dict"):
                 results.append(run_family(fam, cfgs[fam], os.path.abspath(a.mk_run), a.steps, wd, a.seed, layout))
     print(f"{'family':<10} {'saved with':<16} {'experts':<11} {'positions':>9} {'rel err':>10} {'max abs':>10} "
-          f"{'tokens':>8}  result")
+          f"{'tokens':>8} {'forced':>10}  result")
     for r in results:
         if "rel_err" in r:
             print(f"{r['family']:<10} {r['saved_with']:<16} {r['checkpoint_experts']:<11} {r['positions']:>9} "
                   f"{r['rel_err']:>10.2e} "
-                  f"{r['max_abs_err']:>10.2e} {('same' if r['tokens_match'] else 'DIFFER'):>8}  "
+                  f"{r['max_abs_err']:>10.2e} {('same' if r['tokens_match'] else 'DIFFER'):>8} "
+                  f"{r.get('teacher_forced_rel_err', float('nan')):>10.2e}  "
                   f"{'PASS' if r['passed'] else 'FAIL'}")
         else:
             print(f"{r['family']:<10} mk-run failed: {r['error'][-300:]}")
@@ -210,14 +264,25 @@ def main():
                   f"{r['rel_err_before_divergence']:.2e}, max abs err there {r['max_abs_err_at_divergence']:.3f}, "
                   f"margins hf {r['hf_margin']:.4f} / mk {r['mk_margin']:.4f}")
         if "teacher_forced_rel_err" in r:
-            print(f"{'':<10} teacher-forced on transformers' tokens: rel err {r['teacher_forced_rel_err']:.2e}, "
-                  f"same argmax at {r['teacher_forced_same_argmax']}/{r['teacher_forced_positions']} positions")
+            line = (f"{'':<10} teacher-forced on transformers' tokens: rel err {r['teacher_forced_rel_err']:.2e}, "
+                    f"same argmax at {r['teacher_forced_same_argmax']}/{r['teacher_forced_positions']} positions, "
+                    f"worst position {r['teacher_forced_worst_position']} "
+                    f"({r['teacher_forced_worst_position_rel_err']:.2e}")
+            if "teacher_forced_worst_position_route_margin" in r:
+                line += (f", router margin there {r['teacher_forced_worst_position_route_margin']:.4f}); near ties at "
+                         f"{r['teacher_forced_near_tie_positions']}, rel err without them "
+                         f"{r.get('teacher_forced_rel_err_without_near_ties', float('nan')):.2e}")
+            else:
+                line += ")"
+            print(line)
+        elif "teacher_forced_error" in r:
+            print(f"{'':<10} teacher-forced run failed: {r['teacher_forced_error'][-300:]}")
     ok = all(r["passed"] for r in results)
     doc = {"tool": "tests/parity/parity_transformers.py", "torch": torch.__version__,
            "transformers": transformers.__version__, "prompt": PROMPT, "steps": a.steps,
-           "tolerance": TOL_GPU if LAUNCH else TOL,
+           "tolerance": TOL_GPU if LAUNCH or BF16 else TOL,
            "device": f"gpu: mk-launch -n {a.launch} --nodes {a.nodes}, MK_PATH={os.environ.get('MK_PATH', 'default')}"
-           if LAUNCH else "cpu", "all_passed": ok, "results": results}
+           if LAUNCH else "cpu, bf16-faithful reference" if BF16 else "cpu", "all_passed": ok, "results": results}
     os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
     with open(a.out, "w") as f:
         json.dump(doc, f, indent=1)

@@ -1,7 +1,7 @@
 /* mk_run.c — mk-run: load a model and generate greedily with the fp32 CPU reference, or with
  * the GPU engine (--gpus; the default under mk-launch, which sets WORLD_SIZE).
  *   mk-run --model DIR --prompt-ids 1,2,3 [--max-tokens N] [--logits-out FILE] [--gpus] [--tp N]
- *          [--path fused|unfused]
+ *          [--path fused|unfused] [--bf16]
  * Prints the generated ids and a summary of the last logits (GPU: rank 0 prints and writes).
  * --logits-out writes the logits of every position that was run ((prompt + max_tokens - 1) x
  * vocab, raw little-endian fp32). */
@@ -26,20 +26,25 @@ static void usage(FILE *o) {
              "              [--gpus] [--cpu] [--tp N (0: largest that fits a node)] [--path fused|unfused]\n"
              "  --gpus: the GPU engine on every rank of the launch (default under mk-launch / torchrun);\n"
              "  attention tensor-parallel over --tp ranks of a node, experts over all ranks.\n"
-             "  --path: the GPU engine's path (default: MK_PATH, else unfused).\n");
+             "  --path: the GPU engine's path (default: MK_PATH, else unfused).\n"
+             "  --bf16: (CPU) the reference in its bf16-faithful mode: rounded as the GPU engine rounds.\n");
 }
 
 int main(int argc, char **argv) {
   const char *dir = NULL, *ids_s = NULL, *lout = NULL;
   int64_t max_new = 16, tp = 0;
   int gpus = getenv("WORLD_SIZE") != NULL; /* under mk-launch or torchrun */
-  int have_path = 0;
+  int have_path = 0, bf16 = 0;
   mk_path path = MK_PATH_FUSED;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) return usage(stdout), 0;
     if (!strcmp(a, "--gpus") || !strcmp(a, "--cpu")) {
       gpus = !strcmp(a, "--gpus");
+      continue;
+    }
+    if (!strcmp(a, "--bf16")) {
+      bf16 = 1;
       continue;
     }
     if (!v) {
@@ -68,6 +73,10 @@ int main(int argc, char **argv) {
   }
   if (!dir || !ids_s) {
     usage(stderr);
+    return 2;
+  }
+  if (gpus && bf16) {
+    fprintf(stderr, "mk-run: --bf16 is the CPU reference's mode; the GPU engine is bf16 already\n");
     return 2;
   }
   int n = 1;
@@ -111,7 +120,7 @@ int main(int argc, char **argv) {
       fprintf(stderr, "mk-run: cannot load %s on the GPUs: %s\n", dir, mk_status_str(st));
       return 1;
     }
-  } else if ((st = mk_ref_create(m, total, &ref))) {
+  } else if ((st = bf16 ? mk_ref_create_bf16(m, total, &ref) : mk_ref_create(m, total, &ref))) {
     fprintf(stderr, "mk-run: %s\n", mk_status_str(st));
     return 1;
   }
@@ -123,7 +132,7 @@ int main(int argc, char **argv) {
     if (gpus)
       printf("engine: GPU, %s path, %d ranks, tp %d, ep %d\n", mk_path_name(mk_model_gpu_path(gm)), lay.world, lay.tp,
              lay.ep);
-    else printf("engine: fp32 CPU reference\n");
+    else printf("engine: %s CPU reference\n", bf16 ? "bf16-faithful" : "fp32");
   }
   int32_t *out = malloc(sizeof(int32_t) * (size_t)max_new);
   float *lg = malloc(sizeof(float) * (size_t)total * c->vocab);
