@@ -20,16 +20,8 @@ BIN=$PWD # gpu-check.sh runs this in build-gpu/bin
 export PATH=$BIN:$PATH
 T0=$(date +%s)
 LIMIT=${LIMIT:-420}
-step() {
-  local name=$1 t=$2 now
-  shift 2
-  now=$(( $(date +%s) - T0 ))
-  if [ $(( now + 15 )) -gt "$LIMIT" ]; then echo "$name: skipped at $now s"; return; fi
-  [ $(( now + t )) -gt "$LIMIT" ] && t=$(( LIMIT - now ))
-  timeout "$t" "$@" > "$RES/$name.log" 2>&1
-  echo "$name rc=$? at $(( $(date +%s) - T0 )) s"
-  grep -E '^\[0\] (moe|layer|\{|  T=)|FAIL|rror' "$RES/$name.log" | tail -"${TAIL:-16}"
-}
+STEP_GREP='^\[0\] (moe|layer|\{|  T=)|FAIL|rror'
+. "$(dirname "$0")/step.sh"
 # A/B in one run: decode-sized handle on (default 64) and off (0); --tokens 1024 keeps the prefill
 # phase (always run first) short; the decode rows are the ones to read.
 # Variants: new = both changes (defaults); nodec = MK_MOE_DECODE_TOKENS=0 (the layer's handle for
