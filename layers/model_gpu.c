@@ -156,9 +156,11 @@ static mk_status moe_split(mk_model_gpu_t *g, gpu_layer *L, int n) {
   mk_moe_t *h = L->moe_dec && mk_layers_moe_use_dec_(g->moe_dec_cap, fused, n, tp) ? L->moe_dec : L->moe;
   MK_CHECK(mk_moe_forward(h, fused ? MK_MOE_FUSED : MK_MOE_UNFUSED, g->hb + (size_t)r0 * H, cnt,
                           g->topk_ids + (size_t)r0 * k, g->topk_w + (size_t)r0 * k, mine, S_(g)));
-  /* fused: the slices pushed to the TP peers on the SMs. y is not stored into again by a peer
-   * before this rank's next MoE call has exchanged its counts (a barrier over every rank). */
-  if (fused && g->gather) return mk_gather_rows(g->gather, g->y, (uint64_t)cw * H * 2, S_(g));
+  /* fused, slices up to 1 MiB (decode; above, NCCL's bandwidth, not measured against this): the
+   * slices pushed to the TP peers on the SMs. y is not stored into again by a peer before this
+   * rank's next MoE call has exchanged its counts (a barrier over every rank). */
+  if (fused && g->gather && (uint64_t)cw * H * 2 <= (1u << 20))
+    return mk_gather_rows(g->gather, g->y, (uint64_t)cw * H * 2, S_(g));
   return tp_gather(g, mine, (size_t)cw * H);
 }
 

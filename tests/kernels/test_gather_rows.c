@@ -1,7 +1,8 @@
 /* test_gather_rows.c (multigpu, under mk-launch) — mk_gather_rows: the in-place all-gather of
  * equal slices over a group of ranks of one node group on the SMs. Groups of G ranks (argv[1],
  * default: the node group), several calls on one heap buffer (the counters grow across calls)
- * with slice sizes that do and do not split evenly into the 8 chunks of a destination, fresh
+ * with slice sizes that do and do not split evenly into the chunks of a destination (8, 8, 8, 32
+ * and 20 CTAs a destination: the counters' targets sum a varying count), fresh
  * random slices each call, the others' slices poisoned first, every element checked; then the
  * argument checks (a buffer outside the heap, a group that leaves the node group). */
 #include <cuda_runtime_api.h>
@@ -36,7 +37,7 @@ int main(int argc, char **argv) {
   ASSERT_TRUE(hb != NULL);
   cudaStream_t s;
   CUDA_OK(cudaStreamCreate(&s));
-  const size_t slices[] = {(size_t)16 * 4096 * 2, 16, (size_t)3 * 2048 * 2 + 16 * 5, max_slice, (size_t)1 * 4096 * 2};
+  const size_t slices[] = {(size_t)16 * 4096 * 2, 16, (size_t)3 * 2048 * 2 + 16 * 5, max_slice, (size_t)20 * 16384 + 16};
   for (int it = 0; it < 10; it++) {
     const size_t sl = slices[it % 5], ne = sl / 2;
     const uint64_t sd = seed + 1000 * (uint64_t)it;
