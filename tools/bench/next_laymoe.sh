@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tools/bench/next_laymoe.sh — branch laymoe (issue #9 acceptance 3: the MoE block inside the layer
 # at decode), 4 x H200, time-guarded (LIMIT, default 420 s). Two device calls (each under 600 s):
-#   1. tests: CTEST_ARGS="-R test_layers_moe_dec|test_moe_block|test_model_gpu_fused_4|test_model_gpu_fused_tp4|test_model_gpu_agree_tp4|test_model_gpu_fused_2nodes|test_model_gpu_agree_2nodes|test_serve_gpu_4x1_fused|test_bench_layer" \
+#   1. tests: CTEST_ARGS="-R test_layers_moe_dec|test_gather_rows|test_moe_block|test_model_gpu_fused_4|test_model_gpu_fused_tp4|test_model_gpu_agree_tp4|test_model_gpu_fused_2nodes|test_model_gpu_agree_2nodes|test_serve_gpu_4x1_fused|test_bench_layer" \
 #        CTEST_WALL=480 tools/gpu-check.sh
 #   2. this script: CTEST_ARGS="-R test_layers_moe_dec" tools/gpu-check.sh -- 'bash ../../tools/bench/next_laymoe.sh'
 # (the ctest regex takes test_model_gpu_agree_tp4_moedec and test_model_gpu_fused_2nodes_moedec:
