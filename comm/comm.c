@@ -263,7 +263,7 @@ mk_status mk_comm_epoch_advance(mk_comm_t *c, int slot, void *stream) {
 static const char *op_name(int op) {
   static const char *const n[] = {"test", "fifo-post", "comm-bench"};
   return op >= 0 && op < 3 ? n[op] : op == 10 ? "ag_gemm" : op == 11 ? "gemm_rs" : op == 12 ? "gemm_ar"
-                                              : op == 13 ? "moe" : op == 14 ? "ring_attn" : "op";
+                                              : op == 13 ? "moe" : op == 14 ? "ring_attn" : op == 15 ? "gather" : "op";
 }
 
 mk_status mk_comm_check(mk_comm_t *c) {

@@ -31,7 +31,7 @@
 
 /* Op ids for error records (which op was waiting). */
 enum { MK_OP_TEST = 0, MK_OP_FIFO = 1, MK_OP_COMM_BENCH = 2, MK_OP_AG_GEMM = 10, MK_OP_GEMM_RS, MK_OP_GEMM_AR,
-       MK_OP_MOE, MK_OP_RING_ATTN };
+       MK_OP_MOE, MK_OP_RING_ATTN, MK_OP_GATHER };
 
 __device__ __forceinline__ uint64_t mk_globaltimer() {
   uint64_t t;

@@ -21,6 +21,8 @@ typedef struct gpu_layer {
   uint16_t *router, *seg;                  /* [E, H], shared expert gate [1, H] (NULL if none) */
   uint16_t *w1, *w2;                       /* local experts: [El, 2I, H], [El, H, I] */
   mk_moe_t *moe;
+  mk_moe_t *moe_dec;                       /* decode-sized fused-only handle over the same experts
+                                              (NULL: none; mk_layers_moe_dec_cap_) */
   gpu_mlp shared, dense;
 } gpu_layer;
 
@@ -29,12 +31,15 @@ struct mk_model_gpu {
   mk_layout_t lay;
   mk_comm_t *comm;
   int rank, tp_rank, max_seq, pos;
+  int moe_dec_cap;                         /* tokens per rank of the layers' moe_dec (0: none) */
   int nh_r, nkv_r, qw_r, kw_r;             /* heads, kv heads and widths on this rank */
   void *stream;                            /* cudaStream_t */
   mk_cublaslt_t *lt;
   mk_nccl_t *tp_nccl;                      /* NULL when tp == 1 */
   mk_path path;                            /* per instance; both paths over the same weights */
   mk_fused_t *fused;                       /* GEMM+AR over the whole comm; NULL when tp == 1 */
+  mk_gather_t *gather;                     /* fused path: the MoE output's all-gather over the TP group
+                                              on the SMs (NULL: tp == 1 or MK_TP_GATHER_SM=0: NCCL) */
   int ar_zero;                             /* fused, tp < world: this rank is outside TP group 0 and
                                               adds zeros (see ar_linear in model_gpu.c) */
   uint16_t *zeros;                         /* [max_seq, widest K] zeros for ar_zero ranks */
@@ -57,6 +62,14 @@ mk_status mk_layers_create_(const mk_model_t *m, const mk_model_config_t *c, uin
 mk_status mk_layers_attn_qkv_(mk_model_gpu_t *g, gpu_layer *L, int n, uint16_t *k, uint16_t *v);
 mk_status mk_layers_attn_out_(mk_model_gpu_t *g, gpu_layer *L, int n, int reduce);
 mk_status mk_layers_ffn_(mk_model_gpu_t *g, gpu_layer *L, int n);
+/* layout.c: the decode-sized MoE handle (pure host logic, test_layers_moe_dec). The MoE handle of
+ * a layer is made for max_seq tokens per rank; from max_tokens >= 1024 its AUTO schedule is serial
+ * and split-K off (kernels/moe/moe.c), which its decode calls of a few tokens per rank then pay.
+ * dec_cap: the second, fused-only handle's max_tokens for MK_MOE_DECODE_TOKENS = want (0: no
+ * second handle: want is 0 or the main handle is not larger). use_dec: whether a call of n tokens
+ * split over tp ranks (ceil(n / tp) each) on the fused path (fused != 0) goes to it. */
+int mk_layers_moe_dec_cap_(int max_seq, int want);
+int mk_layers_moe_use_dec_(int cap, int fused, int n, int tp);
 /* model_load.c */
 mk_status mk_layers_load_(mk_model_gpu_t *g, const mk_model_t *m);
 /* model_random.c: the same buffers with random weights (benchmarks) */

@@ -1,7 +1,7 @@
 /* layout.c — the parallel layout of a model on a world: attention TP inside a node group,
  * experts over every rank; checks that each split divides evenly. */
 #include "core/check.h"
-#include "layers/mk_layers.h"
+#include "layers/layers_internal.h"
 
 /* Why tp does not fit (NULL: it fits). */
 static const char *tp_misfit(const mk_model_config_t *c, const mk_world *w, int tp) {
@@ -39,4 +39,10 @@ mk_status mk_layers_layout_choose(const mk_model_config_t *c, const mk_world *w,
   }
   *out = (mk_layout_t){.world = w->size, .tp = tp, .ep = w->size};
   return MK_STATUS_OK;
+}
+
+int mk_layers_moe_dec_cap_(int max_seq, int want) { return want > 0 && want < max_seq ? want : 0; }
+
+int mk_layers_moe_use_dec_(int cap, int fused, int n, int tp) {
+  return cap > 0 && fused && tp >= 1 && n >= 1 && (n + tp - 1) / tp <= cap;
 }

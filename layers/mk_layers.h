@@ -20,8 +20,13 @@
  *            every rank; more traffic than a TP-group op). Their activations (inputs and
  *            outputs) live in the symmetric heap.
  * Both paths: the ranks of a TP group split the tokens for the MoE block (each dispatches
- * ceil(n / tp) of them) and an NCCL all-gather over the TP group brings the block's output
- * back to every rank (no fused all-gather op exists; it moves n x H bf16 once).
+ * ceil(n / tp) of them) and an all-gather over the TP group brings the block's output back to
+ * every rank (it moves n x H bf16 once): NCCL on the unfused path; on the fused one SM stores
+ * into the peers' symmetric heaps where a rank's slice is at most 1 MiB (mk_gather_rows;
+ * MK_TP_GATHER_SM=0: NCCL). The fused path runs calls whose share fits MK_MOE_DECODE_TOKENS
+ * (decode) on a second, decode-sized MoE handle per layer (overlapped schedule and split-K, as
+ * the op at that size), the others on the layer's handle (made for max_seq tokens: serial from
+ * 1024 on).
  * Numerics: the residual stream is fp32 (as the reference; it is summed over every layer, so
  * bf16 rounding would accumulate), block inputs are bf16 (GEMM operands), RMSNorm, RoPE,
  * softmax and all accumulation in fp32; the router, the shared-expert gate and the logits come

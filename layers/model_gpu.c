@@ -6,7 +6,8 @@
  * Every rank holds every token (attention TP groups compute the same tokens); for the experts
  * the TP group splits them (moe_split: each rank dispatches 1/tp of them, an all-gather over
  * the TP group follows), so every rank ends with the same logits. The fused path swaps
- * the row-parallel GEMM + all-reduce for mk_gemm_ar and the MoE block's path for FUSED. */
+ * the row-parallel GEMM + all-reduce for mk_gemm_ar, the MoE block's path for FUSED (decode-sized
+ * calls on a second, decode-sized handle) and the NCCL all-gather for mk_gather_rows. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,9 +150,17 @@ static mk_status mlp(mk_model_gpu_t *g, const gpu_mlp *p, int n, uint16_t *out) 
 static mk_status moe_split(mk_model_gpu_t *g, gpu_layer *L, int n) {
   const int H = g->cfg.hidden, k = g->cfg.top_k, tp = g->lay.tp, cw = (n + tp - 1) / tp;
   const int r0 = g->tp_rank * cw < n ? g->tp_rank * cw : n, cnt = (r0 + cw < n ? r0 + cw : n) - r0;
+  const int fused = g->path == MK_PATH_FUSED;
   uint16_t *mine = g->y + (size_t)g->tp_rank * cw * H;
-  MK_CHECK(mk_moe_forward(L->moe, g->path == MK_PATH_FUSED ? MK_MOE_FUSED : MK_MOE_UNFUSED, g->hb + (size_t)r0 * H, cnt,
+  /* n is the same on every rank, so every rank picks the same handle (the calls are collective) */
+  mk_moe_t *h = L->moe_dec && mk_layers_moe_use_dec_(g->moe_dec_cap, fused, n, tp) ? L->moe_dec : L->moe;
+  MK_CHECK(mk_moe_forward(h, fused ? MK_MOE_FUSED : MK_MOE_UNFUSED, g->hb + (size_t)r0 * H, cnt,
                           g->topk_ids + (size_t)r0 * k, g->topk_w + (size_t)r0 * k, mine, S_(g)));
+  /* fused, slices up to 1 MiB (decode; above, NCCL's bandwidth, not measured against this): the
+   * slices pushed to the TP peers on the SMs. y is not stored into again by a peer before this
+   * rank's next MoE call has exchanged its counts (a barrier over every rank). */
+  if (fused && g->gather && (uint64_t)cw * H * 2 <= (1u << 20))
+    return mk_gather_rows(g->gather, g->y, (uint64_t)cw * H * 2, S_(g));
   return tp_gather(g, mine, (size_t)cw * H);
 }
 
@@ -301,9 +310,13 @@ mk_path mk_model_gpu_path(const mk_model_gpu_t *g) { return g ? g->path : MK_PAT
 void mk_model_gpu_destroy(mk_model_gpu_t *g) {
   if (!g) return;
   if (g->layers)
-    for (int l = 0; l < g->cfg.n_layers; l++) mk_moe_destroy(g->layers[l].moe);
+    for (int l = 0; l < g->cfg.n_layers; l++) { /* moe_dec first: it shares moe's interleaved w1 */
+      mk_moe_destroy(g->layers[l].moe_dec);
+      mk_moe_destroy(g->layers[l].moe);
+    }
   free(g->layers);
   mk_fused_destroy(g->fused);
+  mk_gather_destroy(g->gather);
   mk_nccl_destroy(g->tp_nccl);
   mk_cublaslt_destroy(g->lt);
   for (int i = 0; i < g->nallocs; i++) cudaFree(g->allocs[i]);
@@ -326,6 +339,14 @@ void mk_model_gpu_destroy(mk_model_gpu_t *g) {
     MK_CHECK_GOTO(mk_comm_heap_alloc(comm, (bytes), &off_), st, fail);       \
     (ptr) = mk_comm_heap_ptr(comm, off_);                                    \
   } while (0)
+
+/* Tokens per rank of each MoE layer's second, decode-sized handle (fused path only; 0 = none):
+ * the handle made for max_seq tokens runs its decode calls with the schedule AUTO picks for
+ * max_seq (serial, split-K off from 1024 on), the second one with the bench's decode choices
+ * (overlapped, split-K). Same value on every rank. docs/perf/NOTES.md, layer, "MoE block at decode". */
+MK_PARAM_INT(moe_decode_tokens, "MOE_DECODE_TOKENS", 64, 0, 1 << 20)
+/* Fused path, tp > 1: the MoE block's TP all-gather on the SMs (mk_gather_rows) or, 0, NCCL. */
+MK_PARAM_INT(tp_gather_sm, "TP_GATHER_SM", 1, 0, 1)
 
 /* m NULL: random weights from seed (mk_model_gpu_create_random); logit_rows: rows of g->logits. */
 mk_status mk_layers_create_(const mk_model_t *m, const mk_model_config_t *c, uint64_t seed, mk_comm_t *comm,
@@ -378,18 +399,26 @@ mk_status mk_layers_create_(const mk_model_t *m, const mk_model_config_t *c, uin
     const size_t maxk = wide > (size_t)g->qw_r ? wide : (size_t)g->qw_r;
     MK_CHECK_GOTO(mk_fused_create(comm, 1u << MK_FUSED_GEMM_AR, max_seq, (int64_t)H, (int64_t)maxk, &g->fused), st,
                   fail);
+    if (mk_param_tp_gather_sm()) /* collective: heap counters */
+      MK_CHECK_GOTO(mk_gather_create(comm, w->rank / chk.tp * chk.tp, chk.tp, &g->gather), st, fail);
     if (chk.tp < w->size && w->rank / chk.tp != 0) {
       g->ar_zero = 1;
       DALLOC(g->zeros, S * maxk * 2);
     }
   }
   if (!m) MK_CHECK_GOTO(mk_fill_uniform_f32(g->x, S * H, seed + 17, -1.0f, 1.0f, S_(g)), st, fail); /* a state */
+  g->moe_dec_cap = mk_layers_moe_dec_cap_(max_seq, (int)mk_param_moe_decode_tokens());
   for (int l = 0; l < c->n_layers; l++) { /* collective, same order on every rank */
     gpu_layer *L = &g->layers[l];
     if (!L->is_moe) continue;
     mk_moe_args a = {.hidden = c->hidden, .inter = c->moe_inter, .n_experts = c->n_experts, .top_k = c->top_k,
                      .max_tokens = max_seq, .w1 = L->w1, .w2 = L->w2};
     MK_CHECK_GOTO(mk_moe_create(comm, &a, &L->moe), st, fail);
+    if (g->moe_dec_cap) { /* fused only, GEMM1's interleaved weights shared with L->moe */
+      mk_moe_args ad = a;
+      ad.max_tokens = g->moe_dec_cap, ad.fused_only = 1, ad.w1_from = L->moe;
+      MK_CHECK_GOTO(mk_moe_create(comm, &ad, &L->moe_dec), st, fail);
+    }
   }
   /* NCCL connects a communicator lazily, at its first collective of a kind: do that now, not
    * behind a fused kernel that is in flight and waiting on peers. (The fused path's 2 nodes x 2

@@ -67,6 +67,18 @@ typedef struct mk_fused_args {
  * with 1 an error. AR on one node group also takes 2 * W * min(max_m, 64) * max_n * 2 bytes of
  * heap for its small-M path (M <= 64, B [N, K]: the skinny GEMM pushes each 128-column slab to
  * every rank, which sums the W slabs in rank order; MK_GEMM_SKINNY=0 turns it off). */
+/* In-place all-gather of equal slices over the ranks first .. first + n - 1 of one node group
+ * (2 <= n <= 8), on the SMs: each rank stores its slice into every peer's buffer over NVLink and
+ * signals (gather_rows.cu; no NCCL, no host synchronisation, graph-capturable). buf [n][slice_bytes]
+ * lies in the symmetric heap at the same offset on every rank, 16-byte aligned; rank first + i
+ * brings slice i. Collective over the group: create (heap counters) and every call. Between two
+ * calls on one buffer, some dependency on every peer's progress must keep a fast peer from
+ * storing the next call's slice while this rank still reads the last (see gather_rows.cu). */
+typedef struct mk_gather mk_gather_t;
+mk_status mk_gather_create(mk_comm_t *comm, int first, int n, mk_gather_t **out);
+void mk_gather_destroy(mk_gather_t *h); /* NULL: no-op */
+mk_status mk_gather_rows(mk_gather_t *h, void *buf, uint64_t slice_bytes, mk_stream_t stream);
+
 mk_status mk_fused_create(mk_comm_t *comm, unsigned ops, int64_t max_m, int64_t max_n, int64_t max_k,
                           mk_fused_t **out);
 void mk_fused_destroy(mk_fused_t *f); /* NULL: no-op */

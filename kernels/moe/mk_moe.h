@@ -83,6 +83,13 @@ typedef struct mk_moe_args {
                                           k-slices, so every SM streams weights, where a wave model on
                                           the device says it pays; -16..-2: always (tests); fixed-order
                                           fp32 fix-up (deterministic). Workspace: 2 x SMs x 128 KB */
+  int fused_only;                      /* 1: no unfused-path resources (NCCL communicator, cuBLASLt,
+                                          staging); its UNFUSED calls are refused (INVALID_USAGE) */
+  const struct mk_moe *w1_from;        /* fused: take GEMM1's interleaved copy of w1 from this handle
+                                          (same comm, H, I, E, w1; neither made with swiglu_pass)
+                                          instead of making another; it must outlive this one.
+                                          NULL: copy. (A second, decode-sized handle over the same
+                                          experts: layers/model_gpu.c) */
 } mk_moe_args;
 
 typedef struct mk_moe mk_moe_t;

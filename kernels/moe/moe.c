@@ -153,7 +153,18 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
   MK_CHECK_GOTO(dalloc((void **)&d->C1, (size_t)d->m_cap * d->I * 4), st, fail);
   MK_CHECK_GOTO(dalloc((void **)&d->act, (size_t)d->m_cap * d->I * 2), st, fail);
   MK_CHECK_GOTO(dalloc((void **)&d->C2, (size_t)d->m_cap * d->H * 2), st, fail);
-  if (d->glu) { /* rows 16i..16i+7 = gate rows 8i.., 16i+8..16i+15 = up rows 8i.. (mk_gemm_glu_pairs) */
+  if (d->glu && a->w1_from) { /* the same experts' interleaved copy, made by another handle */
+    const mk_moe_t *o = a->w1_from;
+    if (o->comm != comm || o->a.hidden != a->hidden || o->a.inter != a->inter || o->a.n_experts != a->n_experts ||
+        o->a.w1 != a->w1 || !o->d.w1g) {
+      MK_WARN(MK_SUBSYS_KERNEL, "moe: args.w1_from is a handle over other experts or comm, or one without the "
+              "interleaved w1 (made with swiglu_pass)");
+      st = MK_STATUS_INVALID_ARGUMENT;
+      goto fail;
+    }
+    d->w1g = o->d.w1g;
+  } else if (d->glu) { /* rows 16i..16i+7 = gate rows 8i.., 16i+8..16i+15 = up rows 8i.. (mk_gemm_glu_pairs) */
+    m->w1g_owned = 1;
     const size_t row = (size_t)d->H * 2, per = (size_t)2 * d->I * d->H;
     MK_CHECK_GOTO(dalloc((void **)&d->w1g, per * 2 * (size_t)El), st, fail);
     for (int e = 0; e < El; e++)
@@ -170,6 +181,7 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
   /* Lazy loading: every kernel of the spinning producer/consumer pairs is loaded now. */
   MK_CHECK_GOTO(mk_moe_preload_dispatch(d->split_k), st, fail);
   MK_CHECK_GOTO(mk_moe_preload_combine(d->split_k), st, fail);
+  if (a->fused_only) goto ready;
   /* Unfused path. */
   if (mk_nccl_create(comm, &m->nccl) != MK_STATUS_OK) m->nccl = NULL;
   MK_CHECK_GOTO(mk_cublaslt_create(&m->lt), st, fail);
@@ -191,6 +203,7 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
     st = MK_STATUS_OUT_OF_MEMORY;
     goto fail;
   }
+ready:
   MK_CUDA_CHECK_GOTO(cudaDeviceSynchronize(), st, fail);
   /* Counters of this handle start at 0, and so does its call count. */
   MK_CHECK_GOTO(dalloc((void **)&d->calls, sizeof *d->calls), st, fail);
@@ -215,7 +228,7 @@ void mk_moe_destroy(mk_moe_t *m) {
   cudaFree(d->C1);
   cudaFree(d->act);
   cudaFree(d->C2);
-  cudaFree(d->w1g);
+  if (m->w1g_owned) cudaFree(d->w1g);
   cudaFree(d->prof);
   cudaFree(d->sk_ws);
   cudaFree(d->sk_flags);
@@ -288,6 +301,8 @@ mk_status mk_moe_forward(mk_moe_t *m, mk_moe_path path, const uint16_t *x, int64
     MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL,
                   "moe_forward: x, topk_ids, topk_w and out must be non-null (x and out 16-byte aligned)");
   if (path == MK_MOE_FUSED) return forward_fused(m, x, T, topk_ids, topk_w, out, (cudaStream_t)stream);
+  if (path == MK_MOE_UNFUSED && m->a.fused_only)
+    MK_ERR_RETURN(MK_STATUS_INVALID_USAGE, MK_SUBSYS_KERNEL, "moe_forward: UNFUSED on a handle made with fused_only");
   if (path == MK_MOE_UNFUSED) return mk_moe_forward_unfused(m, x, T, topk_ids, topk_w, out, stream);
   MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "moe_forward: unknown path %d", (int)path);
 }

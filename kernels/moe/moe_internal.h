@@ -79,6 +79,7 @@ struct mk_moe {
   mk_moe_args a;
   mk_moe_dev d;
   int sms, nnodes, sched; /* sched: mk_moe_schedule, never AUTO */
+  int w1g_owned;           /* d.w1g is this handle's (not args.w1_from's) */
   void *zero_base;         /* local scratch zeroed each call (n_send, cnt_pairs, fill; mk_moe_launch_plan) */
   size_t zero_bytes;
   void *s2, *ev_fork, *ev_join, *ev_g1; /* cudaStream_t / cudaEvent_t */

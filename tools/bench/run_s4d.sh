@@ -11,17 +11,7 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 export MK_BOOTSTRAP_TIMEOUT_MS=120000
 T0=$(date +%s)
 LIMIT=${LIMIT:-250}
-step() {
-  local name=$1 t=$2 now
-  shift 2
-  now=$(( $(date +%s) - T0 ))
-  if [ $(( now + 15 )) -gt "$LIMIT" ]; then echo "$name: skipped at $now s"; return; fi
-  [ $(( now + t )) -gt "$LIMIT" ] && t=$(( LIMIT - now ))
-  timeout "$t" "$@" > "$RES/$name.log" 2>&1
-  echo "$name rc=$? at $(( $(date +%s) - T0 )) s"
-  grep -E '^\[0\] (ag_|gemm_|moe|layer|\{|  T=)|^gemm|fused on|keeps the SM path|FAIL|rror' "$RES/$name.log" | grep -v autotune |
-    tail -"${TAIL:-14}"
-}
+. "$(dirname "$0")/step.sh"
 for op in ag_gemm gemm_rs gemm_ar; do step ${op}_auto 60 mk-launch -n 4 -- mk-bench $op --json "$RES/${op}_h200x4.json"; done
 step gemm_small 40 mk-bench gemm --shape 16x8192x7168 --shape 64x8192x7168 --shape 64x4096x1024 --interleave --warmup 50 \
   --iters 200 --json "$RES/gemm_small.json"
