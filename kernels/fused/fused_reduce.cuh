@@ -43,7 +43,9 @@
  * copy_engine.c): no reducer CTAs and no split-K; the GEMM stores into a local P (owner-
  * interleaved order for AR too) and counts its progress per (owner, piece); side streams push
  * finished pieces to the owners' staging X by peer copies, and mk_rs_ce_reduce_kernel sums
- * them after the GEMM; AR then pushes each owner's sums to every rank (two-shot). */
+ * them after the GEMM; AR then pushes each owner's sums to every rank (two-shot). With
+ * MK_FUSED_CE_OVERLAP=1 the sum runs beside the GEMM instead (mk_ce_overlap_reduce_kernel, on
+ * its own stream and SMs, piece by piece as they arrive; the GEMM also counts the own rows). */
 #pragma once
 #include "kernels/fused/fused_common.cuh"
 
