@@ -10,22 +10,8 @@
 # --ce-overlap-ab: on copy engines, path fused = MK_FUSED_CE_OVERLAP=0 and path fused_ceov = 1 in
 # one call, the same inputs; RS with PyTorch async-TP merged. A reducer sweep at RS 8192 last.
 set -uo pipefail
-RES=${RES:?set RES to the output folder}
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-export MK_BOOTSTRAP_TIMEOUT_MS=120000
-T0=$(date +%s)
-LIMIT=${LIMIT:-250}
-step() {
-  local name=$1 t=$2 now
-  shift 2
-  now=$(( $(date +%s) - T0 ))
-  if [ $(( now + 15 )) -gt "$LIMIT" ]; then echo "$name: skipped at $now s"; return; fi
-  [ $(( now + t )) -gt "$LIMIT" ] && t=$(( LIMIT - now ))
-  timeout "$t" "$@" > "$RES/$name.log" 2>&1
-  echo "$name rc=$? at $(( $(date +%s) - T0 )) s"
-  grep -E '^\[0\] (gemm_|\{|  T=)|^gemm|fused on|keeps the SM path|FAIL|rror' "$RES/$name.log" | tail -"${TAIL:-16}"
-}
+. "$REPO/tools/bench/bench_step.sh"
 grep -E 'test_fused_(rs|ar)|test_fused_ce_order|tests passed|tests failed' "$RES/ctest.log" 2>/dev/null | tail -30
 step gemm_rs_ov 70 mk-launch -n 4 -- mk-bench gemm_rs --m 2048 --m 8192 --m 16384 --ce-overlap-ab \
   --json "$RES/gemm_rs_ov_h200x4.json"
