@@ -308,8 +308,8 @@ static __global__ void __launch_bounds__(512, 1)
     for (int s = 0; s < v.W; s++)
       src[s] = s == v.me ? P + ((int64_t)v.me * ms + r0) * n : mk_local_ptr<uint16_t>(w, x) + ((int64_t)s * ms + r0) * n;
     mk_ce_sum_run(dst + r0 * n, src, v.W, rows * n / 8);
-    if (sum) {
-      __threadfence();
+    if (sum) { /* the sums are read next by a copy engine (the second shot): system-scope fence */
+      __threadfence_system();
       __syncthreads();
       if (threadIdx.x == 0) mk_red_add_release_sys(mk_local_ptr<uint64_t>(w, sum + 8ull * i), (uint64_t)rows);
     }

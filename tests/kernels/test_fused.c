@@ -22,6 +22,8 @@
 #include "kernels/mk_kernels.h"
 #include "tests/mk_test.h"
 
+int64_t mk_param_gemm_skinny(void); /* MK_GEMM_SKINNY (kernels/gemm/gemm.cu) */
+
 typedef struct shape {
   int64_t m, n, k;
 } shape;
@@ -184,9 +186,8 @@ int main(int argc, char **argv) {
    * other paths, the same checks). */
   if (x.op == MK_FUSED_GEMM_AR) {
     /* These weights are below the auto rule's 32 MiB (mk_gemm_skinny_pays): force the path. */
-    char skinny_was[16] = "";
-    const char *sk_env = getenv("MK_GEMM_SKINNY");
-    if (sk_env) snprintf(skinny_was, sizeof skinny_was, "%s", sk_env);
+    char skinny_was[24]; /* the value in effect (the loader's), restored below */
+    snprintf(skinny_was, sizeof skinny_was, "%lld", (long long)mk_param_gemm_skinny());
     setenv("MK_GEMM_SKINNY", "1", 1);
     mk_param_reset_cache();
     const shape sm[] = {{1, 1000, 776}, {16, 1000, 776}, {64, 1000, 776}, {64, 2048, 1024}};
@@ -219,8 +220,7 @@ int main(int argc, char **argv) {
     check(&x, &sm[1], "small M, 100 graph replays");
     CUDA_OK(cudaGraphExecDestroy(ge));
     CUDA_OK(cudaGraphDestroy(g));
-    if (skinny_was[0]) setenv("MK_GEMM_SKINNY", skinny_was, 1);
-    else unsetenv("MK_GEMM_SKINNY");
+    setenv("MK_GEMM_SKINNY", skinny_was, 1);
     mk_param_reset_cache();
   }
   /* *_ce: the SM roles and the copy engines alternate (their flags and buffers must
