@@ -22,8 +22,6 @@
 #include "kernels/mk_kernels.h"
 #include "tests/mk_test.h"
 
-int64_t mk_param_gemm_skinny(void); /* MK_GEMM_SKINNY (kernels/gemm/gemm.cu) */
-
 typedef struct shape {
   int64_t m, n, k;
 } shape;
@@ -186,8 +184,9 @@ int main(int argc, char **argv) {
    * other paths, the same checks). */
   if (x.op == MK_FUSED_GEMM_AR) {
     /* These weights are below the auto rule's 32 MiB (mk_gemm_skinny_pays): force the path. */
-    char skinny_was[24]; /* the value in effect (the loader's), restored below */
-    snprintf(skinny_was, sizeof skinny_was, "%lld", (long long)mk_param_gemm_skinny());
+    mk_param_int sk = {"MK_GEMM_SKINNY", -1, -1, 1, 0, 0}; /* as kernels/gemm/gemm.cu declares it */
+    char skinny_was[24]; /* the value in effect, restored below */
+    snprintf(skinny_was, sizeof skinny_was, "%lld", (long long)mk_param_load_int(&sk));
     setenv("MK_GEMM_SKINNY", "1", 1);
     mk_param_reset_cache();
     const shape sm[] = {{1, 1000, 776}, {16, 1000, 776}, {64, 1000, 776}, {64, 2048, 1024}};
