@@ -49,6 +49,11 @@ MK_PARAM_INT(fused_ar_ce_min_mb, "FUSED_AR_CE_MIN_MB", 8, 0, 1ll << 20)
 MK_PARAM_INT(fused_ce_streams, "FUSED_CE_STREAMS", 1, 1, MK_MAX_LOCAL)
 /* Rows per copy and per ready flag in copy-engine mode (rounded up to 128 times a power of two). */
 MK_PARAM_INT(fused_ce_rows, "FUSED_CE_ROWS", 256, 128, 1ll << 30)
+/* RS/AR copy-engine mode: 1 = the owner's reduce runs beside the GEMM (per-piece arrival flags,
+ * MK_FUSED_CE_REDUCERS CTAs of a kernel launched before the GEMM, which gets the other SMs);
+ * 0 = the reduce kernel after the GEMM. Opt-in until measured (NOTES "rsov"). */
+MK_PARAM_INT(fused_ce_overlap, "FUSED_CE_OVERLAP", 0, 0, 1)
+MK_PARAM_INT(fused_ce_reducers, "FUSED_CE_REDUCERS", 8, 1, 64)
 
 typedef int (*mk_memop32_fn)(cudaStream_t stream, unsigned long long addr, uint32_t value, unsigned flags);
 static mk_memop32_fn g_write32, g_wait32;
@@ -85,6 +90,7 @@ static mk_status ce_fork(mk_fused_t *f, cudaStream_t s) {
   f->ce_used = ns;
   MK_CUDA_CHECK(cudaEventRecord(f->ce_fork, s));
   for (int i = 0; i < ns; i++) MK_CUDA_CHECK(cudaStreamWaitEvent(f->ce_side[i], f->ce_fork, 0));
+  if (f->ce_red_used) MK_CUDA_CHECK(cudaStreamWaitEvent(f->ce_red, f->ce_fork, 0));
   return MK_STATUS_OK;
 }
 
@@ -95,6 +101,10 @@ mk_status mk_fused_ce_join(mk_fused_t *f, mk_stream_t stream) {
   for (int i = 0; i < f->ce_used; i++) {
     MK_CUDA_CHECK(cudaEventRecord(f->ce_join[i], f->ce_side[i]));
     MK_CUDA_CHECK(cudaStreamWaitEvent((cudaStream_t)stream, f->ce_join[i], 0));
+  }
+  if (f->ce_red_used) {
+    MK_CUDA_CHECK(cudaEventRecord(f->ce_red_join, f->ce_red));
+    MK_CUDA_CHECK(cudaStreamWaitEvent((cudaStream_t)stream, f->ce_red_join, 0));
   }
   return MK_STATUS_OK;
 }
@@ -127,6 +137,25 @@ int mk_fused_ag_ce_mode(const mk_fused_t *f) {
   return mk_fused_ce_select(MK_FUSED_AG_GEMM, f->max_m, f->max_n, f->world, f->nnodes, ce_copy(MK_FUSED_AG_GEMM), 0, 0);
 }
 
+int mk_fused_ce_overlap(const mk_fused_t *f) {
+  if (!mk_param_fused_ce_overlap() || !f->ce_red) return 0;
+  const int r = (int)mk_param_fused_ce_reducers();
+  return r < f->sms / 2 ? r : f->sms / 2;
+}
+
+int mk_fused_ce_push_step(int64_t np, int64_t t, int *second) {
+  if (t <= 0 || np <= 1) { /* F0, or np = 1: F0 S0 */
+    *second = t > 0;
+    return 0;
+  }
+  if (t >= 2 * np - 1) {
+    *second = 1;
+    return (int)(np - 1);
+  }
+  *second = !(t & 1); /* t = 2k - 1: F(k); t = 2k: S(k - 1) */
+  return (int)(t & 1 ? (t + 1) / 2 : t / 2 - 1);
+}
+
 int mk_fused_ce_rows(void) {
   int64_t r = 128;
   while (r < mk_param_fused_ce_rows() && r < (1ll << 24)) r *= 2;
@@ -141,6 +170,7 @@ mk_status mk_fused_ag_ce_begin(mk_fused_t *f, const mk_fused_args *a, int inplac
   const int64_t ms = a->m / W, k = a->k, R = mk_fused_ce_rows();
   const int64_t nflags = (ms + R - 1) / R; /* pieces (flags) per shard */
   const uint64_t arrive = ws->ce, ready = ws->ce + 8ull * MK_FUSED_ARRIVE_SLOTS;
+  f->ce_red_used = 0;
   /* Own ready flags back to 0, then tell every peer this rank entered the call. */
   MK_CUDA_CHECK(cudaMemsetAsync(f->w.heap + ready, 0, 8ull * (uint64_t)W * (uint64_t)nflags, s));
   for (int p = 0; p < W; p++)
@@ -194,7 +224,38 @@ mk_status mk_fused_ag_ce_begin(mk_fused_t *f, const mk_fused_args *a, int inplac
  * pushes its Y rows to every peer (mk_fused_ar_ce_gather), a one-thread kernel waits
  * (bounded) for ce_done2 of every peer, and Y is copied into C. Each row is summed once, by
  * its owner, in rank order: every rank holds the same bits.
- * The reduce kernel releases its own ce_arrive flags when its wait gives up (abort). */
+ * The reduce kernel releases its own ce_arrive flags when its wait gives up (abort).
+ *
+ * Overlapped reduce (MK_FUSED_CE_OVERLAP=1; 0 = the above). Two more flag arrays after ce_cnt
+ * (offsets mk_fused_ce_piece_off / mk_fused_ce_sum_off of the call's pieces np):
+ *   ce_piece[W][np]  ce_piece[s][i] = 1 on owner o: piece i of s's partial rows owned by o is
+ *                    in o's X[s] (written by s's side stream after that piece's copy, instead of
+ *                    ce_done after the last one).
+ *   ce_sum[np]       local, AR: rows of piece i this rank's reduce kernel has summed into Y.
+ * The GEMM also counts the own rows in ce_cnt[me][i]. One call on rank me, in stream order:
+ *   main: ce_done .. ce_sum (own) := 0 (one memset); ce_arrive[me] := 1 on every peer; fork
+ *         (the side streams and the reduce stream ce_red); on ce_red the reduce kernel
+ *         (MK_FUSED_CE_REDUCERS CTAs, mk_ce_overlap_reduce_kernel), then on main the GEMM on the
+ *         SMs less those; the pushes; join (RS: done).
+ *   ce_red: per piece i, in order, split over every CTA: wait (bounded) for ce_cnt[me][i] =
+ *         rows x N / 8 and ce_piece[s][i] >= 1 of every peer s, sum P's own rows and X[s] in rank
+ *         order into C (RS) or this rank's rows of Y (AR; then ce_sum[i] += the task's rows).
+ *   side: the pushes above, ce_piece[me][i] := 1 on o after each copy. AR: the second shot per
+ *         piece (mk_fused_ce_push_step: F0, F1, S0, F2, S1, ...): S(i) = wait ce_sum[i] >= the
+ *         piece's rows, copy this rank's sums of piece i to every peer's Y; after the last
+ *         piece ce_done2[me] := 1 there. Main, after the join: the one-thread wait for every
+ *         peer's ce_done2, Y -> C.
+ * Reuse across calls (the flags are single-buffered, and graphs replay the same offsets):
+ * ce_piece[s][*] on o is reset by o at the start of o's call e and set by s in call e only
+ * after s's side stream saw ce_arrive[o] >= 1, which o writes after the reset (stream order);
+ * s's writes of call e - 1 were all seen by o's call-(e - 1) reduce kernel (it waits for every
+ * piece of every peer), which the join ordered before o's reset. ce_sum and the own ce_cnt
+ * are written and read inside this rank's call, between its reset and its join. X[s] and Y
+ * are written as in the plain mode, after the owner's arrival (its previous reduce kernel and
+ * Y -> C are over). No cycle: before F(k) a side stream holds only steps of pieces < k, S(k)
+ * waits for this rank's reduce of piece k, which waits for the GEMMs and the F(k) of the
+ * peers; the GEMM waits for nothing. A failed wait of the reduce kernel sets the own ce_arrive
+ * flags and every ce_sum[i] to its target, so the side streams drain. */
 int mk_fused_rs_ce_mode(const mk_fused_t *f, mk_fused_op op, int64_t m, int64_t n) {
   return f->ws[op].cex && mk_fused_ce_select(op, m, n, f->world, f->nnodes, ce_copy(op), ce_min_mb(op), 0);
 }
@@ -272,38 +333,83 @@ mk_status mk_fused_rs_ce_begin(mk_fused_t *f, mk_fused_op op, const mk_fused_arg
   const int W = f->world, me = f->me;
   const int64_t ms = a->m / W, R = mk_fused_ce_rows(), np = (ms + R - 1) / R;
   const uint64_t arrive = ws->ce;
+  /* ce_done, ce_done2, ce_cnt, ce_piece, ce_sum := 0 (one memset). */
   MK_CUDA_CHECK(cudaMemsetAsync(f->w.heap + arrive + 8ull * MK_FUSED_ARRIVE_SLOTS, 0,
-                                8ull * (2 * MK_FUSED_ARRIVE_SLOTS + (uint64_t)W * (uint64_t)np), s));
+                                mk_fused_ce_sum_off(W, np) + 8ull * (uint64_t)np - 8ull * MK_FUSED_ARRIVE_SLOTS, s));
+  f->ce_red_used = mk_fused_ce_overlap(f) > 0;
   for (int p = 0; p < W; p++)
     if (p != me)
       MEMOP(g_write32(s, (unsigned long long)(uintptr_t)(f->w.peer_heap[p] + arrive + 8ull * me), 1, 0), "arrive write");
   return ce_fork(f, s);
 }
 
-mk_status mk_fused_rs_ce_push(mk_fused_t *f, mk_fused_op op, const mk_fused_args *a) {
+/* One first-shot piece i of the side stream's peers (step of mk_fused_rs_ce_push). */
+static mk_status ce_push_first(mk_fused_t *f, mk_fused_op op, const mk_fused_args *a, int64_t i, int overlap) {
   const mk_fused_ws *ws = &f->ws[op];
   const int W = f->world, me = f->me;
   const int64_t ms = a->m / W, n = a->n, R = mk_fused_ce_rows(), np = (ms + R - 1) / R;
-  const uint64_t arrive = ws->ce, done = ws->ce + 8ull * MK_FUSED_ARRIVE_SLOTS, cnt = ws->ce + 8ull * 3 * MK_FUSED_ARRIVE_SLOTS;
+  const uint64_t arrive = ws->ce, done = ws->ce + 8ull * MK_FUSED_ARRIVE_SLOTS, cnt = ws->ce + mk_fused_ce_cnt_off();
+  const uint64_t piece = ws->ce + mk_fused_ce_piece_off(W, np);
   const char *P = (const char *)f->ce_p[op];
-  for (int64_t i = 0; i < np; i++)
-    for (int j = 1; j < W; j++) {
-      const int o = (me + j) % W;
-      cudaStream_t side = ce_stream(f, j);
-      if (i == 0) {
-        const unsigned long long own = (unsigned long long)(uintptr_t)(f->w.heap + arrive + 8ull * o);
-        MEMOP(g_wait32(side, own, 1, 0 /* CU_STREAM_WAIT_VALUE_GEQ */), "arrive wait");
-        MEMOP(g_write32(side, own, 0, 0), "arrive reset");
-      }
-      const int64_t r0 = i * R, rows = ms - r0 < R ? ms - r0 : R;
-      const unsigned long long c = (unsigned long long)(uintptr_t)(f->w.heap + cnt + 8ull * ((uint64_t)o * np + i));
-      MEMOP(g_wait32(side, c, (uint32_t)(rows * n / 8), 0), "progress wait");
-      const uint64_t bytes = (uint64_t)rows * (uint64_t)n * 2;
-      MK_CUDA_CHECK(cudaMemcpyAsync(f->w.peer_heap[o] + ws->cex + ((uint64_t)me * ms + r0) * (uint64_t)n * 2,
-                                    P + ((uint64_t)o * ms + r0) * (uint64_t)n * 2, bytes, cudaMemcpyDefault, side));
-      if (i == np - 1)
-        MEMOP(g_write32(side, (unsigned long long)(uintptr_t)(f->w.peer_heap[o] + done + 8ull * me), 1, 0), "done write");
+  for (int j = 1; j < W; j++) {
+    const int o = (me + j) % W;
+    cudaStream_t side = ce_stream(f, j);
+    if (i == 0) {
+      const unsigned long long own = (unsigned long long)(uintptr_t)(f->w.heap + arrive + 8ull * o);
+      MEMOP(g_wait32(side, own, 1, 0 /* CU_STREAM_WAIT_VALUE_GEQ */), "arrive wait");
+      MEMOP(g_write32(side, own, 0, 0), "arrive reset");
     }
+    const int64_t r0 = i * R, rows = ms - r0 < R ? ms - r0 : R;
+    const unsigned long long c = (unsigned long long)(uintptr_t)(f->w.heap + cnt + 8ull * ((uint64_t)o * np + i));
+    MEMOP(g_wait32(side, c, (uint32_t)(rows * n / 8), 0), "progress wait");
+    const uint64_t bytes = (uint64_t)rows * (uint64_t)n * 2;
+    MK_CUDA_CHECK(cudaMemcpyAsync(f->w.peer_heap[o] + ws->cex + ((uint64_t)me * ms + r0) * (uint64_t)n * 2,
+                                  P + ((uint64_t)o * ms + r0) * (uint64_t)n * 2, bytes, cudaMemcpyDefault, side));
+    if (overlap) {
+      const uint64_t fl = piece + 8ull * ((uint64_t)me * np + i);
+      MEMOP(g_write32(side, (unsigned long long)(uintptr_t)(f->w.peer_heap[o] + fl), 1, 0), "piece write");
+    } else if (i == np - 1) {
+      MEMOP(g_write32(side, (unsigned long long)(uintptr_t)(f->w.peer_heap[o] + done + 8ull * me), 1, 0), "done write");
+    }
+  }
+  return MK_STATUS_OK;
+}
+
+/* AR with MK_FUSED_CE_OVERLAP, the second shot of piece i: once the reduce kernel has counted
+ * every row of the piece in ce_sum[i] (local), this rank's sums of those rows go to every peer's
+ * Y; after the last piece ce_done2[me] := 1 there. */
+static mk_status ce_push_second(mk_fused_t *f, const mk_fused_args *a, int64_t i) {
+  const mk_fused_ws *ws = &f->ws[MK_FUSED_GEMM_AR];
+  const int W = f->world, me = f->me;
+  const int64_t ms = a->m / W, n = a->n, R = mk_fused_ce_rows(), np = (ms + R - 1) / R;
+  const int64_t r0 = i * R, rows = ms - r0 < R ? ms - r0 : R;
+  const uint64_t done2 = ws->ce + 8ull * 2 * MK_FUSED_ARRIVE_SLOTS, sum = ws->ce + mk_fused_ce_sum_off(W, np);
+  const uint64_t off = ws->cey + ((uint64_t)me * (uint64_t)ms + (uint64_t)r0) * (uint64_t)n * 2;
+  for (int j = 1; j < W; j++) {
+    const int o = (me + j) % W;
+    cudaStream_t side = ce_stream(f, j);
+    MEMOP(g_wait32(side, (unsigned long long)(uintptr_t)(f->w.heap + sum + 8ull * (uint64_t)i), (uint32_t)rows, 0),
+          "sum wait");
+    MK_CUDA_CHECK(cudaMemcpyAsync(f->w.peer_heap[o] + off, f->w.heap + off, (uint64_t)rows * (uint64_t)n * 2,
+                                  cudaMemcpyDefault, side));
+    if (i == np - 1)
+      MEMOP(g_write32(side, (unsigned long long)(uintptr_t)(f->w.peer_heap[o] + done2 + 8ull * me), 1, 0), "done2 write");
+  }
+  return MK_STATUS_OK;
+}
+
+mk_status mk_fused_rs_ce_push(mk_fused_t *f, mk_fused_op op, const mk_fused_args *a) {
+  const int64_t ms = a->m / f->world, R = mk_fused_ce_rows(), np = (ms + R - 1) / R;
+  const int overlap = f->ce_red_used;
+  if (overlap && op == MK_FUSED_GEMM_AR) { /* both shots, interleaved per piece */
+    for (int64_t t = 0; t < 2 * np; t++) {
+      int second;
+      const int64_t i = mk_fused_ce_push_step(np, t, &second);
+      MK_CHECK(second ? ce_push_second(f, a, i) : ce_push_first(f, op, a, i, 1));
+    }
+    return MK_STATUS_OK;
+  }
+  for (int64_t i = 0; i < np; i++) MK_CHECK(ce_push_first(f, op, a, i, overlap));
   return MK_STATUS_OK;
 }
 

@@ -73,8 +73,9 @@ mk_status mk_fused_create(mk_comm_t *comm, unsigned ops, int64_t max_m, int64_t 
     MK_CHECK_GOTO(mk_comm_heap_alloc(comm, 8ull * 3 * MK_FUSED_ARRIVE_SLOTS, &ws->xsig), st, fail);
     /* Copy-engine modes (copy_engine.c): their own flags, side streams and events; RS/AR
      * also the staging (mk_fused_ce_stage), where their mode can run at these maxima. */
-    const uint64_t nce = (op == MK_FUSED_AG_GEMM ? 1 : 3) * MK_FUSED_ARRIVE_SLOTS +
-                         ncounters(MK_FUSED_AG_GEMM, f->world, max_m, max_n); /* W x pieces of >= 128 rows */
+    const uint64_t pieces = ncounters(MK_FUSED_AG_GEMM, f->world, max_m, max_n); /* W x pieces of >= 128 rows */
+    const uint64_t nce = op == MK_FUSED_AG_GEMM ? MK_FUSED_ARRIVE_SLOTS + pieces
+                                                : 3 * MK_FUSED_ARRIVE_SLOTS + 3 * pieces; /* cnt, piece, sum */
     MK_CHECK_GOTO(mk_comm_heap_alloc(comm, 8ull * nce, &ws->ce), st, fail);
     if (!f->ce_fork) {
       MK_CUDA_CHECK_GOTO(cudaEventCreateWithFlags(&f->ce_fork, cudaEventDisableTiming), st, fail);
@@ -84,6 +85,10 @@ mk_status mk_fused_create(mk_comm_t *comm, unsigned ops, int64_t max_m, int64_t 
       }
     }
     if (op != MK_FUSED_AG_GEMM) MK_CHECK_GOTO(mk_fused_ce_stage(f, (mk_fused_op)op), st, fail);
+    if (op != MK_FUSED_AG_GEMM && f->ce_p[op] && !f->ce_red) { /* MK_FUSED_CE_OVERLAP's reduce stream */
+      MK_CUDA_CHECK_GOTO(cudaStreamCreateWithFlags(&f->ce_red, cudaStreamNonBlocking), st, fail);
+      MK_CUDA_CHECK_GOTO(cudaEventCreateWithFlags(&f->ce_red_join, cudaEventDisableTiming), st, fail);
+    }
     if (op == MK_FUSED_GEMM_AR && f->nnodes == 1) { /* small-M one-shot slots (gemm_ar.cu) */
       const uint64_t rows = (uint64_t)(max_m < 64 ? max_m : 64);
       MK_CHECK_GOTO(mk_comm_heap_alloc(comm, 2ull * (uint64_t)f->world * rows * (uint64_t)max_n * 2, &ws->sk), st, fail);
@@ -113,6 +118,8 @@ void mk_fused_destroy(mk_fused_t *f) {
     if (f->ce_join[i]) cudaEventDestroy(f->ce_join[i]);
   }
   if (f->ce_fork) cudaEventDestroy(f->ce_fork);
+  if (f->ce_red) cudaStreamDestroy(f->ce_red);
+  if (f->ce_red_join) cudaEventDestroy(f->ce_red_join);
   for (int op = 0; op < 3; op++)
     if (f->ce_p[op]) cudaFree(f->ce_p[op]);
   for (int op = 0; op < 3; op++)

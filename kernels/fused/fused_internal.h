@@ -24,7 +24,8 @@ typedef struct mk_fused_ws {
   uint64_t ncnt;    /* counters allocated */
   uint64_t xsig;    /* u64 [3][16] counters added through the proxy: arrive_x, xdata, ack */
   uint64_t ce;      /* copy-engine mode flags (copy_engine.c): AG u64 ce_arrive[16], ce_ready[W][pieces];
-                       RS/AR u64 ce_arrive[16], ce_done[16], ce_done2[16], ce_cnt[W][pieces] */
+                       RS/AR u64 ce_arrive[16], ce_done[16], ce_done2[16], ce_cnt[W][pieces],
+                       ce_piece[W][pieces], ce_sum[pieces] (the last two: MK_FUSED_CE_OVERLAP) */
   uint64_t cex;     /* RS/AR copy-engine mode: staging X [W][ceil(max_m/W)][max_n] bf16 (0: not allocated) */
   uint64_t cey;     /* AR copy-engine mode: the gathered sums Y [W ceil(max_m/W)][max_n] bf16 (after X) */
   uint64_t sk;      /* AR, one node group: slots S [2][W][min(max_m, 64)][max_n] bf16 of the small-M
@@ -44,6 +45,9 @@ struct mk_fused {
   cudaStream_t ce_side[MK_MAX_LOCAL]; /* copy-engine modes: side streams of the peer copies */
   cudaEvent_t ce_fork, ce_join[MK_MAX_LOCAL]; /* main -> side streams, side streams -> main */
   int ce_nside, ce_used;  /* side streams created; used by the current call (MK_FUSED_CE_STREAMS) */
+  cudaStream_t ce_red;    /* RS/AR copy-engine mode with MK_FUSED_CE_OVERLAP: the reduce kernel's stream */
+  cudaEvent_t ce_red_join;
+  int ce_red_used;        /* the current call forked ce_red (joined by mk_fused_ce_join) */
   uint16_t *ce_p[3];    /* RS/AR copy-engine mode: the local partial [max_m][max_n] (cudaMalloc) */
   uint64_t *trace;  /* MK_TRACE buffer (device), trace_ctas x MK_TRACE_CAP x 2 u64 */
   uint64_t *calls;  /* device u64 [3]: this handle's calls of each op so far. The proxied counters
@@ -80,6 +84,24 @@ int mk_fused_rs_ce_mode(const mk_fused_t *f, mk_fused_op op, int64_t m, int64_t 
 mk_status mk_fused_ce_stage(mk_fused_t *f, mk_fused_op op);
 mk_status mk_fused_rs_ce_begin(mk_fused_t *f, mk_fused_op op, const mk_fused_args *a, mk_stream_t stream);
 mk_status mk_fused_rs_ce_push(mk_fused_t *f, mk_fused_op op, const mk_fused_args *a);
+/* RS/AR copy-engine mode, MK_FUSED_CE_OVERLAP=1: the reduce kernel's CTAs (MK_FUSED_CE_REDUCERS,
+ * at most sms / 2) that run beside the GEMM; 0 = the mode is off (the reduce after the GEMM). */
+int mk_fused_ce_overlap(const mk_fused_t *f);
+/* Heap offsets (from ws->ce) of the RS/AR flags of a call with np pieces per owner. */
+static inline uint64_t mk_fused_ce_cnt_off(void) { return 8ull * 3 * MK_FUSED_ARRIVE_SLOTS; }
+static inline uint64_t mk_fused_ce_piece_off(int world, int64_t np) {
+  return mk_fused_ce_cnt_off() + 8ull * (uint64_t)world * (uint64_t)np;
+}
+static inline uint64_t mk_fused_ce_sum_off(int world, int64_t np) {
+  return mk_fused_ce_cnt_off() + 16ull * (uint64_t)world * (uint64_t)np;
+}
+/* AR with MK_FUSED_CE_OVERLAP: step t (0 <= t < 2 np) of a side stream's pushes. Returns the
+ * piece; *second = 0: the first shot of that piece (partial rows to the owners), 1: the
+ * second (this rank's sums to every peer). Order F0, F1, S0, F2, S1, ..., F(np-1), S(np-2),
+ * S(np-1): a second shot trails the first shots by one piece, so it never waits in front of a
+ * first shot of a piece it does not depend on (no cycle between the ranks' streams: before
+ * F(k) a stream holds only steps of pieces < k). */
+int mk_fused_ce_push_step(int64_t np, int64_t t, int *second);
 /* GEMM+AR copy-engine mode (MK_FUSED_AR_COPY=1), after the reduce kernel: the second shot. */
 mk_status mk_fused_ar_ce_gather(mk_fused_t *f, const mk_fused_args *a, mk_stream_t stream);
 /* Advance the op's epoch and this handle's call count after its kernel (stream-ordered, one

@@ -43,7 +43,9 @@
  * copy_engine.c): no reducer CTAs and no split-K; the GEMM stores into a local P (owner-
  * interleaved order for AR too) and counts its progress per (owner, piece); side streams push
  * finished pieces to the owners' staging X by peer copies, and mk_rs_ce_reduce_kernel sums
- * them after the GEMM; AR then pushes each owner's sums to every rank (two-shot). */
+ * them after the GEMM; AR then pushes each owner's sums to every rank (two-shot). With
+ * MK_FUSED_CE_OVERLAP=1 the sum runs beside the GEMM instead (mk_ce_overlap_reduce_kernel, on
+ * its own stream and SMs, piece by piece as they arrive; the GEMM also counts the own rows). */
 #pragma once
 #include "kernels/fused/fused_common.cuh"
 
@@ -66,6 +68,7 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   uint64_t ce_cnt;   /* heap offset of ce_cnt[W][ce_np] */
   int64_t ce_rows;   /* rows per piece */
   int ce_np;         /* pieces per owner */
+  int ce_own;        /* MK_FUSED_CE_OVERLAP: count the own rows too (the overlapped reduce waits for them) */
   bool entered = false;
   mk_fused_trace tr;    /* MK_TRACE */
   int tn = 0;           /* per thread: events recorded */
@@ -121,7 +124,7 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
     const uint64_t cols8 = (uint64_t)(t.n_end - t.n0) / 8;
     __threadfence_system();
     for (int64_t o = t.m0 / ms; o < v.W && o * ms < t.m_end; o++) {
-      if (o == v.me) continue; /* the own rows stay here */
+      if (o == v.me && !ce_own) continue; /* the own rows stay here (counted for the overlapped reduce) */
       const int64_t lo = max((int64_t)t.m0, o * ms) - o * ms, hi = min((int64_t)t.m_end, (o + 1) * ms) - o * ms;
       for (int64_t i = lo / ce_rows; i * ce_rows < hi; i++) {
         const int64_t r = min(hi, (i + 1) * ce_rows) - max(lo, i * ce_rows);
@@ -216,6 +219,103 @@ static __global__ void __launch_bounds__(256) mk_rs_ce_reduce_kernel(mk_dev_worl
   }
 }
 
+/* Whole CTA, MK_FUSED_CE_OVERLAP: dst[e] = bf16(sum_{s = 0..W-1} src_s[e]) for the `total8`
+ * 8-element groups of a contiguous run of whole rows, fp32, in rank order (the bits of
+ * mk_fused_reduce_block). The sources are local HBM: U x W 16-byte loads per thread in flight,
+ * through L2 only (ld.cg: this kernel reads data other agents wrote while it ran). */
+template <int W>
+__device__ __noinline__ void mk_ce_sum_run_w(uint16_t *dst, const uint16_t *const *src, int64_t total8) {
+  constexpr int U = W >= 16 ? 1 : 16 / W;
+  const uint4 *s[W];
+#pragma unroll
+  for (int p = 0; p < W; p++) s[p] = reinterpret_cast<const uint4 *>(src[p]);
+  uint4 *d = reinterpret_cast<uint4 *>(dst);
+  const int64_t nthr = blockDim.x;
+  for (int64_t base = threadIdx.x; base < total8; base += nthr * U) {
+    uint4 v[U][W];
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+      const int64_t e = base + u * nthr;
+      if (e < total8) {
+#pragma unroll
+        for (int p = 0; p < W; p++) v[u][p] = __ldcg(s[p] + e);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+      const int64_t e = base + u * nthr;
+      if (e >= total8) break;
+      float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+#pragma unroll
+      for (int p = 0; p < W; p++) mk_fused_acc8(acc, v[u][p]);
+      d[e] = mk_fused_pack8(acc);
+    }
+  }
+}
+
+static __device__ __noinline__ void mk_ce_sum_run(uint16_t *dst, const uint16_t *const *src, int W, int64_t total8) {
+  switch (W) {
+    case 2: mk_ce_sum_run_w<2>(dst, src, total8); break;
+    case 4: mk_ce_sum_run_w<4>(dst, src, total8); break;
+    case 8: mk_ce_sum_run_w<8>(dst, src, total8); break;
+    default:
+      for (int64_t e = threadIdx.x; e < total8; e += blockDim.x) {
+        float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        for (int p = 0; p < W; p++) mk_fused_acc8(acc, __ldcg(reinterpret_cast<const uint4 *>(src[p]) + e));
+        reinterpret_cast<uint4 *>(dst)[e] = mk_fused_pack8(acc);
+      }
+  }
+}
+
+/* The overlapped reduce of the RS/AR copy-engine mode (MK_FUSED_CE_OVERLAP=1; protocol in
+ * copy_engine.c), launched on its own stream before the GEMM and resident beside it. The
+ * owner's rows are np pieces of R rows (MK_FUSED_CE_ROWS), each split into `tpp` tasks of
+ * whole rows; CTA c takes tasks c, c + grid, ... (piece by piece, in the order the GEMM and
+ * the pushes finish them). Before the first task of a piece one thread waits (bounded, paced)
+ * for ce_piece[s][i] >= 1 of every peer s (its rows are in X[s]) and for the GEMM's own count
+ * ce_cnt[me][i] = rows x N / 8 (P's own rows are stored); the CTA then sums P's own rows and
+ * X[s] in rank order into dst (RS: C; AR: this rank's rows of Y). AR (sum != 0): after each task,
+ * its rows are added to ce_sum[i], which the second shot's pushes wait for. A failed wait
+ * releases the side streams: own ce_arrive[*] := 1 and ce_sum[i] := the piece's rows. */
+static __global__ void __launch_bounds__(512, 1)
+    mk_ce_overlap_reduce_kernel(mk_dev_world w, mk_fused_view v, const uint16_t *P, uint64_t x, uint64_t ce,
+                                uint64_t cnt, uint64_t piece, uint64_t sum, uint16_t *dst, int64_t ms, int64_t n,
+                                int64_t R, int np, int tpp, int op) {
+  const uint16_t *src[MK_FUSED_ARRIVE_SLOTS];
+  int waited = -1;
+  for (int64_t t = blockIdx.x; t < (int64_t)np * tpp; t += gridDim.x) {
+    const int i = (int)(t / tpp), j = (int)(t - (int64_t)i * tpp);
+    const int64_t rp = min(R, ms - (int64_t)i * R), chunk = (rp + tpp - 1) / tpp;
+    const int64_t r0 = (int64_t)i * R + j * chunk, rows = min(chunk, rp - j * chunk);
+    if (rows <= 0) continue;
+    if (waited != i) {
+      int ok = 1;
+      if (threadIdx.x == 0) {
+        ok = mk_wait_ge_paced(w, cnt + 8ull * ((uint64_t)v.me * np + i), (uint64_t)(rp * n / 8), op, v.me, i, 256);
+        for (int s = 0; s < v.W && ok; s++)
+          if (s != v.me) ok = mk_wait_ge_paced(w, piece + 8ull * ((uint64_t)s * np + i), 1, op, s, i, 256);
+      }
+      if (!__syncthreads_and(ok)) {
+        if (threadIdx.x == 0) {
+          for (int p = 0; p < v.W; p++) mk_st_release_sys(mk_local_ptr<uint64_t>(w, ce + 8ull * p), 1ull);
+          for (int k = 0; sum && k < np; k++)
+            mk_st_release_sys(mk_local_ptr<uint64_t>(w, sum + 8ull * k), (uint64_t)min(R, ms - (int64_t)k * R));
+        }
+        return;
+      }
+      waited = i;
+    }
+    for (int s = 0; s < v.W; s++)
+      src[s] = s == v.me ? P + ((int64_t)v.me * ms + r0) * n : mk_local_ptr<uint16_t>(w, x) + ((int64_t)s * ms + r0) * n;
+    mk_ce_sum_run(dst + r0 * n, src, v.W, rows * n / 8);
+    if (sum) { /* the sums are read next by a copy engine (the second shot): system-scope fence */
+      __threadfence_system();
+      __syncthreads();
+      if (threadIdx.x == 0) mk_red_add_release_sys(mk_local_ptr<uint64_t>(w, sum + 8ull * i), (uint64_t)rows);
+    }
+  }
+}
+
 /* AR copy-engine mode, second shot: one thread waits (bounded) until every peer's sums are in Y. */
 static __global__ void mk_ar_ce_wait_kernel(mk_dev_world w, mk_fused_view v, uint64_t done2) {
   for (int s = 0; s < v.W; s++)
@@ -233,6 +333,15 @@ static mk_status mk_rs_ce_finish(mk_fused_t *f, mk_fused_op op, const mk_fused_a
   const mk_fused_ws *ws = &f->ws[op];
   uint16_t *Y = op == MK_FUSED_GEMM_AR ? (uint16_t *)(f->w.heap + ws->cey) : NULL;
   uint16_t *dst = Y ? Y + (int64_t)f->me * ms * a->n : a->C;
+  if (f->ce_red_used) { /* the sums ran beside the GEMM, AR's second shot too: join, then Y -> C */
+    MK_CHECK(mk_fused_ce_join(f, (mk_stream_t)stream));
+    if (Y) {
+      mk_ar_ce_wait_kernel<<<1, 1, 0, stream>>>(f->w, v, ws->ce + 8ull * 2 * MK_FUSED_ARRIVE_SLOTS);
+      MK_CUDA_CHECK(cudaGetLastError());
+      MK_CUDA_CHECK(cudaMemcpyAsync(a->C, Y, (size_t)(a->m * a->n) * 2, cudaMemcpyDefault, stream));
+    }
+    return MK_STATUS_OK;
+  }
   mk_rs_ce_reduce_kernel<<<grid, 256, 0, stream>>>(f->w, v, f->ce_p[op], ws->cex, ws->ce, dst, ms, a->n, rb,
                                                    Y ? MK_OP_GEMM_AR : MK_OP_GEMM_RS);
   MK_CUDA_CHECK(cudaGetLastError());
@@ -243,6 +352,23 @@ static mk_status mk_rs_ce_finish(mk_fused_t *f, mk_fused_op op, const mk_fused_a
     MK_CUDA_CHECK(cudaMemcpyAsync(a->C, Y, (size_t)(a->m * a->n) * 2, cudaMemcpyDefault, stream));
   }
   return mk_fused_ce_join(f, (mk_stream_t)stream);
+}
+
+/* MK_FUSED_CE_OVERLAP: the reduce kernel's `nred` CTAs on the handle's reduce stream (forked
+ * by mk_fused_rs_ce_begin), launched before the GEMM; each piece is split over all of them. */
+static mk_status mk_ce_overlap_launch(mk_fused_t *f, mk_fused_op op, const mk_fused_args *a, const mk_fused_view &v,
+                                      int nred) {
+  const mk_fused_ws *ws = &f->ws[op];
+  const int W = f->world;
+  const int64_t ms = a->m / W, R = mk_fused_ce_rows(), np = (ms + R - 1) / R;
+  const bool ar = op == MK_FUSED_GEMM_AR;
+  uint16_t *dst = ar ? (uint16_t *)(f->w.heap + ws->cey) + (int64_t)f->me * ms * a->n : a->C;
+  mk_ce_overlap_reduce_kernel<<<nred, 512, 0, f->ce_red>>>(
+      f->w, v, f->ce_p[op], ws->cex, ws->ce, ws->ce + mk_fused_ce_cnt_off(), ws->ce + mk_fused_ce_piece_off(W, np),
+      ar ? ws->ce + mk_fused_ce_sum_off(W, np) : 0, dst, ms, a->n, R, (int)np, nred,
+      ar ? MK_OP_GEMM_AR : MK_OP_GEMM_RS);
+  MK_CUDA_CHECK(cudaGetLastError());
+  return MK_STATUS_OK;
 }
 
 /* Fills and launches the policy: this rank reduces the rows it reads (rows_of) into out. */
@@ -263,7 +389,8 @@ static mk_status mk_reduce_launch(mk_fused_t *f, const mk_fused_args *a, uint16_
   p.op = fop == MK_FUSED_GEMM_RS ? MK_OP_GEMM_RS : MK_OP_GEMM_AR;
   p.all_read = all_read;
   p.ce = mk_fused_rs_ce_mode(f, fop, a->m, a->n);
-  p.ce_cnt = ws->ce + 8ull * 3 * MK_FUSED_ARRIVE_SLOTS;
+  p.ce_cnt = ws->ce + mk_fused_ce_cnt_off();
+  p.ce_own = 0;
   p.ce_rows = mk_fused_ce_rows();
   p.ce_np = (int)((p.ms + p.ce_rows - 1) / p.ce_rows);
   p.reducers = p.ce ? 0 : mk_fused_ctas(f, fop, a);
@@ -276,6 +403,12 @@ static mk_status mk_reduce_launch(mk_fused_t *f, const mk_fused_args *a, uint16_
   p.tr.cap = MK_TRACE_CAP;
   int grid = mk_fused_compute_ctas(f, p.role_ctas);
   if (p.ce) MK_CHECK(mk_fused_rs_ce_begin(f, fop, a, (mk_stream_t)stream));
+  if (p.ce && f->ce_red_used) { /* the overlapped reduce: resident first, the GEMM on the other SMs */
+    const int nred = mk_fused_ce_overlap(f);
+    MK_CHECK(mk_ce_overlap_launch(f, fop, a, p.v, nred));
+    p.ce_own = 1;
+    grid = f->sms - nred;
+  }
   /* Split-K of the last wave (256-wide tiles) where the core's model says it pays (not in
    * copy-engine mode: its progress counters count each tile once). */
   g.split_tiles = p.ce ? 0 : (int)mk_gemm_split_plan(g, grid, (int)mk_param_fused_split_k(), 0, &g.splits);
@@ -313,5 +446,6 @@ static mk_status mk_reduce_preload() {
   MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)k1));
   MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_rs_ce_reduce_kernel));
   MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_ar_ce_wait_kernel));
+  MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_ce_overlap_reduce_kernel));
   return MK_STATUS_OK;
 }

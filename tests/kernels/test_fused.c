@@ -1,6 +1,7 @@
 /* test_fused.c (multigpu, under mk-launch) — one fused op (argv[1]: ag, rs or ar: the SM roles,
  * MK_FUSED_{AG,RS,AR}_COPY = 0; ag_ce, rs_ce, ar_ce: copy-engine transfers, = 1, then calls
- * that switch modes; ag_auto, rs_auto, ar_auto: the variable as the environment has it, by
+ * that switch modes; rs_ceov, ar_ceov: the same with MK_FUSED_CE_OVERLAP=1 (the owner's reduce
+ * beside the GEMM), then calls that alternate SM roles, overlapped and plain copy engines; ag_auto, rs_auto, ar_auto: the variable as the environment has it, by
  * default the mode chosen by shape, so that with low MK_FUSED_{RS,AR}_CE_MIN_MB the shapes
  * below run some calls on either path) on fresh
  * random inputs against the fp32 reference GEMM (GPU), at odd shapes (rows per rank not a
@@ -107,12 +108,14 @@ int main(int argc, char **argv) {
   static const char *const names[3] = {"ag", "rs", "ar"};
   x.op = -1;
   for (int op = 0; op < 3; op++)
-    if (!strncmp(opname, names[op], 2) && (!opname[2] || !strcmp(opname + 2, "_ce") || !strcmp(opname + 2, "_auto")))
+    if (!strncmp(opname, names[op], 2) && (!opname[2] || !strcmp(opname + 2, "_ce") || !strcmp(opname + 2, "_auto") ||
+                                           (op != MK_FUSED_AG_GEMM && !strcmp(opname + 2, "_ceov"))))
       x.op = op;
-  if (x.op < 0) MK_TEST_FAIL_("usage: test_fused ag|rs|ar[_ce|_auto] (got '%s')", opname);
+  if (x.op < 0) MK_TEST_FAIL_("usage: test_fused ag|rs|ar[_ce|_auto], rs|ar_ceov (got '%s')", opname);
   const char *ce_env = envs[x.op];
-  const int ce = !strcmp(opname + 2, "_ce");
+  const int ov = !strcmp(opname + 2, "_ceov"), ce = ov || !strcmp(opname + 2, "_ce");
   if (strcmp(opname + 2, "_auto")) setenv(ce_env, ce ? "1" : "0", 1);
+  if (ov) setenv("MK_FUSED_CE_OVERLAP", "1", 1);
   mk_test_require_gpus(2);
   ASSERT_OK(mk_comm_create(&x.c));
   const mk_world *w = mk_comm_world(x.c);
@@ -219,9 +222,11 @@ int main(int argc, char **argv) {
     mk_param_reset_cache();
   }
   /* *_ce: the SM roles and the copy engines alternate (their flags and buffers must
-   * not mix up); AG with the shard not in place, then in place. */
-  for (int i = 0; ce && i < 4; i++) {
+   * not mix up); AG with the shard not in place, then in place. *_ceov: the copy-engine calls
+   * alternate overlapped (1, 5) and plain (3) reduces. */
+  for (int i = 0; ce && i < (ov ? 6 : 4); i++) {
     setenv(ce_env, i & 1 ? "1" : "0", 1);
+    if (ov) setenv("MK_FUSED_CE_OVERLAP", i == 3 ? "0" : "1", 1);
     mk_param_reset_cache();
     x.inplace = x.op == MK_FUSED_AG_GEMM && i >= 2;
     prepare(&x, &shapes[i & 1], 10 + i);

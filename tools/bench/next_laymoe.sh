@@ -13,18 +13,14 @@
 # share (16 tokens) for reference. Predictions: docs/perf/NOTES.md, layer, "MoE block at
 # decode: what surrounds the op".
 set -uo pipefail
-RES=${RES:?set RES to the output folder}
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-export MK_BOOTSTRAP_TIMEOUT_MS=120000
 BIN=$PWD # gpu-check.sh runs this in build-gpu/bin
 export PATH=$BIN:$PATH
-T0=$(date +%s)
 LIMIT=${LIMIT:-420}
 STEP_GREP='^\[0\] (moe|layer|\{|  T=)|FAIL|rror'
-. "$(dirname "$0")/step.sh"
-# A/B in one run: decode-sized handle on (default 64) and off (0); --tokens 1024 keeps the prefill
+. "$(dirname "$0")/bench_step.sh" # env, T0, step
+# A/B in one run: decode-sized handle on (64; the default is 0 until measured) and off (0); --tokens 1024 keeps the prefill
 # phase (always run first) short; the decode rows are the ones to read.
-# Variants: new = both changes (defaults); nodec = MK_MOE_DECODE_TOKENS=0 (the layer's handle for
+# Variants: new = both changes (opt-in today); nodec = MK_MOE_DECODE_TOKENS=0 (the layer's handle for
 # decode, as at c3fccbc); old = also MK_TP_GATHER_SM=0 (NCCL all-gather: c3fccbc's MoE block).
 for v in new nodec old; do
   case $v in

@@ -5,13 +5,8 @@
 #   CTEST_ARGS="-R test_fused|test_moe|test_gemm|test_serve_gpu_4x1_fused|test_model_gpu_fused_4|test_model_gpu_agree_tp4" \
 #     CTEST_WALL=220 tools/gpu-check.sh -- 'bash ../../tools/bench/run_s4d.sh'
 set -uo pipefail
-RES=${RES:?set RES to the output folder}
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-export MK_BOOTSTRAP_TIMEOUT_MS=120000
-T0=$(date +%s)
-LIMIT=${LIMIT:-250}
-. "$(dirname "$0")/step.sh"
+. "$REPO/tools/bench/bench_step.sh" # env, LIMIT (250 s), step
 for op in ag_gemm gemm_rs gemm_ar; do step ${op}_auto 60 mk-launch -n 4 -- mk-bench $op --json "$RES/${op}_h200x4.json"; done
 step gemm_small 40 mk-bench gemm --shape 16x8192x7168 --shape 64x8192x7168 --shape 64x4096x1024 --interleave --warmup 50 \
   --iters 200 --json "$RES/gemm_small.json"

@@ -103,6 +103,8 @@ static void usage(FILE *out, const char *name) {
           "  --n N, --k K  this rank's GEMM is M x N x K (AG: gathered A [M,K] @ B_r; RS/AR: A_r [M,K] @ B_r)\n"
           "  --ctas C   role split: communication/reduction CTAs beside the GEMM (default: per shape)\n"
           "  --autotune time the fused op at several splits and report the best\n"
+          "  --ce-overlap-ab  RS/AR on copy engines: path fused with MK_FUSED_CE_OVERLAP=0, path\n"
+          "             fused_ceov with =1 (the owner's reduce beside the GEMM), same inputs\n"
           "paths: fused = one mkernel launch (AG: the shard written in place, mk_ag_gemm_shard);\n"
           "unfused = NCCL + cuBLASLt; compute_ms = cuBLASLt alone,\n"
           "comm_ms = the NCCL collective alone, bound_ms = max(compute_ms, comm_ms)\n",
@@ -121,6 +123,7 @@ static int bench_fused(mk_fused_op op, int argc, char **argv) {
   int64_t ms_list[FB_MAX_M];
   int nm = 0;
   int64_t n = op == MK_FUSED_AG_GEMM ? 7168 : 8192, k = op == MK_FUSED_AG_GEMM ? 8192 : 7168, ctas = 0;
+  int ov_ab = 0;
   for (int i = 1; i < argc; i++) {
     int used = mk_bench_parse_common(&o, argc, argv, i);
     if (used < 0) return 2;
@@ -138,6 +141,8 @@ static int bench_fused(mk_fused_op op, int argc, char **argv) {
     } else if (!strcmp(a, "--n") || !strcmp(a, "--k")) {
       if (mk_bench_parse_i64(a, v, 8, 1 << 20, a[3] == 'n' ? &n : &k)) return 2;
       i++;
+    } else if (!strcmp(a, "--ce-overlap-ab") && op != MK_FUSED_AG_GEMM) {
+      ov_ab = 1;
     } else if (!strcmp(a, "--ctas")) {
       if (mk_bench_parse_i64("--ctas", v, 0, 66, &ctas)) return 2;
       i++;
@@ -237,6 +242,19 @@ static int bench_fused(mk_fused_op op, int argc, char **argv) {
       }
     }
     x.ctas = best;
+    /* --ce-overlap-ab on copy engines: fused = the reduce after the GEMM, fused_ceov = beside it. */
+    const int ab = ov_ab && mk_fused_uses_ce(x.f, op, x.m, n);
+    mk_bench_stats tv;
+    double err_v = NAN;
+    if (ab) {
+      setenv("MK_FUSED_CE_OVERLAP", "1", 1);
+      mk_param_reset_cache();
+      MK_CUDA_CHECK_GOTO(cudaMemsetAsync(x.C, 0xff, (size_t)(x.m * n) * 2, s), st, fail);
+      MK_CHECK_GOTO(time_all(&x, &o, run_fused, s, &tv), st, fail);
+      MK_CHECK_GOTO(rel_err_all(&x, s, &err_v), st, fail);
+      setenv("MK_FUSED_CE_OVERLAP", "0", 1);
+      mk_param_reset_cache();
+    }
     MK_CUDA_CHECK_GOTO(cudaMemsetAsync(x.C, 0xff, (size_t)(x.m * n) * 2, s), st, fail);
     MK_CHECK_GOTO(time_all(&x, &o, run_fused, s, &tf), st, fail);
     MK_CHECK_GOTO(rel_err_all(&x, s, &err_f), st, fail);
@@ -247,11 +265,11 @@ static int bench_fused(mk_fused_op op, int argc, char **argv) {
       printf("  %s M=%lld: fused on SM roles, split %d comm CTAs (%s)\n", x.name, (long long)x.m,
              best ? best : mk_fused_default_ctas(op, x.m, n, k, x.W), best ? (o.autotune ? "autotuned" : "--ctas") : "default");
     const double flops = 2.0 * (double)x.m * (double)n * (double)k;
-    const mk_bench_stats *ts[2] = {&tf, &tu};
-    const char *paths[2] = {"fused", "unfused"};
-    const double errs[2] = {err_f, err_u};
-    for (int p = 0; p < 2; p++) {
-      if (!(o.paths & (p == 0 ? MK_BENCH_PATH_FUSED : MK_BENCH_PATH_UNFUSED))) continue;
+    const mk_bench_stats *ts[3] = {&tf, &tu, &tv};
+    const char *paths[3] = {"fused", "unfused", "fused_ceov"};
+    const double errs[3] = {err_f, err_u, err_v};
+    for (int p = 0; p < (ab ? 3 : 2); p++) {
+      if (!(o.paths & (p == 1 ? MK_BENCH_PATH_UNFUSED : MK_BENCH_PATH_FUSED))) continue;
       mk_bench_row row;
       mk_bench_row_init(&row, x.name, paths[p]);
       snprintf(row.shape, sizeof row.shape, "%s", shape);

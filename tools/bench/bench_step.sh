@@ -1,0 +1,22 @@
+# tools/bench/bench_step.sh — sourced by the GPU bench scripts (next_rsov.sh): the environment
+# every GPU run keeps (no NVLink multicast), T0 and the time guard LIMIT (default 250 s), and
+#   step NAME SECONDS COMMAND...   runs COMMAND under timeout into $RES/NAME.log (skipped when
+#                                  fewer than 15 s are left, clipped to what is left), then prints
+#                                  its rc and the lines of the log matching $STEP_GREP (last $TAIL).
+# Needs RES (the output folder, set by tools/gpu-check.sh).
+RES=${RES:?set RES to the output folder}
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export MK_BOOTSTRAP_TIMEOUT_MS=${MK_BOOTSTRAP_TIMEOUT_MS:-120000}
+T0=$(date +%s)
+LIMIT=${LIMIT:-250}
+STEP_GREP=${STEP_GREP:-'^\[0\] (ag_|gemm_|moe|layer|\{|  T=)|^gemm|fused on|keeps the SM path|FAIL|rror'}
+step() {
+  local name=$1 t=$2 now
+  shift 2
+  now=$(( $(date +%s) - T0 ))
+  if [ $(( now + 15 )) -gt "$LIMIT" ]; then echo "$name: skipped at $now s"; return; fi
+  [ $(( now + t )) -gt "$LIMIT" ] && t=$(( LIMIT - now ))
+  timeout "$t" "$@" > "$RES/$name.log" 2>&1
+  echo "$name rc=$? at $(( $(date +%s) - T0 )) s"
+  grep -E "$STEP_GREP" "$RES/$name.log" | grep -v autotune | tail -"${TAIL:-16}"
+}
