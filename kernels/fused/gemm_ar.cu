@@ -70,10 +70,10 @@ struct mk_ar_skinny_epi {
   }
 };
 
-/* Whether a call takes the small-M path. */
-static bool mk_ar_skinny_mode(const mk_fused_t *f, const mk_fused_args *a) {
+extern "C" int mk_fused_ar_small_m(const mk_fused_t *f, const mk_fused_args *a) {
+  const int64_t skinny = mk_param_gemm_skinny();
   return a->m >= 1 && a->m <= 64 && a->b_layout == MK_GEMM_B_NK && f->nnodes == 1 && f->ws[MK_FUSED_GEMM_AR].sk &&
-         (mk_param_gemm_skinny() == 1 || (mk_param_gemm_skinny() == -1 && mk_gemm_skinny_pays(a->n, a->k))) &&
+         (skinny == 1 || (skinny == -1 && mk_gemm_skinny_pays(a->n, a->k))) &&
          !mk_fused_rs_ce_mode(f, MK_FUSED_GEMM_AR, a->m, a->n);
 }
 
@@ -110,6 +110,6 @@ extern "C" mk_status mk_fused_preload_ar(void) {
 
 extern "C" mk_status mk_gemm_ar(mk_fused_t *f, const mk_fused_args *a, mk_stream_t stream) {
   MK_CHECK(mk_fused_check(f, MK_FUSED_GEMM_AR, a));
-  if (mk_ar_skinny_mode(f, a)) return mk_ar_skinny(f, a, (cudaStream_t)stream);
+  if (mk_fused_ar_small_m(f, a)) return mk_ar_skinny(f, a, (cudaStream_t)stream);
   return mk_reduce_launch<MK_FUSED_GEMM_AR>(f, a, a->C, (cudaStream_t)stream);
 }

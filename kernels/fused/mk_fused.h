@@ -105,6 +105,9 @@ int mk_fused_ce_select(mk_fused_op op, int64_t m, int64_t n, int world, int nnod
 /* 1 when a call of op at M x N on this handle moves its data by copy engines (the environment
  * as it is now, the staging of mk_fused_create), 0 on SM roles. */
 int mk_fused_uses_ce(const mk_fused_t *f, mk_fused_op op, int64_t m, int64_t n);
+/* 1 when this GEMM+AR call takes the small-M path (the skinny GEMM pushing its slabs to every
+ * rank; no comm CTAs): M <= 64, B [N, K], one node group, MK_GEMM_SKINNY's rule. */
+int mk_fused_ar_small_m(const mk_fused_t *f, const mk_fused_args *a);
 
 /* The default role split (comm CTAs) for an op and shape on this GPU. */
 int mk_fused_default_ctas(mk_fused_op op, int64_t m, int64_t n, int64_t k, int world);

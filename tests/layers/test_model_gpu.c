@@ -19,6 +19,7 @@
 #include "comm/mk_comm.h"
 #include "core/rng.h"
 #include "layers/mk_layers.h"
+#include "tests/layers/families.h"
 #include "tests/mk_test.h"
 
 static double spread(const float *v, int n) {
@@ -147,18 +148,10 @@ int main(int argc, char **argv) {
   const int both = !strcmp(argv[2], "both");
   mk_path path = MK_PATH_UNFUSED;
   if (!both && mk_path_parse(argv[2], &path)) MK_TEST_FAIL_("bad path '%s'", argv[2]);
-  /* the families, checked before any GPU work */
   char list[256];
-  snprintf(list, sizeof list, "%s", strcmp(argv[1], "all") ? argv[1] : "mixtral,qwen2_moe,qwen3_moe,olmoe");
   const char *names[8];
   mk_model_family fams[8];
-  int nf = 0;
-  for (char *save = NULL, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-    if (nf == 8) MK_TEST_FAIL_("at most 8 families");
-    if (mk_model_family_from_name(t, &fams[nf])) MK_TEST_FAIL_("unknown family '%s'", t);
-    names[nf++] = t;
-  }
-  if (!nf) MK_TEST_FAIL_("no family given");
+  const int nf = test_families(argv[1], list, sizeof list, names, fams);
   const int kv_heads = argc > 3 ? atoi(argv[3]) : 0, head_dim = argc > 4 ? atoi(argv[4]) : 0;
   mk_test_require_gpus(1);
   mk_comm_t *comm = NULL;

@@ -21,6 +21,7 @@
 #include "comm/mk_comm.h"
 #include "core/rng.h"
 #include "layers/mk_layers.h"
+#include "tests/layers/families.h"
 #include "tests/mk_test.h"
 
 enum { NT = 40 };
@@ -119,18 +120,12 @@ static void check_family(mk_comm_t *comm, mk_model_family fam, const char *name,
 
 int main(int argc, char **argv) {
   mk_test_init(argc, argv, 300);
-  char list[256];
-  snprintf(list, sizeof list, "%s", argc > 1 && strcmp(argv[1], "all") ? argv[1] : "mixtral,qwen2_moe,qwen3_moe,olmoe");
   mk_path path = MK_PATH_UNFUSED;
   if (argc > 2 && mk_path_parse(argv[2], &path)) MK_TEST_FAIL_("bad path '%s'", argv[2]);
+  char list[256];
   const char *names[8];
   mk_model_family fams[8];
-  int nf = 0;
-  for (char *save = NULL, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-    if (nf == 8) MK_TEST_FAIL_("at most 8 families");
-    if (mk_model_family_from_name(t, &fams[nf])) MK_TEST_FAIL_("unknown family '%s'", t);
-    names[nf++] = t;
-  }
+  const int nf = test_families(argc > 1 ? argv[1] : NULL, list, sizeof list, names, fams);
   mk_test_require_gpus(1);
   mk_comm_t *comm = NULL;
   ASSERT_OK(mk_comm_create(&comm));

@@ -8,22 +8,10 @@
 #    NOTES "Session 3 (fused3)"). 2. #9: mk-bench layer --decode batch (prefill 8192 + decode of 64
 #    sequences at 4096), both presets. 3. #7: MoE decode without and with split-K.
 set -uo pipefail
-RES=${RES:?set RES to the output folder}
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-export MK_BOOTSTRAP_TIMEOUT_MS=120000
-T0=$(date +%s)
 LIMIT=${LIMIT:-520}
-step() { # name timeout command...: skipped past LIMIT; keeps the log; prints rc and the table
-  local name=$1 t=$2 now
-  shift 2
-  now=$(( $(date +%s) - T0 ))
-  if [ $(( now + 20 )) -gt "$LIMIT" ]; then echo "$name: skipped at $now s"; return; fi
-  [ $(( now + t )) -gt "$LIMIT" ] && t=$(( LIMIT - now ))
-  timeout "$t" "$@" > "$RES/$name.log" 2>&1
-  echo "$name rc=$? at $(( $(date +%s) - T0 )) s"
-  grep -E '^\[0\] (ag_|gemm_|moe|layer|\{)|layer:|FAIL|rror' "$RES/$name.log" | grep -v autotune | tail -"${TAIL:-12}"
-}
+STEP_GREP='^\[0\] (ag_|gemm_|moe|layer|\{)|layer:|FAIL|rror'
+. "$(dirname "$0")/bench_step.sh" # env, T0, step
 CE="MK_FUSED_AG_COPY=1 MK_FUSED_RS_COPY=1 MK_FUSED_AR_COPY=1"
 SM="MK_FUSED_AG_COPY=0 MK_FUSED_RS_COPY=0 MK_FUSED_AR_COPY=0" # the SM roles (no longer the default from fauto on)
 for op in ag_gemm gemm_rs gemm_ar; do

@@ -6,24 +6,12 @@
 #    in the JSON. 2. #9 acceptance 1: the parity script against transformers on 1, 2, 4 GPUs and
 #    2 x 2 (unfused), and the fused path on 4 and 2 x 2. 3. #7: every default MoE shape.
 set -uo pipefail
-RES=${RES:?set RES to the output folder}
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-export MK_BOOTSTRAP_TIMEOUT_MS=120000
-T0=$(date +%s)
 LIMIT=${LIMIT:-520}
-step() {
-  local name=$1 t=$2 now
-  shift 2
-  now=$(( $(date +%s) - T0 ))
-  if [ $(( now + 20 )) -gt "$LIMIT" ]; then echo "$name: skipped at $now s"; return; fi
-  [ $(( now + t )) -gt "$LIMIT" ] && t=$(( LIMIT - now ))
-  timeout "$t" "$@" > "$RES/$name.log" 2>&1
-  echo "$name rc=$? at $(( $(date +%s) - T0 )) s"
-  grep -E '^(\[0\] )?(gemm|moe|  T=|    phases)|FAIL|PASS|pass|rror|family|^(mixtral|qwen|olmoe)' "$RES/$name.log" | grep -v autotune | tail -"${TAIL:-12}"
-}
+STEP_GREP='^(\[0\] )?(gemm|moe|  T=|    phases)|FAIL|PASS|pass|rror|family|^(mixtral|qwen|olmoe)'
+. "$(dirname "$0")/bench_step.sh" # env, T0, step
 command -v nsys ncu 2>&1 | sed 's/^/tool: /'
-SM="--shape 16,8192,7168 --shape 128,8192,7168 --shape 16,7168,8192 --shape 64,4096,1024 --interleave --warmup 50 --iters 200"
+SM="--shape 16x8192x7168 --shape 128x8192x7168 --shape 16x7168x8192 --shape 64x4096x1024 --interleave --warmup 50 --iters 200"
 step gemm_small 60 mk-bench gemm $SM --json "$RES/gemm_small.json"
 step gemm_small_graph 60 mk-bench gemm $SM --graph --json "$RES/gemm_small_graph.json"
 step ar_small 60 mk-launch -n 4 -- mk-bench gemm_ar --m 16 --m 64 --m 128 --warmup 50 --iters 200 --json "$RES/ar_small.json"
