@@ -11,6 +11,7 @@
 # libpcre2-dev libpcre2-8-0 libpcre2-16-0 libpcre2-32-0 libpcre2-posix3) and, where the machine lacks
 # GnuTLS, .carry/debs-rt/*.deb (libgnutls30 and its dependencies), both carried.
 set -uo pipefail
+export MK_CALL_T0=${MK_CALL_T0:-$(date +%s)} # bench_step.sh: MK_CALL_LIMIT counts from here
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 OUT=${OUT:-/tmp/mk-out}
 export RES=/tmp/mk-results

@@ -1,5 +1,6 @@
 # tools/bench/bench_step.sh — sourced by the GPU bench scripts (next_rsov.sh): the environment
-# every GPU run keeps (no NVLink multicast), T0 and the time guard LIMIT (default 250 s), and
+# every GPU run keeps (no NVLink multicast), T0 and the time guard LIMIT (default 250 s; or what is
+# left of MK_CALL_LIMIT), and
 #   step NAME SECONDS COMMAND...   runs COMMAND under timeout into $RES/NAME.log (skipped when
 #                                  fewer than 15 s are left, clipped to what is left), then prints
 #                                  its rc and the lines of the log matching $STEP_GREP (last $TAIL).
@@ -9,6 +10,9 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 export MK_BOOTSTRAP_TIMEOUT_MS=${MK_BOOTSTRAP_TIMEOUT_MS:-120000}
 T0=$(date +%s)
 LIMIT=${LIMIT:-250}
+# MK_CALL_LIMIT (s): the whole device call's budget, counted from gpu-check.sh's start (MK_CALL_T0);
+# when set, LIMIT is what is left of it after the build and the ctest run.
+if [ -n "${MK_CALL_LIMIT:-}" ] && [ -n "${MK_CALL_T0:-}" ]; then LIMIT=$(( MK_CALL_LIMIT - (T0 - MK_CALL_T0) )); fi
 STEP_GREP=${STEP_GREP:-'^\[0\] (ag_|gemm_|moe|layer|\{|  T=)|^gemm|fused on|keeps the SM path|FAIL|rror'}
 step() {
   local name=$1 t=$2 now
