@@ -12,14 +12,21 @@
  *                  (NVLink store + signal, or PUT + SIGNAL through the proxy), then waits for
  *                  every source's record (cnt_sig[s] >= epoch + 1), zeroing ready/done2 while
  *                  the records travel; then GEMM group sizes, row and
- *                  tile-row offsets. Barrier point 1: nothing below starts before all counts.
- *   dispatch  (s2) C CTAs. Send: CTA c takes chunk c of the rows for each rank d (starting at
- *                  rank + 1) and writes row x[token] and its meta once per destination rank
- *                  into land[rank][j] / lmeta[rank][j] there, then land_sig[rank][c] += 1.
- *                  Receive: for each source s, CTA c waits (paced) for land_sig[s][c], copies each
- *                  landed row to A1 once per local expert of it, at exp_off[e] + atomicAdd(
- *                  fill[e]) (grouped by local expert), records the row in posmap, and adds 1 to
- *                  ready[tile-row] (release).
+ *                  tile-row offsets, and cnt_done = target (release). Barrier point 1: nothing
+ *                  below starts before all counts (GEMM1 by stream order, the dispatch by
+ *                  cnt_done).
+ *   dispatch  (s2) C CTAs, launched (overlapped schedule) before the plan, so they are resident
+ *                  and wait on cnt_done instead of a kernel boundary and an event. Send: CTA c
+ *                  takes chunk c of the rows for every rank d (starting at rank + 1) and writes
+ *                  row x[token] and its meta once per destination rank into land[rank][j] /
+ *                  lmeta[rank][j] there, all destinations' rows at once (a row cut into parts
+ *                  over several warps when the CTA has few), then one barrier and thread d of
+ *                  the CTA adds land_sig[rank][c] += 1 at rank d (the W fences in parallel).
+ *                  Receive: CTA c takes the sources' chunk c in order of arrival (thread 0
+ *                  polls every pending land_sig[s][c], paced), copies each landed row to A1
+ *                  once per local expert of it, at exp_off[e] + atomicAdd(fill[e]) (grouped by
+ *                  local expert), records the row in posmap, and adds 1 to ready[tile-row]
+ *                  (release).
  *                  Serial and hybrid schedules (mk_moe_schedule): on s, SMs - 4 CTAs, with
  *                  nothing beside them, and gemm1 after it on every SM.
  *   gemm1     (s)  the GEMM core over the groups on SMs - C CTAs; before_load waits until its
@@ -79,8 +86,8 @@ __global__ void moe_plan_kernel(mk_moe_dev d, const int32_t *ids, const float *w
 }
 
 /* One CTA, after the plan. Zeroes ready/done2 (read by gemm1, dispatch, gemm2 and combine,
- * which all follow this kernel). Thread r < W sends the record for rank r; thread s < W waits
- * for source s. */
+ * which all follow this kernel, or, the dispatch, wait for its cnt_done). Thread r < W sends
+ * the record for rank r; thread s < W waits for source s. */
 __device__ __forceinline__ void moe_exchange_cta(const mk_moe_dev &d) {
   if (threadIdx.x == 0) moe_stamp(d.prof, MK_MOE_PH_EXCH_START);
   const uint64_t target = moe_target(d);
@@ -113,22 +120,37 @@ __device__ __forceinline__ void moe_exchange_cta(const mk_moe_dev &d) {
   if (threadIdx.x == 0) moe_stamp(d.prof, MK_MOE_PH_COUNTS);
   const int32_t *in = mk_local_ptr<int32_t>(d.w, d.o_cnt_in);
   for (int s = threadIdx.x; s < d.W; s += blockDim.x) d.n_from[s] = in[(int64_t)s * d.cnt_stride];
+  __shared__ int s_rows[512]; /* El <= 512 (mk_moe_create) */
   for (int e = threadIdx.x; e < d.El; e += blockDim.x) {
     int n = 0;
     for (int s = 0; s < d.W; s++) n += in[(int64_t)s * d.cnt_stride + 1 + e];
     d.rows[e] = n;
+    s_rows[e] = n;
   }
   __syncthreads();
-  if (threadIdx.x == 0) {
-    int off = 0, tiles = 0;
-    for (int e = 0; e < d.El; e++) {
-      d.exp_off[e] = off;
-      d.tile_base[e] = tiles;
-      off += d.rows[e];
-      tiles += (d.rows[e] + 127) / 128;
+  if (threadIdx.x < 32) { /* row and tile-row offsets: warp 0, lane l a run of El / 32 experts, scanned */
+    const int lane = threadIdx.x, per = (d.El + 31) / 32, e0 = min(lane * per, d.El), e1 = min(e0 + per, d.El);
+    int rows = 0, tiles = 0;
+    for (int e = e0; e < e1; e++) rows += s_rows[e], tiles += (s_rows[e] + 127) / 128;
+    int off = rows, tb = tiles; /* inclusive scan over lanes */
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+      const int a = __shfl_up_sync(0xffffffffu, off, o), b = __shfl_up_sync(0xffffffffu, tb, o);
+      if (lane >= o) off += a, tb += b;
     }
-    d.exp_off[d.El] = off;
-    d.tile_base[d.El] = tiles;
+    off -= rows, tb -= tiles;
+    for (int e = e0; e < e1; e++) {
+      d.exp_off[e] = off;
+      d.tile_base[e] = tb;
+      off += s_rows[e];
+      tb += (s_rows[e] + 127) / 128;
+    }
+    if (lane == 31) d.exp_off[d.El] = off, d.tile_base[d.El] = tb; /* e1 = El on the last lane */
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) { /* release the dispatch (cnt_done): counts, offsets, zeroed ready/done2 */
+    __threadfence();
+    moe_st_release_gpu(mk_local_ptr<uint64_t>(d.w, d.o_cnt_done), target);
   }
 }
 
@@ -146,46 +168,108 @@ __global__ void __launch_bounds__(kPlanCta) moe_plan_exchange_kernel(mk_moe_dev 
   moe_exchange_cta(d);
 }
 
+/* Thread 0: wait until chunk c of one of the sources still in `pending` (bit s) has landed
+ * (land_sig[s][c] >= target), checking them in the order rank, rank - 1, ... and pausing
+ * kMoePollNs between rounds (beside GEMM1). Returns that source and clears its bit, or -1 on
+ * abort or timeout (error record: the first source still pending). */
+__device__ __forceinline__ int moe_wait_any_source(const mk_moe_dev &d, uint64_t *pending, uint64_t target, int c) {
+  const uint64_t t0 = mk_globaltimer();
+  for (uint32_t it = 1;; it++) {
+    int first = -1;
+    uint64_t seen = 0;
+    for (int i = 0; i < d.W; i++) {
+      const int s = (d.rank + d.W - i) % d.W;
+      if (!((*pending >> s) & 1)) continue;
+      const uint64_t v = mk_ld_acquire_sys(mk_local_ptr<uint64_t>(d.w, d.o_land_sig + ((uint64_t)s * d.C + c) * 8));
+      if (v >= target) {
+        *pending &= ~(1ull << s);
+        return s;
+      }
+      if (first < 0) first = s, seen = v;
+    }
+    if ((it & 31) == 0) {
+      if (mk_aborted(d.w)) return -1;
+      if (mk_globaltimer() - t0 > d.w.timeout_ns) {
+        mk_raise_timeout(d.w, MK_OP_MOE, first, c, target, seen);
+        return -1;
+      }
+    }
+    __nanosleep(kMoePollNs);
+  }
+}
+
+/* Rows of a CTA's send units: at decode a CTA has ~1 row per destination, so a row is cut into
+ * up to kMoeRowParts parts (multiples of 512 bytes: a warp's 16-byte vectors) to keep all warps
+ * copying. */
+constexpr int kMoeRowParts = 8;
+
 __global__ void __launch_bounds__(kMoeCommThreads) moe_dispatch_kernel(mk_moe_dev d, const uint16_t *x) {
   const uint64_t target = moe_target(d);
   const int c = blockIdx.x, warp = threadIdx.x / 32, lane = threadIdx.x & 31;
   const uint64_t row_bytes = (uint64_t)d.H * 2, area = (uint64_t)d.Tm * row_bytes;
-  /* ---- send: chunk c of the rows for each destination ---- */
-  for (int i = 1; i <= d.W; i++) {
-    const int r = (d.rank + i) % d.W;
+  __shared__ int64_t s_j0[MK_MOE_MAX_RANKS], s_pre[MK_MOE_MAX_RANKS + 1];
+  __shared__ int s_src[2];
+  /* Launched beside the plan and exchange (overlapped schedule) or after them: wait for the
+   * exchange's cnt_done (n_send, n_from, exp_off and the zeroed ready are this call's). */
+  if (!mk_wait_ge_cta(d.w, d.o_cnt_done, target, MK_OP_MOE, -1, -1)) return;
+  /* ---- send: chunk c of the rows for every destination (i-th: rank + 1 + i), all copies
+     first, then one barrier and the W signals in parallel (one fence each, overlapped) ---- */
+  for (int i = threadIdx.x; i < d.W; i += blockDim.x) {
     int64_t j0, j1;
-    moe_chunk(d.n_send[r], c, d.C, &j0, &j1);
+    moe_chunk(d.n_send[(d.rank + 1 + i) % d.W], c, d.C, &j0, &j1);
+    s_j0[i] = j0;
+    s_pre[i + 1] = j1 - j0;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    s_pre[0] = 0;
+    for (int i = 0; i < d.W; i++) s_pre[i + 1] += s_pre[i];
+  }
+  __syncthreads();
+  const int64_t nrows = s_pre[d.W];
+  const int parts = (int)max((int64_t)1, min((int64_t)kMoeRowParts, (int64_t)kMoeWarps / max(nrows, (int64_t)1)));
+  const uint64_t part_bytes = (row_bytes / parts + 511) / 512 * 512;
+  int i = 0; /* destination of unit u (units grow with u: the scan only moves forward) */
+  for (int64_t u = warp; u < nrows * parts; u += kMoeWarps) {
+    const int64_t q = u / parts;
+    const int part = (int)(u % parts);
+    while (s_pre[i + 1] <= q) i++;
+    const int r = (d.rank + 1 + i) % d.W;
+    const int64_t j = s_j0[i] + (q - s_pre[i]);
+    const uint64_t b0 = (uint64_t)part * part_bytes;
+    if (b0 >= row_bytes) continue;
     const bool near = moe_same_node(d, r);
     const mk_moe_meta *sm = mk_local_ptr<mk_moe_meta>(d.w, d.o_smeta) + (int64_t)r * d.Tm;
     char *rows_dst = near ? mk_peer_ptr<char>(d.w, moe_local(d, r), d.o_land + d.rank * area)
                           : mk_local_ptr<char>(d.w, d.o_stage + r * area);
-    for (int64_t j = j0 + warp; j < j1; j += kMoeWarps) {
-      const int t = sm[j].token;
-      moe_copy_row(rows_dst + j * row_bytes, x + (int64_t)t * d.H, (int64_t)row_bytes);
-      if (near && lane < (int)(sizeof(mk_moe_meta) / 16)) {
-        mk_moe_meta *lm = mk_peer_ptr<mk_moe_meta>(d.w, moe_local(d, r), d.o_lmeta) + (int64_t)d.rank * d.Tm + j;
-        ((uint4 *)lm)[lane] = ((const uint4 *)(sm + j))[lane];
-      }
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      const uint64_t msz = sizeof(mk_moe_meta);
-      moe_publish(d, r, d.o_stage + r * area + j0 * row_bytes, d.o_land + d.rank * area + j0 * row_bytes,
-                  (j1 - j0) * row_bytes, d.o_smeta + ((uint64_t)r * d.Tm + j0) * msz,
-                  d.o_lmeta + ((uint64_t)d.rank * d.Tm + j0) * msz, (j1 - j0) * msz,
-                  d.o_land_sig + ((uint64_t)d.rank * d.C + c) * 8);
+    const int t = sm[j].token;
+    moe_copy_row(rows_dst + j * row_bytes + b0, (const char *)(x + (int64_t)t * d.H) + b0,
+                 (int64_t)min(part_bytes, row_bytes - b0));
+    if (near && part == 0 && lane < (int)(sizeof(mk_moe_meta) / 16)) {
+      mk_moe_meta *lm = mk_peer_ptr<mk_moe_meta>(d.w, moe_local(d, r), d.o_lmeta) + (int64_t)d.rank * d.Tm + j;
+      ((uint4 *)lm)[lane] = ((const uint4 *)(sm + j))[lane];
     }
   }
+  __syncthreads();
+  for (int k = threadIdx.x; k < d.W; k += blockDim.x) { /* thread k publishes destination k */
+    const int r = (d.rank + 1 + k) % d.W;
+    const int64_t j0 = s_j0[k], n = s_pre[k + 1] - s_pre[k];
+    const uint64_t msz = sizeof(mk_moe_meta);
+    moe_publish(d, r, d.o_stage + r * area + j0 * row_bytes, d.o_land + d.rank * area + j0 * row_bytes,
+                n * row_bytes, d.o_smeta + ((uint64_t)r * d.Tm + j0) * msz,
+                d.o_lmeta + ((uint64_t)d.rank * d.Tm + j0) * msz, n * msz,
+                d.o_land_sig + ((uint64_t)d.rank * d.C + c) * 8);
+  }
   if (threadIdx.x == 0) moe_stamp(d.prof, MK_MOE_PH_SENT);
-  /* ---- receive: chunk c of each source, grouped by local expert into A1 ---- */
-  for (int i = 0; i < d.W; i++) {
-    const int s = (d.rank + d.W - i) % d.W;
+  /* ---- receive: chunk c of each source in order of arrival, grouped by local expert into A1 ---- */
+  uint64_t pending = d.W >= 64 ? ~0ull : (1ull << d.W) - 1; /* thread 0's */
+  for (int n_src = 0; n_src < d.W; n_src++) {
+    if (threadIdx.x == 0) s_src[n_src & 1] = moe_wait_any_source(d, &pending, target, c);
+    __syncthreads(); /* s_src[n & 1] is rewritten two rounds on, after the next barrier */
+    const int s = s_src[n_src & 1];
+    if (s < 0) return;
     int64_t j0, j1;
     moe_chunk(d.n_from[s], c, d.C, &j0, &j1);
-    int ok = 1; /* paced: beside GEMM1 in the overlapped schedule */
-    if (threadIdx.x == 0)
-      ok = mk_wait_ge_paced(d.w, d.o_land_sig + ((uint64_t)s * d.C + c) * 8, target, MK_OP_MOE, s, c, kMoePollNs);
-    if (!__syncthreads_and(ok)) return;
     const char *land = mk_local_ptr<char>(d.w, d.o_land + s * area);
     const mk_moe_meta *lm = mk_local_ptr<mk_moe_meta>(d.w, d.o_lmeta) + (int64_t)s * d.Tm;
     for (int64_t j = j0 + warp; j < j1; j += kMoeWarps) {

@@ -10,6 +10,11 @@
 #include "core/check.h"
 #include "kernels/moe/moe_internal.h"
 
+/* Overlapped schedule: 1 launches the dispatch before the plan and exchange, released by the
+ * exchange's cnt_done flag (docs/perf/NOTES.md, moe, session 5); 0 after them, through an event
+ * (as before session 5; for A/B runs). Either is correct on any rank mix. */
+MK_PARAM_INT(moe_dispatch_early, "MOE_DISPATCH_EARLY", 1, 0, 1)
+
 static mk_status heap(mk_moe_t *m, uint64_t bytes, uint64_t *off) {
   return mk_comm_heap_alloc(m->comm, bytes ? bytes : 256, off);
 }
@@ -83,6 +88,7 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
   int dev = mk_comm_device(comm);
   MK_CUDA_CHECK_GOTO(cudaDeviceGetAttribute(&m->sms, cudaDevAttrMultiProcessorCount, dev), st, fail);
   m->sched = pick_schedule(a, W);
+  m->dispatch_early = m->sched == MK_MOE_SCHED_OVERLAP && mk_param_moe_dispatch_early();
   {
     const int sk = mk_moe_pick_split_k(a, W);
     d->split_k = abs(sk) >= 2 ? abs(sk) : 0;
@@ -122,6 +128,7 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
   MK_CHECK_GOTO(heap(m, far ? area : 0, &d->o_cstage), st, fail);
   MK_CHECK_GOTO(heap(m, (uint64_t)tiles * 16, &d->o_ready), st, fail);
   d->o_done2 = d->o_ready + (uint64_t)tiles * 8;
+  MK_CHECK_GOTO(heap(m, 8, &d->o_cnt_done), st, fail);
   { /* GEMM1's L2 prefetch while rows are in flight: its first wave's B tiles, k-blocks of 64
        columns (128 bytes a row), at most half the L2 in all and 8 k-blocks a tile */
     int l2 = 0;
@@ -251,7 +258,7 @@ static mk_status forward_fused(mk_moe_t *m, const uint16_t *x, int64_t T, const 
   mk_moe_dev *d = &m->d;
   cudaStream_t s2 = (cudaStream_t)m->s2;
   if (d->prof) MK_CUDA_CHECK(cudaMemsetAsync(d->prof, 0, sizeof(uint64_t) * MK_MOE_PHASES, s));
-  MK_CHECK(mk_moe_launch_plan(d, ids, w, T, s)); /* barrier point 1: all counts known */
+  if (!m->dispatch_early) MK_CHECK(mk_moe_launch_plan(d, ids, w, T, s)); /* barrier point 1: all counts known */
   if (m->sched == MK_MOE_SCHED_HYBRID) { /* serial dispatch, combine beside GEMM2 */
     MK_CHECK(mk_moe_launch_dispatch(d, x, s));
     MK_CHECK(mk_moe_launch_gemm1(d, m->sms, s));
@@ -274,9 +281,14 @@ static mk_status forward_fused(mk_moe_t *m, const uint16_t *x, int64_t T, const 
     MK_CHECK(mk_moe_launch_reduce(d, T, out, s));
     return mk_moe_launch_advance(d->calls, s);
   }
+  /* Overlapped (dispatch_early): the dispatch is forked before the plan and exchange, its CTAs
+   * resident while they run and released by the exchange's cnt_done flag, not by the end of its
+   * kernel and an event (a kernel boundary, an event and a launch less between the counts and
+   * the rows). The exchange needs 1 SM beside the C dispatch CTAs: create leaves >= 8. */
   MK_CUDA_CHECK(cudaEventRecord((cudaEvent_t)m->ev_fork, s));
   MK_CUDA_CHECK(cudaStreamWaitEvent(s2, (cudaEvent_t)m->ev_fork, 0));
   MK_CHECK(mk_moe_launch_dispatch(d, x, s2));
+  if (m->dispatch_early) MK_CHECK(mk_moe_launch_plan(d, ids, w, T, s)); /* barrier point 1 */
   MK_CHECK(mk_moe_launch_gemm1(d, m->sms - d->C, s));
   if (!d->glu) MK_CHECK(mk_moe_launch_swiglu(d, -1, s));
   /* The combine starts once GEMM1 is done, not when the dispatch is: its CTAs would otherwise

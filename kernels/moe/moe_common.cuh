@@ -26,8 +26,9 @@ __device__ __forceinline__ T *moe_heap(const mk_moe_dev &d, int r, uint64_t off)
 }
 
 /* One warp copies a row of `bytes` (multiple of 16, 16-aligned) from src to n destinations
- * (n <= 8; dst q = base + pos[q] * bytes): 8 16-byte loads in flight per lane, each loaded
- * vector stored to every destination (a row bound for several local experts is read once). */
+ * (n <= 8; dst q = base + pos[q] * bytes): 8 16-byte loads in flight per lane (the tail too),
+ * each loaded vector stored to every destination (a row bound for several local experts is
+ * read once). */
 __device__ __forceinline__ void moe_copy_row_multi(char *base, const int *pos, int n, const void *src,
                                                    int64_t bytes) {
   const int lane = threadIdx.x & 31;
@@ -44,9 +45,17 @@ __device__ __forceinline__ void moe_copy_row_multi(char *base, const int *pos, i
       for (int q = 0; q < 8; q++) o[v + 32 * q] = r[q];
     }
   }
-  for (; v < nv; v += 32) {
-    const uint4 r = in[v];
-    for (int k = 0; k < n; k++) ((uint4 *)(base + (int64_t)pos[k] * bytes))[v] = r;
+  if (v < nv) { /* the rest: at most 8 vectors per lane, all loads issued before the stores */
+    uint4 r[8];
+#pragma unroll
+    for (int q = 0; q < 8; q++)
+      if (v + 32 * q < nv) r[q] = in[v + 32 * q];
+    for (int k = 0; k < n; k++) {
+      uint4 *o = (uint4 *)(base + (int64_t)pos[k] * bytes);
+#pragma unroll
+      for (int q = 0; q < 8; q++)
+        if (v + 32 * q < nv) o[v + 32 * q] = r[q];
+    }
   }
 }
 __device__ __forceinline__ void moe_copy_row(void *dst, const void *src, int64_t bytes) {
@@ -62,6 +71,10 @@ __device__ __forceinline__ int moe_tile_of(const mk_moe_dev &d, int e, int pos) 
 /* One thread: fetch `bytes` (multiple of 16, 16-aligned) at p into L2, asynchronously (TMA). */
 __device__ __forceinline__ void moe_prefetch_l2(const void *p, uint32_t bytes) {
   asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
+}
+
+__device__ __forceinline__ void moe_st_release_gpu(uint64_t *p, uint64_t v) {
+  asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 
 __device__ __forceinline__ void moe_red_add_gpu(uint64_t *p, uint64_t v) {

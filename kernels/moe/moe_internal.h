@@ -16,6 +16,9 @@
  *   cnt_out  [W][cnt_stride] int32 sender side: the count record for rank d
  *   stage    [W][Tm][H] bf16       inter-node only: dispatch rows staged in the heap for proxy puts
  *   cstage   [W][Tm][H] bf16       inter-node only: combine rows staged likewise
+ *   cnt_done u64                   local: the exchange's last call (its target) once counts, group
+ *                                  offsets and the ready/done2 zeroing are done; the dispatch,
+ *                                  launched beside the exchange at decode, waits on it
  *   ready    [tiles] u64           local: rows of GEMM1 tile-row landed (reset each call)
  *   done2    [tiles] u64           local: GEMM2 tiles stored per tile-row (reset each call) */
 #ifndef MK_KERNELS_MOE_INTERNAL_H
@@ -50,7 +53,7 @@ typedef struct mk_moe_dev {
   uint64_t *calls; /* device: this handle's fused calls so far (targets: calls + 1). Per handle, not
                       the comm's epoch slot, so handles of several layers may interleave */
   uint64_t o_cnt_in, o_cnt_sig, o_land, o_lmeta, o_land_sig, o_comb, o_comb_sig, o_smeta, o_cnt_out, o_stage,
-      o_cstage, o_ready, o_done2;
+      o_cstage, o_ready, o_done2, o_cnt_done;
   /* local scratch (cudaMalloc) */
   int32_t *n_send;   /* [W] rows to rank d (zeroed each call) */
   int32_t *cnt_pairs;/* [E] pairs per global expert (zeroed each call) */
@@ -80,6 +83,7 @@ struct mk_moe {
   mk_moe_dev d;
   int sms, nnodes, sched; /* sched: mk_moe_schedule, never AUTO */
   int w1g_owned;           /* d.w1g is this handle's (not args.w1_from's) */
+  int dispatch_early;      /* overlapped: dispatch launched before the plan (MK_MOE_DISPATCH_EARLY) */
   void *zero_base;         /* local scratch zeroed each call (n_send, cnt_pairs, fill; mk_moe_launch_plan) */
   size_t zero_bytes;
   void *s2, *ev_fork, *ev_join, *ev_g1; /* cudaStream_t / cudaEvent_t */

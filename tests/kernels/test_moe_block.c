@@ -4,7 +4,7 @@
  * through crafted router weights (x[:, 0] = 1 carries a per-expert bias): uniform, Zipf, and
  * hot (every token picks expert 0). The reference's top-k ids and weights go to the GPU, so
  * both sides route identically. Odd token counts differing per rank (one rank with 1 token,
- * one with none);
+ * one with none); a decode-sized case (5-14 tokens of 4 KB rows: dispatch rows cut into parts);
  * bit-identical repeat runs; CUDA-graph replay of the fused path; split-K of the grouped GEMMs;
  * E % EP != 0 and split_k > 16 refused. */
 #include <cuda_runtime_api.h>
@@ -26,14 +26,18 @@ static float bfv(uint64_t seed, uint64_t i, float s, uint16_t *bits) {
 typedef struct cfg {
   int E, K, renorm;
   const char *routing; /* uniform, zipf, hot */
+  int H, T;            /* hidden size (0: 256); tokens of rank 0, + 3 per rank (0: the defaults below) */
 } cfg;
 
 static void run_case(mk_comm_t *c, const cfg *g, uint64_t seed, cudaStream_t s) {
   const mk_world *wd = mk_comm_world(c);
-  const int W = wd->size, me = wd->rank, H = 256, I = 384, E = g->E, K = g->K, El = E / W;
+  const int W = wd->size, me = wd->rank, H = g->H ? g->H : 256, I = 384, E = g->E, K = g->K, El = E / W;
   const int Tmax = 300;
-  /* hot routing: the last rank has 1 token (E = 8) or none at all (E = 16) */
-  const int T = !strcmp(g->routing, "hot") && me == W - 1 ? (E == 16 ? 0 : 1) : 64 + 61 * me + (E == 16 ? 13 : 0);
+  /* hot routing: the last rank has 1 token (E = 8) or none at all (E = 16); g->T: decode-sized,
+     a few rows per dispatch CTA, each cut into parts over several warps */
+  const int T = g->T                                         ? g->T + 3 * me
+                : !strcmp(g->routing, "hot") && me == W - 1 ? (E == 16 ? 0 : 1)
+                                                              : 64 + 61 * me + (E == 16 ? 13 : 0);
   /* weights of every expert on the host (fp32 of bf16 values), this rank's on the device */
   float *router = malloc(sizeof(float) * E * H), **gate = calloc(E, sizeof *gate), **up = calloc(E, sizeof *up),
         **down = calloc(E, sizeof *down);
@@ -196,7 +200,8 @@ int main(int argc, char **argv) {
   bad.n_experts = 2 * wd.size, bad.split_k = 17; /* at most 16 k-slices */
   ASSERT_STATUS(mk_moe_create(c, &bad, &m), MK_STATUS_INVALID_ARGUMENT);
   ASSERT_TRUE(m == NULL);
-  const cfg cases[] = {{8, 2, 1, "uniform"}, {16, 4, 0, "zipf"}, {8, 2, 0, "hot"}, {16, 4, 1, "hot"}};
+  const cfg cases[] = {{8, 2, 1, "uniform", 0, 0}, {16, 4, 0, "zipf", 0, 0}, {8, 2, 0, "hot", 0, 0},
+                       {16, 4, 1, "hot", 0, 0},      {8, 2, 1, "uniform", 2048, 5}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(c, &cases[i], seed + 7919 * i, s);
   mk_comm_destroy(c);
   printf("OK\n");
