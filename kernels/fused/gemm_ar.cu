@@ -35,14 +35,14 @@ struct mk_ar_skinny_epi {
   __device__ __forceinline__ uint64_t sbuf(uint64_t e, int p, const mk_gemm_skinny_args &a) const {
     return sk + (((e & 1) * W + p) * (uint64_t)a.m * a.n) * 2;
   }
-  template <int T>
+  template <int T, int BN>
   __device__ __forceinline__ void store(const mk_gemm_skinny_args &a, int tile, const float (&d)[T / 2], int cw,
                                         int warp, int lane) const {
     __shared__ int ok;
     const uint64_t e = mk_epoch(w, slot);
     const int ct = cw * 128 + warp * 32 + lane; /* 0..255 */
     const uint64_t mine = sbuf(e, me, a);
-    mk_gemm_skinny_pairs<T>(d, tile, cw, warp, lane, [&](int t, int n, __nv_bfloat162 v) {
+    mk_gemm_skinny_pairs<T, BN>(d, tile, cw, warp, lane, [&](int t, int n, __nv_bfloat162 v) {
       if (t >= a.m || n >= a.n) return;
       for (int p = 0; p < W; p++) *(__nv_bfloat162 *)(w.peer_heap[p] + mine + ((uint64_t)t * a.n + n) * 2) = v;
     });
@@ -58,7 +58,7 @@ struct mk_ar_skinny_epi {
     }
     mk_sm90::named_bar_sync(1, 256);
     if (!ok) return; /* the error is recorded; the kernel still drains its ring */
-    const int n0 = tile * 128, cols = min(128, a.n - n0), vec = cols / 8, total = a.m * vec;
+    const int n0 = tile * BN, cols = min(BN, a.n - n0), vec = cols / 8, total = a.m * vec;
     for (int i = ct; i < total; i += 256) {
       const int r = i / vec;
       const uint64_t off = (uint64_t)r * a.n + n0 + (i - r * vec) * 8;
@@ -87,13 +87,13 @@ static mk_status mk_ar_skinny(mk_fused_t *f, const mk_fused_args *a, cudaStream_
   epi.sk = ws->sk;
   epi.cnt = ws->cnt;
   epi.C = a->C;
-  int splits = mk_gemm_skinny_splits(a->n, a->k, f->sms);
-  const size_t flag_words = (size_t)(splits - 1) * ((a->n + 127) / 128) * 2;
-  if (splits > 1 && (flag_words * 4 > MK_FUSED_SPLIT_FLAG_BYTES ||
-                     mk_gemm_skinny_ws_bytes(a->m, a->n, splits) > f->split_bytes || !f->split_ws[MK_FUSED_GEMM_AR]))
+  const int bn = mk_gemm_skinny_bn();
+  int splits = mk_gemm_skinny_splits(a->n, a->k, f->sms, bn);
+  if (splits > 1 && (mk_gemm_skinny_flag_words(a->n, splits, bn) * 4 > MK_FUSED_SPLIT_FLAG_BYTES ||
+                     mk_gemm_skinny_ws_bytes(a->m, a->n, splits, bn) > f->split_bytes || !f->split_ws[MK_FUSED_GEMM_AR]))
     splits = 1;
   char *sws = (char *)f->split_ws[MK_FUSED_GEMM_AR];
-  MK_CHECK(mk_gemm_skinny_launch(a->A, a->B, a->C, a->m, a->n, a->k, splits,
+  MK_CHECK(mk_gemm_skinny_launch(a->A, a->B, a->C, a->m, a->n, a->k, bn, splits,
                                  splits > 1 ? (float *)(sws + MK_FUSED_SPLIT_FLAG_BYTES) : NULL,
                                  splits > 1 ? (uint32_t *)sws : NULL, f->sms, stream, epi));
   return mk_fused_epoch_advance(f, MK_FUSED_GEMM_AR, (mk_stream_t)stream);
@@ -102,9 +102,12 @@ static mk_status mk_ar_skinny(mk_fused_t *f, const mk_fused_args *a, cudaStream_
 extern "C" mk_status mk_fused_preload_ar(void) {
   MK_CHECK(mk_reduce_preload<MK_FUSED_GEMM_AR>());
   cudaFuncAttributes fa;
-  MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_gemm_skinny_kernel<16, mk_ar_skinny_epi>));
-  MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_gemm_skinny_kernel<32, mk_ar_skinny_epi>));
-  MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_gemm_skinny_kernel<64, mk_ar_skinny_epi>));
+  MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_gemm_skinny_kernel<16, 64, mk_ar_skinny_epi>));
+  MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_gemm_skinny_kernel<32, 64, mk_ar_skinny_epi>));
+  MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_gemm_skinny_kernel<64, 64, mk_ar_skinny_epi>));
+  MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_gemm_skinny_kernel<16, 128, mk_ar_skinny_epi>));
+  MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_gemm_skinny_kernel<32, 128, mk_ar_skinny_epi>));
+  MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_gemm_skinny_kernel<64, 128, mk_ar_skinny_epi>));
   return MK_STATUS_OK;
 }
 
