@@ -503,6 +503,24 @@ static inline mk_status mk_gemm_encode_map(CUtensorMap *map, const void *base, u
       MK_ERR_RETURN(MK_STATUS_UNSUPPORTED, MK_SUBSYS_KERNEL, "gemm: the driver has no cuTensorMapEncodeTiled");
     encode = (PFN_cuTensorMapEncodeTiled_v12000)fn;
   }
+  /* Per-thread cache of the last 16 encodings: the map is a pure function of (base, dims, box),
+   * so a hit is exact even where an address is freed and reused. Saves the host the encode of
+   * both maps on every launch (decode calls the same few weights over and over). */
+  struct entry {
+    const void *base;
+    uint64_t d0, d1, d2;
+    uint32_t b0, b1;
+    CUtensorMap map;
+  };
+  static thread_local entry cache[16];
+  static thread_local int cache_n, cache_next;
+  for (int i = 0; i < cache_n; i++) {
+    const entry &c = cache[i];
+    if (c.base == base && c.d0 == d0 && c.d1 == d1 && c.d2 == d2 && c.b0 == b0 && c.b1 == b1) {
+      *map = c.map;
+      return MK_STATUS_OK;
+    }
+  }
   const cuuint64_t dims[3] = {d0, d1, d2};
   const cuuint64_t strides[2] = {d0 * 2, d0 * d1 * 2}; /* bytes, dims 1 and 2 */
   const cuuint32_t box[3] = {b0, b1, 1}, estr[3] = {1, 1, 1};
@@ -513,6 +531,9 @@ static inline mk_status mk_gemm_encode_map(CUtensorMap *map, const void *base, u
     MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL,
                   "gemm: cuTensorMapEncodeTiled failed (%d) for dims %llu x %llu x %llu", (int)r,
                   (unsigned long long)d0, (unsigned long long)d1, (unsigned long long)d2);
+  cache[cache_next] = entry{base, d0, d1, d2, b0, b1, *map};
+  cache_next = (cache_next + 1) % 16;
+  if (cache_n < 16) cache_n++;
   return MK_STATUS_OK;
 }
 
