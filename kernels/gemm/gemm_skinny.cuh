@@ -50,13 +50,16 @@ int64_t mk_param_gemm_skinny(void);
 /* Weight rows per tile: 64 (MK_GEMM_SKINNY_BN = 64, the default) or 128 (gemm.cu). */
 static inline int mk_gemm_skinny_bn(void) { return mk_param_gemm_skinny_bn() == 128 ? 128 : 64; }
 
-template <int T, int BN>
+template <int T, int BN, bool kStage = false>
 struct mk_gemm_skinny_config {
   static constexpr int kBN = BN, kBK = 64, kThreads = 384, kMaxM = 64;
   static constexpr int kWBytes = kBN * kBK * 2, kTBytes = T * kBK * 2;
   static constexpr int kStageBytes = kWBytes + kTBytes; /* also the TMA bytes of one stage */
-  /* BN = 64: the warpgroups' exchange area, [2][T/4][128] floats (each hands the other half its columns). */
-  static constexpr int kXBytes = BN == 64 ? 2 * (T / 4) * 128 * 4 : 0;
+  /* An area beside the ring: BN = 64, the warpgroups' exchange, [2][T/4][128] floats (each hands
+   * the other the half it keeps); an Epi with kStage, its staging of the finished tile, T rows of
+   * BN + 8 bf16 (the pad spreads the transposed pair stores over the banks). */
+  static constexpr int kXchBytes = BN == 64 ? 2 * (T / 4) * 128 * 4 : 0, kEpiBytes = kStage ? T * (BN + 8) * 2 : 0;
+  static constexpr int kXBytes = kXchBytes > kEpiBytes ? kXchBytes : kEpiBytes;
   static constexpr int kMaxStages = BN == 64 ? 32 : 16;
   static constexpr int kStages = std::min(kMaxStages, (227 * 1024 - 1024 - kXBytes - 2 * kMaxStages * 8) / kStageBytes);
   static constexpr int kSmemBytes = 1024 + kStages * kStageBytes + kXBytes + 2 * kStages * 8;
@@ -102,15 +105,21 @@ __device__ __forceinline__ void mk_gemm_skinny_pairs(const float (&d)[T / 2], in
 }
 
 /* The plain epilogue: C[t][n] for t < M, n < N. An Epi provides
+ *   static constexpr bool kStage;  // true: the kernel reserves `stage` (T x (BN + 8) bf16, 16-byte aligned)
  *   template <int T, int BN> __device__ void store(const mk_gemm_skinny_args &, int tile,
- *                                                  const float (&d)[T / 2], int cw, int warp, int lane);
+ *                                                  const float (&d)[T / 2], int cw, int warp, int lane,
+ *                                                  uint8_t *stage);
  * called by all 256 consumer threads once per finished weight tile (after the warpgroups'
  * exchange and any split-K fix-up; each warpgroup stores what mk_gemm_skinny_pairs gives it);
- * it may synchronise them with named barrier 1 (256 threads). */
+ * it may synchronise them with named barrier 1 (256 threads) and use `stage` until it returns
+ * (every consumer thread is past its last access of the area when store is called, and the
+ * next access is the next tile's exchange, after its k-loop: store must end with its threads
+ * done with `stage`, e.g. a barrier after the last read). */
 struct mk_gemm_skinny_epi_plain {
+  static constexpr bool kStage = false;
   template <int T, int BN>
   __device__ __forceinline__ void store(const mk_gemm_skinny_args &a, int tile, const float (&d)[T / 2], int cw,
-                                        int warp, int lane) const {
+                                        int warp, int lane, uint8_t *) const {
     mk_gemm_skinny_pairs<T, BN>(d, tile, cw, warp, lane, [&](int t, int n, __nv_bfloat162 v) {
       if (t < a.m && n < a.n) *(__nv_bfloat162 *)(a.C + (size_t)t * a.n + n) = v;
     });
@@ -140,7 +149,7 @@ template <int T, int BN, class Epi>
 __global__ void __launch_bounds__(384, 1)
     mk_gemm_skinny_kernel(const __grid_constant__ CUtensorMap tma_w, const __grid_constant__ CUtensorMap tma_t,
                           mk_gemm_skinny_args args, Epi epi) {
-  using Cfg = mk_gemm_skinny_config<T, BN>;
+  using Cfg = mk_gemm_skinny_config<T, BN, Epi::kStage>;
   using namespace mk_sm90;
   extern __shared__ uint8_t smem_raw[];
   uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
@@ -232,7 +241,7 @@ __global__ void __launch_bounds__(384, 1)
       if (args.splits > 1 && !mk_gemm_split_fixup(d, args.ws, args.flags, sl, args.splits, args.tiles, tile, cw, l))
         continue;
     }
-    epi.template store<T, BN>(args, tile, d, cw, warp, lane);
+    epi.template store<T, BN>(args, tile, d, cw, warp, lane, (uint8_t *)xb);
   }
 }
 
@@ -265,7 +274,7 @@ static inline size_t mk_gemm_skinny_flag_words(int64_t n, int splits, int bn) {
 template <int T, int BN, class Epi>
 static mk_status mk_gemm_skinny_launch_t(const uint16_t *A, const uint16_t *B, const mk_gemm_skinny_args &args,
                                          const Epi &epi, int grid, cudaStream_t stream) {
-  using Cfg = mk_gemm_skinny_config<T, BN>;
+  using Cfg = mk_gemm_skinny_config<T, BN, Epi::kStage>;
   CUtensorMap mw, mt;
   MK_CHECK(mk_gemm_encode_map(&mw, B, (uint64_t)args.k, (uint64_t)args.n, 1, Cfg::kBK, Cfg::kBN));
   MK_CHECK(mk_gemm_encode_map(&mt, A, (uint64_t)args.k, (uint64_t)args.m, 1, Cfg::kBK, T));
