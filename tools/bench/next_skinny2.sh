@@ -3,9 +3,10 @@
 # 128-row weight tiles (MK_GEMM_SKINNY_BN) A/B in one GPU call, GEMM+AR's small-M path at both,
 # the layer's decode O projection (64 x 4096 x 1024) on the small-M path vs the reducer path,
 # and one ncu of the 64-row kernel. Run (4 x H200) after gpu-check.sh's build and tests:
-#   MK_CALL_LIMIT=570 CTEST_ARGS="-R test_gemm|test_fused_ar" CTEST_WALL=240 \
+#   MK_CALL_LIMIT=570 CTEST_ARGS="-R test_gemm|test_fused_ar|test_moe" CTEST_WALL=270 \
 #     tools/gpu-check.sh -- 'bash ../../tools/bench/next_skinny2.sh'
-# Predictions: docs/perf/NOTES.md, gemm section, "Version 8".
+# (test_gemm and test_moe: the split-K fix-up they share changed too.) Predictions: docs/perf/NOTES.md,
+# gemm section, "Version 8".
 set -uo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 . "$REPO/tools/bench/bench_step.sh" # env, T0, LIMIT, step
