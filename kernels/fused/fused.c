@@ -18,7 +18,10 @@ static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 /* Counters an op needs for shapes up to the maxima. */
 static uint64_t ncounters(mk_fused_op op, int world, int64_t m, int64_t n) {
   if (op == MK_FUSED_AG_GEMM) return (uint64_t)world * (uint64_t)cdiv(cdiv(m, world), 128);
-  return (uint64_t)world * (uint64_t)cdiv(m, 128) * (uint64_t)cdiv(n, 128);
+  const uint64_t blocks = (uint64_t)world * (uint64_t)cdiv(m, 128) * (uint64_t)cdiv(n, 128);
+  /* AR's small-M path (gemm_ar.cu) flags W x ceil(n / 64) slabs of MK_GEMM_SKINNY_BN = 64. */
+  const uint64_t slabs = op == MK_FUSED_GEMM_AR ? (uint64_t)world * (uint64_t)cdiv(n, 64) : 0;
+  return blocks > slabs ? blocks : slabs;
 }
 
 mk_status mk_fused_create(mk_comm_t *comm, unsigned ops, int64_t max_m, int64_t max_n, int64_t max_k,

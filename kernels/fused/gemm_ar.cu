@@ -9,10 +9,11 @@
  * mode): the skinny GEMM (kernels/gemm/gemm_skinny.cuh) with a pushing epilogue, no role CTAs.
  *   S       [2][W][M, N] bf16   heap (ws->sk): S[e & 1][p] = rank p's partial of the call with
  *                               epoch e, pushed by p
- *   cnt     u64 [W][ncb]        cnt[p][j] = e + 1 once p's 128-column slab j is in this S
- * The CTA that finishes slab j (all of K: after the split-K fix-up) stores its bf16 partial of
- * the slab straight into S[e & 1][me] of every rank of the node group (itself included; 4-byte
- * bf16x2 stores from the accumulators: 16-byte stores through shared memory are not built yet), fences (system scope), and one thread release-sets cnt[me][j]
+ *   cnt     u64 [W][ceil(N/BN)] cnt[p][j] = e + 1 once p's BN-column slab j is in this S
+ * The CTA that finishes slab j (BN = MK_GEMM_SKINNY_BN columns, all of K: after the split-K
+ * fix-up) stages its bf16 partial of the slab in shared memory and pushes it into S[e & 1][me]
+ * of every rank of the node group (itself included) in coalesced 16-byte stores, fences (system
+ * scope), and one thread release-sets cnt[me][j]
  * = e + 1 on every rank; then that thread waits (bounded, error record) until cnt[p][j] >= e + 1
  * for p = 0..W-1 in its own heap, and the 256 consumer threads sum the W partials of the slab in
  * the order 0..W-1 in fp32 into C: the same bits on every rank. The epoch is read on the device
@@ -25,8 +26,20 @@
 #include "kernels/fused/fused_reduce.cuh"
 #include "kernels/gemm/gemm_skinny.cuh"
 
-/* The one-shot all-reduce epilogue of the skinny GEMM (see above). */
+/* The one-shot all-reduce epilogue of the skinny GEMM (see above). Push: the 256 consumer
+ * threads stage the tile's bf16 partial [M][cols] in shared memory (rows of BN + 8), meet at
+ * named barrier 1, then walk it in 16-byte vectors, consecutive threads along a row (a 64- or
+ * 128-column tile row is 128 / 256 contiguous bytes of S), each vector stored to the W ranks'
+ * S[e & 1][me]: coalesced 16-byte NVLink stores instead of scattered 4-byte ones.
+ * Publication: every thread runs __threadfence_system() after its own stores (fence.sc.sys:
+ * its stores to every peer are performed, at system scope, before anything it does next),
+ * then barrier 1; thread ct == 0 then release-sets the flags. A peer that acquires a flag
+ * (mk_wait_ge) thus sees every store of the tile: each store precedes its thread's fence,
+ * which precedes the barrier, which precedes thread 0's release in causality order (PTX
+ * memory model: bar.sync orders the CTA's threads, the fence and the release are both at
+ * system scope). A thread with no vector to push still fences (cheap: nothing outstanding). */
 struct mk_ar_skinny_epi {
+  static constexpr bool kStage = true;
   mk_dev_world w;
   int W, me, slot;  /* ranks (one node group: local ranks = global ranks), epoch slot */
   uint64_t sk, cnt; /* heap offsets: S, cnt */
@@ -35,19 +48,28 @@ struct mk_ar_skinny_epi {
   __device__ __forceinline__ uint64_t sbuf(uint64_t e, int p, const mk_gemm_skinny_args &a) const {
     return sk + (((e & 1) * W + p) * (uint64_t)a.m * a.n) * 2;
   }
-  template <int T>
+  template <int T, int BN>
   __device__ __forceinline__ void store(const mk_gemm_skinny_args &a, int tile, const float (&d)[T / 2], int cw,
-                                        int warp, int lane) const {
+                                        int warp, int lane, uint8_t *stage) const {
     __shared__ int ok;
+    constexpr int kRow = BN + 8; /* staged row, bf16 */
     const uint64_t e = mk_epoch(w, slot);
     const int ct = cw * 128 + warp * 32 + lane; /* 0..255 */
     const uint64_t mine = sbuf(e, me, a);
-    mk_gemm_skinny_pairs<T>(d, tile, cw, warp, lane, [&](int t, int n, __nv_bfloat162 v) {
-      if (t >= a.m || n >= a.n) return;
-      for (int p = 0; p < W; p++) *(__nv_bfloat162 *)(w.peer_heap[p] + mine + ((uint64_t)t * a.n + n) * 2) = v;
+    const int n0 = tile * BN, cols = min(BN, a.n - n0), vec = cols / 8, total = a.m * vec;
+    uint16_t *sl = (uint16_t *)stage;
+    mk_gemm_skinny_pairs<T, BN>(d, tile, cw, warp, lane, [&](int t, int n, __nv_bfloat162 v) {
+      if (t < a.m && n < a.n) *(__nv_bfloat162 *)(sl + t * kRow + (n - n0)) = v;
     });
-    __threadfence_system();
     mk_sm90::named_bar_sync(1, 256);
+    for (int i = ct; i < total; i += 256) {
+      const int r = i / vec, c = i - r * vec;
+      const uint4 v = *reinterpret_cast<const uint4 *>(sl + r * kRow + c * 8);
+      const uint64_t off = mine + ((uint64_t)r * a.n + n0 + c * 8) * 2;
+      for (int p = 0; p < W; p++) *reinterpret_cast<uint4 *>(w.peer_heap[p] + off) = v;
+    }
+    __threadfence_system();
+    mk_sm90::named_bar_sync(1, 256); /* also: every thread is done with `stage` */
     if (ct == 0) {
       const uint64_t f = cnt + 8ull * ((uint64_t)me * a.tiles + tile);
       for (int p = 0; p < W; p++) mk_fused_flag_set(w, p, f, e + 1);
@@ -58,7 +80,6 @@ struct mk_ar_skinny_epi {
     }
     mk_sm90::named_bar_sync(1, 256);
     if (!ok) return; /* the error is recorded; the kernel still drains its ring */
-    const int n0 = tile * 128, cols = min(128, a.n - n0), vec = cols / 8, total = a.m * vec;
     for (int i = ct; i < total; i += 256) {
       const int r = i / vec;
       const uint64_t off = (uint64_t)r * a.n + n0 + (i - r * vec) * 8;
@@ -87,13 +108,13 @@ static mk_status mk_ar_skinny(mk_fused_t *f, const mk_fused_args *a, cudaStream_
   epi.sk = ws->sk;
   epi.cnt = ws->cnt;
   epi.C = a->C;
-  int splits = mk_gemm_skinny_splits(a->n, a->k, f->sms);
-  const size_t flag_words = (size_t)(splits - 1) * ((a->n + 127) / 128) * 2;
-  if (splits > 1 && (flag_words * 4 > MK_FUSED_SPLIT_FLAG_BYTES ||
-                     mk_gemm_skinny_ws_bytes(a->m, a->n, splits) > f->split_bytes || !f->split_ws[MK_FUSED_GEMM_AR]))
+  const int bn = mk_gemm_skinny_bn();
+  int splits = mk_gemm_skinny_splits(a->n, a->k, f->sms, bn);
+  if (splits > 1 && (mk_gemm_skinny_flag_words(a->n, splits, bn) * 4 > MK_FUSED_SPLIT_FLAG_BYTES ||
+                     mk_gemm_skinny_ws_bytes(a->m, a->n, splits, bn) > f->split_bytes || !f->split_ws[MK_FUSED_GEMM_AR]))
     splits = 1;
   char *sws = (char *)f->split_ws[MK_FUSED_GEMM_AR];
-  MK_CHECK(mk_gemm_skinny_launch(a->A, a->B, a->C, a->m, a->n, a->k, splits,
+  MK_CHECK(mk_gemm_skinny_launch(a->A, a->B, a->C, a->m, a->n, a->k, bn, splits,
                                  splits > 1 ? (float *)(sws + MK_FUSED_SPLIT_FLAG_BYTES) : NULL,
                                  splits > 1 ? (uint32_t *)sws : NULL, f->sms, stream, epi));
   return mk_fused_epoch_advance(f, MK_FUSED_GEMM_AR, (mk_stream_t)stream);
@@ -102,9 +123,12 @@ static mk_status mk_ar_skinny(mk_fused_t *f, const mk_fused_args *a, cudaStream_
 extern "C" mk_status mk_fused_preload_ar(void) {
   MK_CHECK(mk_reduce_preload<MK_FUSED_GEMM_AR>());
   cudaFuncAttributes fa;
-  MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_gemm_skinny_kernel<16, mk_ar_skinny_epi>));
-  MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_gemm_skinny_kernel<32, mk_ar_skinny_epi>));
-  MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_gemm_skinny_kernel<64, mk_ar_skinny_epi>));
+  MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_gemm_skinny_kernel<16, 64, mk_ar_skinny_epi>));
+  MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_gemm_skinny_kernel<32, 64, mk_ar_skinny_epi>));
+  MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_gemm_skinny_kernel<64, 64, mk_ar_skinny_epi>));
+  MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_gemm_skinny_kernel<16, 128, mk_ar_skinny_epi>));
+  MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_gemm_skinny_kernel<32, 128, mk_ar_skinny_epi>));
+  MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_gemm_skinny_kernel<64, 128, mk_ar_skinny_epi>));
   return MK_STATUS_OK;
 }
 

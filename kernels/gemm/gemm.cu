@@ -23,6 +23,10 @@ MK_PARAM_INT(gemm_split_k, "GEMM_SPLIT_K", -1, -1, 16)
 /* Skinny kernel for M <= 64, B [N, K]: -1 auto (weights of at least 32 MiB: mk_gemm_skinny_pays),
  * 0 off (the core), 1 every such shape. */
 MK_PARAM_INT(gemm_skinny, "GEMM_SKINNY", -1, -1, 1)
+/* Skinny kernel's weight tile height: 64 (both consumer warpgroups on one 64-row tile, k-steps
+ * alternating; cuBLASLt's shape at decode) or 128 (a warpgroup per 64 rows); other values: 64.
+ * Also GEMM+AR's small-M path. */
+MK_PARAM_INT(gemm_skinny_bn, "GEMM_SKINNY_BN", 64, 64, 128)
 
 namespace {
 struct gemm_ws {
@@ -91,12 +95,14 @@ extern "C" mk_status mk_gemm_bf16(const uint16_t *A, const uint16_t *B, uint16_t
   MK_CHECK(mk_gemm_sm_count(&grid));
   const int64_t skinny = mk_param_gemm_skinny();
   if ((skinny == 1 || (skinny == -1 && mk_gemm_skinny_pays(N, K))) && M <= 64 && b_layout == MK_GEMM_B_NK) {
-    int splits = mk_gemm_skinny_splits(N, K, grid);
-    const size_t flag_words = (size_t)(splits - 1) * ((N + 127) / 128) * 2;
+    const int bn = mk_gemm_skinny_bn();
+    int splits = mk_gemm_skinny_splits(N, K, grid, bn);
     uint8_t *ws = NULL;
-    if (splits > 1 && flag_words * 4 <= kFlagBytes) MK_CHECK(gemm_workspace(s, mk_gemm_skinny_ws_bytes(M, N, splits), &ws));
+    if (splits > 1 && mk_gemm_skinny_flag_words(N, splits, bn) * 4 <= kFlagBytes)
+      MK_CHECK(gemm_workspace(s, mk_gemm_skinny_ws_bytes(M, N, splits, bn), &ws));
     if (!ws) splits = 1;
-    return mk_gemm_skinny_launch(A, B, C, M, N, K, splits, ws ? (float *)(ws + kFlagBytes) : NULL, (uint32_t *)ws, grid, s);
+    return mk_gemm_skinny_launch(A, B, C, M, N, K, bn, splits, ws ? (float *)(ws + kFlagBytes) : NULL, (uint32_t *)ws,
+                                 grid, s);
   }
   args.split_tiles = (int)mk_gemm_split_plan(args, grid, (int)mk_param_gemm_split_k(), tile_n, &args.splits);
   const size_t parts = (size_t)(args.splits - 1) * args.split_tiles;

@@ -123,7 +123,7 @@ struct mk_gemm_args {
   int split_tiles;      /* the last split_tiles tile indices are computed in `splits` k-slices */
   int splits;           /* 2 <= splits <= k-iterations; < 0: planned on the device (mk_gemm_dev_split) */
   float *ws;            /* [splits - 1][split_tiles][2 warpgroups][kBN/8][128 threads] float4 */
-  uint32_t *flags;      /* [splits - 1][split_tiles][2]: 128 once written; 0 between launches */
+  uint32_t *flags;      /* [splits - 1][split_tiles][2]: 1 once written; 0 between launches */
   int split_mode;       /* splits < 0 (device plan, mk_gemm_dev_split): 0 = cost model, 1 = always */
 };
 
@@ -177,11 +177,17 @@ __device__ __forceinline__ void mk_gemm_ring_step(uint64_t *empty, int lane, int
 
 /* Split-K fix-up of one warpgroup's accumulators d (kR floats a thread) of slice sl of split tile
  * r (of ntiles), warpgroup cw, thread l < 128 of it. Slices < splits - 1 write their partial sums
- * to ws (thread-major float4s: a warpgroup writes / reads runs of 2 KB) and release-add 1 to their flag (128 once the warpgroup is done), returning false: the
- * caller stores nothing. The last slice waits for the flags (acquire), adds the partials in
- * order 0, 1, ... (deterministic) and re-arms the flags to 0 (named barrier 2 + cw among the
- * 128 threads), returning true. Slot of (q, r, cw): (q * ntiles + r) * 2 + cw. Shared by the
- * core and the skinny GEMM (gemm_skinny.cuh). */
+ * to ws (thread-major float4s: a warpgroup writes / reads runs of 2 KB), meet at named barrier
+ * 2 + cw (128 threads), and thread 0 of the warpgroup release-adds 1 to their flag (1 once the
+ * warpgroup is done), returning false: the caller stores nothing. The last slice's thread 0
+ * waits for the flags (acquire) and re-arms them to 0, the warpgroup meets at the barrier, and
+ * every thread adds the partials in order 0, 1, ... (deterministic), returning true. One
+ * release and one poller per warpgroup and slice (CUTLASS's generic barrier pattern: the
+ * barrier orders the other threads' stores before thread 0's release, and thread 0's acquire
+ * before their loads): an earlier version had all 128 threads red.release-add and spin on the
+ * same word, 256 atomics and pollers per slice on a few L2 lines (docs/perf/NOTES.md, gemm
+ * version 8). Slot of (q, r, cw): (q * ntiles + r) * 2 + cw. Shared by the core and the skinny
+ * GEMM (gemm_skinny.cuh). */
 template <int kR>
 __device__ __forceinline__ bool mk_gemm_split_fixup(float (&d)[kR], float *ws, uint32_t *flags, int sl, int splits,
                                                     int ntiles, int r, int cw, int l) {
@@ -192,13 +198,24 @@ __device__ __forceinline__ bool mk_gemm_split_fixup(float (&d)[kR], float *ws, u
     float4 *w = (float4 *)(ws + slot * slot_floats) + l;
 #pragma unroll
     for (int j = 0; j < kR / 4; j++) __stcg(w + j * 128, make_float4(d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3]));
-    red_release_gpu_add(flags + slot, 1);
+    named_bar_sync(2 + cw, 128); /* every thread's partial is stored */
+    if (l == 0) {
+      __threadfence();
+      red_release_gpu_add(flags + slot, 1);
+    }
     return false;
   }
+  if (l == 0) {
+    for (int q = 0; q < splits - 1; q++) {
+      uint32_t *f = flags + (q * ntiles + r) * 2 + cw;
+      while (ld_acquire_gpu(f) < 1) {
+      }
+      *f = 0; /* re-arm: nobody else reads it in this launch */
+    }
+  }
+  named_bar_sync(2 + cw, 128); /* thread 0 has seen every flag */
   for (int q = 0; q < splits - 1; q++) {
     const int slot = (q * ntiles + r) * 2 + cw;
-    while (ld_acquire_gpu(flags + slot) < 128) {
-    }
     const float4 *w = (const float4 *)(ws + slot * slot_floats) + l;
 #pragma unroll
     for (int j = 0; j < kR / 4; j++) {
@@ -209,8 +226,6 @@ __device__ __forceinline__ bool mk_gemm_split_fixup(float (&d)[kR], float *ws, u
       d[4 * j + 3] += v.w;
     }
   }
-  named_bar_sync(2 + cw, 128); /* every thread has seen the flags: re-arm them */
-  for (int q = l; q < splits - 1; q += 128) flags[(q * ntiles + r) * 2 + cw] = 0;
   return true;
 }
 
@@ -488,6 +503,24 @@ static inline mk_status mk_gemm_encode_map(CUtensorMap *map, const void *base, u
       MK_ERR_RETURN(MK_STATUS_UNSUPPORTED, MK_SUBSYS_KERNEL, "gemm: the driver has no cuTensorMapEncodeTiled");
     encode = (PFN_cuTensorMapEncodeTiled_v12000)fn;
   }
+  /* Per-thread cache of the last 16 encodings: the map is a pure function of (base, dims, box),
+   * so a hit is exact even where an address is freed and reused. Saves the host the encode of
+   * both maps on every launch (decode calls the same few weights over and over). */
+  struct entry {
+    const void *base;
+    uint64_t d0, d1, d2;
+    uint32_t b0, b1;
+    CUtensorMap map;
+  };
+  static thread_local entry cache[16];
+  static thread_local int cache_n, cache_next;
+  for (int i = 0; i < cache_n; i++) {
+    const entry &c = cache[i];
+    if (c.base == base && c.d0 == d0 && c.d1 == d1 && c.d2 == d2 && c.b0 == b0 && c.b1 == b1) {
+      *map = c.map;
+      return MK_STATUS_OK;
+    }
+  }
   const cuuint64_t dims[3] = {d0, d1, d2};
   const cuuint64_t strides[2] = {d0 * 2, d0 * d1 * 2}; /* bytes, dims 1 and 2 */
   const cuuint32_t box[3] = {b0, b1, 1}, estr[3] = {1, 1, 1};
@@ -498,6 +531,9 @@ static inline mk_status mk_gemm_encode_map(CUtensorMap *map, const void *base, u
     MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL,
                   "gemm: cuTensorMapEncodeTiled failed (%d) for dims %llu x %llu x %llu", (int)r,
                   (unsigned long long)d0, (unsigned long long)d1, (unsigned long long)d2);
+  cache[cache_next] = entry{base, d0, d1, d2, b0, b1, *map};
+  cache_next = (cache_next + 1) % 16;
+  if (cache_n < 16) cache_n++;
   return MK_STATUS_OK;
 }
 

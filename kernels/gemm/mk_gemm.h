@@ -48,6 +48,8 @@ mk_status mk_gemm_rel_err(const uint16_t *out, const float *ref, int64_t n, doub
 
 /* MK_GEMM_SKINNY as loaded (-1 auto, 0 off, 1 every M <= 64 with B [N, K]; gemm.cu). */
 int64_t mk_param_gemm_skinny(void);
+/* MK_GEMM_SKINNY_BN as loaded (the skinny kernel's weight tile height, 64 or 128; gemm.cu). */
+int64_t mk_param_gemm_skinny_bn(void);
 
 #ifdef __cplusplus
 }

@@ -75,7 +75,7 @@ typedef struct mk_moe_args {
                                           writes gate and up, a separate pass follows (A/B) */
   int schedule;                        /* fused: mk_moe_schedule (0 = AUTO) */
   int profile;                         /* fused: stamp each call's phases on the device (mk_moe_phases) */
-  int split_k;                         /* fused: 0 = AUTO (8 where a local expert expects <= 256 rows
+  int split_k;                         /* fused: 0 = AUTO (8 where a local expert expects 64..256 rows
                                           from max_tokens, i.e. decode-sized handles; else off:
                                           mk_moe_pick_split_k in moe.c); +-1 = off; 2..16 = the grouped
                                           GEMMs may split the tiles of their last wave (all tiles when

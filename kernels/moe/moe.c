@@ -34,19 +34,21 @@ static int pick_schedule(const mk_moe_args *a, int W) {
   return a->max_tokens >= 1024 ? MK_MOE_SCHED_SERIAL : MK_MOE_SCHED_OVERLAP;
 }
 
-/* split_k AUTO (docs/perf/NOTES.md, moe, session 4): 8 k-slices where the grouped GEMMs stream
- * weights, i.e. where a local expert gets at most two 128-row tile-rows at uniform routing
- * (max_tokens * top_k / El <= 256 rows): there the last wave leaves SMs, and so HBM bandwidth,
- * idle, and split-K at 8 measured 1.03-1.12x on 4 x H200 (128,4096,8,2,14336; 16 and 128 of
- * 7168,256,8,2048). Which tiles are split is decided on the device from the counts of each call
- * (mk_gemm_dev_split's wave model), so a call with more rows than expected splits less. Larger
- * max_tokens (prefill-sized handles): off, not measured. */
+/* split_k AUTO (docs/perf/NOTES.md, moe, sessions 4 and 5): 8 k-slices where a local expert expects
+ * 64 to 256 rows at uniform routing (max_tokens * top_k / El): one or two 128-row tile-rows that
+ * stream the weights with the last wave leaving SMs idle. Measured on 4 x H200 (run 8d89cd6,
+ * AUTO and --split-k 0 in one call): 128 rows (128,4096,8,2,14336) 0.431 split vs 0.451 off; at
+ * 2-32 rows the fix-up costs more than the split gives (16,2048,128: 0.233 vs 0.212 off;
+ * 128,2048,128: 0.276 vs 0.249; 16,7168,256: 1.457 vs 1.405; 16,4096,8: 0.310 vs 0.303;
+ * 128,7168,256 at 16 rows within the spread, 1.741 vs 1.769). Which tiles are split is decided on
+ * the device from the counts of each call (mk_gemm_dev_split's wave model), so a call with more
+ * rows than expected splits less. Larger max_tokens (prefill-sized handles): off, not measured. */
 int mk_moe_pick_split_k(const mk_moe_args *a, int W) {
   if (a->split_k == 1 || a->split_k == -1) return 0;
   if (a->split_k) return a->split_k;
   if (W < 1 || a->n_experts < W) return 0;
   const int64_t El = a->n_experts / W, rows = a->max_tokens * a->top_k / El;
-  return rows <= 256 ? 8 : 0;
+  return rows >= 64 && rows <= 256 ? 8 : 0;
 }
 
 mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {

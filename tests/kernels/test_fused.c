@@ -179,7 +179,8 @@ int main(int argc, char **argv) {
   CUDA_OK(cudaGraphExecDestroy(ge));
   CUDA_OK(cudaGraphDestroy(g));
   /* AR with M <= 64 on one node group: the small-M one-shot path (skinny GEMM pushing its
-   * slabs, gemm_ar.cu) at M = 1, 16, 64 with N not a multiple of 128, then 100 back-to-back
+   * slabs, gemm_ar.cu; MK_GEMM_SKINNY_BN from the environment: test_fused_ar_bn128_4 runs 128)
+   * at M = 1, 16, 33, 64 with N a multiple of neither 64 nor 128 (1000), then 100 back-to-back
    * calls and 100 graph replays of M = 16 (other node counts and MK_FUSED_AR_COPY=1: the
    * other paths, the same checks). */
   if (x.op == MK_FUSED_GEMM_AR) {
@@ -188,8 +189,8 @@ int main(int argc, char **argv) {
     snprintf(skinny_was, sizeof skinny_was, "%lld", (long long)mk_param_gemm_skinny());
     setenv("MK_GEMM_SKINNY", "1", 1);
     mk_param_reset_cache();
-    const shape sm[] = {{1, 1000, 776}, {16, 1000, 776}, {64, 1000, 776}, {64, 2048, 1024}};
-    for (int i = 0; i < 4; i++) {
+    const shape sm[] = {{1, 1000, 776}, {16, 1000, 776}, {33, 1000, 776}, {64, 1000, 776}, {64, 2048, 1024}};
+    for (int i = 0; i < 5; i++) {
       prepare(&x, &sm[i], 30 + i);
       poison(&x, &sm[i]);
       ASSERT_OK(call(&x, &sm[i]));

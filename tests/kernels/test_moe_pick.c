@@ -1,6 +1,7 @@
 /* test_moe_pick.c (unit) — the fused MoE path's split-K choice from the shape at create
- * (mk_moe_pick_split_k): AUTO splits in 8 k-slices where a local expert expects at most 256
- * rows (decode), not above (prefill-sized handles); +-1 turns it off; explicit values pass. */
+ * (mk_moe_pick_split_k): AUTO splits in 8 k-slices where a local expert expects 64 to 256 rows
+ * (decode with enough rows per expert), not below (the fix-up costs more than the split gives)
+ * nor above (prefill-sized handles); +-1 turns it off; explicit values pass. */
 #include "kernels/moe/moe_internal.h"
 #include "tests/mk_test.h"
 
@@ -13,12 +14,14 @@ typedef struct pick_case {
 int main(int argc, char **argv) {
   mk_test_init(argc, argv, 30);
   static const pick_case cases[] = {
-      {16, 8, 2, 0, 4, 8, "decode shapes of issue #7 at EP 4: AUTO gives 8"},
-      {128, 8, 2, 0, 4, 8, "128 * 2 / 2 = 128 rows per local expert"},
-      {16, 128, 8, 0, 4, 8, "E = 128 decode"},
-      {128, 128, 8, 0, 4, 8, "E = 128 decode"},
-      {16, 256, 8, 0, 4, 8, "E = 256 decode"},
-      {128, 256, 8, 0, 4, 8, "E = 256 decode"},
+      {16, 8, 2, 0, 4, 0, "16 * 2 / 2 = 16 rows per local expert: off"},
+      {128, 8, 2, 0, 4, 8, "128 * 2 / 2 = 128 rows per local expert: 8"},
+      {64, 8, 2, 0, 4, 8, "64 rows (the layer's decode-sized Mixtral handle): 8"},
+      {63, 8, 2, 0, 4, 0, "63 rows: off"},
+      {16, 128, 8, 0, 4, 0, "E = 128 decode, 4 rows: off"},
+      {128, 128, 8, 0, 4, 0, "E = 128 decode, 32 rows: off"},
+      {16, 256, 8, 0, 4, 0, "E = 256 decode, 2 rows: off"},
+      {128, 256, 8, 0, 4, 0, "E = 256 decode, 16 rows: off"},
       {4096, 8, 2, 0, 4, 0, "prefill shapes: off"},
       {4096, 128, 8, 0, 4, 0, "prefill shapes: off"},
       {8192, 256, 8, 0, 4, 0, "prefill shapes: off"},
