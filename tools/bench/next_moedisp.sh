@@ -16,7 +16,7 @@ set -uo pipefail
 BIN=$PWD
 export PATH=$BIN:$PATH
 STEP_GREP='^\[0\] (moe|\{|  T=|    phases)|FAIL|rror'
-. "$(dirname "$0")/bench_step.sh" # env, T0, LIMIT, step
+. "$(cd "$(dirname "$0")" && pwd)/bench_step.sh" # env, T0, LIMIT, step
 echo "LIMIT $LIMIT s"
 S="--shape 16,4096,8,2,14336 --shape 128,4096,8,2,14336 --shape 16,2048,128,8,768 --shape 128,2048,128,8,768 --shape 16,7168,256,8,2048 --shape 128,7168,256,8,2048"
 for early in 1 0; do
