@@ -184,7 +184,7 @@ int main(int argc, char **argv) {
    * calls and 100 graph replays of M = 16 (other node counts and MK_FUSED_AR_COPY=1: the
    * other paths, the same checks). */
   if (x.op == MK_FUSED_GEMM_AR) {
-    /* These weights are below the auto rule's 32 MiB (mk_gemm_skinny_pays): force the path. */
+    /* Forced (auto takes it too for GEMM+AR since 5f41751): the same path whatever MK_GEMM_SKINNY says. */
     char skinny_was[24]; /* the value in effect (the loader's), restored below */
     snprintf(skinny_was, sizeof skinny_was, "%lld", (long long)mk_param_gemm_skinny());
     setenv("MK_GEMM_SKINNY", "1", 1);
