@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# tools/bench/run_s5c.sh — session 5, third GPU call (4 x H200): the small-M AR epilogue's single fence
+# (1068679), skinny T = 128 (branch skinny128) where merged, a diagnosis of test_model_gpu_agree_tp4's
+# olmoe unfused failure in run 5f41751 (prefill rel err 0.0352 with seed 1819841652413809; the CPU
+# bf16-faithful reference gives 0.0026 on that model, no routing near tie), then the default-shape
+# benches whose JSON goes under docs/perf/ for issues #6, #7, #9:
+#   MK_CALL_LIMIT=560 CTEST_ARGS="-R test_fused_ar|test_fused$|test_gemm_skinny|test_model_gpu_prefill|test_model_gpu_agree_tp4$|test_model_gpu_fused_4|test_serve_gpu_4x1_fused" \
+#     CTEST_TIMEOUT=150 CTEST_WALL=200 tools/gpu-check.sh -- 'bash ../../tools/bench/run_s5c.sh'
+set -uo pipefail
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+STEP_GREP='^\[.\] rank .: (olmoe|unfused path|fused path)|FAIL|rror|seed'
+TAIL=24
+. "$REPO/tools/bench/bench_step.sh"
+echo "LIMIT $LIMIT s"
+# 1. olmoe: the failing seed again (the same model: rank 0's seed + 3 for olmoe in "all"), then fresh seeds,
+#    unfused only, with the SM gather on (default) and off (it is created on both paths).
+step olmoe_seed 40 env MK_TEST_SEED=1819841652413809 mk-launch -n 4 -- test_model_gpu all unfused 4
+for i in 1 2 3; do step olmoe_fresh$i 20 mk-launch -n 4 -- test_model_gpu olmoe unfused 4; done
+step olmoe_seed_nogather 40 env MK_TEST_SEED=1819841652413809 MK_TP_GATHER_SM=0 mk-launch -n 4 -- test_model_gpu all unfused 4
+[ -x "$REPO/tools/bench/next_skinny128.sh" ] && bash "$REPO/tools/bench/next_skinny128.sh"
+STEP_GREP='^\[0\] (ag_|gemm_|moe|layer|\{|  T=)|fused on|FAIL|rror'
+. "$REPO/tools/bench/bench_step.sh"
+# 2. Default shapes, defaults (JSON for docs/perf): the fused ops with async-TP merged, the MoE block, the layer.
+for op in ag_gemm gemm_rs gemm_ar; do step $op 40 mk-launch -n 4 -- mk-bench $op --json "$RES/${op}_h200x4.json"; done
+step ar_small 30 mk-launch -n 4 -- mk-bench gemm_ar --m 16 --m 64 --m 128 --warmup 50 --iters 200 --json "$RES/ar_small.json"
+TAIL=40 step moe 70 mk-launch -n 4 -- mk-bench moe --breakdown --json "$RES/moe_h200x4.json"
+TAIL=40 step layer 90 mk-launch -n 4 -- mk-bench layer --decode batch --warmup 3 --iters 10 --json "$RES/layer_h200x4.json"
+for op in ag_gemm gemm_rs; do
+  step torch_$op 40 mk-launch -n 4 -- python3 "$REPO/tools/bench/torch_async_tp.py" --op $op --merge "$RES/${op}_h200x4.json"
+done
+echo "end at $(( $(date +%s) - T0 )) s"
