@@ -93,7 +93,7 @@ mk_status mk_fused_create(mk_comm_t *comm, unsigned ops, int64_t max_m, int64_t 
       MK_CUDA_CHECK_GOTO(cudaEventCreateWithFlags(&f->ce_red_join, cudaEventDisableTiming), st, fail);
     }
     if (op == MK_FUSED_GEMM_AR && f->nnodes == 1) { /* small-M one-shot slots (gemm_ar.cu) */
-      const uint64_t rows = (uint64_t)(max_m < 64 ? max_m : 64);
+      const uint64_t rows = (uint64_t)(max_m < 128 ? max_m : 128); /* M <= 128 (kMaxM, gemm_skinny.cuh) */
       MK_CHECK_GOTO(mk_comm_heap_alloc(comm, 2ull * (uint64_t)f->world * rows * (uint64_t)max_n * 2, &ws->sk), st, fail);
     }
     if (f->nnodes > 1 && op != MK_FUSED_AG_GEMM) {

@@ -6,7 +6,7 @@
  * life of the process (the flags re-arm themselves, so launches on one stream reuse it in
  * stream order). While a stream is being captured into a graph no workspace can be
  * allocated: a stream that has none yet then runs data-parallel.
- * M <= 64 with B [N, K] (decode) goes to the skinny kernel (gemm_skinny.cuh: weights on the
+ * M <= 128 with B [N, K] (decode) goes to the skinny kernel (gemm_skinny.cuh: weights on the
  * wide side of the wgmma, streamed once; k-slices meet in the same workspace). */
 #include <pthread.h>
 
@@ -20,7 +20,7 @@ MK_PARAM_INT(gemm_group_m, "GEMM_GROUP_M", 16, 1, 1024)
 /* -1: split the last wave along K where the model says it pays; 0 (or 1): never; 2..16:
  * always, in that many k-slices. */
 MK_PARAM_INT(gemm_split_k, "GEMM_SPLIT_K", -1, -1, 16)
-/* Skinny kernel for M <= 64, B [N, K]: -1 auto (weights of at least 32 MiB: mk_gemm_skinny_pays),
+/* Skinny kernel for M <= 128, B [N, K]: -1 auto (weights of at least 32 MiB: mk_gemm_skinny_pays),
  * 0 off (the core), 1 every such shape. */
 MK_PARAM_INT(gemm_skinny, "GEMM_SKINNY", -1, -1, 1)
 /* Skinny kernel's weight tile height: 64 (both consumer warpgroups on one 64-row tile, k-steps
@@ -94,7 +94,8 @@ extern "C" mk_status mk_gemm_bf16(const uint16_t *A, const uint16_t *B, uint16_t
   int grid = 0;
   MK_CHECK(mk_gemm_sm_count(&grid));
   const int64_t skinny = mk_param_gemm_skinny();
-  if ((skinny == 1 || (skinny == -1 && mk_gemm_skinny_pays(N, K))) && M <= 64 && b_layout == MK_GEMM_B_NK) {
+  if ((skinny == 1 || (skinny == -1 && mk_gemm_skinny_pays(N, K))) &&
+      M <= mk_gemm_skinny_config<16, 64>::kMaxM && b_layout == MK_GEMM_B_NK) {
     const int bn = mk_gemm_skinny_bn();
     int splits = mk_gemm_skinny_splits(N, K, grid, bn);
     uint8_t *ws = NULL;

@@ -1,7 +1,7 @@
-/* gemm_skinny.cuh — the small-M (decode) GEMM, C[M, N] = A[M, K] @ B[N, K]^T for 1 <= M <= 64
+/* gemm_skinny.cuh — the small-M (decode) GEMM, C[M, N] = A[M, K] @ B[N, K]^T for 1 <= M <= 128
  * and B stored [N, K] (weights): computed swapped, C^T[N, M] = B · A^T, so the weights fill
  * the 64-row side of m64nTk16 wgmma and the M token rows (padded with zeros to T in {16, 32,
- * 64}) are its narrow n side. At M = 16 the core's 128-row tiles would do 8x the tensor work;
+ * 64, 128}) are its narrow n side. At M = 16 the core's 128-row tiles would do 8x the tensor work;
  * here the tensor cores idle and the kernel is what it should be, a stream of the weights
  * from HBM through shared memory, read once.
  *
@@ -10,9 +10,11 @@
  *   warpgroup 0   producer: one thread issues, per 64-wide k-step, a TMA load of the BN x 64
  *                 weight tile (rows n0..n0+BN-1, the layout of the core's A tile) and of the
  *                 T x 64 token tile (rows past M zero-filled by TMA; the core's B-tile layout)
- *                 into a deep ring (BN = 64: 13 stages at T = 64 .. 22 at T = 16; BN = 128: 9 ..
- *                 12; ~200 KB in flight either way).
- *   warpgroups 1,2 consumers (m64nTk16, T/2 fp32 accumulators a thread; each releases a stage
+ *                 into a deep ring (BN = 64: 8 stages at T = 128, 13 at T = 64 .. 22 at T = 16;
+ *                 BN = 128: 7 at T = 128, 9 .. 12 below; ~200 KB in flight either way; the
+ *                 stage count is what the shared memory left by the exchange/staging area holds).
+ *   warpgroups 1,2 consumers (m64nTk16, T/2 fp32 accumulators a thread: 64 at T = 128, under
+ *                 __launch_bounds__(384, 1)'s 168 registers; each releases a stage
  *                 as soon as its wgmma is done):
  *                 BN = 128: warpgroup cw multiplies weight rows n0 + 64 cw .. + 63 by the tokens
  *                 of every stage (the empty barrier counts the 8 consumer warps);
@@ -52,7 +54,7 @@ static inline int mk_gemm_skinny_bn(void) { return mk_param_gemm_skinny_bn() == 
 
 template <int T, int BN, bool kStage = false>
 struct mk_gemm_skinny_config {
-  static constexpr int kBN = BN, kBK = 64, kThreads = 384, kMaxM = 64;
+  static constexpr int kBN = BN, kBK = 64, kThreads = 384, kMaxM = 128;
   static constexpr int kWBytes = kBN * kBK * 2, kTBytes = T * kBK * 2;
   static constexpr int kStageBytes = kWBytes + kTBytes; /* also the TMA bytes of one stage */
   /* An area beside the ring: BN = 64, the warpgroups' exchange, [2][T/4][128] floats (each hands
@@ -63,7 +65,7 @@ struct mk_gemm_skinny_config {
   static constexpr int kMaxStages = BN == 64 ? 32 : 16;
   static constexpr int kStages = std::min(kMaxStages, (227 * 1024 - 1024 - kXBytes - 2 * kMaxStages * 8) / kStageBytes);
   static constexpr int kSmemBytes = 1024 + kStages * kStageBytes + kXBytes + 2 * kStages * 8;
-  static_assert(T == 16 || T == 32 || T == 64, "token width");
+  static_assert(T == 16 || T == 32 || T == 64 || T == 128, "token width");
   static_assert(BN == 64 || BN == 128, "tile height");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory");
 };
@@ -83,8 +85,10 @@ struct mk_gemm_skinny_args {
  * + lane / 4 (+ 64 cw when BN = 128), c = 8 j + 2 (lane % 4); lanes g = lane / 4 even and odd
  * (rows r0, r0 + 1) trade, the even lane keeping token c, the odd one c + 1. BN = 128: every j
  * of the warpgroup's 64 rows; BN = 64: both warpgroups hold the tile's 64 rows, warpgroup cw
- * the token blocks j in [cw T / 16, (cw + 1) T / 16) (after the exchange). Pairs may lie past M
- * and N (N is a multiple of 8: a pair is all in or all out). Every lane of the warp must call it. */
+ * the token blocks j in [cw T / 16, (cw + 1) T / 16) (after the exchange), compacted into
+ * d[0 .. T / 4) (mk_gemm_skinny_exchange: the other half is dead, which keeps T = 128 free of
+ * spills). Pairs may lie past M and N (N is a multiple of 8: a pair is all in or all out).
+ * Every lane of the warp must call it. */
 template <int T, int BN, class F>
 __device__ __forceinline__ void mk_gemm_skinny_pairs(const float (&d)[T / 2], int tile, int cw, int warp, int lane,
                                                      F &&put) {
@@ -93,9 +97,8 @@ __device__ __forceinline__ void mk_gemm_skinny_pairs(const float (&d)[T / 2], in
   const int ne = tile * BN + (BN == 128 ? cw * 64 : 0) + warp * 16 + (lane >> 2) - odd;
 #pragma unroll
   for (int jj = 0; jj < J; jj++) {
-    /* constant register indices on both sides of the select (no local-memory array) */
-    const float d0 = hi ? d[4 * (jj + J)] : d[4 * jj], d1 = hi ? d[4 * (jj + J) + 1] : d[4 * jj + 1];
-    const float d2 = hi ? d[4 * (jj + J) + 2] : d[4 * jj + 2], d3 = hi ? d[4 * (jj + J) + 3] : d[4 * jj + 3];
+    /* constant register indices (no local-memory array) */
+    const float d0 = d[4 * jj], d1 = d[4 * jj + 1], d2 = d[4 * jj + 2], d3 = d[4 * jj + 3];
     const float x = __shfl_xor_sync(0xffffffffu, odd ? d0 : d1, 4);
     const float y = __shfl_xor_sync(0xffffffffu, odd ? d2 : d3, 4);
     const int t = 8 * (jj + (hi ? J : 0)) + 2 * (lane & 3) + odd;
@@ -128,7 +131,8 @@ struct mk_gemm_skinny_epi_plain {
 
 /* BN = 64: warpgroup cw keeps half h = cw of its T/2 accumulators (token blocks), the other
  * warpgroup's partial sums of that half arrive through xb ([2][T/4][128] floats, thread-major:
- * conflict-free); sums in the fixed order (even k-steps) + (odd k-steps). Named barrier 4 (256
+ * conflict-free); sums in the fixed order (even k-steps) + (odd k-steps), left in d[0 .. T/4)
+ * for both warpgroups (d[T/4 ..) is dead afterwards: constant register indices only). Named barrier 4 (256
  * threads) before the reads and after them (the area is reused by the next tile). */
 template <int T>
 __device__ __forceinline__ void mk_gemm_skinny_exchange(float (&d)[T / 2], float *xb, int cw, int l) {
@@ -139,8 +143,7 @@ __device__ __forceinline__ void mk_gemm_skinny_exchange(float (&d)[T / 2], float
 #pragma unroll
   for (int q = 0; q < H; q++) {
     const float x = xb[((1 - cw) * H + q) * 128 + l];
-    if (cw) d[H + q] = x + d[H + q]; /* WG0's (even k-steps) first in both */
-    else d[q] = d[q] + x;
+    d[q] = cw ? x + d[H + q] : d[q] + x; /* WG0's (even k-steps) first in both */
   }
   mk_sm90::named_bar_sync(4, 256);
 }
@@ -226,17 +229,10 @@ __global__ void __launch_bounds__(384, 1)
     mk_gemm_ring_free(empty, lane, prev);
     if constexpr (BN == 64) {
       mk_gemm_skinny_exchange<T>(d, xb, cw, l);
-      if (args.splits > 1) { /* the fix-up on the half this warpgroup keeps */
-        float h[T / 4];
-#pragma unroll
-        for (int q = 0; q < T / 4; q++) h[q] = cw ? d[T / 4 + q] : d[q];
-        if (!mk_gemm_split_fixup(h, args.ws, args.flags, sl, args.splits, args.tiles, tile, cw, l)) continue;
-#pragma unroll
-        for (int q = 0; q < T / 4; q++) {
-          if (cw) d[T / 4 + q] = h[q];
-          else d[q] = h[q];
-        }
-      }
+      /* the fix-up on the half this warpgroup keeps, d[0 .. T/4) */
+      if (args.splits > 1 && !mk_gemm_split_fixup(*reinterpret_cast<float(*)[T / 4]>(&d[0]), args.ws, args.flags, sl,
+                                                   args.splits, args.tiles, tile, cw, l))
+        continue;
     } else {
       if (args.splits > 1 && !mk_gemm_split_fixup(d, args.ws, args.flags, sl, args.splits, args.tiles, tile, cw, l))
         continue;
@@ -257,12 +253,12 @@ static inline int mk_gemm_skinny_splits(int64_t n, int64_t k, int sms, int bn) {
  * streaming them to dominate: N x K x 2 >= 32 MiB. Measured on 4 x H200 (run c3fccbc): 8192 x 7168
  * (117 MB) 0.045 ms against ~0.06 for the core (cuBLASLt 0.034), GEMM+AR at M = 16 0.070 against
  * 0.103; 4096 x 1024 (8 MB) 0.025 ms (cuBLASLt 0.008), and the layer's decode GEMM+AR slower than on
- * the reducer path. MK_GEMM_SKINNY=1 takes it for every M <= 64, B [N, K]. */
+ * the reducer path. MK_GEMM_SKINNY=1 takes it for every M <= 128, B [N, K] (T = 128 since version 9). */
 static inline bool mk_gemm_skinny_pays(int64_t n, int64_t k) { return n * k * 2 >= (32ll << 20); }
 
 /* Workspace bytes for a launch with tiles of height bn (0 when splits = 1). */
 static inline size_t mk_gemm_skinny_ws_bytes(int64_t m, int64_t n, int splits, int bn) {
-  const int T = m <= 16 ? 16 : m <= 32 ? 32 : 64;
+  const int T = m <= 16 ? 16 : m <= 32 ? 32 : m <= 64 ? 64 : 128;
   return (size_t)(splits - 1) * (size_t)((n + bn - 1) / bn) * (size_t)bn * T * 4;
 }
 
@@ -291,10 +287,11 @@ static mk_status mk_gemm_skinny_launch_bn(const uint16_t *A, const uint16_t *B, 
                                           const Epi &epi, int grid, cudaStream_t stream) {
   if (args.m <= 16) return mk_gemm_skinny_launch_t<16, BN>(A, B, args, epi, grid, stream);
   if (args.m <= 32) return mk_gemm_skinny_launch_t<32, BN>(A, B, args, epi, grid, stream);
-  return mk_gemm_skinny_launch_t<64, BN>(A, B, args, epi, grid, stream);
+  if (args.m <= 64) return mk_gemm_skinny_launch_t<64, BN>(A, B, args, epi, grid, stream);
+  return mk_gemm_skinny_launch_t<128, BN>(A, B, args, epi, grid, stream);
 }
 
-/* C[M, N] = A[M, K] @ B[N, K]^T, 1 <= M <= 64 (shape and pointers already checked by
+/* C[M, N] = A[M, K] @ B[N, K]^T, 1 <= M <= 128 (shape and pointers already checked by
  * mk_gemm_core_check), stored by `epi`, in weight tiles of bn (64 or 128) rows. splits > 1
  * needs ws (mk_gemm_skinny_ws_bytes) and flags (mk_gemm_skinny_flag_words, zeroed once; they
  * re-arm themselves), used by one launch at a time; `sms`: the resident CTA bound. */
@@ -302,9 +299,9 @@ template <class Epi = mk_gemm_skinny_epi_plain>
 static mk_status mk_gemm_skinny_launch(const uint16_t *A, const uint16_t *B, uint16_t *C, int64_t M, int64_t N,
                                        int64_t K, int bn, int splits, float *ws, uint32_t *flags, int sms,
                                        cudaStream_t stream, const Epi &epi = Epi()) {
-  if (M < 1 || M > 64 || (bn != 64 && bn != 128) || splits < 1 || (splits > 1 && (!ws || !flags)))
+  if (M < 1 || M > mk_gemm_skinny_config<16, 64>::kMaxM || (bn != 64 && bn != 128) || splits < 1 || (splits > 1 && (!ws || !flags)))
     MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL,
-                  "gemm: skinny GEMM needs 1 <= M <= 64 (got %lld), tiles of 64 or 128 rows (%d) and a workspace "
+                  "gemm: skinny GEMM needs 1 <= M <= 128 (got %lld), tiles of 64 or 128 rows (%d) and a workspace "
                   "when split (%d)",
                   (long long)M, bn, splits);
   mk_gemm_skinny_args args = {C, (int)M, (int)N, (int)K, (int)((N + bn - 1) / bn), splits, ws, flags};

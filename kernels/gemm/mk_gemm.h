@@ -46,7 +46,7 @@ mk_status mk_gemm_ref_f32(const uint16_t *A, const uint16_t *B, float *C32, int6
  * into *err (host pointer; the call synchronises the stream). NaN/inf in out give +inf. */
 mk_status mk_gemm_rel_err(const uint16_t *out, const float *ref, int64_t n, double *err, mk_stream_t stream);
 
-/* MK_GEMM_SKINNY as loaded (-1 auto, 0 off, 1 every M <= 64 with B [N, K]; gemm.cu). */
+/* MK_GEMM_SKINNY as loaded (-1 auto, 0 off, 1 every M <= 128 with B [N, K]; gemm.cu). */
 int64_t mk_param_gemm_skinny(void);
 /* MK_GEMM_SKINNY_BN as loaded (the skinny kernel's weight tile height, 64 or 128; gemm.cu). */
 int64_t mk_param_gemm_skinny_bn(void);

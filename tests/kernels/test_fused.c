@@ -8,8 +8,8 @@
  * multiple of the 128-row tile, N not a multiple of 128) and a round one, in an order that
  * changes shape between calls; then 100 back-to-back calls and 100 replays of a captured CUDA
  * graph of the odd shape, each checked; AR results must be bit-identical on every rank
- * (hashes compared through the bootstrap); AR also at M = 1, 16, 64 (its small-M path on one
- * node group), 100 calls and 100 replays there; bad arguments are refused. AG also with the shard
+ * (hashes compared through the bootstrap); AR also at M = 1 .. 128 (its small-M path on one
+ * node group; repeats bit-identical), 100 calls and 100 replays at M = 16 and 128; bad arguments are refused. AG also with the shard
  * written in place (mk_ag_gemm_shard). Under --nodes 2 the same checks cover the proxy path.
  * Outputs are poisoned
  * (NaN) before every checked run; relative Frobenius error <= 1e-2, NaN fails. */
@@ -74,6 +74,19 @@ static void poison(ctx *x, const shape *sh) {
   CUDA_OK(cudaMemsetAsync(x->C, 0xff, (size_t)(out_rows(x, sh) * sh->n) * 2, x->s));
 }
 
+/* FNV-1a hash of this rank's output C (after the stream's work). */
+static uint64_t c_hash(ctx *x, const shape *sh) {
+  CUDA_OK(cudaStreamSynchronize(x->s));
+  const size_t bytes = (size_t)(out_rows(x, sh) * sh->n) * 2;
+  unsigned char *h = malloc(bytes);
+  ASSERT_TRUE(h != NULL);
+  CUDA_OK(cudaMemcpy(h, x->C, bytes, cudaMemcpyDeviceToHost));
+  uint64_t hash = 1469598103934665603ull;
+  for (size_t i = 0; i < bytes; i++) hash = (hash ^ h[i]) * 1099511628211ull;
+  free(h);
+  return hash;
+}
+
 /* Checks C against the reference (and, for AR, the same bits on every rank). */
 static void check(ctx *x, const shape *sh, const char *what) {
   CUDA_OK(cudaStreamSynchronize(x->s));
@@ -86,13 +99,7 @@ static void check(ctx *x, const shape *sh, const char *what) {
          (long long)sh->k, mk_fused_uses_ce(x->f, (mk_fused_op)x->op, sh->m, sh->n) ? "copy engines" : "SM roles", err);
   ASSERT_DBL_LE(err, 1e-2);
   if (x->op == MK_FUSED_GEMM_AR) {
-    const size_t bytes = (size_t)(rows * sh->n) * 2;
-    unsigned char *h = malloc(bytes);
-    ASSERT_TRUE(h != NULL);
-    CUDA_OK(cudaMemcpy(h, x->C, bytes, cudaMemcpyDeviceToHost));
-    uint64_t hash = 1469598103934665603ull, all[64];
-    for (size_t i = 0; i < bytes; i++) hash = (hash ^ h[i]) * 1099511628211ull;
-    free(h);
+    uint64_t hash = c_hash(x, sh), all[64];
     ASSERT_OK(mk_comm_allgather(x->c, &hash, all, sizeof hash));
     for (int p = 0; p < x->W; p++) ASSERT_UEQ(all[p], all[0]);
   }
@@ -180,45 +187,54 @@ int main(int argc, char **argv) {
   CUDA_OK(cudaGraphDestroy(g));
   /* AR with M <= 64 on one node group: the small-M one-shot path (skinny GEMM pushing its
    * slabs, gemm_ar.cu; MK_GEMM_SKINNY_BN from the environment: test_fused_ar_bn128_4 runs 128)
-   * at M = 1, 16, 33, 64 with N a multiple of neither 64 nor 128 (1000), then 100 back-to-back
-   * calls and 100 graph replays of M = 16 (other node counts and MK_FUSED_AR_COPY=1: the
-   * other paths, the same checks). */
+   * at M = 1, 16, 33, 64, 65, 100, 128 (token widths 16 .. 128, full and partial) with N a
+   * multiple of neither 64 nor 128 (1000), each twice (bit-identical), then 100 back-to-back
+   * calls and 100 graph replays of M = 16 and M = 128 (other node counts and
+   * MK_FUSED_AR_COPY=1: the other paths, the same checks). */
   if (x.op == MK_FUSED_GEMM_AR) {
     /* Forced (auto takes it too for GEMM+AR since 5f41751): the same path whatever MK_GEMM_SKINNY says. */
     char skinny_was[24]; /* the value in effect (the loader's), restored below */
     snprintf(skinny_was, sizeof skinny_was, "%lld", (long long)mk_param_gemm_skinny());
     setenv("MK_GEMM_SKINNY", "1", 1);
     mk_param_reset_cache();
-    const shape sm[] = {{1, 1000, 776}, {16, 1000, 776}, {33, 1000, 776}, {64, 1000, 776}, {64, 2048, 1024}};
-    for (int i = 0; i < 5; i++) {
+    const shape sm[] = {{1, 1000, 776},   {16, 1000, 776},  {33, 1000, 776},  {64, 1000, 776},  {65, 1000, 776},
+                        {100, 1000, 776}, {128, 1000, 776}, {64, 2048, 1024}, {128, 2048, 1024}};
+    for (int i = 0; i < (int)(sizeof sm / sizeof sm[0]); i++) {
       prepare(&x, &sm[i], 30 + i);
       poison(&x, &sm[i]);
       ASSERT_OK(call(&x, &sm[i]));
       check(&x, &sm[i], "small M");
+      const uint64_t first = c_hash(&x, &sm[i]);
+      poison(&x, &sm[i]);
+      ASSERT_OK(call(&x, &sm[i]));
+      ASSERT_UEQ(c_hash(&x, &sm[i]), first); /* a repeat gives the same bits */
     }
-    /* Calls 0..98 multiply other data (Afull as A): a read of a slot before its peer's
-     * store of the last call would show in the result of call 99. */
-    prepare(&x, &sm[1], 40);
-    poison(&x, &sm[1]);
-    ASSERT_OK(mk_fill_uniform_bf16(x.Afull, (size_t)(sm[1].m * sm[1].k), x.seed + 77 + (uint64_t)x.me, -1.0f, 1.0f,
-                                   (mk_stream_t)x.s));
-    uint16_t *const a_keep = x.A;
-    for (int it = 0; it < 100; it++) {
-      x.A = it < 99 ? x.Afull : a_keep;
-      ASSERT_OK(call(&x, &sm[1]));
+    for (int r = 0; r < 2; r++) {
+      const shape *q = &sm[r ? 6 : 1]; /* M = 16 (T = 16), M = 128 (T = 128) */
+      /* Calls 0..98 multiply other data (Afull as A): a read of a slot before its peer's
+       * store of the last call would show in the result of call 99. */
+      prepare(&x, q, 50 + 2 * r);
+      poison(&x, q);
+      ASSERT_OK(mk_fill_uniform_bf16(x.Afull, (size_t)(q->m * q->k), x.seed + 77 + (uint64_t)x.me, -1.0f, 1.0f,
+                                     (mk_stream_t)x.s));
+      uint16_t *const a_keep = x.A;
+      for (int it = 0; it < 100; it++) {
+        x.A = it < 99 ? x.Afull : a_keep;
+        ASSERT_OK(call(&x, q));
+      }
+      x.A = a_keep;
+      check(&x, q, "small M, 100 back-to-back calls");
+      CUDA_OK(cudaStreamBeginCapture(x.s, cudaStreamCaptureModeThreadLocal));
+      ASSERT_OK(call(&x, q));
+      CUDA_OK(cudaStreamEndCapture(x.s, &g));
+      CUDA_OK(cudaGraphInstantiate(&ge, g, 0));
+      prepare(&x, q, 51 + 2 * r);
+      poison(&x, q);
+      for (int it = 0; it < 100; it++) CUDA_OK(cudaGraphLaunch(ge, x.s));
+      check(&x, q, "small M, 100 graph replays");
+      CUDA_OK(cudaGraphExecDestroy(ge));
+      CUDA_OK(cudaGraphDestroy(g));
     }
-    x.A = a_keep;
-    check(&x, &sm[1], "small M, 100 back-to-back calls");
-    CUDA_OK(cudaStreamBeginCapture(x.s, cudaStreamCaptureModeThreadLocal));
-    ASSERT_OK(call(&x, &sm[1]));
-    CUDA_OK(cudaStreamEndCapture(x.s, &g));
-    CUDA_OK(cudaGraphInstantiate(&ge, g, 0));
-    prepare(&x, &sm[1], 41);
-    poison(&x, &sm[1]);
-    for (int it = 0; it < 100; it++) CUDA_OK(cudaGraphLaunch(ge, x.s));
-    check(&x, &sm[1], "small M, 100 graph replays");
-    CUDA_OK(cudaGraphExecDestroy(ge));
-    CUDA_OK(cudaGraphDestroy(g));
     setenv("MK_GEMM_SKINNY", skinny_was, 1);
     mk_param_reset_cache();
   }

@@ -1,6 +1,6 @@
 /* test_gemm_skinny.c (gpu) — the small-M GEMM (kernels/gemm/gemm_skinny.cuh, mk_gemm_bf16 with
- * M <= 64 and B [N, K]) on fresh random inputs: M in {1, 7, 16, 33, 64} (all three token widths
- * 16, 32, 64, full and partial) x (N, K) in {(8192, 7168): 128 tiles of 64 rows unsplit (BN =
+ * M <= 128 and B [N, K]) on fresh random inputs: M in {1, 7, 16, 33, 64, 65, 100, 128} (all
+ * four token widths 16, 32, 64, 128, full and partial) x (N, K) in {(8192, 7168): 128 tiles of 64 rows unsplit (BN =
  * 128: 64 x 2 k-slices) on 132 SMs, (4096, 1024): k-sliced, (1000, 776): a partial last tile
  * (N % 64 = 40) and 13 k-steps in 3 uneven slices (odd counts: the two warpgroups of a 64-row
  * tile take unequal shares), (200, 72): N and K tails, one slice, 2 k-steps}. Each shape runs
@@ -14,7 +14,7 @@
 
 #include "tests/kernels/gemm_check.h"
 
-static const int64_t k_m[] = {1, 7, 16, 33, 64};
+static const int64_t k_m[] = {1, 7, 16, 33, 64, 65, 100, 128};
 static const int64_t k_nk[][2] = {{8192, 7168}, {4096, 1024}, {1000, 776}, {200, 72}};
 
 int main(int argc, char **argv) {
