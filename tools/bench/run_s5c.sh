@@ -22,7 +22,6 @@ STEP_GREP='^\[0\] (ag_|gemm_|moe|layer|\{|  T=)|fused on|FAIL|rror'
 . "$REPO/tools/bench/bench_step.sh"
 # 2. Default shapes, defaults (JSON for docs/perf): the fused ops with async-TP merged, the MoE block, the layer.
 for op in ag_gemm gemm_rs gemm_ar; do step $op 40 mk-launch -n 4 -- mk-bench $op --json "$RES/${op}_h200x4.json"; done
-step ar_small 30 mk-launch -n 4 -- mk-bench gemm_ar --m 16 --m 64 --m 128 --warmup 50 --iters 200 --json "$RES/ar_small.json"
 TAIL=40 step moe 70 mk-launch -n 4 -- mk-bench moe --breakdown --json "$RES/moe_h200x4.json"
 TAIL=40 step layer 90 mk-launch -n 4 -- mk-bench layer --decode batch --warmup 3 --iters 10 --json "$RES/layer_h200x4.json"
 for op in ag_gemm gemm_rs; do
