@@ -2,7 +2,9 @@
  * the GPUs (fused or unfused path) against the fp32 reference: a tiny random model of one family
  * (mk-gen defaults, fresh seed; Qwen with layer 1 dense; optional KV-head count, query heads and
  * hidden raised to it; experts rounded up to a multiple of the ranks), a random prompt, greedy generation of
- * 32 tokens. Prefill logits: relative Frobenius error <= 2e-2; generated ids identical. A
+ * 32 tokens. Prefill logits: relative Frobenius error <= 2e-2 (or, where the reference's routing
+ * has a near tie inside the prompt, <= 2e-2 per position before it and < 0.5 from it on, printed);
+ * generated ids identical. A
  * differing id is accepted only at a near tie of the reference (top-2 margin below 1e-3 of
  * the logits' spread), reported, and the comparison stops there (the sequences diverge).
  * PATH both: one model instance runs the unfused then the fused path (same weights, same
@@ -36,6 +38,29 @@ static double margin(const float *v, int n) { /* top-1 minus top-2 */
   return a - b;
 }
 
+/* The prefill logits got [np, V] against want: rel. Frobenius error e <= bound, or else a routing
+ * near tie of the reference inside the prompt (relative top-k router margin < 2e-2; seen in run
+ * 5f41751: olmoe at tp 4, margin 5.5e-4 at position 5, unfused prefill 0.035 while the CPU
+ * bf16-faithful reference kept fp32's experts): bf16 activations may pick the other expert there,
+ * which moves that position and, through attention, the later ones. Accepted then when every
+ * position before the first such tie is within bound and every position from it on below 0.5
+ * (printed); anything else fails. */
+static void prefill_check(const float *got, const float *want, int np, int V, const mk_ref_t *ref, double e,
+                          double bound, int rank) {
+  if (e <= bound) return;
+  int tie = -1;
+  for (int t = 0; t < np && tie < 0; t++)
+    if (mk_ref_route_margin(ref, t) < 2e-2) tie = t;
+  printf("rank %d: prefill rel err %.3g above %.3g; first reference routing near tie at position %d%s\n", rank, e, bound,
+         tie, tie < 0 ? " (none: fails)" : "");
+  ASSERT_TRUE(tie >= 0);
+  for (int t = 0; t < np; t++) {
+    const double et = mk_test_rel_err_f32(got + (size_t)t * V, want + (size_t)t * V, (size_t)V);
+    printf("rank %d:   position %d: rel err %.3g, routing margin %.3g\n", rank, t, et, mk_ref_route_margin(ref, t));
+    ASSERT_DBL_LE(et, t < tie ? bound : 0.5);
+  }
+}
+
 /* Greedy generation on one path against the reference: prefill logits, decode logits, ids. */
 static void check_path(mk_model_gpu_t *g, const mk_ref_t *ref, mk_path path, int rank, const int32_t *prompt,
                        int np, int nn, const int32_t *ref_ids, const float *ref_lg, int32_t *gpu_ids, float *gpu_lg, int V) {
@@ -44,7 +69,7 @@ static void check_path(mk_model_gpu_t *g, const mk_ref_t *ref, mk_path path, int
   ASSERT_OK(mk_model_gpu_generate(g, prompt, np, nn, gpu_ids, gpu_lg));
   double e = mk_test_rel_err_f32(gpu_lg, ref_lg, (size_t)np * V);
   printf("rank %d: %s path: prefill logits rel err %.3g\n", rank, mk_path_name(path), e);
-  ASSERT_DBL_LE(e, 2e-2);
+  prefill_check(gpu_lg, ref_lg, np, V, ref, e, 2e-2, rank);
   /* Decode-step logits: <= 2e-2, except at a position where the reference's expert choice was
    * a near tie (relative top-k router margin < 2e-2): bf16 activations may pick the other
    * expert there (seen: one step at 0.07-0.15, all ranks alike), which must stay < 0.5. */
@@ -118,7 +143,7 @@ static void check_family(mk_comm_t *comm, mk_model_family fam, const char *name,
     check_path(g, ref, MK_PATH_FUSED, w->rank, prompt, np, nn, ref_ids, ref_lg, gpu_ids, gpu_lg, V);
     double e = mk_test_rel_err_f32(gpu_lg, un_lg, (size_t)np * V);
     printf("rank %d: %s: fused vs unfused prefill logits rel err %.3g\n", w->rank, name, e);
-    ASSERT_DBL_LE(e, 1e-2);
+    prefill_check(gpu_lg, un_lg, np, V, ref, e, 1e-2, w->rank);
     int same = 0;
     for (; same < nn && gpu_ids[same] == un_ids[same]; same++) {}
     if (same < nn) { /* fused and unfused both matched the reference up to near ties only */
