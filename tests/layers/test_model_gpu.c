@@ -39,7 +39,7 @@ static double margin(const float *v, int n) { /* top-1 minus top-2 */
 }
 
 /* The prefill logits got [np, V] against want: rel. Frobenius error e <= bound, or else a routing
- * near tie of the reference inside the prompt (relative top-k router margin < 2e-2; seen in run
+ * near tie of the reference inside the prompt (relative top-k router margin < MK_TEST_ROUTE_TIE; seen in run
  * 5f41751: olmoe at tp 4, margin 5.5e-4 at position 5, unfused prefill 0.035 while the CPU
  * bf16-faithful reference kept fp32's experts): bf16 activations may pick the other expert there,
  * which moves that position and, through attention, the later ones. Accepted then when every
@@ -50,7 +50,7 @@ static void prefill_check(const float *got, const float *want, int np, int V, co
   if (e <= bound) return;
   int tie = -1;
   for (int t = 0; t < np && tie < 0; t++)
-    if (mk_ref_route_margin(ref, t) < 2e-2) tie = t;
+    if (mk_ref_route_margin(ref, t) < MK_TEST_ROUTE_TIE) tie = t;
   printf("rank %d: prefill rel err %.3g above %.3g; first reference routing near tie at position %d%s\n", rank, e, bound,
          tie, tie < 0 ? " (none: fails)" : "");
   ASSERT_TRUE(tie >= 0);
@@ -71,7 +71,7 @@ static void check_path(mk_model_gpu_t *g, const mk_ref_t *ref, mk_path path, int
   printf("rank %d: %s path: prefill logits rel err %.3g\n", rank, mk_path_name(path), e);
   prefill_check(gpu_lg, ref_lg, np, V, ref, e, 2e-2, rank);
   /* Decode-step logits: <= 2e-2, except at a position where the reference's expert choice was
-   * a near tie (relative top-k router margin < 2e-2): bf16 activations may pick the other
+   * a near tie (relative top-k router margin < MK_TEST_ROUTE_TIE): bf16 activations may pick the other
    * expert there (seen: one step at 0.07-0.15, all ranks alike), which must stay < 0.5. */
   int same = 0, bad = 0, ties = 0;
   double worst = 0;
@@ -80,7 +80,7 @@ static void check_path(mk_model_gpu_t *g, const mk_ref_t *ref, mk_path path, int
     const float *a = gpu_lg + (size_t)pos * V, *b = ref_lg + (size_t)pos * V;
     const double es = same ? mk_test_rel_err_f32(a, b, V) : 0, mg = mk_ref_route_margin(ref, pos);
     if (!(es <= 2e-2)) {
-      const int tie = mg < 2e-2 && es < 0.5;
+      const int tie = mg < MK_TEST_ROUTE_TIE && es < 0.5;
       printf("rank %d: decode step %d (position %d): logits rel err %.3g, reference routing margin %.3g%s\n", rank,
              same, pos, es, mg, tie ? " (a near tie: accepted)" : "");
       tie ? ties++ : bad++;

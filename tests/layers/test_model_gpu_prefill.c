@@ -9,7 +9,7 @@
  *    (mk_ref_force_routes; the same roundings and experts, only summation orders differ):
  *    rel. Frobenius error <= 1e-2 over the 40 positions and <= 2e-2 at each;
  *  - every (layer, position) where the GPU picked other experts than fp32 (an expert flip)
- *    is a near tie of fp32's router (mk_ref_route_margin < 2e-2);
+ *    is a near tie of fp32's router (mk_ref_route_margin < MK_TEST_ROUTE_TIE, tests/layers/families.h);
  *  - without flips: GPU vs fp32 <= 2e-2 (the model tests' tolerance) over the 40 positions.
  * Prints GPU vs fp32, the flips, GPU vs bf16-faithful on its own routing, and bf16-faithful on
  * fp32's routing vs fp32 (the error bf16 rounding alone gives).
@@ -91,7 +91,7 @@ static void check_family(mk_comm_t *comm, mk_model_family fam, const char *name,
       const double mg = mk_ref_route_margin(rf, t);
       printf("rank %d: %s layer %d position %d: GPU experts differ from fp32's, fp32 routing margin %.3g\n", w->rank,
              name, l, t, mg);
-      if (!(mg < 2e-2)) MK_TEST_FAIL_("%s layer %d position %d: an expert flip away from a near tie", name, l, t);
+      if (!(mg < MK_TEST_ROUTE_TIE)) MK_TEST_FAIL_("%s layer %d position %d: an expert flip away from a near tie", name, l, t);
     }
   double worst = 0;
   for (int t = 0; t < NT; t++) {
