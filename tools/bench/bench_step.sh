@@ -1,4 +1,4 @@
-# tools/bench/bench_step.sh — sourced by the GPU bench scripts (next_rsov.sh): the environment
+# tools/bench/bench_step.sh — sourced by the GPU bench scripts (run_s5c.sh): the environment
 # every GPU run keeps (no NVLink multicast), T0 and the time guard LIMIT (default 250 s; or what is
 # left of MK_CALL_LIMIT), and
 #   step NAME SECONDS COMMAND...   runs COMMAND under timeout into $RES/NAME.log (skipped when

@@ -3,8 +3,8 @@
 # (gpu-check.sh's ctest), the A/B runs that decide the opt-in defaults, time-guarded by MK_CALL_LIMIT:
 #   MK_CALL_LIMIT=570 CTEST_ARGS="-R test_fused|test_moe|test_gemm|test_gather|test_layers|test_ref" CTEST_WALL=300 \
 #     tools/gpu-check.sh -- 'bash ../../tools/bench/run_s5a.sh'
-# 1. branch laymoe (#9): layer decode with MK_MOE_DECODE_TOKENS / MK_TP_GATHER_SM on and off (next_laymoe.sh's variants);
-# 2. branch rsov (#6): GEMM+RS / GEMM+AR with MK_FUSED_CE_OVERLAP 0 vs 1 in one call (next_rsov.sh);
+# 1. branch laymoe (#9): layer decode with MK_MOE_DECODE_TOKENS / MK_TP_GATHER_SM on and off (the variants of the former next_laymoe.sh);
+# 2. branch rsov (#6): GEMM+RS / GEMM+AR with MK_FUSED_CE_OVERLAP 0 vs 1 in one call (the former next_rsov.sh, with a reducer sweep);
 # 3. MoE decode split-K AUTO vs off (#7; E = 128 decode was 12 % slower at c3fccbc);
 # 4. ncu of the skinny GEMM (M = 16, 8192 x 7168) and of cuBLASLt's kernel at the same shape;
 # 5. GEMM+AR at M = 16 / 64 / 128 at defaults; PyTorch async-TP merged into the RS rows.
