@@ -12,9 +12,8 @@
  *   cnt     u64 [W][ceil(N/BN)] cnt[p][j] = e + 1 once p's BN-column slab j is in this S
  * The CTA that finishes slab j (BN = MK_GEMM_SKINNY_BN columns, all of K: after the split-K
  * fix-up) stages its bf16 partial of the slab in shared memory and pushes it into S[e & 1][me]
- * of every rank of the node group (itself included) in coalesced 16-byte stores, fences (system
- * scope), and one thread release-sets cnt[me][j]
- * = e + 1 on every rank; then that thread waits (bounded, error record) until cnt[p][j] >= e + 1
+ * of every rank of the node group (itself included) in coalesced 16-byte stores; after a CTA
+ * barrier one thread fences (system scope) and release-sets cnt[me][j] = e + 1 on every rank; then that thread waits (bounded, error record) until cnt[p][j] >= e + 1
  * for p = 0..W-1 in its own heap, and the 256 consumer threads sum the W partials of the slab in
  * the order 0..W-1 in fp32 into C: the same bits on every rank. The epoch is read on the device
  * and advanced after the kernel (graph replays work); flags only grow (fused_common.cuh).

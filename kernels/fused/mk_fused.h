@@ -67,8 +67,8 @@ typedef struct mk_fused_args {
  * MK_FUSED_{RS,AR}_COPY = 1, or -1 (default) with max_m * max_n * 2 >= MK_FUSED_{RS,AR}_CE_MIN_MB
  * MiB. With -1 a heap or device memory too small for it is a warning (the op keeps the SM path),
  * with 1 an error. AR on one node group also takes 2 * W * min(max_m, 128) * max_n * 2 bytes of
- * heap for its small-M path (M <= 128, B [N, K]: the skinny GEMM pushes each 128-column slab to
- * every rank, which sums the W slabs in rank order; MK_GEMM_SKINNY=0 turns it off). */
+ * heap for its small-M path (M <= 128, B [N, K]: the skinny GEMM pushes each MK_GEMM_SKINNY_BN-column
+ * slab to every rank, which sums the W slabs in rank order; MK_GEMM_SKINNY=0 turns it off). */
 /* In-place all-gather of equal slices over the ranks first .. first + n - 1 of one node group
  * (2 <= n <= 8), on the SMs: each rank stores its slice into every peer's buffer over NVLink and
  * signals (gather_rows.cu; no NCCL, no host synchronisation, graph-capturable). buf [n][slice_bytes]
@@ -106,7 +106,8 @@ int mk_fused_ce_select(mk_fused_op op, int64_t m, int64_t n, int world, int nnod
  * as it is now, the staging of mk_fused_create), 0 on SM roles. */
 int mk_fused_uses_ce(const mk_fused_t *f, mk_fused_op op, int64_t m, int64_t n);
 /* 1 when this GEMM+AR call takes the small-M path (the skinny GEMM pushing its slabs to every
- * rank; no comm CTAs): M <= 128, B [N, K], one node group, MK_GEMM_SKINNY's rule. */
+ * rank; no comm CTAs): M <= 128, B [N, K], one node group, MK_GEMM_SKINNY != 0 (auto takes every
+ * such call, whatever the weight size). */
 int mk_fused_ar_small_m(const mk_fused_t *f, const mk_fused_args *a);
 
 /* The default role split (comm CTAs) for an op and shape on this GPU. */

@@ -249,11 +249,12 @@ static inline int mk_gemm_skinny_splits(int64_t n, int64_t k, int sms, int bn) {
   return s < 1 ? 1 : (int)s;
 }
 
-/* Auto mode (MK_GEMM_SKINNY=-1) takes the skinny kernel only where the weights are large enough for
- * streaming them to dominate: N x K x 2 >= 32 MiB. Measured on 4 x H200 (run c3fccbc): 8192 x 7168
- * (117 MB) 0.045 ms against ~0.06 for the core (cuBLASLt 0.034), GEMM+AR at M = 16 0.070 against
- * 0.103; 4096 x 1024 (8 MB) 0.025 ms (cuBLASLt 0.008), and the layer's decode GEMM+AR slower than on
- * the reducer path. MK_GEMM_SKINNY=1 takes it for every M <= 128, B [N, K] (T = 128 since version 9). */
+/* Auto mode (MK_GEMM_SKINNY=-1) of the plain GEMM takes the skinny kernel only where the weights are
+ * large enough for streaming them to dominate: N x K x 2 >= 32 MiB. Measured on one H200 (runs
+ * 5f41751, bc5bc01): 8192 x 7168 (117 MB) 0.034 ms at M = 16 and 0.038 at M = 128 against 0.049 for
+ * the core (cuBLASLt 0.033 / 0.036); at 4096 x 1024 (8 MB) 0.010 ms (cuBLASLt 0.008), the core not
+ * timed there, so small weights keep it. GEMM+AR's small-M path does not use this rule (gemm_ar.cu).
+ * MK_GEMM_SKINNY=1 takes it for every M <= 128, B [N, K]. */
 static inline bool mk_gemm_skinny_pays(int64_t n, int64_t k) { return n * k * 2 >= (32ll << 20); }
 
 /* Workspace bytes for a launch with tiles of height bn (0 when splits = 1). */
