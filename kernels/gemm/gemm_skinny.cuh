@@ -80,18 +80,19 @@ struct mk_gemm_skinny_args {
 };
 
 /* The thread holding accumulators d (warpgroup cw, warp, lane of weight tile `tile`) hands
- * put(t, ne, v) every bf16x2 pair v = C[t][ne..ne+1] it owns after one shuffle: acc d[4j +
- * {0,1,2,3}] = (n = r0, t = c), (r0, c + 1), (r0 + 8, c), (r0 + 8, c + 1) with r0 = n0 + 16 warp
- * + lane / 4 (+ 64 cw when BN = 128), c = 8 j + 2 (lane % 4); lanes g = lane / 4 even and odd
- * (rows r0, r0 + 1) trade, the even lane keeping token c, the odd one c + 1. BN = 128: every j
- * of the warpgroup's 64 rows; BN = 64: both warpgroups hold the tile's 64 rows, warpgroup cw
- * the token blocks j in [cw T / 16, (cw + 1) T / 16) (after the exchange), compacted into
- * d[0 .. T / 4) (mk_gemm_skinny_exchange: the other half is dead, which keeps T = 128 free of
- * spills). Pairs may lie past M and N (N is a multiple of 8: a pair is all in or all out).
- * Every lane of the warp must call it. */
+ * put(t, ne, lo, hi) every fp32 pair it owns after one shuffle: lo = C[t][ne..ne+1], hi =
+ * C[t][ne+8..ne+9] (ne % 16 < 8: rows 16i + j and 16i + 8 + j, which is how the gate/up
+ * interleave of w1 pairs them): acc d[4j + {0,1,2,3}] = (n = r0, t = c), (r0, c + 1), (r0 + 8,
+ * c), (r0 + 8, c + 1) with r0 = n0 + 16 warp + lane / 4 (+ 64 cw when BN = 128), c = 8 j + 2 (lane
+ * % 4); lanes g = lane / 4 even and odd (rows r0, r0 + 1) trade, the even lane keeping token c,
+ * the odd one c + 1. BN = 128: every j of the warpgroup's 64 rows; BN = 64: both warpgroups
+ * hold the tile's 64 rows, warpgroup cw the token blocks j in [cw T / 16, (cw + 1) T / 16)
+ * (after the exchange), compacted into d[0 .. T / 4) (mk_gemm_skinny_exchange: the other half
+ * is dead, which keeps T = 128 free of spills). Pairs may lie past M and N (N is a multiple
+ * of 8: a pair is all in or all out). Every lane of the warp must call it. */
 template <int T, int BN, class F>
-__device__ __forceinline__ void mk_gemm_skinny_pairs(const float (&d)[T / 2], int tile, int cw, int warp, int lane,
-                                                     F &&put) {
+__device__ __forceinline__ void mk_gemm_skinny_pairs_f32(const float (&d)[T / 2], int tile, int cw, int warp,
+                                                         int lane, F &&put) {
   constexpr int J = BN == 128 ? T / 8 : T / 16;
   const int odd = (lane >> 2) & 1, hi = BN == 64 && cw;
   const int ne = tile * BN + (BN == 128 ? cw * 64 : 0) + warp * 16 + (lane >> 2) - odd;
@@ -102,9 +103,18 @@ __device__ __forceinline__ void mk_gemm_skinny_pairs(const float (&d)[T / 2], in
     const float x = __shfl_xor_sync(0xffffffffu, odd ? d0 : d1, 4);
     const float y = __shfl_xor_sync(0xffffffffu, odd ? d2 : d3, 4);
     const int t = 8 * (jj + (hi ? J : 0)) + 2 * (lane & 3) + odd;
-    put(t, ne, odd ? __floats2bfloat162_rn(x, d1) : __floats2bfloat162_rn(d0, x));
-    put(t, ne + 8, odd ? __floats2bfloat162_rn(y, d3) : __floats2bfloat162_rn(d2, y));
+    put(t, ne, odd ? make_float2(x, d1) : make_float2(d0, x), odd ? make_float2(y, d3) : make_float2(d2, y));
   }
+}
+
+/* The same pairs as bf16x2: put(t, ne, C[t][ne..ne+1]) and put(t, ne + 8, ...). */
+template <int T, int BN, class F>
+__device__ __forceinline__ void mk_gemm_skinny_pairs(const float (&d)[T / 2], int tile, int cw, int warp, int lane,
+                                                     F &&put) {
+  mk_gemm_skinny_pairs_f32<T, BN>(d, tile, cw, warp, lane, [&](int t, int ne, float2 lo, float2 hi) {
+    put(t, ne, __floats2bfloat162_rn(lo.x, lo.y));
+    put(t, ne + 8, __floats2bfloat162_rn(hi.x, hi.y));
+  });
 }
 
 /* The plain epilogue: C[t][n] for t < M, n < N. An Epi provides
