@@ -15,18 +15,24 @@
  * (as before session 5; for A/B runs). Either is correct on any rank mix. */
 MK_PARAM_INT(moe_dispatch_early, "MOE_DISPATCH_EARLY", 1, 0, 1)
 
-/* 1: both grouped GEMMs of the fused path on the swap-AB skinny scheme (moe_skinny.cu) where the
- * handle runs the overlapped schedule with SwiGLU in the epilogue and max_tokens <= 512 (decode);
- * 0 (default): the GEMM core. Not measured yet (docs/perf/NOTES.md, moe, session 5, skinny). */
-MK_PARAM_INT(moe_skinny, "MOE_SKINNY", 0, 0, 1)
+/* 1, 2: both grouped GEMMs of the fused path on the swap-AB skinny scheme (moe_skinny.cu) where
+ * the handle runs the overlapped schedule with SwiGLU in the epilogue and max_tokens <= 512
+ * (decode); 0 (default): the GEMM core. Not measured yet (docs/perf/NOTES.md, moe, session 5,
+ * skinny). The value picks the token width T (pick_skinny). */
+MK_PARAM_INT(moe_skinny, "MOE_SKINNY", 0, 0, 2)
 
-/* The skinny path's token width T: the smallest of 16/32/64/128 holding the most rows a local
- * expert can get (W x max_tokens: each token sends one row per expert); experts with more rows
- * than 128 are done in 128-row chunks. 0 where the path does not apply. */
+/* The skinny path's token width T, the smallest of 16/32/64/128 holding `rows`: 1: the most rows
+ * a local expert can get (W x max_tokens: a token sends one row per expert); 2: twice the rows
+ * a local expert gets at uniform routing (W x max_tokens x top_k / E), fewer token columns for the
+ * tensor cores and TMA at the cost of re-streaming an expert's weights per T-row chunk where
+ * routing piles more rows on it. Rows past T (2; 1: past 128) are done in T-row chunks. 0 where
+ * the path does not apply. */
 static int pick_skinny(const mk_moe_args *a, int W, int sched, int glu) {
-  if (!mk_param_moe_skinny() || sched != MK_MOE_SCHED_OVERLAP || !glu || a->max_tokens > 512) return 0;
-  const int64_t cap = (int64_t)W * a->max_tokens;
-  return cap <= 16 ? 16 : cap <= 32 ? 32 : cap <= 64 ? 64 : 128;
+  const int64_t mode = mk_param_moe_skinny();
+  if (!mode || sched != MK_MOE_SCHED_OVERLAP || !glu || a->max_tokens > 512) return 0;
+  const int64_t rows = mode == 1 ? (int64_t)W * a->max_tokens
+                                 : (2 * (int64_t)W * a->max_tokens * a->top_k + a->n_experts - 1) / a->n_experts;
+  return rows <= 16 ? 16 : rows <= 32 ? 32 : rows <= 64 ? 64 : 128;
 }
 
 static mk_status heap(mk_moe_t *m, uint64_t bytes, uint64_t *off) {

@@ -28,7 +28,8 @@ typedef struct cfg {
   const char *routing; /* uniform, zipf, hot */
   int H, T;            /* hidden size (0: 256); tokens of rank 0, + 3 per rank (0: the defaults below) */
   int tmax;            /* the handle's max_tokens: 0 = 300; -1 = the largest rank's T (decode-sized handles:
-                          under MK_MOE_SKINNY=1 the token widths 16 / 32 / 64) */
+                          under MK_MOE_SKINNY=1 the token widths 16 / 32 / 64; under 2, 16 / 32 and
+                          the hot case's 38-row expert in 32-row chunks on 4 ranks) */
 } cfg;
 
 static void run_case(mk_comm_t *c, const cfg *g, uint64_t seed, cudaStream_t s) {
@@ -207,7 +208,8 @@ int main(int argc, char **argv) {
   ASSERT_TRUE(m == NULL);
   const cfg cases[] = {{8, 2, 1, "uniform", 0, 0, 0}, {16, 4, 0, "zipf", 0, 0, 0}, {8, 2, 0, "hot", 0, 0, 0},
                        {16, 4, 1, "hot", 0, 0, 0},      {8, 2, 1, "uniform", 2048, 5, 0},
-                       {8, 2, 1, "uniform", 2048, 2, -1}, {8, 2, 1, "uniform", 2048, 5, 16}};
+                       {8, 2, 1, "uniform", 2048, 2, -1}, {8, 2, 1, "uniform", 2048, 5, 16},
+                       {8, 2, 0, "hot", 2048, 5, 16}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(c, &cases[i], seed + 7919 * i, s);
   mk_comm_destroy(c);
   printf("OK\n");
