@@ -46,19 +46,11 @@ __global__ void __launch_bounds__(384, 1)
   using Cfg = mk_gemm_skinny_config<T, 64>;
   using namespace mk_sm90;
   extern __shared__ uint8_t smem_raw[];
-  uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
-  float *xb = (float *)(smem + Cfg::kStages * Cfg::kStageBytes);
-  uint64_t *full = (uint64_t *)(smem + Cfg::kStages * Cfg::kStageBytes + Cfg::kXBytes);
-  uint64_t *empty = full + Cfg::kStages;
+  /* empty: one arrive per warp of the warpgroup that consumes the stage */
+  const mk_gemm_skinny_ring r = mk_gemm_skinny_ring_init<Cfg>(smem_raw, 4);
+  uint8_t *smem = r.smem;
+  uint64_t *full = r.full;
   const int tid = threadIdx.x, wg = tid / 128;
-  if (tid == 0) {
-    for (int s = 0; s < Cfg::kStages; s++) {
-      mbar_init(&full[s], 1);
-      mbar_init(&empty[s], 4); /* one arrive per warp of the warpgroup that consumes the stage */
-    }
-    mbar_fence_init();
-  }
-  __syncthreads();
   const int k_iters = (a.k + Cfg::kBK - 1) / Cfg::kBK, units = a.groups * a.tiles;
 
   if (wg == 0) {
@@ -66,19 +58,17 @@ __global__ void __launch_bounds__(384, 1)
     if (tid != 0) return;
     tma_prefetch_desc(&tma_w);
     tma_prefetch_desc(&tma_t);
-    int s = 0;
-    uint32_t phase = 0;
+    mk_gemm_skinny_producer<Cfg> pr;
     for (int u = blockIdx.x; u < units; u += gridDim.x) {
       const int g = u % a.groups, tile = u / a.groups, rows = a.rows[g];
       if (rows <= 0) continue;
       const int row0 = a.row_off[g], nc = (rows + T - 1) / T;
       for (int c = 0; c < nc; c++) {
         const int early = c == 0 ? min(Cfg::kStages, k_iters) : 0; /* stages whose tokens wait for the rows */
-        const int s0 = s;
+        const int s0 = pr.s;
         for (int kb = 0; kb < k_iters; kb++) {
-          mbar_wait(&empty[s], phase ^ 1);
+          const int s = pr.next(r);
           uint8_t *sw = smem + s * Cfg::kStageBytes;
-          mbar_expect_tx(&full[s], Cfg::kStageBytes);
           tma_load_3d(sw, &tma_w, &full[s], kb * Cfg::kBK, tile * Cfg::kBN, g);
           if (kb >= early) tma_load_3d(sw + Cfg::kWBytes, &tma_t, &full[s], kb * Cfg::kBK, row0 + c * T, 0);
           if (kb == early - 1) { /* the weights of the first stages are in flight: now the rows */
@@ -88,10 +78,7 @@ __global__ void __launch_bounds__(384, 1)
               tma_load_3d(smem + sq * Cfg::kStageBytes + Cfg::kWBytes, &tma_t, &full[sq], q * Cfg::kBK, row0, 0);
             }
           }
-          if (++s == Cfg::kStages) {
-            s = 0;
-            phase ^= 1;
-          }
+          pr.step();
         }
       }
     }
@@ -106,29 +93,9 @@ __global__ void __launch_bounds__(384, 1)
     if (rows <= 0) continue;
     const int row0 = a.row_off[g], nc = (rows + T - 1) / T;
     for (int c = 0; c < nc; c++) {
-#pragma unroll
-      for (int i = 0; i < T / 2; i++) d[i] = 0.f;
-      int prev = -1;
-      for (int i = cw; i < k_iters; i += 2) {
-        const uint32_t q = g0 + (uint32_t)i;
-        const int s = (int)(q % Cfg::kStages);
-        mbar_wait(&full[s], (q / Cfg::kStages) & 1);
-        const uint8_t *sw = smem + s * Cfg::kStageBytes, *st = sw + Cfg::kWBytes;
-        wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < Cfg::kBK / 16; kk++)
-          wgmma_m64nk16_bf16<T, 0>(d, desc_sw128(sw + kk * 32, 16, 1024), desc_sw128(st + kk * 32, 16, 1024));
-        wgmma_commit();
-        wgmma_wait<1>(); /* the group that read stage `prev` is done */
-        mk_gemm_ring_free(empty, lane, prev);
-        prev = s;
-      }
+      mk_gemm_skinny_mma<T, 64, Cfg>(d, r, g0, k_iters, cw, lane);
       g0 += (uint32_t)k_iters;
-      wgmma_wait<0>();
-#pragma unroll
-      for (int i = 0; i < T / 2; i++) fence_operand(d[i]);
-      mk_gemm_ring_free(empty, lane, prev);
-      mk_gemm_skinny_exchange<T>(d, xb, cw, l);
+      mk_gemm_skinny_exchange<T>(d, r.xb, cw, l);
       p.template store<T>(g, row0 + c * T, min(T, rows - c * T), tile, d, cw, warp, lane);
     }
     if constexpr (P::kAfterUnit) {
