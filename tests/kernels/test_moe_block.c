@@ -27,7 +27,7 @@ typedef struct cfg {
   int E, K, renorm;
   const char *routing; /* uniform, zipf, hot */
   int H, T;            /* hidden size (0: 256); tokens of rank 0, + 3 per rank (0: the defaults below) */
-  int tmax;            /* the handle's max_tokens: 0 = 300; -1 = the largest rank's T (decode-sized handles:
+  int tmax;            /* the handle's max_tokens: 0 = 300; else at least the largest rank's T (decode-sized handles:
                           under MK_MOE_SKINNY=1 the token widths 16 / 32 / 64; under 2, 16 / 32 and
                           the hot case's 38-row expert in 32-row chunks on 4 ranks) */
 } cfg;
@@ -35,7 +35,7 @@ typedef struct cfg {
 static void run_case(mk_comm_t *c, const cfg *g, uint64_t seed, cudaStream_t s) {
   const mk_world *wd = mk_comm_world(c);
   const int W = wd->size, me = wd->rank, H = g->H ? g->H : 256, I = 384, E = g->E, K = g->K, El = E / W;
-  const int Tmax = g->tmax > 0 ? g->tmax : g->tmax < 0 ? g->T + 3 * (W - 1) : 300;
+  const int Tmax = g->tmax ? (g->T + 3 * (W - 1) > g->tmax ? g->T + 3 * (W - 1) : g->tmax) : 300;
   /* hot routing: the last rank has 1 token (E = 8) or none at all (E = 16); g->T: decode-sized,
      a few rows per dispatch CTA, each cut into parts over several warps */
   const int T = g->T                                         ? g->T + 3 * me

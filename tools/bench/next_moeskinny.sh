@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # tools/bench/next_moeskinny.sh — branch moeskinny (issues #7, #9: MoE decode grouped GEMMs on the swap-AB
 # skinny scheme), 4 x H200, one device call, time-guarded by MK_CALL_LIMIT (bench_step.sh):
-#   MK_CALL_LIMIT=570 CTEST_ARGS="-R test_moe_block$|test_moe_block_ep4|test_moe_block_2x2|test_moe_block_skinny|test_moe_pick" \
-#     CTEST_TIMEOUT=180 CTEST_WALL=330 tools/gpu-check.sh -- 'bash ../../tools/bench/next_moeskinny.sh'
+#   MK_CALL_LIMIT=570 CTEST_ARGS="-R test_moe_block$|test_moe_block_ep4|test_moe_block_skinny|test_moe_pick" \
+#     CTEST_TIMEOUT=180 CTEST_WALL=300 tools/gpu-check.sh -- 'bash ../../tools/bench/next_moeskinny.sh'
 # (gpu-check.sh runs this in build-gpu/bin.) What changed (docs/perf/NOTES.md, moe, "Session 5: skinny
 # grouped GEMMs"): MK_MOE_SKINNY=1/2 runs GEMM1 (SwiGLU epilogue) and GEMM2 of the overlapped schedule
 # on kernels/gemm/gemm_skinny_grouped.cuh (weights on the 64-row wgmma side, each expert's rows the
