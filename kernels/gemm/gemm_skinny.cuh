@@ -80,19 +80,18 @@ struct mk_gemm_skinny_args {
 };
 
 /* The thread holding accumulators d (warpgroup cw, warp, lane of weight tile `tile`) hands
- * put(t, ne, lo, hi) every fp32 pair it owns after one shuffle: lo = C[t][ne..ne+1], hi =
- * C[t][ne+8..ne+9] (ne % 16 < 8: rows 16i + j and 16i + 8 + j, which is how the gate/up
- * interleave of w1 pairs them): acc d[4j + {0,1,2,3}] = (n = r0, t = c), (r0, c + 1), (r0 + 8,
- * c), (r0 + 8, c + 1) with r0 = n0 + 16 warp + lane / 4 (+ 64 cw when BN = 128), c = 8 j + 2 (lane
- * % 4); lanes g = lane / 4 even and odd (rows r0, r0 + 1) trade, the even lane keeping token c,
- * the odd one c + 1. BN = 128: every j of the warpgroup's 64 rows; BN = 64: both warpgroups
- * hold the tile's 64 rows, warpgroup cw the token blocks j in [cw T / 16, (cw + 1) T / 16)
- * (after the exchange), compacted into d[0 .. T / 4) (mk_gemm_skinny_exchange: the other half
- * is dead, which keeps T = 128 free of spills). Pairs may lie past M and N (N is a multiple
- * of 8: a pair is all in or all out). Every lane of the warp must call it. */
+ * put(t, ne, v) every bf16x2 pair v = C[t][ne..ne+1] it owns after one shuffle: acc d[4j +
+ * {0,1,2,3}] = (n = r0, t = c), (r0, c + 1), (r0 + 8, c), (r0 + 8, c + 1) with r0 = n0 + 16 warp
+ * + lane / 4 (+ 64 cw when BN = 128), c = 8 j + 2 (lane % 4); lanes g = lane / 4 even and odd
+ * (rows r0, r0 + 1) trade, the even lane keeping token c, the odd one c + 1. BN = 128: every j
+ * of the warpgroup's 64 rows; BN = 64: both warpgroups hold the tile's 64 rows, warpgroup cw
+ * the token blocks j in [cw T / 16, (cw + 1) T / 16) (after the exchange), compacted into
+ * d[0 .. T / 4) (mk_gemm_skinny_exchange: the other half is dead, which keeps T = 128 free of
+ * spills). Pairs may lie past M and N (N is a multiple of 8: a pair is all in or all out).
+ * Every lane of the warp must call it. */
 template <int T, int BN, class F>
-__device__ __forceinline__ void mk_gemm_skinny_pairs_f32(const float (&d)[T / 2], int tile, int cw, int warp,
-                                                         int lane, F &&put) {
+__device__ __forceinline__ void mk_gemm_skinny_pairs(const float (&d)[T / 2], int tile, int cw, int warp, int lane,
+                                                     F &&put) {
   constexpr int J = BN == 128 ? T / 8 : T / 16;
   const int odd = (lane >> 2) & 1, hi = BN == 64 && cw;
   const int ne = tile * BN + (BN == 128 ? cw * 64 : 0) + warp * 16 + (lane >> 2) - odd;
@@ -103,18 +102,9 @@ __device__ __forceinline__ void mk_gemm_skinny_pairs_f32(const float (&d)[T / 2]
     const float x = __shfl_xor_sync(0xffffffffu, odd ? d0 : d1, 4);
     const float y = __shfl_xor_sync(0xffffffffu, odd ? d2 : d3, 4);
     const int t = 8 * (jj + (hi ? J : 0)) + 2 * (lane & 3) + odd;
-    put(t, ne, odd ? make_float2(x, d1) : make_float2(d0, x), odd ? make_float2(y, d3) : make_float2(d2, y));
+    put(t, ne, odd ? __floats2bfloat162_rn(x, d1) : __floats2bfloat162_rn(d0, x));
+    put(t, ne + 8, odd ? __floats2bfloat162_rn(y, d3) : __floats2bfloat162_rn(d2, y));
   }
-}
-
-/* The same pairs as bf16x2: put(t, ne, C[t][ne..ne+1]) and put(t, ne + 8, ...). */
-template <int T, int BN, class F>
-__device__ __forceinline__ void mk_gemm_skinny_pairs(const float (&d)[T / 2], int tile, int cw, int warp, int lane,
-                                                     F &&put) {
-  mk_gemm_skinny_pairs_f32<T, BN>(d, tile, cw, warp, lane, [&](int t, int ne, float2 lo, float2 hi) {
-    put(t, ne, __floats2bfloat162_rn(lo.x, lo.y));
-    put(t, ne + 8, __floats2bfloat162_rn(hi.x, hi.y));
-  });
 }
 
 /* The plain epilogue: C[t][n] for t < M, n < N. An Epi provides
@@ -158,82 +148,6 @@ __device__ __forceinline__ void mk_gemm_skinny_exchange(float (&d)[T / 2], float
   mk_sm90::named_bar_sync(4, 256);
 }
 
-/* The CTA's shared memory: the ring (kStages stages), the exchange/staging area xb, the full and
- * empty barriers (empty counts `empty_arrivals` warps); every thread calls it (one __syncthreads). */
-struct mk_gemm_skinny_ring {
-  uint8_t *smem;
-  float *xb;
-  uint64_t *full, *empty;
-};
-template <class Cfg>
-__device__ __forceinline__ mk_gemm_skinny_ring mk_gemm_skinny_ring_init(uint8_t *smem_raw, int empty_arrivals) {
-  mk_gemm_skinny_ring r;
-  r.smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
-  r.xb = (float *)(r.smem + Cfg::kStages * Cfg::kStageBytes);
-  r.full = (uint64_t *)(r.smem + Cfg::kStages * Cfg::kStageBytes + Cfg::kXBytes);
-  r.empty = r.full + Cfg::kStages;
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < Cfg::kStages; s++) {
-      mk_sm90::mbar_init(&r.full[s], 1);
-      mk_sm90::mbar_init(&r.empty[s], empty_arrivals);
-    }
-    mk_sm90::mbar_fence_init();
-  }
-  __syncthreads();
-  return r;
-}
-
-/* Producer thread's ring position: next() waits until slot s is free, arms its full barrier for
- * a whole stage (kStageBytes) and returns the slot; step() moves on (the parity flips at the wrap). */
-template <class Cfg>
-struct mk_gemm_skinny_producer {
-  int s = 0;
-  uint32_t phase = 0;
-  __device__ __forceinline__ int next(const mk_gemm_skinny_ring &r) {
-    mk_sm90::mbar_wait(&r.empty[s], phase ^ 1);
-    mk_sm90::mbar_expect_tx(&r.full[s], Cfg::kStageBytes);
-    return s;
-  }
-  __device__ __forceinline__ void step() {
-    if (++s == Cfg::kStages) {
-      s = 0;
-      phase ^= 1;
-    }
-  }
-};
-
-/* Consumer warpgroup cw: d = the product over n k-steps at ring positions g0 .. g0 + n - 1 (stage
- * q: slot q % kStages, parity (q / kStages) & 1). BN = 128: warpgroup cw multiplies rows 64 cw ..
- * + 63 of every stage; BN = 64: both the stage's 64 rows, warpgroup cw the k-steps cw, cw + 2, ...
- * Each stage is released as soon as the wgmma that read it is done. */
-template <int T, int BN, class Cfg>
-__device__ __forceinline__ void mk_gemm_skinny_mma(float (&d)[T / 2], const mk_gemm_skinny_ring &r, uint32_t g0,
-                                                   int n, int cw, int lane) {
-  using namespace mk_sm90;
-#pragma unroll
-  for (int i = 0; i < T / 2; i++) d[i] = 0.f;
-  int prev = -1;
-  for (int i = BN == 64 ? cw : 0; i < n; i += BN == 64 ? 2 : 1) {
-    const uint32_t q = g0 + (uint32_t)i;
-    const int s = (int)(q % Cfg::kStages);
-    mbar_wait(&r.full[s], (q / Cfg::kStages) & 1);
-    const uint8_t *sw = r.smem + s * Cfg::kStageBytes + (BN == 128 ? cw * 64 * Cfg::kBK * 2 : 0);
-    const uint8_t *st = r.smem + s * Cfg::kStageBytes + Cfg::kWBytes;
-    wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < Cfg::kBK / 16; kk++)
-      wgmma_m64nk16_bf16<T, 0>(d, desc_sw128(sw + kk * 32, 16, 1024), desc_sw128(st + kk * 32, 16, 1024));
-    wgmma_commit();
-    wgmma_wait<1>(); /* the group that read stage `prev` is done */
-    mk_gemm_ring_free(r.empty, lane, prev);
-    prev = s;
-  }
-  wgmma_wait<0>();
-#pragma unroll
-  for (int i = 0; i < T / 2; i++) fence_operand(d[i]);
-  mk_gemm_ring_free(r.empty, lane, prev);
-}
-
 template <int T, int BN, class Epi>
 __global__ void __launch_bounds__(384, 1)
     mk_gemm_skinny_kernel(const __grid_constant__ CUtensorMap tma_w, const __grid_constant__ CUtensorMap tma_t,
@@ -241,12 +155,19 @@ __global__ void __launch_bounds__(384, 1)
   using Cfg = mk_gemm_skinny_config<T, BN, Epi::kStage>;
   using namespace mk_sm90;
   extern __shared__ uint8_t smem_raw[];
-  /* empty: one arrive per warp that consumes the stage */
-  const mk_gemm_skinny_ring r = mk_gemm_skinny_ring_init<Cfg>(smem_raw, BN == 64 ? 4 : 8);
-  uint8_t *smem = r.smem;
-  float *xb = r.xb;
-  uint64_t *full = r.full;
+  uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
+  float *xb = (float *)(smem + Cfg::kStages * Cfg::kStageBytes);
+  uint64_t *full = (uint64_t *)(smem + Cfg::kStages * Cfg::kStageBytes + Cfg::kXBytes);
+  uint64_t *empty = full + Cfg::kStages;
   const int tid = threadIdx.x, wg = tid / 128;
+  if (tid == 0) {
+    for (int s = 0; s < Cfg::kStages; s++) {
+      mbar_init(&full[s], 1);
+      mbar_init(&empty[s], BN == 64 ? 4 : 8); /* one arrive per warp that consumes the stage */
+    }
+    mbar_fence_init();
+  }
+  __syncthreads();
   const int k_iters = (args.k + Cfg::kBK - 1) / Cfg::kBK, units = args.tiles * args.splits;
 
   if (wg == 0) {
@@ -254,16 +175,21 @@ __global__ void __launch_bounds__(384, 1)
     if (tid != 0) return;
     tma_prefetch_desc(&tma_w);
     tma_prefetch_desc(&tma_t);
-    mk_gemm_skinny_producer<Cfg> pr;
+    int s = 0;
+    uint32_t phase = 0;
     for (int u = blockIdx.x; u < units; u += gridDim.x) {
       const int sl = u / args.tiles, tile = u - sl * args.tiles;
       const int k0 = (int)((int64_t)k_iters * sl / args.splits), k1 = (int)((int64_t)k_iters * (sl + 1) / args.splits);
       for (int kb = k0; kb < k1; kb++) {
-        const int s = pr.next(r);
+        mbar_wait(&empty[s], phase ^ 1);
         uint8_t *sw = smem + s * Cfg::kStageBytes;
+        mbar_expect_tx(&full[s], Cfg::kStageBytes);
         tma_load_3d(sw, &tma_w, &full[s], kb * Cfg::kBK, tile * Cfg::kBN, 0);
         tma_load_3d(sw + Cfg::kWBytes, &tma_t, &full[s], kb * Cfg::kBK, 0, 0);
-        pr.step();
+        if (++s == Cfg::kStages) {
+          s = 0;
+          phase ^= 1;
+        }
       }
     }
     return;
@@ -272,13 +198,35 @@ __global__ void __launch_bounds__(384, 1)
    * both take the tile's 64 rows, warpgroup cw the k-steps k0 + cw, k0 + cw + 2, ... (stage g of
    * the CTA's ring sequence: slot g % kStages, parity (g / kStages) & 1). */
   const int cw = wg - 1, warp = (tid / 32) % 4, lane = tid % 32, l = tid % 128;
+  constexpr int kStep = BN == 64 ? 2 : 1;
   uint32_t g0 = 0; /* ring position of the unit's first k-step */
   float d[T / 2];
   for (int u = blockIdx.x; u < units; u += gridDim.x) {
     const int sl = u / args.tiles, tile = u - sl * args.tiles;
     const int k0 = (int)((int64_t)k_iters * sl / args.splits), k1 = (int)((int64_t)k_iters * (sl + 1) / args.splits);
-    mk_gemm_skinny_mma<T, BN, Cfg>(d, r, g0, k1 - k0, cw, lane);
+#pragma unroll
+    for (int i = 0; i < T / 2; i++) d[i] = 0.f;
+    int prev = -1;
+    for (int i = BN == 64 ? cw : 0; i < k1 - k0; i += kStep) {
+      const uint32_t g = g0 + (uint32_t)i;
+      const int s = (int)(g % Cfg::kStages);
+      mbar_wait(&full[s], (g / Cfg::kStages) & 1);
+      const uint8_t *sw = smem + s * Cfg::kStageBytes + (BN == 128 ? cw * 64 * Cfg::kBK * 2 : 0);
+      const uint8_t *st = smem + s * Cfg::kStageBytes + Cfg::kWBytes;
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < Cfg::kBK / 16; kk++)
+        wgmma_m64nk16_bf16<T, 0>(d, desc_sw128(sw + kk * 32, 16, 1024), desc_sw128(st + kk * 32, 16, 1024));
+      wgmma_commit();
+      wgmma_wait<1>(); /* the group that read stage `prev` is done */
+      mk_gemm_ring_free(empty, lane, prev);
+      prev = s;
+    }
     g0 += (uint32_t)(k1 - k0);
+    wgmma_wait<0>();
+#pragma unroll
+    for (int i = 0; i < T / 2; i++) fence_operand(d[i]);
+    mk_gemm_ring_free(empty, lane, prev);
     if constexpr (BN == 64) {
       mk_gemm_skinny_exchange<T>(d, xb, cw, l);
       /* the fix-up on the half this warpgroup keeps, d[0 .. T/4) */

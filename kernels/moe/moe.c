@@ -15,26 +15,6 @@
  * (as before session 5; for A/B runs). Either is correct on any rank mix. */
 MK_PARAM_INT(moe_dispatch_early, "MOE_DISPATCH_EARLY", 1, 0, 1)
 
-/* 1, 2: both grouped GEMMs of the fused path on the swap-AB skinny scheme (moe_skinny.cu) where
- * the handle runs the overlapped schedule with SwiGLU in the epilogue and max_tokens <= 512
- * (decode); 0 (default): the GEMM core. Not measured yet (docs/perf/NOTES.md, moe, session 5,
- * skinny). The value picks the token width T (pick_skinny). */
-MK_PARAM_INT(moe_skinny, "MOE_SKINNY", 0, 0, 2)
-
-/* The skinny path's token width T, the smallest of 16/32/64/128 holding `rows`: 1: the most rows
- * a local expert can get (W x max_tokens: a token sends one row per expert); 2: twice the rows
- * a local expert gets at uniform routing (W x max_tokens x top_k / E), fewer token columns for the
- * tensor cores and TMA at the cost of re-streaming an expert's weights per T-row chunk where
- * routing piles more rows on it. Rows past T (2; 1: past 128) are done in T-row chunks. 0 where
- * the path does not apply. */
-static int pick_skinny(const mk_moe_args *a, int W, int sched, int glu) {
-  const int64_t mode = mk_param_moe_skinny();
-  if (!mode || sched != MK_MOE_SCHED_OVERLAP || !glu || a->max_tokens > 512) return 0;
-  const int64_t rows = mode == 1 ? (int64_t)W * a->max_tokens
-                                 : (2 * (int64_t)W * a->max_tokens * a->top_k + a->n_experts - 1) / a->n_experts;
-  return rows <= 16 ? 16 : rows <= 32 ? 32 : rows <= 64 ? 64 : 128;
-}
-
 static mk_status heap(mk_moe_t *m, uint64_t bytes, uint64_t *off) {
   return mk_comm_heap_alloc(m->comm, bytes ? bytes : 256, off);
 }
@@ -111,7 +91,6 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
   MK_CUDA_CHECK_GOTO(cudaDeviceGetAttribute(&m->sms, cudaDevAttrMultiProcessorCount, dev), st, fail);
   m->sched = pick_schedule(a, W);
   m->dispatch_early = m->sched == MK_MOE_SCHED_OVERLAP && mk_param_moe_dispatch_early();
-  d->skinny = pick_skinny(a, W, m->sched, d->glu);
   {
     const int sk = mk_moe_pick_split_k(a, W);
     d->split_k = abs(sk) >= 2 ? abs(sk) : 0;
@@ -122,7 +101,6 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
     const int64_t tiles256 = (d->m_cap / 128 + El) * ((a->hidden + 255) / 256);
     d->bn2 = tiles256 < m->sms && !d->split_k ? 128 : 256;
     d->tiles_n2 = (a->hidden + d->bn2 - 1) / d->bn2;
-    if (d->skinny) d->bn2 = 64, d->tiles_n2 = (a->hidden + 63) / 64; /* done2: one add per 64-column unit */
   }
   { /* dispatch CTAs C, combine CTAs Cc; beside a GEMM (on its own stream) they leave >= 8 SMs to it */
     const int lent = a->comm_ctas ? a->comm_ctas : 16, alone = a->comm_ctas ? a->comm_ctas : m->sms - 4;
@@ -212,7 +190,6 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
   /* Lazy loading: every kernel of the spinning producer/consumer pairs is loaded now. */
   MK_CHECK_GOTO(mk_moe_preload_dispatch(d->split_k), st, fail);
   MK_CHECK_GOTO(mk_moe_preload_combine(d->split_k), st, fail);
-  if (d->skinny) MK_CHECK_GOTO(mk_moe_preload_skinny(), st, fail);
   if (a->fused_only) goto ready;
   /* Unfused path. */
   if (mk_nccl_create(comm, &m->nccl) != MK_STATUS_OK) m->nccl = NULL;
@@ -314,10 +291,7 @@ static mk_status forward_fused(mk_moe_t *m, const uint16_t *x, int64_t T, const 
   MK_CUDA_CHECK(cudaStreamWaitEvent(s2, (cudaEvent_t)m->ev_fork, 0));
   MK_CHECK(mk_moe_launch_dispatch(d, x, s2));
   if (m->dispatch_early) MK_CHECK(mk_moe_launch_plan(d, ids, w, T, s)); /* barrier point 1 */
-  if (d->skinny) /* SwiGLU in its epilogue (pick_skinny needs glu) */
-    MK_CHECK(mk_moe_launch_gemm1_skinny(d, m->sms - d->C, s));
-  else
-    MK_CHECK(mk_moe_launch_gemm1(d, m->sms - d->C, s));
+  MK_CHECK(mk_moe_launch_gemm1(d, m->sms - d->C, s));
   if (!d->glu) MK_CHECK(mk_moe_launch_swiglu(d, -1, s));
   /* The combine starts once GEMM1 is done, not when the dispatch is: its CTAs would otherwise
    * sit on their SMs for all of GEMM1 polling done2, which only GEMM2 advances. */
@@ -325,10 +299,7 @@ static mk_status forward_fused(mk_moe_t *m, const uint16_t *x, int64_t T, const 
   MK_CUDA_CHECK(cudaStreamWaitEvent(s2, (cudaEvent_t)m->ev_g1, 0));
   MK_CHECK(mk_moe_launch_combine(d, s2)); /* spins on done2 until gemm2 stores tiles */
   MK_CUDA_CHECK(cudaEventRecord((cudaEvent_t)m->ev_join, s2));
-  if (d->skinny)
-    MK_CHECK(mk_moe_launch_gemm2_skinny(d, m->sms - d->C, s));
-  else
-    MK_CHECK(mk_moe_launch_gemm2(d, m->sms - d->C, s));
+  MK_CHECK(mk_moe_launch_gemm2(d, m->sms - d->C, s));
   MK_CUDA_CHECK(cudaStreamWaitEvent(s, (cudaEvent_t)m->ev_join, 0));
   MK_CHECK(mk_moe_launch_reduce(d, T, out, s)); /* barrier point 2: all combine rows home */
   return mk_moe_launch_advance(d->calls, s);

@@ -75,8 +75,6 @@ typedef struct mk_moe_dev {
   uint32_t *sk_flags; /* [4 SMs] zeroed at create, re-armed by each launch */
   int pf_kblocks;  /* GEMM1: 64-wide k-blocks of its first B tile each CTA prefetches into L2 while
                       the tile's rows are in flight (0 = off; moe.c sizes it to half the L2) */
-  int skinny;      /* both grouped GEMMs on the skinny scheme (moe_skinny.cu, MK_MOE_SKINNY): the token
-                      width T (16/32/64/128); 0 = the GEMM core */
 } mk_moe_dev;
 
 struct mk_moe {
@@ -118,10 +116,6 @@ mk_status mk_moe_launch_combine(const mk_moe_dev *d, void *stream);
 mk_status mk_moe_launch_reduce(const mk_moe_dev *d, int64_t T, uint16_t *out, void *stream);
 mk_status mk_moe_preload_combine(int split_k);
 mk_status mk_moe_launch_advance(uint64_t *calls, void *stream); /* *calls += 1, stream-ordered */
-/* moe_skinny.cu (d->skinny != 0): gemm1 (SwiGLU epilogue) and gemm2 on the skinny scheme */
-mk_status mk_moe_launch_gemm1_skinny(const mk_moe_dev *d, int grid, void *stream);
-mk_status mk_moe_launch_gemm2_skinny(const mk_moe_dev *d, int grid, void *stream);
-mk_status mk_moe_preload_skinny(void);
 /* moe_permute.cu (unfused) */
 mk_status mk_moe_launch_count(const int32_t *ids, int64_t n, int E, int32_t *counts, void *stream); /* zeroes first */
 mk_status mk_moe_launch_permute(const int32_t *ids, int64_t T, int K, int H, const uint16_t *x, const int32_t *off,
