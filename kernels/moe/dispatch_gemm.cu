@@ -86,23 +86,33 @@ __global__ void moe_plan_kernel(mk_moe_dev d, const int32_t *ids, const float *w
 }
 
 /* One CTA, after the plan. Zeroes ready/done2 (read by gemm1, dispatch, gemm2 and combine,
- * which all follow this kernel, or, the dispatch, wait for its cnt_done). Thread r < W sends
- * the record for rank r; thread s < W waits for source s. */
+ * which all follow this kernel, or, the dispatch, wait for its cnt_done). The whole CTA builds
+ * the W records {rows, pairs per local expert}; warp i sends the record of rank r = i (mod
+ * warps), its lanes storing the words in parallel, lane 0 signalling after a __syncwarp (the
+ * warp's stores are then performed for lane 0, and mk_signal_add's system fence is cumulative);
+ * thread s < W waits for source s. (Until session 6 one thread built and stored each record
+ * word by word: 2 (El + 1) dependent global accesses, El = 64 at E = 256 on 4 ranks.) */
 __device__ __forceinline__ void moe_exchange_cta(const mk_moe_dev &d) {
   if (threadIdx.x == 0) moe_stamp(d.prof, MK_MOE_PH_EXCH_START);
   const uint64_t target = moe_target(d);
   const uint64_t rec_bytes = (uint64_t)d.cnt_stride * 4;
-  for (int r = threadIdx.x; r < d.W; r += blockDim.x) {
-    int32_t *rec = mk_local_ptr<int32_t>(d.w, d.o_cnt_out) + (int64_t)r * d.cnt_stride;
-    rec[0] = d.n_send[r];
-    for (int e = 0; e < d.El; e++) rec[1 + e] = d.cnt_pairs[r * d.El + e];
+  const int words = d.El + 1, lane = threadIdx.x & 31;
+  int32_t *recs = mk_local_ptr<int32_t>(d.w, d.o_cnt_out);
+  for (int i = threadIdx.x; i < d.W * words; i += blockDim.x) {
+    const int r = i / words, e = i - r * words;
+    recs[(int64_t)r * d.cnt_stride + e] = e == 0 ? d.n_send[r] : d.cnt_pairs[r * d.El + e - 1];
+  }
+  __syncthreads();
+  for (int r = threadIdx.x / 32; r < d.W; r += blockDim.x / 32) {
+    const int32_t *rec = recs + (int64_t)r * d.cnt_stride;
     const uint64_t dst_off = d.o_cnt_in + (uint64_t)d.rank * rec_bytes;
     const uint64_t sig = d.o_cnt_sig + (uint64_t)d.rank * 8;
     if (moe_same_node(d, r)) {
       int32_t *o = mk_peer_ptr<int32_t>(d.w, moe_local(d, r), dst_off);
-      for (int i = 0; i < d.El + 1; i++) o[i] = rec[i];
-      mk_signal_add(d.w, moe_local(d, r), sig, 1);
-    } else {
+      for (int i = lane; i < words; i += 32) o[i] = rec[i];
+      __syncwarp();
+      if (lane == 0) mk_signal_add(d.w, moe_local(d, r), sig, 1);
+    } else if (lane == 0) {
       __threadfence_system();
       mk_post(d.w, MK_CMD_PUT, r, d.o_cnt_out + (uint64_t)r * rec_bytes, dst_off, rec_bytes, 0, 0);
       mk_post(d.w, MK_CMD_SIGNAL, r, 0, 0, 0, sig, 1);
