@@ -5,9 +5,9 @@
  * device memory by the kernel itself (no host synchronisation).
  *
  * Kernel shape. Persistent (one CTA per SM), 384 threads, warp-specialized:
- *   warpgroup 0   producer: one thread issues TMA loads of A (128x64) and B (256x64) tiles
- *                 into a kStages-deep shared-memory ring (full/empty mbarriers); registers
- *                 reduced to 40 (setmaxnreg).
+ *   warpgroup 0   producer: one thread issues TMA loads of A (128x64, two 64-row boxes) and B
+ *                 (256x64) tiles into a kStages-deep shared-memory ring (full/empty mbarriers);
+ *                 registers reduced to 40 (setmaxnreg).
  *   warpgroups 1,2 consumers: each owns 64 rows x 256 columns of the 128x256 output tile
  *                 (m64n256k16 wgmma, 128 fp32 accumulators a thread; 232 registers), releases a
  *                 stage as soon as the wgmma that read it is done, and stores bf16 to global
@@ -397,11 +397,16 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
         mk_gemm_tile t = sched.get(policy, idx);
         t.k0 = k0;
         policy.before_load(t);
+        /* A in two 64-row boxes; the second one not loaded where the second consumer warpgroup
+         * is idle (no valid row) or lies wholly past A (no box wholly out of bounds is issued;
+         * with wg_skip 0 that warpgroup then computes on stale shared memory, rows never stored). */
+        const bool a_half = (args.wg_skip && t.m0 + 64 >= t.m_end) || t.m0 + 64 >= args.m_cap;
         for (int kb = k0; kb < k1; kb++) {
           mbar_wait(&empty[s], phase ^ 1);
           uint8_t *sa = smem + s * Cfg::kStageBytes, *sb = sa + Cfg::kABytes;
-          mbar_expect_tx(&full[s], Cfg::kStageBytes);
+          mbar_expect_tx(&full[s], Cfg::kStageBytes - (a_half ? Cfg::kABytes / 2 : 0));
           tma_load_3d(sa, &tma_a, &full[s], kb * Cfg::kBK, t.m0, 0);
+          if (!a_half) tma_load_3d(sa + Cfg::kABytes / 2, &tma_a, &full[s], kb * Cfg::kBK, t.m0 + 64, 0);
           if (kBNMajor) {
 #pragma unroll
             for (int c = 0; c < Cfg::kBChunks; c++)
@@ -593,7 +598,7 @@ static mk_status mk_gemm_core_launch_bn(const uint16_t *A, const uint16_t *B, co
   mk_gemm_args a = args;
   a.wg_skip = (int)mk_param_gemm_wg_skip();
   CUtensorMap ma, mb;
-  MK_CHECK(mk_gemm_encode_map(&ma, A, (uint64_t)args.k, (uint64_t)args.m_cap, 1, Cfg::kBK, Cfg::kBM));
+  MK_CHECK(mk_gemm_encode_map(&ma, A, (uint64_t)args.k, (uint64_t)args.m_cap, 1, Cfg::kBK, Cfg::kBM / 2));
   if (layout == MK_GEMM_B_NK)
     MK_CHECK(mk_gemm_encode_map(&mb, B, (uint64_t)args.k, (uint64_t)args.n, (uint64_t)args.groups, Cfg::kBK, Cfg::kBN));
   else
