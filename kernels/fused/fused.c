@@ -53,6 +53,8 @@ mk_status mk_fused_create(mk_comm_t *comm, unsigned ops, int64_t max_m, int64_t 
   MK_CUDA_CHECK_GOTO(cudaDeviceGetAttribute(&f->sms, cudaDevAttrMultiProcessorCount, dev), st, fail);
   MK_CUDA_CHECK_GOTO(cudaMalloc((void **)&f->calls, 3 * sizeof(uint64_t)), st, fail);
   MK_CUDA_CHECK_GOTO(cudaMemset(f->calls, 0, 3 * sizeof(uint64_t)), st, fail);
+  MK_CUDA_CHECK_GOTO(cudaMalloc((void **)&f->exits, 3 * sizeof(uint32_t)), st, fail);
+  MK_CUDA_CHECK_GOTO(cudaMemset(f->exits, 0, 3 * sizeof(uint32_t)), st, fail);
   MK_CUDA_CHECK_GOTO(cudaDeviceSynchronize(), st, fail);
   MK_CHECK_GOTO(mk_fused_preload_advance(), st, fail);
   for (int op = 0; op < 3; op++) {
@@ -116,6 +118,8 @@ void mk_fused_destroy(mk_fused_t *f) {
   if (!f) return;
   if (f->trace) cudaFree(f->trace);
   if (f->calls) cudaFree(f->calls);
+  if (f->exits) cudaFree(f->exits);
+  if (f->ar_prof) cudaFree(f->ar_prof);
   for (int i = 0; i < MK_MAX_LOCAL; i++) {
     if (f->ce_side[i]) cudaStreamDestroy(f->ce_side[i]);
     if (f->ce_join[i]) cudaEventDestroy(f->ce_join[i]);
@@ -194,4 +198,39 @@ int mk_fused_compute_ctas(const mk_fused_t *f, int roles) { return f->sms - role
 
 mk_status mk_fused_epoch_advance(mk_fused_t *f, mk_fused_op op, mk_stream_t stream) {
   return mk_fused_launch_advance(&f->w.ctrl->epoch[MK_FUSED_EPOCH_SLOT0 + (int)op], f->calls + (int)op, stream);
+}
+
+static const char *const ar_phase_names[MK_FUSED_AR_PHASES] = {"entry", "entry_last", "gemm", "pushed",
+                                                              "waited", "reduced", "exit"};
+
+const char *mk_fused_ar_phase_name(int phase) {
+  return phase >= 0 && phase < MK_FUSED_AR_PHASES ? ar_phase_names[phase] : "?";
+}
+
+mk_status mk_fused_ar_profile(mk_fused_t *f, int on) {
+  if (!f) MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "gemm_ar: profile needs a handle");
+  if (!on) {
+    if (f->ar_prof) {
+      MK_CUDA_CHECK(cudaDeviceSynchronize()); /* no call in flight still stamps into it */
+      MK_CUDA_CHECK(cudaFree(f->ar_prof));
+    }
+    f->ar_prof = NULL;
+    return MK_STATUS_OK;
+  }
+  if (!f->ar_prof) {
+    MK_CUDA_CHECK(cudaMalloc((void **)&f->ar_prof, sizeof(uint64_t) * MK_FUSED_AR_PHASES));
+    MK_CUDA_CHECK(cudaMemset(f->ar_prof, 0, sizeof(uint64_t) * MK_FUSED_AR_PHASES));
+    MK_CUDA_CHECK(cudaDeviceSynchronize()); /* the ops run on non-blocking streams */
+  }
+  return MK_STATUS_OK;
+}
+
+mk_status mk_fused_ar_phases(mk_fused_t *f, uint64_t ns[MK_FUSED_AR_PHASES]) {
+  if (!f || !ns) MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "gemm_ar: phases need a handle and ns");
+  if (!f->ar_prof)
+    MK_ERR_RETURN(MK_STATUS_INVALID_USAGE, MK_SUBSYS_KERNEL, "gemm_ar: phases without mk_fused_ar_profile(f, 1)");
+  MK_CUDA_CHECK(cudaDeviceSynchronize());
+  MK_CUDA_CHECK(cudaMemcpy(ns, f->ar_prof, sizeof(uint64_t) * MK_FUSED_AR_PHASES, cudaMemcpyDeviceToHost));
+  ns[MK_FUSED_AR_PH_ENTRY] = ns[MK_FUSED_AR_PH_ENTRY] ? ~ns[MK_FUSED_AR_PH_ENTRY] : 0; /* stored complemented */
+  return MK_STATUS_OK;
 }

@@ -54,6 +54,9 @@ struct mk_fused {
                        (xsig) count this handle's calls, so their targets are calls + 1, not the
                        comm's epoch (which other handles of the op on the same comm also advance) */
   int trace_calls;
+  uint32_t *exits;  /* device u32 [3]: CTAs of the running call past their last store, for ops
+                       that advance their epoch in the kernel (GEMM+AR small M); 0 between calls */
+  uint64_t *ar_prof; /* device u64 [MK_FUSED_AR_PHASES]: small-M AR phase stamps; NULL = off */
 };
 
 /* Shared argument checks: the op was set up, shapes within the workspace, pointers aligned.
@@ -105,7 +108,8 @@ int mk_fused_ce_push_step(int64_t np, int64_t t, int *second);
 /* GEMM+AR copy-engine mode (MK_FUSED_AR_COPY=1), after the reduce kernel: the second shot. */
 mk_status mk_fused_ar_ce_gather(mk_fused_t *f, const mk_fused_args *a, mk_stream_t stream);
 /* Advance the op's epoch and this handle's call count after its kernel (stream-ordered, one
- * one-thread kernel: mk_fused_launch_advance). */
+ * one-thread kernel: mk_fused_launch_advance). GEMM+AR's small-M path does it inside its
+ * kernel instead (gemm_ar.cu, the last CTA). */
 mk_status mk_fused_epoch_advance(mk_fused_t *f, mk_fused_op op, mk_stream_t stream);
 mk_status mk_fused_launch_advance(uint64_t *epoch, uint64_t *calls, mk_stream_t stream);
 

@@ -16,7 +16,22 @@
  * barrier one thread fences (system scope) and release-sets cnt[me][j] = e + 1 on every rank; then that thread waits (bounded, error record) until cnt[p][j] >= e + 1
  * for p = 0..W-1 in its own heap, and the 256 consumer threads sum the W partials of the slab in
  * the order 0..W-1 in fp32 into C: the same bits on every rank. The epoch is read on the device
- * and advanced after the kernel (graph replays work); flags only grow (fused_common.cuh).
+ * and advanced by the kernel's last CTA (graph replays work); flags only grow (fused_common.cuh).
+ * Epoch advance in the kernel (no second launch after it): every CTA, once past its last
+ * store (where its threads read the epoch), meets its 256 consumer threads at named barrier 1,
+ * then thread 0 adds 1 to exits (atom.acq_rel.gpu); the CTA that reads gridDim.x - 1 is the last:
+ * it stores exits = 0 and epoch += 1, calls += 1 (plain stores). Order: a CTA's epoch reads are
+ * before its barrier, so before its thread 0's release add (bar.sync orders the CTA's threads,
+ * release is cumulative); the last CTA's acquire add reads the value its release add wrote
+ * (an RMW chain on exits: every earlier add is in the release sequence), so each of those reads
+ * happens before the last CTA's epoch store and cannot see it (coherence): every CTA of call e
+ * reads e. The next call's kernel is stream-ordered after this one, whose writes (epoch, exits
+ * = 0) are visible to it at launch, as they were from the old one-thread advance kernel. A CTA
+ * whose wait failed (error record) still counts itself and the epoch still advances, as the
+ * host-launched advance did. The producer warpgroup never reads the epoch and does not count.
+ * Phase stamps (mk_fused_ar_profile, prof != NULL): thread 0 of a CTA atomicMax-es %globaltimer
+ * into prof[slot] at the points mk_fused_ar_phase names (ENTRY complemented: the earliest);
+ * prof == NULL costs one uniform branch per point and no barrier.
  * Safety of S[e & 1] (no handshake before the stores): rank q's call e writes S[e & 1][q] on
  * peer p, which p last read in its call e - 2. q's call e - 1 ended (stream order) after each of
  * q's CTAs saw p's flags of call e - 1 for its slab, which p set during its call e - 1, i.e.
@@ -44,6 +59,30 @@ struct mk_ar_skinny_epi {
   int W, me, slot;  /* ranks (one node group: local ranks = global ranks), epoch slot */
   uint64_t sk, cnt; /* heap offsets: S, cnt */
   uint16_t *C;
+  uint64_t *calls;  /* this handle's call count of the op (advanced with the epoch) */
+  uint32_t *exits;  /* CTAs of this call past their last store; reset by the last */
+  uint64_t *prof;   /* phase stamps [MK_FUSED_AR_PHASES], NULL = off */
+
+  __device__ __forceinline__ void stamp(int slot) const {
+    const uint64_t t = mk_globaltimer();
+    atomicMax((unsigned long long *)prof + slot, (unsigned long long)(slot == MK_FUSED_AR_PH_ENTRY ? ~t : t));
+  }
+  __device__ __forceinline__ void enter() const {
+    if (prof) stamp(MK_FUSED_AR_PH_ENTRY), stamp(MK_FUSED_AR_PH_ENTRY_LAST);
+  }
+  /* The last CTA advances the epoch (see the top of the file for the order). */
+  __device__ __forceinline__ void finish(int ct) const {
+    mk_sm90::named_bar_sync(1, 256); /* every thread's epoch reads are before thread 0's add */
+    if (ct != 0) return;
+    uint32_t prev;
+    asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(prev) : "l"(exits) : "memory");
+    if (prev + 1 == gridDim.x) {
+      *exits = 0;
+      w.ctrl->epoch[slot] += 1;
+      *calls += 1;
+    }
+    if (prof) stamp(MK_FUSED_AR_PH_EXIT);
+  }
 
   __device__ __forceinline__ uint64_t sbuf(uint64_t e, int p, const mk_gemm_skinny_args &a) const {
     return sk + (((e & 1) * W + p) * (uint64_t)a.m * a.n) * 2;
@@ -58,6 +97,7 @@ struct mk_ar_skinny_epi {
     const uint64_t mine = sbuf(e, me, a);
     const int n0 = tile * BN, cols = min(BN, a.n - n0), vec = cols / 8, total = a.m * vec;
     uint16_t *sl = (uint16_t *)stage;
+    if (prof && ct == 0) stamp(MK_FUSED_AR_PH_GEMM);
     mk_gemm_skinny_pairs<T, BN>(d, tile, cw, warp, lane, [&](int t, int n, __nv_bfloat162 v) {
       if (t < a.m && n < a.n) *(__nv_bfloat162 *)(sl + t * kRow + (n - n0)) = v;
     });
@@ -71,12 +111,14 @@ struct mk_ar_skinny_epi {
     mk_sm90::named_bar_sync(1, 256); /* the stores are performed for thread 0; `stage` is free */
     if (ct == 0) {
       const uint64_t f = cnt + 8ull * ((uint64_t)me * a.tiles + tile);
+      if (prof) stamp(MK_FUSED_AR_PH_PUSHED);
       __threadfence_system();
       for (int p = 0; p < W; p++) mk_st_release_sys(reinterpret_cast<uint64_t *>(w.peer_heap[p] + f), e + 1);
       int good = 1;
       for (int p = 0; p < W && good; p++)
         good = mk_wait_ge(w, cnt + 8ull * ((uint64_t)p * a.tiles + tile), e + 1, MK_OP_GEMM_AR, p, tile);
       ok = good;
+      if (prof && good) stamp(MK_FUSED_AR_PH_WAITED);
     }
     mk_sm90::named_bar_sync(1, 256);
     if (!ok) return; /* the error is recorded; the kernel still drains its ring */
@@ -87,6 +129,10 @@ struct mk_ar_skinny_epi {
       for (int p = 0; p < W; p++)
         mk_fused_acc8(acc, *reinterpret_cast<const uint4 *>(mk_local_ptr<uint16_t>(w, sbuf(e, p, a)) + off));
       *reinterpret_cast<uint4 *>(C + off) = mk_fused_pack8(acc);
+    }
+    if (prof) {
+      mk_sm90::named_bar_sync(1, 256);
+      if (ct == 0) stamp(MK_FUSED_AR_PH_REDUCED);
     }
   }
 };
@@ -110,6 +156,10 @@ static mk_status mk_ar_skinny(mk_fused_t *f, const mk_fused_args *a, cudaStream_
   epi.sk = ws->sk;
   epi.cnt = ws->cnt;
   epi.C = a->C;
+  epi.calls = f->calls + (int)MK_FUSED_GEMM_AR;
+  epi.exits = f->exits + (int)MK_FUSED_GEMM_AR;
+  epi.prof = f->ar_prof;
+  if (f->ar_prof) MK_CUDA_CHECK(cudaMemsetAsync(f->ar_prof, 0, sizeof(uint64_t) * MK_FUSED_AR_PHASES, stream));
   const int bn = mk_gemm_skinny_bn();
   int splits = mk_gemm_skinny_splits(a->n, a->k, f->sms, bn);
   if (splits > 1 && (mk_gemm_skinny_flag_words(a->n, splits, bn) * 4 > MK_FUSED_SPLIT_FLAG_BYTES ||
@@ -119,7 +169,7 @@ static mk_status mk_ar_skinny(mk_fused_t *f, const mk_fused_args *a, cudaStream_
   MK_CHECK(mk_gemm_skinny_launch(a->A, a->B, a->C, a->m, a->n, a->k, bn, splits,
                                  splits > 1 ? (float *)(sws + MK_FUSED_SPLIT_FLAG_BYTES) : NULL,
                                  splits > 1 ? (uint32_t *)sws : NULL, f->sms, stream, epi));
-  return mk_fused_epoch_advance(f, MK_FUSED_GEMM_AR, (mk_stream_t)stream);
+  return MK_STATUS_OK; /* the kernel's last CTA advanced the epoch and the call count */
 }
 
 extern "C" mk_status mk_fused_preload_ar(void) {

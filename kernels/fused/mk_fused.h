@@ -110,6 +110,25 @@ int mk_fused_uses_ce(const mk_fused_t *f, mk_fused_op op, int64_t m, int64_t n);
  * such call, whatever the weight size). */
 int mk_fused_ar_small_m(const mk_fused_t *f, const mk_fused_args *a);
 
+/* Phase stamps of GEMM+AR's small-M path (opt-in; mk-bench gemm_ar --breakdown). With
+ * mk_fused_ar_profile(f, 1) (allocates; 0 turns it off) every later small-M call zeroes the
+ * stamps first (a memset on its stream) and its kernel records %globaltimer (ns) in them;
+ * mk_fused_ar_phases synchronises the device and returns the last call's raw stamps (0: not
+ * reached), to compare across ranks. Slots: */
+typedef enum mk_fused_ar_phase {
+  MK_FUSED_AR_PH_ENTRY = 0,  /* first CTA enters the kernel */
+  MK_FUSED_AR_PH_ENTRY_LAST, /* last CTA enters (the grid's launch spread) */
+  MK_FUSED_AR_PH_GEMM,       /* last CTA's accumulators final (after the split-K fix-up) */
+  MK_FUSED_AR_PH_PUSHED,     /* last CTA's stores into the peers' slots issued (CTA barrier) */
+  MK_FUSED_AR_PH_WAITED,     /* last CTA's wait for the W flags of its slab satisfied */
+  MK_FUSED_AR_PH_REDUCED,    /* last CTA's sums stored into C (CTA barrier) */
+  MK_FUSED_AR_PH_EXIT,       /* last CTA leaves (after the epoch advance) */
+  MK_FUSED_AR_PHASES
+} mk_fused_ar_phase;
+mk_status mk_fused_ar_profile(mk_fused_t *f, int on);
+mk_status mk_fused_ar_phases(mk_fused_t *f, uint64_t ns[MK_FUSED_AR_PHASES]);
+const char *mk_fused_ar_phase_name(int phase); /* short name, "?" outside the range */
+
 /* The default role split (comm CTAs) for an op and shape on this GPU. */
 int mk_fused_default_ctas(mk_fused_op op, int64_t m, int64_t n, int64_t k, int world);
 

@@ -117,9 +117,15 @@ __device__ __forceinline__ void mk_gemm_skinny_pairs(const float (&d)[T / 2], in
  * it may synchronise them with named barrier 1 (256 threads) and use `stage` until it returns
  * (every consumer thread is past its last access of the area when store is called, and the
  * next access is the next tile's exchange, after its k-loop: store must end with its threads
- * done with `stage`, e.g. a barrier after the last read). */
+ * done with `stage`, e.g. a barrier after the last read), and two hooks:
+ *   __device__ void enter();          // thread 0 of every CTA, at entry
+ *   __device__ void finish(int ct);   // every consumer thread (ct = 0..255), once, after the
+ *                                     // CTA's last unit (store may use named barrier 1 there too)
+ * (GEMM+AR's small-M path stamps phases in them and advances its epoch in finish). */
 struct mk_gemm_skinny_epi_plain {
   static constexpr bool kStage = false;
+  __device__ __forceinline__ void enter() const {}
+  __device__ __forceinline__ void finish(int) const {}
   template <int T, int BN>
   __device__ __forceinline__ void store(const mk_gemm_skinny_args &a, int tile, const float (&d)[T / 2], int cw,
                                         int warp, int lane, uint8_t *) const {
@@ -166,6 +172,7 @@ __global__ void __launch_bounds__(384, 1)
       mbar_init(&empty[s], BN == 64 ? 4 : 8); /* one arrive per warp that consumes the stage */
     }
     mbar_fence_init();
+    epi.enter();
   }
   __syncthreads();
   const int k_iters = (args.k + Cfg::kBK - 1) / Cfg::kBK, units = args.tiles * args.splits;
@@ -239,6 +246,7 @@ __global__ void __launch_bounds__(384, 1)
     }
     epi.template store<T, BN>(args, tile, d, cw, warp, lane, (uint8_t *)xb);
   }
+  epi.finish(cw * 128 + warp * 32 + lane);
 }
 
 /* k-slices per tile of height bn on `sms` SMs: 1 when the tiles fill the SMs, else as many as

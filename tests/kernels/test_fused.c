@@ -235,6 +235,21 @@ int main(int argc, char **argv) {
       CUDA_OK(cudaGraphExecDestroy(ge));
       CUDA_OK(cudaGraphDestroy(g));
     }
+    /* Phase stamps (mk_fused_ar_profile) of one M = 16 call (split-K at N = 1000): the result
+     * unchanged, every slot stamped, in order (each is a maximum over CTAs of a per-CTA ordered
+     * sequence; entry the minimum). */
+    if (mk_fused_ar_small_m(x.f, &(mk_fused_args){.m = sm[1].m, .n = sm[1].n, .k = sm[1].k, .b_layout = MK_GEMM_B_NK})) {
+      uint64_t ph[MK_FUSED_AR_PHASES];
+      ASSERT_OK(mk_fused_ar_profile(x.f, 1));
+      prepare(&x, &sm[1], 60);
+      poison(&x, &sm[1]);
+      ASSERT_OK(call(&x, &sm[1]));
+      check(&x, &sm[1], "small M, phase stamps");
+      ASSERT_OK(mk_fused_ar_phases(x.f, ph));
+      for (int i = 0; i < MK_FUSED_AR_PHASES; i++) ASSERT_TRUE(ph[i] != 0);
+      for (int i = 1; i < MK_FUSED_AR_PHASES; i++) ASSERT_TRUE(ph[i] >= ph[i - 1]);
+      ASSERT_OK(mk_fused_ar_profile(x.f, 0));
+    }
     setenv("MK_GEMM_SKINNY", skinny_was, 1);
     mk_param_reset_cache();
   }

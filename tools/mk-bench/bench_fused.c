@@ -5,6 +5,9 @@
  * percentile. Both paths are checked against the fp32 reference GEMM (+ fp32 all-reduce) on
  * every run. --autotune times the fused op at several role splits and keeps the best. */
 #include <cuda_runtime_api.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,7 +81,45 @@ static mk_status time_all(fb *x, const mk_bench_opts *o, mk_bench_fn fn, void *s
     if (all[p].median_ms > out->median_ms) out->median_ms = all[p].median_ms;
     if (all[p].p10_ms > out->p10_ms) out->p10_ms = all[p].p10_ms;
     if (all[p].p90_ms > out->p90_ms) out->p90_ms = all[p].p90_ms;
+    if (all[p].host_ms > out->host_ms) out->host_ms = all[p].host_ms;
   }
+  return MK_STATUS_OK;
+}
+
+/* --breakdown (GEMM+AR's small-M path): 3 more fused calls back to back (so the ranks start
+ * each call as they do in a stream, not after the host skew of a lone launch), the last one's
+ * phase stamps (mk_fused_ar_phases) on every rank, printed by rank 0 in us from the earliest
+ * entry over the ranks (%globaltimer is compared across GPUs: the driver keeps it near the host
+ * clock, so offsets under ~1 us between ranks are noise), each phase the latest over the ranks;
+ * then each rank's entry and the host's time to issue one call (fused, unfused: max over ranks). */
+static mk_status ar_breakdown(fb *x, void *stream, const mk_bench_stats *tf, const mk_bench_stats *tu) {
+  enum { P = MK_FUSED_AR_PHASES };
+  uint64_t ph[P], all[P * 64];
+  MK_CHECK(mk_fused_ar_profile(x->f, 1));
+  for (int q = 0; q < 3; q++) MK_CHECK(run_fused(x, 0, stream));
+  MK_CHECK(mk_fused_ar_phases(x->f, ph));
+  MK_CHECK(mk_fused_ar_profile(x->f, 0));
+  MK_CHECK(mk_comm_check(x->c));
+  MK_CHECK(mk_comm_allgather(x->c, ph, all, sizeof ph));
+  if (x->me) return MK_STATUS_OK;
+  uint64_t t0 = UINT64_MAX, t1 = 0;
+  for (int q = 0; q < x->W; q++) {
+    const uint64_t e = all[P * q + MK_FUSED_AR_PH_ENTRY];
+    if (e && e < t0) t0 = e;
+    if (e > t1) t1 = e;
+  }
+  if (t0 == UINT64_MAX) return MK_STATUS_OK; /* no stamps: not the small-M path */
+  printf("    phases us from the earliest entry (max over ranks):");
+  for (int i = 1; i < P; i++) {
+    double v = -1;
+    for (int q = 0; q < x->W; q++)
+      if (all[P * q + i]) v = fmax(v, (double)(int64_t)(all[P * q + i] - t0) * 1e-3);
+    printf(" %s %.1f", mk_fused_ar_phase_name(i), v);
+  }
+  printf("\n    entry us by rank:");
+  for (int q = 0; q < x->W; q++) printf(" %.1f", (double)(int64_t)(all[P * q + MK_FUSED_AR_PH_ENTRY] - t0) * 1e-3);
+  printf(" (spread %.1f)  host us per call: fused %.1f unfused %.1f\n", (double)(t1 - t0) * 1e-3, tf->host_ms * 1e3,
+         tu->host_ms * 1e3);
   return MK_STATUS_OK;
 }
 
@@ -103,6 +144,8 @@ static void usage(FILE *out, const char *name) {
           "  --n N, --k K  this rank's GEMM is M x N x K (AG: gathered A [M,K] @ B_r; RS/AR: A_r [M,K] @ B_r)\n"
           "  --ctas C   role split: communication/reduction CTAs beside the GEMM (default: per shape)\n"
           "  --autotune time the fused op at several splits and report the best\n"
+          "  --breakdown  AR: after each small-M shape, 3 more fused calls, the last one's phase stamps\n"
+          "             (us from the earliest kernel entry over the ranks) and the host's time per call\n"
           "  --ce-overlap-ab  RS/AR on copy engines: path fused with MK_FUSED_CE_OVERLAP=0, path\n"
           "             fused_ceov with =1 (the owner's reduce beside the GEMM), same inputs\n"
           "paths: fused = one mkernel launch (AG: the shard written in place, mk_ag_gemm_shard);\n"
@@ -123,7 +166,7 @@ static int bench_fused(mk_fused_op op, int argc, char **argv) {
   int64_t ms_list[FB_MAX_M];
   int nm = 0;
   int64_t n = op == MK_FUSED_AG_GEMM ? 7168 : 8192, k = op == MK_FUSED_AG_GEMM ? 8192 : 7168, ctas = 0;
-  int ov_ab = 0;
+  int ov_ab = 0, breakdown = 0;
   for (int i = 1; i < argc; i++) {
     int used = mk_bench_parse_common(&o, argc, argv, i);
     if (used < 0) return 2;
@@ -141,6 +184,8 @@ static int bench_fused(mk_fused_op op, int argc, char **argv) {
     } else if (!strcmp(a, "--n") || !strcmp(a, "--k")) {
       if (mk_bench_parse_i64(a, v, 8, 1 << 20, a[3] == 'n' ? &n : &k)) return 2;
       i++;
+    } else if (!strcmp(a, "--breakdown") && op == MK_FUSED_GEMM_AR) {
+      breakdown = 1;
     } else if (!strcmp(a, "--ce-overlap-ab") && op != MK_FUSED_AG_GEMM) {
       ov_ab = 1;
     } else if (!strcmp(a, "--ctas")) {
@@ -268,6 +313,8 @@ static int bench_fused(mk_fused_op op, int argc, char **argv) {
     else if (x.me == 0)
       printf("  %s M=%lld: fused on SM roles, split %d comm CTAs (%s)\n", x.name, (long long)x.m,
              best ? best : mk_fused_default_ctas(op, x.m, n, k, x.W), best ? (o.autotune ? "autotuned" : "--ctas") : "default");
+    if (breakdown && mk_fused_ar_small_m(x.f, &(mk_fused_args){.m = x.m, .n = n, .k = k, .b_layout = MK_GEMM_B_NK}))
+      MK_CHECK_GOTO(ar_breakdown(&x, s, &tf, &tu), st, fail);
     const double flops = 2.0 * (double)x.m * (double)n * (double)k;
     const mk_bench_stats *ts[3] = {&tf, &tu, &tv};
     const char *paths[3] = {"fused", "unfused", "fused_ceov"};
