@@ -27,10 +27,6 @@ MK_PARAM_INT(gemm_skinny, "GEMM_SKINNY", -1, -1, 1)
  * alternating; cuBLASLt's shape at decode) or 128 (a warpgroup per 64 rows); other values: 64.
  * Also GEMM+AR's small-M path. */
 MK_PARAM_INT(gemm_skinny_bn, "GEMM_SKINNY_BN", 64, 64, 128)
-/* 1: a consumer warpgroup of the core none of whose 64 rows of the tile is valid (M tails, MoE
- * experts with few rows) issues no wgmma for it; 0: both always compute (A/B). Read on the
- * host at every core launch (mk_gemm_core_launch_bn) into mk_gemm_args.wg_skip. */
-MK_PARAM_INT(gemm_wg_skip, "GEMM_WG_SKIP", 1, 0, 1)
 
 namespace {
 struct gemm_ws {
