@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# tools/bench/run_s6b.sh — session 6, second GPU call (4 x H200), after the tests of the wgskip / arfold
+# tools/bench/run_s6b.sh — session 6, second GPU call (4 x H200; ran at 2a5f721, where next_wgskip.sh exists: the
+# wgskip merge was reverted after this run, so rerun it at that commit), after the tests of the wgskip / arfold
 # merges and the MoE count-exchange change (gpu-check.sh's ctest):
 #   MK_CALL_LIMIT=520 CTEST_ARGS="-R test_gemm$|test_gemm_grouped|test_gemm_skinny$|test_moe_block$|test_moe_block_ep4$|test_moe_block_2x2|test_fused" \
 #     CTEST_TIMEOUT=180 CTEST_WALL=230 tools/gpu-check.sh -- 'bash ../../tools/bench/run_s6b.sh'
