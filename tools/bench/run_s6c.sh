@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# tools/bench/run_s6c.sh — session 6, third GPU call (4 x H200), at the session's final code: the model and
+# serving tests not run since session 4 / 5 (gpu-check.sh's ctest), then the default-shape benches whose
+# JSON goes under docs/perf/ for issues #6, #7, #9 (the fused ops with PyTorch async-TP merged, the MoE
+# block, the layer):
+#   MK_CALL_LIMIT=560 CTEST_ARGS="-R test_model_gpu|test_serve_gpu_4x2|test_serve_gpu_4x1_unfused" \
+#     CTEST_TIMEOUT=150 CTEST_WALL=400 tools/gpu-check.sh -- 'bash ../../tools/bench/run_s6c.sh'
+set -uo pipefail
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+STEP_GREP='^\[0\] (ag_|gemm_|moe|layer|\{|  T=|    phases)|fused on|FAIL|rror'
+. "$REPO/tools/bench/bench_step.sh"
+echo "LIMIT $LIMIT s"
+for op in ag_gemm gemm_rs gemm_ar; do step $op 40 mk-launch -n 4 -- mk-bench $op --json "$RES/${op}_h200x4.json"; done
+TAIL=40 step moe 70 mk-launch -n 4 -- mk-bench moe --breakdown --json "$RES/moe_h200x4.json"
+TAIL=40 step layer 60 mk-launch -n 4 -- mk-bench layer --decode batch --warmup 3 --iters 10 --json "$RES/layer_h200x4.json"
+for op in ag_gemm gemm_rs; do
+  step torch_$op 40 mk-launch -n 4 -- python3 "$REPO/tools/bench/torch_async_tp.py" --op $op --merge "$RES/${op}_h200x4.json"
+done
+for f in ag_gemm gemm_rs gemm_ar moe layer; do
+  mk-bench plot "$RES/${f}_h200x4.json" -o "$RES/${f}_h200x4.png" > /dev/null 2>&1 || echo "plot $f failed"
+done
+echo "end at $(( $(date +%s) - T0 )) s"
