@@ -184,6 +184,11 @@ static mk_status mk_ag_gemm_launch(mk_fused_t *f, const mk_fused_args *a, mk_str
   p.cps = (int)((p.ms + 127) / 128);
   const int tiles_m = (int)((a->m + 127) / 128);
   p.tm0 = (int)(((int64_t)f->me * p.ms + 127) / 128) % tiles_m;
+  /* Groups of at most one shard's tile-rows, so the first wave walks the local rows (group 0 starts at
+   * tm0) and the next shards' groups follow in arrival order. With the default 16 and cps < 16 (M = 2048
+   * on 4 ranks: 4 tile-rows a shard, tiles_m = 16) the first wave spanned every shard and ~3/4 of the
+   * CTAs waited for remote chunks from the start (session 6 trace, NOTES). */
+  p.group_m = p.cps < mk_gemm_config::kGroupM ? p.cps : mk_gemm_config::kGroupM;
   p.inplace = a->A == mk_ag_gemm_shard(f, a->m, a->k);
   p.flags = kCE ? f->ws[MK_FUSED_AG_GEMM].ce + 8ull * MK_FUSED_ARRIVE_SLOTS : p.v.cnt;
   p.ce_arrive = f->ws[MK_FUSED_AG_GEMM].ce;
