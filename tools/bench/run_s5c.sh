@@ -21,10 +21,5 @@ step olmoe_seed_nogather 40 env MK_TEST_SEED=1819841652413809 MK_TP_GATHER_SM=0 
 STEP_GREP='^\[0\] (ag_|gemm_|moe|layer|\{|  T=)|fused on|FAIL|rror'
 . "$REPO/tools/bench/bench_step.sh"
 # 2. Default shapes, defaults (JSON for docs/perf): the fused ops with async-TP merged, the MoE block, the layer.
-for op in ag_gemm gemm_rs gemm_ar; do step $op 40 mk-launch -n 4 -- mk-bench $op --json "$RES/${op}_h200x4.json"; done
-TAIL=40 step moe 70 mk-launch -n 4 -- mk-bench moe --breakdown --json "$RES/moe_h200x4.json"
-TAIL=40 step layer 90 mk-launch -n 4 -- mk-bench layer --decode batch --warmup 3 --iters 10 --json "$RES/layer_h200x4.json"
-for op in ag_gemm gemm_rs; do
-  step torch_$op 40 mk-launch -n 4 -- python3 "$REPO/tools/bench/torch_async_tp.py" --op $op --merge "$RES/${op}_h200x4.json"
-done
+. "$REPO/tools/bench/bench_defaults.sh" # (layer: 90 s in the run of bc5bc01, 60 s since)
 echo "end at $(( $(date +%s) - T0 )) s"

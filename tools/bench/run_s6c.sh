@@ -10,13 +10,5 @@ REPO=$(cd "$(dirname "$0")/../.." && pwd)
 STEP_GREP='^\[0\] (ag_|gemm_|moe|layer|\{|  T=|    phases)|fused on|FAIL|rror'
 . "$REPO/tools/bench/bench_step.sh"
 echo "LIMIT $LIMIT s"
-for op in ag_gemm gemm_rs gemm_ar; do step $op 40 mk-launch -n 4 -- mk-bench $op --json "$RES/${op}_h200x4.json"; done
-TAIL=40 step moe 70 mk-launch -n 4 -- mk-bench moe --breakdown --json "$RES/moe_h200x4.json"
-TAIL=40 step layer 60 mk-launch -n 4 -- mk-bench layer --decode batch --warmup 3 --iters 10 --json "$RES/layer_h200x4.json"
-for op in ag_gemm gemm_rs; do
-  step torch_$op 40 mk-launch -n 4 -- python3 "$REPO/tools/bench/torch_async_tp.py" --op $op --merge "$RES/${op}_h200x4.json"
-done
-for f in ag_gemm gemm_rs gemm_ar moe layer; do
-  mk-bench plot "$RES/${f}_h200x4.json" -o "$RES/${f}_h200x4.png" > /dev/null 2>&1 || echo "plot $f failed"
-done
+. "$REPO/tools/bench/bench_defaults.sh"
 echo "end at $(( $(date +%s) - T0 )) s"
