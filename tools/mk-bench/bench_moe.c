@@ -278,7 +278,9 @@ int mk_bench_moe(int argc, char **argv) {
   MK_CHECK_GOTO(mk_comm_bcast(comm, &o.seed, sizeof o.seed, 0), st, fail);
   MK_CUDA_CHECK_GOTO(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), st, fail);
   MK_CHECK_GOTO(mk_bench_report_create(&o, &r), st, fail);
-  if (o.rank == 0) printf("MoE block, %d ranks (%d node group(s)), fused vs unfused\n", wd.size, wd.nnodes);
+  if (o.rank == 0) /* the seed fixes the routing draw: decode timings move with it (docs/perf/NOTES.md, moe) */
+    printf("MoE block, %d ranks (%d node group(s)), fused vs unfused, seed %llu\n", wd.size, wd.nnodes,
+           (unsigned long long)o.seed);
   for (int q = 0; q < nr; q++)
     for (int i = 0; i < ns; i++) {
       const mk_moe_args fl = {.comm_ctas = (int)comm_ctas, .swiglu_pass = swiglu_pass, .schedule = schedule,
