@@ -114,7 +114,8 @@ int mk_fused_ar_small_m(const mk_fused_t *f, const mk_fused_args *a);
  * mk_fused_ar_profile(f, 1) (allocates; 0 turns it off) every later small-M call zeroes the
  * stamps first (a memset on its stream) and its kernel records %globaltimer (ns) in them;
  * mk_fused_ar_phases synchronises the device and returns the last call's raw stamps (0: not
- * reached), to compare across ranks. Slots: */
+ * reached), on this GPU's clock (%globaltimer differs between GPUs: compare a rank's stamps
+ * with its own). Slots: */
 typedef enum mk_fused_ar_phase {
   MK_FUSED_AR_PH_ENTRY = 0,  /* first CTA enters the kernel */
   MK_FUSED_AR_PH_ENTRY_LAST, /* last CTA enters (the grid's launch spread) */

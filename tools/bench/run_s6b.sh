@@ -10,7 +10,7 @@
 # 3. next_arfold.sh (small-M GEMM+AR phases, epoch advance in the kernel).
 set -uo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
-bash "$REPO/tools/bench/next_wgskip.sh"
+if [ -f "$REPO/tools/bench/next_wgskip.sh" ]; then bash "$REPO/tools/bench/next_wgskip.sh"; else echo "next_wgskip.sh: only at 2a5f721 (branch wgskip)"; fi
 STEP_GREP='^\[0\] (gemm_|moe|layer|\{|  T=|    phases)|^gemm|FAIL|rror'
 . "$REPO/tools/bench/bench_step.sh" # env, T0, LIMIT, step
 S="--shape 16,4096,8,2,14336 --shape 128,4096,8,2,14336 --shape 16,2048,128,8,768 --shape 128,2048,128,8,768 --shape 16,7168,256,8,2048 --shape 128,7168,256,8,2048"

@@ -88,39 +88,33 @@ static mk_status time_all(fb *x, const mk_bench_opts *o, mk_bench_fn fn, void *s
 
 /* --breakdown (GEMM+AR's small-M path): 3 more fused calls back to back (so the ranks start
  * each call as they do in a stream, not after the host skew of a lone launch), the last one's
- * phase stamps (mk_fused_ar_phases) on every rank, printed by rank 0 in us from the earliest
- * entry over the ranks (%globaltimer is compared across GPUs: the driver keeps it near the host
- * clock, so offsets under ~1 us between ranks are noise), each phase the latest over the ranks;
- * then each rank's entry and the host's time to issue one call (fused, unfused: max over ranks). */
+ * phase stamps (mk_fused_ar_phases) on every rank; rank 0 prints each phase in us from that
+ * rank's own first entry, the latest over the ranks (%globaltimer differs between GPUs by up to
+ * ~0.3 ms on 4 x H200, run 2a5f721: only stamps of one GPU are compared), then the host's time to
+ * issue one call (fused, unfused: max over ranks). */
 static mk_status ar_breakdown(fb *x, void *stream, const mk_bench_stats *tf, const mk_bench_stats *tu) {
   enum { P = MK_FUSED_AR_PHASES };
-  uint64_t ph[P], all[P * 64];
-  MK_CHECK(mk_fused_ar_profile(x->f, 1));
-  for (int q = 0; q < 3; q++) MK_CHECK(run_fused(x, 0, stream));
-  MK_CHECK(mk_fused_ar_phases(x->f, ph));
-  MK_CHECK(mk_fused_ar_profile(x->f, 0));
-  MK_CHECK(mk_comm_check(x->c));
-  MK_CHECK(mk_comm_allgather(x->c, ph, all, sizeof ph));
-  if (x->me) return MK_STATUS_OK;
-  uint64_t t0 = UINT64_MAX, t1 = 0;
-  for (int q = 0; q < x->W; q++) {
-    const uint64_t e = all[P * q + MK_FUSED_AR_PH_ENTRY];
-    if (e && e < t0) t0 = e;
-    if (e > t1) t1 = e;
+  uint64_t ph[P], *all = calloc((size_t)x->W * P, sizeof(uint64_t));
+  if (!all) MK_ERR_RETURN(MK_STATUS_OUT_OF_MEMORY, MK_SUBSYS_BENCH, "gemm_ar --breakdown: out of host memory");
+  mk_status st = mk_fused_ar_profile(x->f, 1);
+  for (int q = 0; q < 3 && st == MK_STATUS_OK; q++) st = run_fused(x, 0, stream);
+  if (st == MK_STATUS_OK) st = mk_fused_ar_phases(x->f, ph);
+  if (st == MK_STATUS_OK) st = mk_fused_ar_profile(x->f, 0);
+  if (st == MK_STATUS_OK) st = mk_comm_check(x->c);
+  if (st == MK_STATUS_OK) st = mk_comm_allgather(x->c, ph, all, sizeof ph);
+  if (st == MK_STATUS_OK && x->me == 0 && all[MK_FUSED_AR_PH_ENTRY]) { /* no stamps: not the small-M path */
+    printf("    phases us from each rank's entry (max over ranks):");
+    for (int i = 1; i < P; i++) {
+      double v = -1;
+      for (int q = 0; q < x->W; q++)
+        if (all[P * q + i] && all[P * q + MK_FUSED_AR_PH_ENTRY])
+          v = fmax(v, (double)(int64_t)(all[P * q + i] - all[P * q + MK_FUSED_AR_PH_ENTRY]) * 1e-3);
+      printf(" %s %.1f", mk_fused_ar_phase_name(i), v);
+    }
+    printf("\n    host us per call: fused %.1f unfused %.1f\n", tf->host_ms * 1e3, tu->host_ms * 1e3);
   }
-  if (t0 == UINT64_MAX) return MK_STATUS_OK; /* no stamps: not the small-M path */
-  printf("    phases us from the earliest entry (max over ranks):");
-  for (int i = 1; i < P; i++) {
-    double v = -1;
-    for (int q = 0; q < x->W; q++)
-      if (all[P * q + i]) v = fmax(v, (double)(int64_t)(all[P * q + i] - t0) * 1e-3);
-    printf(" %s %.1f", mk_fused_ar_phase_name(i), v);
-  }
-  printf("\n    entry us by rank:");
-  for (int q = 0; q < x->W; q++) printf(" %.1f", (double)(int64_t)(all[P * q + MK_FUSED_AR_PH_ENTRY] - t0) * 1e-3);
-  printf(" (spread %.1f)  host us per call: fused %.1f unfused %.1f\n", (double)(t1 - t0) * 1e-3, tf->host_ms * 1e3,
-         tu->host_ms * 1e3);
-  return MK_STATUS_OK;
+  free(all);
+  return st;
 }
 
 /* Relative error of this rank's output against the reference, max over ranks. */
@@ -145,7 +139,7 @@ static void usage(FILE *out, const char *name) {
           "  --ctas C   role split: communication/reduction CTAs beside the GEMM (default: per shape)\n"
           "  --autotune time the fused op at several splits and report the best\n"
           "  --breakdown  AR: after each small-M shape, 3 more fused calls, the last one's phase stamps\n"
-          "             (us from the earliest kernel entry over the ranks) and the host's time per call\n"
+          "             (us from each rank's kernel entry, max over ranks) and the host's time per call\n"
           "  --ce-overlap-ab  RS/AR on copy engines: path fused with MK_FUSED_CE_OVERLAP=0, path\n"
           "             fused_ceov with =1 (the owner's reduce beside the GEMM), same inputs\n"
           "paths: fused = one mkernel launch (AG: the shard written in place, mk_ag_gemm_shard);\n"
