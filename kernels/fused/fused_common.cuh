@@ -134,7 +134,7 @@ __device__ __forceinline__ uint4 mk_fused_pack8(const float *acc) {
  * non-inlined function gets few registers: more spills). */
 template <int W>
 __device__ __noinline__ void mk_fused_reduce_block_w(uint16_t *dst, const uint16_t *const *src, int rows, int cols,
-                                                        int64_t ld) {
+                                                        int64_t ld, uint16_t *dst2) {
   constexpr int U = W >= 8 ? 1 : 8 / W;
   const int vec = cols / 8, total = rows * vec, nthr = blockDim.x;
   const uint16_t *s[W];
@@ -159,24 +159,29 @@ __device__ __noinline__ void mk_fused_reduce_block_w(uint16_t *dst, const uint16
       float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
 #pragma unroll
       for (int p = 0; p < W; p++) mk_fused_acc8(acc, v[u][p]);
-      *reinterpret_cast<uint4 *>(dst + off[u]) = mk_fused_pack8(acc);
+      const uint4 o = mk_fused_pack8(acc);
+      *reinterpret_cast<uint4 *>(dst + off[u]) = o;
+      if (dst2) *reinterpret_cast<uint4 *>(dst2 + off[u]) = o;
     }
   }
 }
 
 /* The rank count as a template argument (DeepEP-style switch); more than 8 ranks: one
- * position at a time. The sum order (0 + src_0 + src_1 + ...) is the same on every path. */
+ * position at a time. The sum order (0 + src_0 + src_1 + ...) is the same on every path.
+ * dst2 (optional, same ld): a second copy of the sums (the two-shot AR's owner keeps them in
+ * its heap for the peers; dst2 may be one of the sources: each thread reads its positions of
+ * every source before it writes them). W = 1 is a copy (bf16 -> fp32 -> bf16 is exact). */
 static __device__ __noinline__ void mk_fused_reduce_block(uint16_t *dst, const uint16_t *const *src, int W, int rows,
-                                                          int cols, int64_t ld) {
+                                                          int cols, int64_t ld, uint16_t *dst2 = nullptr) {
   switch (W) {
-    case 1: mk_fused_reduce_block_w<1>(dst, src, rows, cols, ld); break;
-    case 2: mk_fused_reduce_block_w<2>(dst, src, rows, cols, ld); break;
-    case 3: mk_fused_reduce_block_w<3>(dst, src, rows, cols, ld); break;
-    case 4: mk_fused_reduce_block_w<4>(dst, src, rows, cols, ld); break;
-    case 5: mk_fused_reduce_block_w<5>(dst, src, rows, cols, ld); break;
-    case 6: mk_fused_reduce_block_w<6>(dst, src, rows, cols, ld); break;
-    case 7: mk_fused_reduce_block_w<7>(dst, src, rows, cols, ld); break;
-    case 8: mk_fused_reduce_block_w<8>(dst, src, rows, cols, ld); break;
+    case 1: mk_fused_reduce_block_w<1>(dst, src, rows, cols, ld, dst2); break;
+    case 2: mk_fused_reduce_block_w<2>(dst, src, rows, cols, ld, dst2); break;
+    case 3: mk_fused_reduce_block_w<3>(dst, src, rows, cols, ld, dst2); break;
+    case 4: mk_fused_reduce_block_w<4>(dst, src, rows, cols, ld, dst2); break;
+    case 5: mk_fused_reduce_block_w<5>(dst, src, rows, cols, ld, dst2); break;
+    case 6: mk_fused_reduce_block_w<6>(dst, src, rows, cols, ld, dst2); break;
+    case 7: mk_fused_reduce_block_w<7>(dst, src, rows, cols, ld, dst2); break;
+    case 8: mk_fused_reduce_block_w<8>(dst, src, rows, cols, ld, dst2); break;
     default: {
       const int vec = cols / 8, total = rows * vec;
       for (int i = threadIdx.x; i < total; i += blockDim.x) {
@@ -184,7 +189,9 @@ static __device__ __noinline__ void mk_fused_reduce_block(uint16_t *dst, const u
         const int64_t off = (int64_t)r * ld + c;
         float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
         for (int p = 0; p < W; p++) mk_fused_acc8(acc, *reinterpret_cast<const uint4 *>(src[p] + off));
-        *reinterpret_cast<uint4 *>(dst + off) = mk_fused_pack8(acc);
+        const uint4 o = mk_fused_pack8(acc);
+        *reinterpret_cast<uint4 *>(dst + off) = o;
+        if (dst2) *reinterpret_cast<uint4 *>(dst2 + off) = o;
       }
     }
   }

@@ -60,8 +60,11 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   int64_t m, n, ms;  /* ms: rows per owner (RS) */
   int ncb, tiles_m;
   int op;            /* MK_OP_GEMM_RS or MK_OP_GEMM_AR, for error records */
-  int all_read;      /* AR: every rank reads every row; RS: the owner of the rows */
+  int all_read;      /* AR one-shot: every rank reads every row; RS, AR two-shot: the owner of the rows */
   int reducers;      /* role CTAs [0, reducers) reduce; role CTA `reducers` is the inter CTA */
+  int two;           /* AR two-shot (MK_FUSED_AR_TWO_SHOT): role CTAs [0, two) reduce this rank's rows (as
+                        RS) and publish the sums, [two, reducers) gather the other owners' sums into C */
+  uint16_t *c_all;   /* AR two-shot: the whole C [M, N] (out = this rank's rows of it) */
   int perm_q;        /* > 0: owner-interleaved tile order, tiles_m = W * perm_q; 0: plain grouped */
   uint64_t pbytes;   /* bytes of one P: P[e & 1] is at v.buf + (e & 1) * pbytes */
   int ce;            /* RS copy-engine mode (copy_engine.c): P local, progress counters, no reducers */
@@ -140,6 +143,11 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
       if (threadIdx.x == 0) inter(epoch);
       return;
     }
+    if (two && i >= two) {
+      gather(i - two, reducers - two, epoch);
+      return;
+    }
+    const int nred = two ? two : reducers;
     int64_t lo, hi;
     rows_of(v.me, &lo, &hi);
     const int64_t xrows = hi - lo;
@@ -147,7 +155,7 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
     const int gm = perm_q ? group_m / v.W : group_m; /* own tile-rows per group of the GEMM order */
     const uint64_t pb = pbuf(epoch);
     const uint16_t *src[MK_FUSED_ARRIVE_SLOTS];
-    for (int t = i; t < ntm * ncb; t += reducers) {
+    for (int t = i; t < ntm * ncb; t += nred) {
       int tm, cb;
       mk_fused_task_block(t, tm_lo, ntm, ncb, gm, &tm, &cb);
       int ok = 1;
@@ -163,10 +171,48 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
         src[p] = v.local(p) ? mk_peer_ptr<uint16_t>(w, v.lp(p), pb) + r0 * n + c0
                             : mk_local_ptr<uint16_t>(w, v.xbuf) + ((int64_t)p * xrows + r0 - lo) * n + c0;
       const uint64_t t1 = tr.buf ? mk_globaltimer() : 0;
-      mk_fused_reduce_block(out + (r0 - lo) * n + c0, src, v.W, (int)(r1 - r0), cols, n);
+      /* Two-shot: the sums also overwrite this rank's own partial of the block (read only
+       * here), where the peers' gather CTAs pull them once the block's flag is set. */
+      mk_fused_reduce_block(out + (r0 - lo) * n + c0, src, v.W, (int)(r1 - r0), cols, n,
+                            two ? mk_local_ptr<uint16_t>(w, pb) + r0 * n + c0 : nullptr);
+      if (two) {
+        __syncthreads(); /* every thread's sums are stored before thread 0's system fence */
+        if (threadIdx.x == 0)
+          for (int q = 0; q < v.W; q++)
+            if (q != v.me) mk_fused_flag_set(w, v.lp(q), flag(v.me, tm, cb), epoch + 1);
+      }
       if (tr.buf && threadIdx.x == 0) {
         if (t1 - t0 > 1000) mk_trace_ev(tr, 0, &tn, MK_TRACE_WAIT, t0, t1);
         mk_trace_ev(tr, 0, &tn, MK_TRACE_REDUCE, t1, mk_globaltimer());
+      }
+    }
+  }
+
+  /* AR two-shot, gather CTA g of ng: copy every other owner o's sums of its blocks (left in
+   * o's P[e & 1] by o's reduce CTAs) into C, in the order the owners finish them (block t of
+   * each owner in the GEMM's order, owners from me + 1 on), each once o has set flag(o, tm, cb)
+   * = epoch + 1 here. That flag index is free on this rank for a row block of o: with whole
+   * 128-row tile-rows per owner (the mode's condition), producers flag a block only on its
+   * owner and on themselves. Gather waits depend on the owners' reduce CTAs, which depend only
+   * on GEMM tiles: no cycle between CTAs or ranks. */
+  __device__ void gather(int g, int ng, uint64_t epoch) {
+    const int ntm = (int)(ms / 128), O = v.W - 1, gm = perm_q ? group_m / v.W : group_m;
+    const uint64_t pb = pbuf(epoch);
+    for (int u = g; u < ntm * ncb * O; u += ng) {
+      const int t = u / O, o = (v.me + 1 + u % O) % v.W;
+      int tm, cb;
+      mk_fused_task_block(t, (int)(o * ms / 128), ntm, ncb, gm, &tm, &cb);
+      int ok = 1;
+      const uint64_t t0 = tr.buf ? mk_globaltimer() : 0;
+      if (threadIdx.x == 0) ok = mk_wait_ge(w, flag(o, tm, cb), epoch + 1, op, o, tm * ncb + cb);
+      if (!__syncthreads_and(ok)) return;
+      const int64_t r0 = (int64_t)tm * 128, c0 = (int64_t)cb * 128;
+      const uint16_t *src = mk_peer_ptr<uint16_t>(w, v.lp(o), pb) + r0 * n + c0;
+      const uint64_t t1 = tr.buf ? mk_globaltimer() : 0;
+      mk_fused_reduce_block(c_all + r0 * n + c0, &src, 1, 128, (int)min((int64_t)128, n - c0), n);
+      if (tr.buf && threadIdx.x == 0) {
+        if (t1 - t0 > 1000) mk_trace_ev(tr, 0, &tn, MK_TRACE_WAIT, t0, t1);
+        mk_trace_ev(tr, 0, &tn, MK_TRACE_SEND, t1, mk_globaltimer());
       }
     }
   }
@@ -375,12 +421,14 @@ static mk_status mk_ce_overlap_launch(mk_fused_t *f, mk_fused_op op, const mk_fu
 template <int kOp>
 static mk_status mk_reduce_launch(mk_fused_t *f, const mk_fused_args *a, uint16_t *out, cudaStream_t stream) {
   const mk_fused_op fop = (mk_fused_op)kOp;
-  const int all_read = kOp == MK_FUSED_GEMM_AR;
+  const int two = kOp == MK_FUSED_GEMM_AR && mk_fused_ar_two_shot(f, a->m, a->n);
+  const int all_read = kOp == MK_FUSED_GEMM_AR && !two;
   const mk_fused_ws *ws = &f->ws[fop];
   mk_reduce_policy<kOp> p;
   p.w = f->w;
   p.v = mk_fused_make_view(f, fop);
-  p.out = out;
+  p.out = two ? out + (int64_t)f->me * (a->m / f->world) * a->n : out;
+  p.c_all = out;
   p.m = a->m;
   p.n = a->n;
   p.ms = a->m / f->world;
@@ -394,6 +442,8 @@ static mk_status mk_reduce_launch(mk_fused_t *f, const mk_fused_args *a, uint16_
   p.ce_rows = mk_fused_ce_rows();
   p.ce_np = (int)((p.ms + p.ce_rows - 1) / p.ce_rows);
   p.reducers = p.ce ? 0 : mk_fused_ctas(f, fop, a);
+  if (two && p.reducers < 2) p.reducers = 2;
+  p.two = two ? p.reducers / 2 : 0; /* as many gather CTAs as reduce CTAs: each moves (W - 1) blocks per own block */
   p.role_ctas = p.reducers + (f->nnodes > 1 ? 1 : 0);
   p.pbytes = ws->pbytes;
   p.perm_q = (!all_read || p.ce) && p.ms % 128 == 0 && p.tiles_m % f->world == 0 && p.group_m % f->world == 0

@@ -2,8 +2,12 @@
  * launch, bit-identical on all ranks: one-shot, every rank pulls every block of the W partials
  * (over NVLink inside the node group) and sums them in the order 0..W-1 (fused_reduce.cuh has
  * the layout, flags and barrier points). Any M. Traffic: each rank reads (W - 1) M N bf16, the
- * decode (small M) recipe; a two-shot path (reduce-scatter, then all-gather of the reduced
- * rows) for large M is not built yet.
+ * decode (small M) recipe. Two-shot on SM roles (MK_FUSED_AR_TWO_SHOT=1, one node group, M a
+ * multiple of 128 W): half of the role CTAs reduce this rank's M/W rows as GEMM+RS does (the
+ * owner-interleaved tile order), keep the sums in their own partial's rows and flag each block
+ * to every peer; the other half pull the other owners' summed blocks into C as they are flagged
+ * (fused_reduce.cuh, gather). Traffic: each rank reads 2 (W - 1) M N / W bf16 instead of
+ * (W - 1) M N; one owner computes each sum, so every rank holds the same bits.
  *
  * Small M (1 <= M <= 128, B [N, K], one node group, MK_GEMM_SKINNY != 0, not the copy-engine
  * mode): the skinny GEMM (kernels/gemm/gemm_skinny.cuh) with a pushing epilogue, no role CTAs.
@@ -136,6 +140,16 @@ struct mk_ar_skinny_epi {
     }
   }
 };
+
+/* GEMM+AR two-shot on SM roles (fused_reduce.cuh): 0 off, 1 where it applies. */
+MK_PARAM_INT(fused_ar_two_shot, "FUSED_AR_TWO_SHOT", 0, 0, 1)
+
+extern "C" int mk_fused_ar_two_shot(const mk_fused_t *f, int64_t m, int64_t n) {
+  (void)n;
+  /* Whole 128-row tile-rows per owner (the flag reuse of the gather needs it), one node group. */
+  return mk_param_fused_ar_two_shot() && f->nnodes == 1 && f->world >= 2 && m % f->world == 0 &&
+         (m / f->world) % 128 == 0;
+}
 
 extern "C" int mk_fused_ar_small_m(const mk_fused_t *f, const mk_fused_args *a) {
   const int64_t skinny = mk_param_gemm_skinny();

@@ -109,6 +109,10 @@ int mk_fused_uses_ce(const mk_fused_t *f, mk_fused_op op, int64_t m, int64_t n);
  * rank; no comm CTAs): M <= 128, B [N, K], one node group, MK_GEMM_SKINNY != 0 (auto takes every
  * such call, whatever the weight size). */
 int mk_fused_ar_small_m(const mk_fused_t *f, const mk_fused_args *a);
+/* 1 when a GEMM+AR call at M x N on this handle runs two-shot on SM roles (reduce-scatter of the
+ * owners' rows, then every rank pulls the owners' sums): MK_FUSED_AR_TWO_SHOT=1, one node group,
+ * M a multiple of 128 x W. It takes precedence over the copy-engine mode. */
+int mk_fused_ar_two_shot(const mk_fused_t *f, int64_t m, int64_t n);
 
 /* Phase stamps of GEMM+AR's small-M path (opt-in; mk-bench gemm_ar --breakdown). With
  * mk_fused_ar_profile(f, 1) (allocates; 0 turns it off) every later small-M call zeroes the

@@ -96,7 +96,11 @@ static void check(ctx *x, const shape *sh, const char *what) {
   double err = 0;
   ASSERT_OK(mk_gemm_rel_err(x->C, ref, rows * sh->n, &err, (mk_stream_t)x->s));
   printf("rank %d: %s M=%lld N=%lld K=%lld (%s): rel err %.3g\n", x->me, what, (long long)sh->m, (long long)sh->n,
-         (long long)sh->k, mk_fused_uses_ce(x->f, (mk_fused_op)x->op, sh->m, sh->n) ? "copy engines" : "SM roles", err);
+         (long long)sh->k,
+         mk_fused_uses_ce(x->f, (mk_fused_op)x->op, sh->m, sh->n)                        ? "copy engines"
+         : x->op == MK_FUSED_GEMM_AR && mk_fused_ar_two_shot(x->f, sh->m, sh->n) ? "SM roles, two-shot"
+                                                                                     : "SM roles",
+         err);
   ASSERT_DBL_LE(err, 1e-2);
   if (x->op == MK_FUSED_GEMM_AR) {
     uint64_t hash = c_hash(x, sh), all[64];
@@ -116,13 +120,18 @@ int main(int argc, char **argv) {
   x.op = -1;
   for (int op = 0; op < 3; op++)
     if (!strncmp(opname, names[op], 2) && (!opname[2] || !strcmp(opname + 2, "_ce") || !strcmp(opname + 2, "_auto") ||
-                                           (op != MK_FUSED_AG_GEMM && !strcmp(opname + 2, "_ceov"))))
+                                           (op != MK_FUSED_AG_GEMM && !strcmp(opname + 2, "_ceov")) ||
+                                           (op == MK_FUSED_GEMM_AR && !strcmp(opname + 2, "_two"))))
       x.op = op;
-  if (x.op < 0) MK_TEST_FAIL_("usage: test_fused ag|rs|ar[_ce|_auto], rs|ar_ceov (got '%s')", opname);
+  if (x.op < 0) MK_TEST_FAIL_("usage: test_fused ag|rs|ar[_ce|_auto], rs|ar_ceov, ar_two (got '%s')", opname);
   const char *ce_env = envs[x.op];
   const int ov = !strcmp(opname + 2, "_ceov"), ce = ov || !strcmp(opname + 2, "_ce");
+  /* ar_two: the two-shot on SM roles wherever it applies (M a multiple of 128 W: the round
+   * shapes; the odd ones run one-shot between them, so the modes' flags interleave). */
+  const int two = !strcmp(opname + 2, "_two");
   if (strcmp(opname + 2, "_auto")) setenv(ce_env, ce ? "1" : "0", 1);
   if (ov) setenv("MK_FUSED_CE_OVERLAP", "1", 1);
+  if (two) setenv("MK_FUSED_AR_TWO_SHOT", "1", 1);
   mk_test_require_gpus(2);
   ASSERT_OK(mk_comm_create(&x.c));
   const mk_world *w = mk_comm_world(x.c);
@@ -159,7 +168,8 @@ int main(int argc, char **argv) {
   }
 
   /* 100 back-to-back calls (no host synchronisation between them), then the check. */
-  const shape *sh = &shapes[0];
+  const shape *sh = &shapes[two ? 1 : 0];
+  if (two) ASSERT_TRUE(mk_fused_ar_two_shot(x.f, sh->m, sh->n) && !mk_fused_ar_two_shot(x.f, shapes[0].m, shapes[0].n));
   x.inplace = 0;
   prepare(&x, sh, 7);
   poison(&x, sh);
