@@ -197,6 +197,94 @@ static __device__ __noinline__ void mk_fused_reduce_block(uint16_t *dst, const u
   }
 }
 
+/* One block of a pull pipeline (mk_fused_pull_pipe): rows x cols (<= 128 x 128, cols % 8 == 0)
+ * of nsrc sources, each at src[s] with row stride ld (elements), summed in the order
+ * s = 0..nsrc-1 into dst (and dst2 if set), same ld. */
+struct mk_pull_block {
+  const uint16_t *src[MK_FUSED_ARRIVE_SLOTS];
+  uint16_t *dst, *dst2;
+  int rows, cols;
+};
+
+/* Whole CTA: the reducer loop with many bytes in flight. Register loads keep ~48 KB in flight
+ * per CTA (8 x 16 B per thread), so a pull over NVLink (~2 us a round trip) runs at ~18 GB/s
+ * per CTA (NOTES, session 2). Here every thread issues 16-byte cp.async copies (generic proxy,
+ * L2 only) of its share of a piece into a ring of `stages` shared-memory stages of 32 KB
+ * (piece = R = max(8, 128 / nsrc) rows of the block from each of the nsrc sources), so up to
+ * ~190 KB per CTA are in flight; a piece is summed out of shared memory once landed, in the
+ * order s = 0..nsrc-1 in fp32 (the bits of mk_fused_reduce_block). The CTA's tasks k = 0..ntask-1:
+ * before the first piece of task k, thread 0 calls wait(k) (the bounded flag waits; false =
+ * failed: the CTA drains its copies and returns); geom(k, &blk) gives its block (pure); after
+ * the last piece of task k is stored and a CTA barrier, every thread calls done(k) (thread 0
+ * publishes, e.g. flags). Two CTA barriers per piece: before a stage is refilled (its previous
+ * piece consumed; the flag acquired by thread 0 before any thread's copies of the new block),
+ * and before a landed piece is read (every thread's copies of it complete: cp.async.wait_group).
+ * smem: stages x 32 KB + 16 bytes; false when it has room for fewer than 2 stages (nothing done). */
+template <class Geom, class Wait, class Done>
+__device__ __forceinline__ bool mk_fused_pull_pipe(int ntask, int nsrc, int64_t ld, uint8_t *smem, int smem_bytes,
+                                                   const Geom &geom, const Wait &wait, const Done &done) {
+  constexpr int kStage = 32768;
+  const int R = max(8, 128 / nsrc), per = (128 + R - 1) / R;
+  const int stages = min(8, (smem_bytes - 16) / kStage);
+  if (stages < 2 || nsrc < 1 || nsrc * R * 256 > kStage) return false;
+  volatile int *bad = reinterpret_cast<volatile int *>(smem + (size_t)stages * kStage);
+  const int total = ntask * per;
+  mk_pull_block blk;
+  for (int q = 0; q < total + stages - 1; q++) {
+    if (q < total) {
+      const int k = q / per, sub = q - k * per;
+      if (sub == 0 && threadIdx.x == 0) *bad = !wait(k);
+      __syncthreads(); /* stage q % stages consumed (piece q - stages, iteration q - 1); the flag seen */
+      if (*bad) {
+        asm volatile("cp.async.wait_all;" ::: "memory");
+        return true;
+      }
+      geom(k, &blk);
+      const int a = sub * R, rows = min(R, blk.rows - a), vec = blk.cols / 8;
+      const uint32_t st = mk_smem_addr(smem + (size_t)(q % stages) * kStage);
+      for (int e = threadIdx.x; e < nsrc * max(rows, 0) * vec; e += blockDim.x) {
+        const int sr = e / vec, c = e - sr * vec, sidx = sr / rows, r = sr - sidx * rows;
+        const uint16_t *g = blk.src[sidx] + (int64_t)(a + r) * ld + c * 8;
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(st + (uint32_t)(((sidx * R + r) * 16 + c) * 16)),
+                     "l"(g)
+                     : "memory");
+      }
+    }
+    asm volatile("cp.async.commit_group;" ::: "memory");
+    const int cq = q - (stages - 1);
+    if (cq < 0) continue;
+    switch (stages) { /* this thread's copies of piece cq have landed (the newer groups may not) */
+      case 2: asm volatile("cp.async.wait_group 1;" ::: "memory"); break;
+      case 3: asm volatile("cp.async.wait_group 2;" ::: "memory"); break;
+      case 4: asm volatile("cp.async.wait_group 3;" ::: "memory"); break;
+      case 5: asm volatile("cp.async.wait_group 4;" ::: "memory"); break;
+      case 6: asm volatile("cp.async.wait_group 5;" ::: "memory"); break;
+      case 7: asm volatile("cp.async.wait_group 6;" ::: "memory"); break;
+      default: asm volatile("cp.async.wait_group 7;" ::: "memory"); break;
+    }
+    __syncthreads(); /* every thread's copies of piece cq have landed */
+    const int k = cq / per, sub = cq - k * per;
+    geom(k, &blk);
+    const int a = sub * R, rows = min(R, blk.rows - a), vec = blk.cols / 8;
+    const uint8_t *st = smem + (size_t)(cq % stages) * kStage;
+    for (int e = threadIdx.x; e < max(rows, 0) * vec; e += blockDim.x) {
+      const int r = e / vec, c = e - r * vec;
+      float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      for (int sidx = 0; sidx < nsrc; sidx++)
+        mk_fused_acc8(acc, *reinterpret_cast<const uint4 *>(st + ((sidx * R + r) * 16 + c) * 16));
+      const uint4 o = mk_fused_pack8(acc);
+      const int64_t off = (int64_t)(a + r) * ld + c * 8;
+      *reinterpret_cast<uint4 *>(blk.dst + off) = o;
+      if (blk.dst2) *reinterpret_cast<uint4 *>(blk.dst2 + off) = o;
+    }
+    if (sub == per - 1) {
+      __syncthreads(); /* the block's sums are stored (for done's publication) */
+      done(k);
+    }
+  }
+  return true;
+}
+
 /* Reducer task t -> (tile-row tm, 128-column block cb) over tile-rows [tm_lo, tm_lo + ntm) and
  * ncb column blocks, in the order the default GEMM tile order (mk_gemm_order_grouped) finishes
  * them: groups of group_m tile-rows, column by column within a group. */

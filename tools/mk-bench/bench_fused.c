@@ -176,7 +176,7 @@ static int bench_fused(mk_fused_op op, int argc, char **argv) {
       if (mk_bench_parse_i64("--m", v, 1, 1 << 24, &ms_list[nm++])) return 2;
       i++;
     } else if (!strcmp(a, "--n") || !strcmp(a, "--k")) {
-      if (mk_bench_parse_i64(a, v, 8, 1 << 20, a[3] == 'n' ? &n : &k)) return 2;
+      if (mk_bench_parse_i64(a, v, 8, 1 << 20, a[2] == 'n' ? &n : &k)) return 2;
       i++;
     } else if (!strcmp(a, "--breakdown") && op == MK_FUSED_GEMM_AR) {
       breakdown = 1;
