@@ -12,9 +12,6 @@ static const char *const k_names[3] = {"ag_gemm", "gemm_rs", "gemm_ar"};
 /* GEMM+RS / GEMM+AR: split the GEMM's last wave along K (fused_reduce.cuh): -1 where the
  * core's wave model says it pays, 0 never, 2..16 always in that many slices. */
 MK_PARAM_INT(fused_split_k, "FUSED_SPLIT_K", -1, -1, 16)
-/* RS/AR reducer CTAs (SM roles): 1 = pull through the cp.async pipeline (fused_common.cuh,
- * mk_fused_pull_pipe), 0 = 16-byte register loads. */
-MK_PARAM_INT(fused_pull, "FUSED_PULL", 0, 0, 1)
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 

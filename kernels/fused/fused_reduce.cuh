@@ -65,8 +65,6 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   int two;           /* AR two-shot (MK_FUSED_AR_TWO_SHOT): role CTAs [0, two) reduce this rank's rows (as
                         RS) and publish the sums, [two, reducers) gather the other owners' sums into C */
   uint16_t *c_all;   /* AR two-shot: the whole C [M, N] (out = this rank's rows of it) */
-  int pull;          /* MK_FUSED_PULL: 1 = reducer and gather CTAs copy through the cp.async pipeline
-                        (mk_fused_pull_pipe), 0 = 16-byte register loads (mk_fused_reduce_block) */
   int perm_q;        /* > 0: owner-interleaved tile order, tiles_m = W * perm_q; 0: plain grouped */
   uint64_t pbytes;   /* bytes of one P: P[e & 1] is at v.buf + (e & 1) * pbytes */
   int ce;            /* RS copy-engine mode (copy_engine.c): P local, progress counters, no reducers */
@@ -138,7 +136,7 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
     }
   }
 
-  __device__ __noinline__ void run_role(int i, uint8_t *smem, int smem_bytes) {
+  __device__ __noinline__ void run_role(int i, uint8_t *, int) {
     const uint64_t epoch = mk_epoch(w, v.slot);
     if (i == 0 && threadIdx.x == 0) mk_fused_arrive(w, v, epoch);
     if (i >= reducers) {
@@ -146,7 +144,7 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
       return;
     }
     if (two && i >= two) {
-      gather(i - two, reducers - two, epoch, smem, smem_bytes);
+      gather(i - two, reducers - two, epoch);
       return;
     }
     const int nred = two ? two : reducers;
@@ -156,47 +154,6 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
     const int tm_lo = (int)(lo / 128), ntm = (int)((hi - 1) / 128) - tm_lo + 1;
     const int gm = perm_q ? group_m / v.W : group_m; /* own tile-rows per group of the GEMM order */
     const uint64_t pb = pbuf(epoch);
-    if (pull) { /* the same tasks, blocks and sums through the cp.async pipeline */
-      const int nt = i < ntm * ncb ? (ntm * ncb - i + nred - 1) / nred : 0;
-      uint64_t tw = 0; /* trace: when the current block's flags were seen */
-      auto block = [&](int k, int *tm, int *cb) { mk_fused_task_block(i + k * nred, tm_lo, ntm, ncb, gm, tm, cb); };
-      auto geom = [&](int k, mk_pull_block *b) {
-        int tm, cb;
-        block(k, &tm, &cb);
-        const int64_t r0 = max((int64_t)tm * 128, lo), r1 = min((int64_t)tm * 128 + 128, hi), c0 = (int64_t)cb * 128;
-        for (int p = 0; p < v.W; p++)
-          b->src[p] = v.local(p) ? mk_peer_ptr<uint16_t>(w, v.lp(p), pb) + r0 * n + c0
-                                 : mk_local_ptr<uint16_t>(w, v.xbuf) + ((int64_t)p * xrows + r0 - lo) * n + c0;
-        b->dst = out + (r0 - lo) * n + c0;
-        b->dst2 = two ? mk_local_ptr<uint16_t>(w, pb) + r0 * n + c0 : nullptr;
-        b->rows = (int)(r1 - r0);
-        b->cols = (int)min((int64_t)128, n - c0);
-      };
-      auto wait = [&](int k) {
-        int tm, cb, ok = 1;
-        block(k, &tm, &cb);
-        const uint64_t t0 = tr.buf ? mk_globaltimer() : 0;
-        for (int p = 0; p < v.W && ok; p++)
-          ok = v.local(p) ? mk_wait_ge(w, flag(p, tm, cb), epoch + 1, op, p, tm * ncb + cb)
-                          : mk_wait_ge(w, v.xdata(p), v.xtarget(), op, p, tm * ncb + cb);
-        if (tr.buf) {
-          tw = mk_globaltimer();
-          if (tw - t0 > 1000) mk_trace_ev(tr, 0, &tn, MK_TRACE_WAIT, t0, tw);
-        }
-        return ok != 0;
-      };
-      auto done = [&](int k) {
-        if (threadIdx.x != 0) return;
-        if (two) {
-          int tm, cb;
-          block(k, &tm, &cb);
-          for (int q = 0; q < v.W; q++)
-            if (q != v.me) mk_fused_flag_set(w, v.lp(q), flag(v.me, tm, cb), epoch + 1);
-        }
-        if (tr.buf) mk_trace_ev(tr, 0, &tn, MK_TRACE_REDUCE, tw, mk_globaltimer());
-      };
-      if (mk_fused_pull_pipe(nt, v.W, n, smem, smem_bytes, geom, wait, done)) return;
-    }
     const uint16_t *src[MK_FUSED_ARRIVE_SLOTS];
     for (int t = i; t < ntm * ncb; t += nred) {
       int tm, cb;
@@ -238,43 +195,9 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
    * 128-row tile-rows per owner (the mode's condition), producers flag a block only on its
    * owner and on themselves. Gather waits depend on the owners' reduce CTAs, which depend only
    * on GEMM tiles: no cycle between CTAs or ranks. */
-  __device__ void gather(int g, int ng, uint64_t epoch, uint8_t *smem, int smem_bytes) {
+  __device__ void gather(int g, int ng, uint64_t epoch) {
     const int ntm = (int)(ms / 128), O = v.W - 1, gm = perm_q ? group_m / v.W : group_m;
     const uint64_t pb = pbuf(epoch);
-    if (pull) {
-      const int all = ntm * ncb * O, nt = g < all ? (all - g + ng - 1) / ng : 0;
-      uint64_t tw = 0;
-      auto block = [&](int k, int *o, int *tm, int *cb) {
-        const int u = g + k * ng, t = u / O;
-        *o = (v.me + 1 + u % O) % v.W;
-        mk_fused_task_block(t, (int)(*o * ms / 128), ntm, ncb, gm, tm, cb);
-      };
-      auto geom = [&](int k, mk_pull_block *b) {
-        int o, tm, cb;
-        block(k, &o, &tm, &cb);
-        const int64_t r0 = (int64_t)tm * 128, c0 = (int64_t)cb * 128;
-        b->src[0] = mk_peer_ptr<uint16_t>(w, v.lp(o), pb) + r0 * n + c0;
-        b->dst = c_all + r0 * n + c0;
-        b->dst2 = nullptr;
-        b->rows = 128;
-        b->cols = (int)min((int64_t)128, n - c0);
-      };
-      auto wait = [&](int k) {
-        int o, tm, cb;
-        block(k, &o, &tm, &cb);
-        const uint64_t t0 = tr.buf ? mk_globaltimer() : 0;
-        const bool ok = mk_wait_ge(w, flag(o, tm, cb), epoch + 1, op, o, tm * ncb + cb);
-        if (tr.buf) {
-          tw = mk_globaltimer();
-          if (tw - t0 > 1000) mk_trace_ev(tr, 0, &tn, MK_TRACE_WAIT, t0, tw);
-        }
-        return ok;
-      };
-      auto done = [&](int) {
-        if (tr.buf && threadIdx.x == 0) mk_trace_ev(tr, 0, &tn, MK_TRACE_SEND, tw, mk_globaltimer());
-      };
-      if (mk_fused_pull_pipe(nt, 1, n, smem, smem_bytes, geom, wait, done)) return;
-    }
     for (int u = g; u < ntm * ncb * O; u += ng) {
       const int t = u / O, o = (v.me + 1 + u % O) % v.W;
       int tm, cb;
@@ -506,7 +429,6 @@ static mk_status mk_reduce_launch(mk_fused_t *f, const mk_fused_args *a, uint16_
   p.v = mk_fused_make_view(f, fop);
   p.out = two ? out + (int64_t)f->me * (a->m / f->world) * a->n : out;
   p.c_all = out;
-  p.pull = (int)mk_param_fused_pull();
   p.m = a->m;
   p.n = a->n;
   p.ms = a->m / f->world;
