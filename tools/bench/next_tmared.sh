@@ -2,8 +2,10 @@
 # tools/bench/next_tmared.sh — session 7, branch tmared (issue #6): the TMA bulk-load reducers of
 # GEMM+RS / GEMM+AR (MK_FUSED_REDUCE_TMA=1) against the register reducers (the default), SM roles
 # forced (MK_FUSED_{RS,AR}_COPY=0), 4 GPUs, N = 8192, K = 7168 (mk-bench's defaults). Run:
-#   MK_CALL_LIMIT=300 CTEST_ARGS="-R test_fused_(rs|ar)_(tma_)?(2|4|2nodes)$" CTEST_WALL=150 \
+#   MK_CALL_LIMIT=420 CTEST_ARGS="-R test_fused_(rs|ar)_(tma_)?(2|4|2nodes)$" CTEST_TIMEOUT=60 CTEST_WALL=120 \
 #     tools/gpu-check.sh -- 'bash ../../tools/bench/next_tmared.sh'
+# (the tests first: the register reducers' test_fused_{rs,ar}_{2,4,2nodes} and the TMA ones, which also
+# compare the two reducers' bits; a TMA bug that hangs a kernel costs one 60 s test, not the call).
 # 1. RS M = 2048 and 8192: TMA off with 16 reducers (the default count; fused and unfused timed),
 #    TMA on with 4, 8 and 16 reducers (fused only);
 # 2. AR M = 1024 (SM one-shot): TMA off with 32 reducers against TMA on with 8 and 16.
