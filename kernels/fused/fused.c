@@ -12,9 +12,6 @@ static const char *const k_names[3] = {"ag_gemm", "gemm_rs", "gemm_ar"};
 /* GEMM+RS / GEMM+AR: split the GEMM's last wave along K (fused_reduce.cuh): -1 where the
  * core's wave model says it pays, 0 never, 2..16 always in that many slices. */
 MK_PARAM_INT(fused_split_k, "FUSED_SPLIT_K", -1, -1, 16)
-/* GEMM+RS / GEMM+AR reducer CTAs (SM roles): 1 = pull the partial blocks with TMA bulk copies
- * into a shared-memory ring (fused_reduce.cuh, reduce_tma), 0 = 16-byte loads into registers. */
-MK_PARAM_INT(fused_reduce_tma, "FUSED_REDUCE_TMA", 0, 0, 1)
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 

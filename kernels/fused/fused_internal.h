@@ -69,8 +69,6 @@ int mk_fused_ctas(const mk_fused_t *f, mk_fused_op op, const mk_fused_args *a);
 int mk_fused_compute_ctas(const mk_fused_t *f, int roles);
 /* MK_FUSED_SPLIT_K (fused.c). */
 int64_t mk_param_fused_split_k(void);
-/* MK_FUSED_REDUCE_TMA (fused.c). */
-int64_t mk_param_fused_reduce_tma(void);
 /* AG+GEMM copy-engine mode (copy_engine.c): whether this call uses it (mk_fused_ce_select:
  * MK_FUSED_AG_COPY -1 or 1, one node group, W > 1); rows per piece (MK_FUSED_CE_ROWS, 128 times a power of two); begin = flag
  * resets, arrival, the fork and the peer copies on the side streams, and the local copy

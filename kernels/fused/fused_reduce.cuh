@@ -28,8 +28,7 @@
  * 128 x 128 blocks of the rows this rank reduces in the order the GEMM produces them (all
  * ranks use the same grouped tile order, so a block is complete on all ranks at about the
  * same time), wait for its W flags (xdata for remote ranks), pull the W partial blocks (peers
- * over NVLink, remote ranks from X; 16-byte loads into registers, or with MK_FUSED_REDUCE_TMA=1
- * TMA bulk copies into a shared-memory ring: reduce_tma) and write the sum. With several node groups one more CTA
+ * over NVLink, remote ranks from X) and write the sum. With several node groups one more CTA
  * (inter) waits until P is complete, then, per remote rank q, waits for q's arrival and posts
  * one PUT_SIGNAL of the rows q reads into q's X[me] (+1 on q's xdata[me]); it acknowledges
  * remote data that has landed and waits for the acknowledgements of its own puts
@@ -66,7 +65,6 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   int two;           /* AR two-shot (MK_FUSED_AR_TWO_SHOT): role CTAs [0, two) reduce this rank's rows (as
                         RS) and publish the sums, [two, reducers) gather the other owners' sums into C */
   uint16_t *c_all;   /* AR two-shot: the whole C [M, N] (out = this rank's rows of it) */
-  int tma;           /* reducers pull with TMA bulk copies into shared memory (MK_FUSED_REDUCE_TMA) */
   int perm_q;        /* > 0: owner-interleaved tile order, tiles_m = W * perm_q; 0: plain grouped */
   uint64_t pbytes;   /* bytes of one P: P[e & 1] is at v.buf + (e & 1) * pbytes */
   int ce;            /* RS copy-engine mode (copy_engine.c): P local, progress counters, no reducers */
@@ -138,7 +136,7 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
     }
   }
 
-  __device__ __noinline__ void run_role(int i, uint8_t *smem, int smem_bytes) {
+  __device__ __noinline__ void run_role(int i, uint8_t *, int) {
     const uint64_t epoch = mk_epoch(w, v.slot);
     if (i == 0 && threadIdx.x == 0) mk_fused_arrive(w, v, epoch);
     if (i >= reducers) {
@@ -150,7 +148,6 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
       return;
     }
     const int nred = two ? two : reducers;
-    if (tma && !two && reduce_tma(i, epoch, smem, smem_bytes)) return;
     int64_t lo, hi;
     rows_of(v.me, &lo, &hi);
     const int64_t xrows = hi - lo;
@@ -218,120 +215,6 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
         mk_trace_ev(tr, 0, &tn, MK_TRACE_SEND, t1, mk_globaltimer());
       }
     }
-  }
-
-  /* Reducer CTA i with TMA bulk loads (MK_FUSED_REDUCE_TMA=1): the same blocks in the same
-   * order as the register path, each cut into sub-blocks of R = max(8, 128 / W) rows whose W
-   * sources land in one shared-memory stage (W x R rows of 256 bytes, <= 32 KB), up to 8
-   * stages in flight (~190 KB per CTA against ~48 KB of 16-byte loads in registers). Warp 0
-   * produces: it waits for the block's W flags (lane 0), fences the async proxy and issues one
-   * 1-D bulk copy per row and source (cols * 2 bytes) on the stage's `full` barrier. Warps
-   * 1.. consume: they sum a landed stage in rank order 0..W-1 in fp32 (the bits of
-   * mk_fused_reduce_block), store it to out and release the stage (`empty`, one arrive per
-   * warp). A failed flag wait marks its stage and every later one bad (nothing loaded, the
-   * phase still completes: no warp hangs, no copy is in flight when the CTA ends). Returns
-   * false, having done nothing, when shared memory holds fewer than 2 stages. */
-  __device__ __noinline__ bool reduce_tma(int i, uint64_t epoch, uint8_t *smem, int smem_bytes) {
-    const int W = v.W, R = max(8, 128 / W), stage_bytes = W * R * 256, nwarps = (int)blockDim.x / 32;
-    const int stages = min(8, (smem_bytes - 256) / stage_bytes);
-    if (stages < 2 || nwarps < 2) return false;
-    int64_t lo, hi;
-    rows_of(v.me, &lo, &hi);
-    const int64_t xrows = hi - lo;
-    const int tm_lo = (int)(lo / 128), ntm = (int)((hi - 1) / 128) - tm_lo + 1;
-    const int gm = perm_q ? group_m / W : group_m, mine = ntm * ncb, per_task = (128 + R - 1) / R;
-    const int total = i < mine ? (mine - i + reducers - 1) / reducers * per_task : 0;
-    uint64_t *full = reinterpret_cast<uint64_t *>(smem + (size_t)stages * stage_bytes), *empty = full + stages;
-    int *sbad = reinterpret_cast<int *>(empty + stages); /* per stage: nothing loaded (a wait failed) */
-    const uint64_t pb = pbuf(epoch);
-    const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x & 31;
-    if (threadIdx.x == 0) {
-      for (int s = 0; s < stages; s++) {
-        mk_sm90::mbar_init(&full[s], 1);
-        mk_sm90::mbar_init(&empty[s], nwarps - 1);
-      }
-      mk_sm90::mbar_fence_init();
-    }
-    __syncthreads();
-    /* Sub-block j: task i + (j / per_task) * reducers, block (tm, cb), rows [a, b), columns
-     * [c0, c0 + cols); a >= b past the block's last row. */
-    struct sub_block {
-      int tm, cb, cols;
-      int64_t a, b, c0;
-    };
-    auto geom = [&](int j) {
-      sub_block g;
-      mk_fused_task_block(i + (j / per_task) * reducers, tm_lo, ntm, ncb, gm, &g.tm, &g.cb);
-      g.a = max((int64_t)g.tm * 128, lo) + (int64_t)(j % per_task) * R;
-      g.b = min(g.a + R, min((int64_t)g.tm * 128 + 128, hi));
-      g.c0 = (int64_t)g.cb * 128;
-      g.cols = (int)min((int64_t)128, n - g.c0);
-      return g;
-    };
-    if (warp == 0) {
-      int failed = 0;
-      for (int j = 0; j < total; j++) {
-        const int s = j % stages;
-        const sub_block g = geom(j);
-        if (j >= stages) mk_sm90::mbar_wait(&empty[s], (uint32_t)(((j / stages) & 1) ^ 1));
-        if (j % per_task == 0 && !failed) { /* the block's W flags */
-          int ok = 1;
-          if (lane == 0) {
-            const uint64_t t0 = tr.buf ? mk_globaltimer() : 0;
-            for (int p = 0; p < W && ok; p++)
-              ok = v.local(p) ? mk_wait_ge(w, flag(p, g.tm, g.cb), epoch + 1, op, p, g.tm * ncb + g.cb)
-                              : mk_wait_ge(w, v.xdata(p), v.xtarget(), op, p, g.tm * ncb + g.cb);
-            if (tr.buf) {
-              const uint64_t t1 = mk_globaltimer();
-              if (t1 - t0 > 1000) mk_trace_ev(tr, 0, &tn, MK_TRACE_WAIT, t0, t1);
-            }
-          }
-          failed = !__shfl_sync(0xffffffffu, ok, 0);
-          __syncwarp(); /* lane 0's acquire before every lane's copies */
-        }
-        const int rows = failed || g.a >= g.b ? 0 : (int)(g.b - g.a);
-        const uint32_t len = (uint32_t)g.cols * 2;
-        if (lane == 0) {
-          sbad[s] = failed; /* published by the arrive (release) below */
-          if (rows) mk_sm90::mbar_expect_tx(&full[s], len * (uint32_t)(W * rows));
-          else mk_sm90::mbar_arrive(&full[s]);
-        }
-        __syncwarp();
-        if (!rows) continue;
-        mk_fence_proxy_async(); /* the bulk reads (async proxy) after the flag acquire */
-        uint8_t *st = smem + (size_t)s * stage_bytes;
-        for (int q = lane; q < W * rows; q += 32) {
-          const int p = q / rows, r = q - p * rows;
-          const int64_t row = g.a + r;
-          const uint16_t *src = v.local(p) ? mk_peer_ptr<uint16_t>(w, v.lp(p), pb) + row * n + g.c0
-                                           : mk_local_ptr<uint16_t>(w, v.xbuf) + ((int64_t)p * xrows + row - lo) * n + g.c0;
-          mk_sm90::bulk_load(st + ((size_t)p * R + r) * 256, src, len, &full[s]);
-        }
-      }
-      return true;
-    }
-    const int cthr = (int)blockDim.x - 32, ct = (int)threadIdx.x - 32;
-    uint64_t tstart = 0;
-    for (int j = 0; j < total; j++) {
-      const int s = j % stages;
-      const sub_block g = geom(j);
-      if (tr.buf && ct == 0 && j % per_task == 0) tstart = mk_globaltimer();
-      mk_sm90::mbar_wait(&full[s], (uint32_t)((j / stages) & 1));
-      const int vec = g.cols / 8, cnt = sbad[s] || g.a >= g.b ? 0 : (int)(g.b - g.a) * vec;
-      const uint8_t *st = smem + (size_t)s * stage_bytes;
-      for (int e = ct; e < cnt; e += cthr) {
-        const int r = e / vec, c = e - r * vec;
-        float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-        for (int p = 0; p < W; p++)
-          mk_fused_acc8(acc, *reinterpret_cast<const uint4 *>(st + ((size_t)p * R + r) * 256 + (size_t)c * 16));
-        *reinterpret_cast<uint4 *>(out + (g.a + r - lo) * n + g.c0 + c * 8) = mk_fused_pack8(acc);
-      }
-      __syncwarp();
-      if (lane == 0) mk_sm90::mbar_arrive(&empty[s]); /* this warp is done reading stage s */
-      if (tr.buf && ct == 0 && j % per_task == per_task - 1) /* the consumers' half of the CTA's track */
-        mk_trace_ev(tr, 1, &tn, MK_TRACE_REDUCE, tstart, mk_globaltimer());
-    }
-    return true;
   }
 
   /* One thread: send this rank's partial rows to every remote reader once P is complete. */
@@ -563,7 +446,6 @@ static mk_status mk_reduce_launch(mk_fused_t *f, const mk_fused_args *a, uint16_
   p.two = two ? p.reducers / 2 : 0; /* as many gather CTAs as reduce CTAs: each moves (W - 1) blocks per own block */
   p.role_ctas = p.reducers + (f->nnodes > 1 ? 1 : 0);
   p.pbytes = ws->pbytes;
-  p.tma = (int)mk_param_fused_reduce_tma();
   p.perm_q = (!all_read || p.ce) && p.ms % 128 == 0 && p.tiles_m % f->world == 0 && p.group_m % f->world == 0
                  ? p.tiles_m / f->world : 0;
   mk_gemm_args g = {p.ce ? f->ce_p[fop] : (uint16_t *)mk_comm_heap_ptr(f->comm, ws->buf), a->m, a->n, a->k, 1, NULL};
