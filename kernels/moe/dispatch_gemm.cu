@@ -55,6 +55,8 @@
  *                  = silu(C1[m, i]) * C1[m, I + i] when args.swiglu_pass.
  * Determinism: a row's GEMM result does not depend on where it sits in A1, and every
  * reduction (combine) runs in a fixed order, so outputs are bit-identical across runs. */
+#include <cstdlib>
+
 #include "kernels/gemm/gemm_split.cuh"
 #include "kernels/moe/moe_common.cuh"
 
@@ -349,6 +351,27 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_dispatch_kernel(mk_moe_de
   }
 }
 
+/* Own mode's GEMM1 tile order (host too: mk_moe_check_own_order): first the tile-rows that only
+ * own rows fill (expert e's first own_pre[e + 1] - own_pre[e]), then the rest, each part in the
+ * grouped order (mk_gemm_order_grouped) over its tile-rows taken expert by expert. */
+__host__ __device__ __forceinline__ void moe_own_tile_order(int idx, int tiles_m, int tiles_n, int group_m, int El,
+                                                            const int32_t *tile_base, const int32_t *own_pre,
+                                                            int *tm, int *tn) {
+  const int n1 = own_pre[El], rest = idx >= n1 * tiles_n;
+  const int i = rest ? idx - n1 * tiles_n : idx, part = rest ? tiles_m - n1 : n1;
+  const int per_group = group_m * tiles_n, g = i / per_group, first = g * group_m;
+  const int rows = part - first < group_m ? part - first : group_m, r = i - g * per_group;
+  const int v = first + r % rows; /* the part's v-th tile-row */
+  *tn = r / rows;
+  int lo = 0, hi = El - 1; /* the last expert e whose part starts at or before v */
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if ((rest ? tile_base[mid] - own_pre[mid] : own_pre[mid]) <= v) lo = mid;
+    else hi = mid - 1;
+  }
+  *tm = tile_base[lo] + v - (rest ? tile_base[lo] - own_pre[lo] - (own_pre[lo + 1] - own_pre[lo]) : own_pre[lo]);
+}
+
 /* GEMM1 hooks: a tile-row's loads wait until all its rows have landed in A1. Weights do not
  * depend on the routing: while the rows are still in flight, the producer first has the
  * tile's next pf_kblocks k-blocks of B (its weights) fetched into L2 (one bulk prefetch per
@@ -363,21 +386,10 @@ struct moe_gemm1_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   const int32_t *exp_off, *tile_base, *own_pre;
   int own, El;
   uint64_t *prof;
-  /* Own mode: first the tile-rows that this rank's own rows fill (own_pre: expert e's first
-   * own_pre[e + 1] - own_pre[e] tile-rows, placed before any other source's rows), then the rest,
-   * each part in the grouped order over its tile-rows taken expert by expert. Else grouped. */
+  /* Own mode: own-only tile-rows first (moe_own_tile_order); else grouped. */
   __device__ __forceinline__ void tile_order(int idx, int tiles_m, int tiles_n, int *tm, int *tn) const {
     if (!own) return mk_gemm_order_grouped::tile_order(idx, tiles_m, tiles_n, tm, tn);
-    const int n1 = own_pre[El], rest = idx >= n1 * tiles_n;
-    int v;
-    mk_gemm_order_grouped::tile_order(rest ? idx - n1 * tiles_n : idx, rest ? tiles_m - n1 : n1, tiles_n, &v, tn);
-    int lo = 0, hi = El - 1; /* the last expert e whose part starts at or before v */
-    while (lo < hi) {
-      const int mid = (lo + hi + 1) / 2;
-      if ((rest ? tile_base[mid] - own_pre[mid] : own_pre[mid]) <= v) lo = mid;
-      else hi = mid - 1;
-    }
-    *tm = tile_base[lo] + v - (rest ? tile_base[lo] - own_pre[lo] - (own_pre[lo + 1] - own_pre[lo]) : own_pre[lo]);
+    moe_own_tile_order(idx, tiles_m, tiles_n, group_m, El, tile_base, own_pre, tm, tn);
   }
   const uint16_t *B; /* [groups][nb][kb] */
   int64_t nb, kb;
@@ -474,6 +486,34 @@ extern "C" mk_status mk_moe_launch_swiglu(const mk_moe_dev *d, int64_t rows_host
   moe_swiglu_kernel<<<1024, 256, 0, (cudaStream_t)stream>>>(d->C1, d->act, d->exp_off + d->El, rows_host, d->I);
   MK_CUDA_LAUNCH_CHECK();
   return MK_STATUS_OK;
+}
+
+extern "C" int mk_moe_check_own_order(int El, const int32_t *rows, const int32_t *own_rows, int tiles_n,
+                                      int group_m) {
+  if (El < 1 || El > 512 || tiles_n < 1 || group_m < 1) return 3;
+  int32_t tile_base[513], own_pre[513]; /* as the exchange computes them */
+  tile_base[0] = own_pre[0] = 0;
+  for (int e = 0; e < El; e++) {
+    if (own_rows[e] < 0 || own_rows[e] > rows[e]) return 3;
+    tile_base[e + 1] = tile_base[e] + (rows[e] + 127) / 128;
+    own_pre[e + 1] = own_pre[e] + own_rows[e] / 128;
+  }
+  const int tiles_m = tile_base[El], total = tiles_m * tiles_n;
+  char *seen = (char *)calloc(total > 0 ? (size_t)total : 1, 1);
+  if (!seen) return 3;
+  int bad = 0;
+  for (int idx = 0; idx < total && !bad; idx++) {
+    int tm, tn, e = 0;
+    moe_own_tile_order(idx, tiles_m, tiles_n, group_m, El, tile_base, own_pre, &tm, &tn);
+    if (tm < 0 || tm >= tiles_m || tn < 0 || tn >= tiles_n || seen[(int64_t)tm * tiles_n + tn]++) bad = 1;
+    else {
+      while (tile_base[e + 1] <= tm) e++;
+      const int own_tile = tm - tile_base[e] < own_rows[e] / 128; /* rows [128 k, 128 k + 128) all own */
+      if (own_tile != (idx < own_pre[El] * tiles_n)) bad = 2;
+    }
+  }
+  free(seen);
+  return bad;
 }
 
 extern "C" mk_status mk_moe_preload_dispatch(int split_k) {

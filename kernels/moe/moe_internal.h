@@ -116,6 +116,11 @@ mk_status mk_moe_launch_dispatch(const mk_moe_dev *d, const uint16_t *x, void *s
 mk_status mk_moe_launch_gemm1(const mk_moe_dev *d, int grid, void *stream);
 mk_status mk_moe_launch_swiglu(const mk_moe_dev *d, int64_t rows_host, void *stream); /* rows_host < 0: device */
 mk_status mk_moe_preload_dispatch(int split_k); /* split_k: also the split-K GEMM1 kernels */
+/* Host check of own mode's GEMM1 tile order (test_moe_own_order) for El experts of rows[e] rows,
+ * own_rows[e] of them this rank's own: 0 = a bijection onto the tiles whose first tiles_n *
+ * sum(own_rows / 128) are exactly the own-only tile-rows; 1 = not a bijection; 2 = an own-only
+ * tile-row out of its part; 3 = bad arguments. */
+int mk_moe_check_own_order(int El, const int32_t *rows, const int32_t *own_rows, int tiles_n, int group_m);
 /* gemm_combine.cu */
 mk_status mk_moe_launch_gemm2(const mk_moe_dev *d, int grid, void *stream);
 mk_status mk_moe_launch_combine(const mk_moe_dev *d, void *stream);
