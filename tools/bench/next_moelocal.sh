@@ -2,7 +2,7 @@
 # tools/bench/next_moelocal.sh — the GPU run of the moelocal branch (issue #7: fused MoE prefill,
 # own rows into A1 first and GEMM1's own tile-rows first; MK_MOE_OWN_FIRST, kernels/moe/dispatch_gemm.cu),
 # 4 x H200, one call after the tests, time-guarded (bench_step.sh):
-#   MK_CALL_LIMIT=420 CTEST_ARGS="-R test_moe_block" CTEST_WALL=240 tools/gpu-check.sh -- \
+#   MK_CALL_LIMIT=420 CTEST_ARGS="-R test_moe" CTEST_WALL=240 tools/gpu-check.sh -- \
 #     'bash ../../tools/bench/next_moelocal.sh'
 # A/B of MK_MOE_OWN_FIRST=1 (new default: own mode at T > 1024) against 0 (the order before), same
 # --seed, at the two prefill shapes with --breakdown, fused path only (the unfused reference of the same
