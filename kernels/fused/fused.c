@@ -12,6 +12,9 @@ static const char *const k_names[3] = {"ag_gemm", "gemm_rs", "gemm_ar"};
 /* GEMM+RS / GEMM+AR: split the GEMM's last wave along K (fused_reduce.cuh): -1 where the
  * core's wave model says it pays, 0 never, 2..16 always in that many slices. */
 MK_PARAM_INT(fused_split_k, "FUSED_SPLIT_K", -1, -1, 16)
+/* RS/AR reducer CTAs on SM roles, one node group: 1 = 2-D TMA loads of the peers' partial
+ * sub-blocks into shared memory (fused_reduce.cuh, reduce_tma), 0 = 16-byte register loads. */
+MK_PARAM_INT(fused_reduce_tma, "FUSED_REDUCE_TMA", 0, 0, 1)
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -120,6 +123,8 @@ void mk_fused_destroy(mk_fused_t *f) {
   if (f->calls) cudaFree(f->calls);
   if (f->exits) cudaFree(f->exits);
   if (f->ar_prof) cudaFree(f->ar_prof);
+  for (int op = 0; op < 3; op++)
+    if (f->rmaps[op]) cudaFree(f->rmaps[op]);
   for (int i = 0; i < MK_MAX_LOCAL; i++) {
     if (f->ce_side[i]) cudaStreamDestroy(f->ce_side[i]);
     if (f->ce_join[i]) cudaEventDestroy(f->ce_join[i]);

@@ -57,7 +57,14 @@ struct mk_fused {
   uint32_t *exits;  /* device u32 [3]: CTAs of the running call past their last store, for ops
                        that advance their epoch in the kernel (GEMM+AR small M); 0 between calls */
   uint64_t *ar_prof; /* device u64 [MK_FUSED_AR_PHASES]: small-M AR phase stamps; NULL = off */
+  /* RS/AR reducers with 2-D TMA loads (MK_FUSED_REDUCE_TMA, fused_reduce.cuh): per op a device
+   * ring of MK_FUSED_RMAP_SLOTS slots, each 2 (parity) x MK_MAX_LOCAL tensor maps (128 bytes) of
+   * the peers' partials for one (M, N, box rows); rmap_key[op][slot] = {M, N, R} (0: empty). */
+  void *rmaps[3];
+  int64_t rmap_key[3][4][3];
+  int rmap_next[3];
 };
+enum { MK_FUSED_RMAP_SLOTS = 4 };
 
 /* Shared argument checks: the op was set up, shapes within the workspace, pointers aligned.
  * Returns INVALID_ARGUMENT / INVALID_USAGE / UNSUPPORTED with a message naming the op. */
@@ -67,8 +74,9 @@ int mk_fused_ctas(const mk_fused_t *f, mk_fused_op op, const mk_fused_args *a);
 /* GEMM CTAs of a call with `roles` role CTAs: the SMs left, less one with several node groups
  * (the loopback proxy runs a kernel beside the op, so one SM stays free for it). */
 int mk_fused_compute_ctas(const mk_fused_t *f, int roles);
-/* MK_FUSED_SPLIT_K (fused.c). */
+/* MK_FUSED_SPLIT_K, MK_FUSED_REDUCE_TMA (fused.c). */
 int64_t mk_param_fused_split_k(void);
+int64_t mk_param_fused_reduce_tma(void);
 /* AG+GEMM copy-engine mode (copy_engine.c): whether this call uses it (mk_fused_ce_select:
  * MK_FUSED_AG_COPY -1 or 1, one node group, W > 1); rows per piece (MK_FUSED_CE_ROWS, 128 times a power of two); begin = flag
  * resets, arrival, the fork and the peer copies on the side streams, and the local copy

@@ -47,6 +47,8 @@
  * MK_FUSED_CE_OVERLAP=1 the sum runs beside the GEMM instead (mk_ce_overlap_reduce_kernel, on
  * its own stream and SMs, piece by piece as they arrive; the GEMM also counts the own rows). */
 #pragma once
+#include <cstring>
+
 #include "kernels/fused/fused_common.cuh"
 
 /* kOp (the mk_fused_op) only makes the kernel of each op its own instantiation (one per .cu). */
@@ -65,6 +67,8 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   int two;           /* AR two-shot (MK_FUSED_AR_TWO_SHOT): role CTAs [0, two) reduce this rank's rows (as
                         RS) and publish the sums, [two, reducers) gather the other owners' sums into C */
   uint16_t *c_all;   /* AR two-shot: the whole C [M, N] (out = this rank's rows of it) */
+  const CUtensorMap *rmap; /* MK_FUSED_REDUCE_TMA: [2][MK_MAX_LOCAL] maps of the local ranks' partials
+                              (device memory), box 64 columns x R rows; NULL = register loads */
   int perm_q;        /* > 0: owner-interleaved tile order, tiles_m = W * perm_q; 0: plain grouped */
   uint64_t pbytes;   /* bytes of one P: P[e & 1] is at v.buf + (e & 1) * pbytes */
   int ce;            /* RS copy-engine mode (copy_engine.c): P local, progress counters, no reducers */
@@ -136,7 +140,7 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
     }
   }
 
-  __device__ __noinline__ void run_role(int i, uint8_t *, int) {
+  __device__ __noinline__ void run_role(int i, uint8_t *smem, int smem_bytes) {
     const uint64_t epoch = mk_epoch(w, v.slot);
     if (i == 0 && threadIdx.x == 0) mk_fused_arrive(w, v, epoch);
     if (i >= reducers) {
@@ -148,6 +152,7 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
       return;
     }
     const int nred = two ? two : reducers;
+    if (rmap && !two && reduce_tma(i, epoch, smem, smem_bytes)) return;
     int64_t lo, hi;
     rows_of(v.me, &lo, &hi);
     const int64_t xrows = hi - lo;
@@ -215,6 +220,115 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
         mk_trace_ev(tr, 0, &tn, MK_TRACE_SEND, t1, mk_globaltimer());
       }
     }
+  }
+
+  /* Reducer CTA i with 2-D TMA loads (MK_FUSED_REDUCE_TMA=1, one node group): the same blocks in
+   * the same order as the register path, each cut into sub-blocks of R = max(8, 128 / W) rows;
+   * a sub-block's W sources land in one shared-memory stage as boxes of 64 columns x R rows
+   * (layout [source][column half][R][64], <= 32 KB a stage), up to 8 stages in flight (~190 KB
+   * per CTA against ~48 KB of 16-byte register loads). One box is one TMA copy of R x 128
+   * bytes (4 KB at W = 4): session 7's 1-D copies of one 256-byte row each were bound by the
+   * copies' count (~5 GB/s per CTA). Warp 0 produces: lane 0 waits for the block's W flags,
+   * fences the async proxy and issues the boxes on the stage's `full` barrier (rows past the
+   * block or the tensor arrive as zeros or other owners' rows and are not summed). Warps 1..
+   * consume: they sum a landed stage in rank order 0..W-1 in fp32 (the bits of
+   * mk_fused_reduce_block), store it to out and release the stage (`empty`, one arrive per
+   * warp). A failed flag wait marks its stage and every later one bad (nothing loaded, the
+   * phase still completes: no warp hangs, no copy is in flight when the CTA ends). Returns
+   * false, having done nothing, when shared memory holds fewer than 2 stages. */
+  __device__ __noinline__ bool reduce_tma(int i, uint64_t epoch, uint8_t *smem, int smem_bytes) {
+    const int W = v.W, R = max(8, 128 / W), stage_bytes = W * R * 256, nwarps = (int)blockDim.x / 32;
+    const int stages = min(8, (smem_bytes - 256) / stage_bytes);
+    if (stages < 2 || nwarps < 2 || v.L < v.W) return false;
+    int64_t lo, hi;
+    rows_of(v.me, &lo, &hi);
+    const int tm_lo = (int)(lo / 128), ntm = (int)((hi - 1) / 128) - tm_lo + 1;
+    const int gm = perm_q ? group_m / W : group_m, mine = ntm * ncb, per_task = (128 + R - 1) / R;
+    const int total = i < mine ? (mine - i + reducers - 1) / reducers * per_task : 0;
+    uint64_t *full = reinterpret_cast<uint64_t *>(smem + (size_t)stages * stage_bytes), *empty = full + stages;
+    int *sbad = reinterpret_cast<int *>(empty + stages); /* per stage: nothing loaded (a wait failed) */
+    const CUtensorMap *maps = rmap + (epoch & 1) * MK_MAX_LOCAL;
+    const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x & 31;
+    if (threadIdx.x == 0) {
+      for (int s = 0; s < stages; s++) {
+        mk_sm90::mbar_init(&full[s], 1);
+        mk_sm90::mbar_init(&empty[s], nwarps - 1);
+      }
+      mk_sm90::mbar_fence_init();
+    }
+    __syncthreads();
+    /* Sub-block j: task i + (j / per_task) * reducers, block (tm, cb), rows [a, b), columns
+     * [c0, c0 + cols); a >= b past the block's last row. */
+    struct sub_block {
+      int tm, cb, cols;
+      int64_t a, b, c0;
+    };
+    auto geom = [&](int j) {
+      sub_block g;
+      mk_fused_task_block(i + (j / per_task) * reducers, tm_lo, ntm, ncb, gm, &g.tm, &g.cb);
+      g.a = max((int64_t)g.tm * 128, lo) + (int64_t)(j % per_task) * R;
+      g.b = min(g.a + R, min((int64_t)g.tm * 128 + 128, hi));
+      g.c0 = (int64_t)g.cb * 128;
+      g.cols = (int)min((int64_t)128, n - g.c0);
+      return g;
+    };
+    if (warp == 0) {
+      if (lane != 0) return true;
+      int failed = 0;
+      for (int p = 0; p < W; p++) mk_sm90::tma_prefetch_desc(&maps[p]);
+      for (int j = 0; j < total; j++) {
+        const int s = j % stages;
+        const sub_block g = geom(j);
+        if (j >= stages) mk_sm90::mbar_wait(&empty[s], (uint32_t)(((j / stages) & 1) ^ 1));
+        if (j % per_task == 0 && !failed) { /* the block's W flags */
+          int ok = 1;
+          const uint64_t t0 = tr.buf ? mk_globaltimer() : 0;
+          for (int p = 0; p < W && ok; p++)
+            ok = mk_wait_ge(w, flag(p, g.tm, g.cb), epoch + 1, op, p, g.tm * ncb + g.cb);
+          if (tr.buf) {
+            const uint64_t t1 = mk_globaltimer();
+            if (t1 - t0 > 1000) mk_trace_ev(tr, 0, &tn, MK_TRACE_WAIT, t0, t1);
+          }
+          failed = !ok;
+          mk_fence_proxy_async(); /* the TMA reads (async proxy) after the flags' acquire */
+        }
+        sbad[s] = failed; /* published by the arrive (release) below */
+        if (failed || g.a >= g.b) {
+          mk_sm90::mbar_arrive(&full[s]);
+          continue;
+        }
+        const int halves = g.cols > 64 ? 2 : 1;
+        mk_sm90::mbar_expect_tx(&full[s], (uint32_t)(W * halves * R * 128));
+        uint8_t *st = smem + (size_t)s * stage_bytes;
+        for (int p = 0; p < W; p++)
+          for (int h = 0; h < halves; h++)
+            mk_sm90::tma_load_2d(st + (size_t)p * R * 256 + (size_t)h * R * 128, &maps[v.lp(p)], &full[s],
+                                 (int)g.c0 + 64 * h, (int)g.a);
+      }
+      return true;
+    }
+    const int cthr = (int)blockDim.x - 32, ct = (int)threadIdx.x - 32;
+    uint64_t tstart = 0;
+    for (int j = 0; j < total; j++) {
+      const int s = j % stages;
+      const sub_block g = geom(j);
+      if (tr.buf && ct == 0 && j % per_task == 0) tstart = mk_globaltimer();
+      mk_sm90::mbar_wait(&full[s], (uint32_t)((j / stages) & 1));
+      const int vec = g.cols / 8, cnt = sbad[s] || g.a >= g.b ? 0 : (int)(g.b - g.a) * vec;
+      const uint8_t *st = smem + (size_t)s * stage_bytes;
+      for (int e = ct; e < cnt; e += cthr) {
+        const int r = e / vec, c = e - r * vec; /* c: 16-byte vector of the row */
+        const size_t off = (size_t)(c / 8) * R * 128 + (size_t)r * 128 + (size_t)(c % 8) * 16;
+        float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        for (int p = 0; p < W; p++) mk_fused_acc8(acc, *reinterpret_cast<const uint4 *>(st + (size_t)p * R * 256 + off));
+        *reinterpret_cast<uint4 *>(out + (g.a + r - lo) * n + g.c0 + c * 8) = mk_fused_pack8(acc);
+      }
+      __syncwarp();
+      if ((threadIdx.x & 31) == 0) mk_sm90::mbar_arrive(&empty[s]); /* this warp is done reading stage s */
+      if (tr.buf && ct == 0 && j % per_task == per_task - 1) /* the consumers' half of the CTA's track */
+        mk_trace_ev(tr, 1, &tn, MK_TRACE_REDUCE, tstart, mk_globaltimer());
+    }
+    return true;
   }
 
   /* One thread: send this rank's partial rows to every remote reader once P is complete. */
@@ -417,6 +531,51 @@ static mk_status mk_ce_overlap_launch(mk_fused_t *f, mk_fused_op op, const mk_fu
   return MK_STATUS_OK;
 }
 
+/* MK_FUSED_REDUCE_TMA: the device maps of the local ranks' partials P[0], P[1] of op for an
+ * M x N call, box 64 columns x R rows (no swizzle; rows and columns past the tensor read as
+ * zeros), from the handle's ring (encoded and copied in stream order on a miss). NULL = use the
+ * register loads: while the stream is captured a miss cannot copy, and any failure falls back. */
+static const CUtensorMap *mk_fused_rmaps(mk_fused_t *f, mk_fused_op op, int64_t m, int64_t n, int R,
+                                         cudaStream_t stream) {
+  for (int k = 0; k < MK_FUSED_RMAP_SLOTS && f->rmaps[op]; k++)
+    if (f->rmap_key[op][k][0] == m && f->rmap_key[op][k][1] == n && f->rmap_key[op][k][2] == R)
+      return (const CUtensorMap *)f->rmaps[op] + (size_t)k * 2 * MK_MAX_LOCAL;
+  cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone) return NULL;
+  static PFN_cuTensorMapEncodeTiled_v12000 encode = NULL;
+  if (!encode) {
+    cudaDriverEntryPointQueryResult q;
+    void *fn = NULL;
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess || !fn)
+      return NULL;
+    encode = (PFN_cuTensorMapEncodeTiled_v12000)fn;
+  }
+  if (!f->rmaps[op] &&
+      cudaMalloc(&f->rmaps[op], sizeof(CUtensorMap) * 2 * MK_MAX_LOCAL * MK_FUSED_RMAP_SLOTS) != cudaSuccess) {
+    f->rmaps[op] = NULL;
+    return NULL;
+  }
+  CUtensorMap maps[2 * MK_MAX_LOCAL];
+  memset(maps, 0, sizeof maps);
+  const cuuint64_t dims[2] = {(cuuint64_t)n, (cuuint64_t)m}, strides[1] = {(cuuint64_t)n * 2};
+  const cuuint32_t box[2] = {64, (cuuint32_t)R}, estr[2] = {1, 1};
+  for (int b = 0; b < 2; b++)
+    for (int p = 0; p < f->local_size; p++)
+      if (encode(&maps[b * MK_MAX_LOCAL + p], CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2,
+                 f->w.peer_heap[p] + f->ws[op].buf + (uint64_t)b * f->ws[op].pbytes, dims, strides, box, estr,
+                 CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
+        return NULL;
+  const int k = f->rmap_next[op];
+  CUtensorMap *dst = (CUtensorMap *)f->rmaps[op] + (size_t)k * 2 * MK_MAX_LOCAL;
+  /* Stream-ordered: kernels queued before this call that read slot k (its old maps) are done first. */
+  if (cudaMemcpyAsync(dst, maps, sizeof maps, cudaMemcpyHostToDevice, stream) != cudaSuccess) return NULL;
+  f->rmap_key[op][k][0] = m, f->rmap_key[op][k][1] = n, f->rmap_key[op][k][2] = R;
+  f->rmap_next[op] = (k + 1) % MK_FUSED_RMAP_SLOTS;
+  return dst;
+}
+
 /* Fills and launches the policy: this rank reduces the rows it reads (rows_of) into out. */
 template <int kOp>
 static mk_status mk_reduce_launch(mk_fused_t *f, const mk_fused_args *a, uint16_t *out, cudaStream_t stream) {
@@ -429,6 +588,7 @@ static mk_status mk_reduce_launch(mk_fused_t *f, const mk_fused_args *a, uint16_
   p.v = mk_fused_make_view(f, fop);
   p.out = two ? out + (int64_t)f->me * (a->m / f->world) * a->n : out;
   p.c_all = out;
+  p.rmap = NULL;
   p.m = a->m;
   p.n = a->n;
   p.ms = a->m / f->world;
@@ -445,6 +605,8 @@ static mk_status mk_reduce_launch(mk_fused_t *f, const mk_fused_args *a, uint16_
   if (two && p.reducers < 2) p.reducers = 2;
   p.two = two ? p.reducers / 2 : 0; /* as many gather CTAs as reduce CTAs: each moves (W - 1) blocks per own block */
   p.role_ctas = p.reducers + (f->nnodes > 1 ? 1 : 0);
+  if (mk_param_fused_reduce_tma() && p.reducers && f->nnodes == 1 && f->world <= MK_MAX_LOCAL && !two)
+    p.rmap = mk_fused_rmaps(f, fop, a->m, a->n, std::max(8, 128 / f->world), stream);
   p.pbytes = ws->pbytes;
   p.perm_q = (!all_read || p.ce) && p.ms % 128 == 0 && p.tiles_m % f->world == 0 && p.group_m % f->world == 0
                  ? p.tiles_m / f->world : 0;

@@ -120,10 +120,11 @@ int main(int argc, char **argv) {
   x.op = -1;
   for (int op = 0; op < 3; op++)
     if (!strncmp(opname, names[op], 2) && (!opname[2] || !strcmp(opname + 2, "_ce") || !strcmp(opname + 2, "_auto") ||
-                                           (op != MK_FUSED_AG_GEMM && !strcmp(opname + 2, "_ceov")) ||
+                                           (op != MK_FUSED_AG_GEMM && (!strcmp(opname + 2, "_ceov") || !strcmp(opname + 2, "_tma"))) ||
                                            (op == MK_FUSED_GEMM_AR && !strcmp(opname + 2, "_two"))))
       x.op = op;
-  if (x.op < 0) MK_TEST_FAIL_("usage: test_fused ag|rs|ar[_ce|_auto], rs|ar_ceov, ar_two (got '%s')", opname);
+  if (x.op < 0)
+    MK_TEST_FAIL_("usage: test_fused ag|rs|ar[_ce|_auto], rs|ar_ceov, rs|ar_tma, ar_two (got '%s')", opname);
   const char *ce_env = envs[x.op];
   const int ov = !strcmp(opname + 2, "_ceov"), ce = ov || !strcmp(opname + 2, "_ce");
   /* ar_two: the two-shot on SM roles wherever it applies (M a multiple of 128 W: the round
@@ -132,6 +133,9 @@ int main(int argc, char **argv) {
   if (strcmp(opname + 2, "_auto")) setenv(ce_env, ce ? "1" : "0", 1);
   if (ov) setenv("MK_FUSED_CE_OVERLAP", "1", 1);
   if (two) setenv("MK_FUSED_AR_TWO_SHOT", "1", 1);
+  /* *_tma: the reducers load with 2-D TMA boxes (MK_FUSED_REDUCE_TMA=1), SM roles. */
+  const int tma = !strcmp(opname + 2, "_tma");
+  if (tma) setenv("MK_FUSED_REDUCE_TMA", "1", 1);
   mk_test_require_gpus(2);
   ASSERT_OK(mk_comm_create(&x.c));
   const mk_world *w = mk_comm_world(x.c);
@@ -165,6 +169,22 @@ int main(int argc, char **argv) {
     poison(&x, &shapes[i]);
     ASSERT_OK(call(&x, &shapes[i]));
     check(&x, &shapes[i], "single call");
+  }
+
+  /* *_tma: each shape on the same inputs with the register reducers, then the TMA reducers
+   * (the parameter is read per call): the same bits (the same fp32 sums in rank order). */
+  for (int i = 0; tma && i < 3; i++) {
+    uint64_t h[2];
+    prepare(&x, &shapes[i], 40 + i);
+    for (int t = 0; t < 2; t++) {
+      setenv("MK_FUSED_REDUCE_TMA", t ? "1" : "0", 1);
+      mk_param_reset_cache();
+      poison(&x, &shapes[i]);
+      ASSERT_OK(call(&x, &shapes[i]));
+      check(&x, &shapes[i], t ? "TMA reducers" : "register reducers");
+      h[t] = c_hash(&x, &shapes[i]);
+    }
+    ASSERT_UEQ(h[1], h[0]);
   }
 
   /* 100 back-to-back calls (no host synchronisation between them), then the check. */
