@@ -27,16 +27,6 @@
  *                  once per local expert of it, at exp_off[e] + atomicAdd(fill[e]) (grouped by
  *                  local expert), records the row in posmap, and adds 1 to ready[tile-row]
  *                  (release).
- *                  (The own source's chunk c is this CTA's own, signalled at the end of its send,
- *                  so it is always found first, but only after the whole send.)
- *                  Own mode (d.own, MK_MOE_OWN_FIRST; default at T > 1024 tokens on this rank):
- *                  before sending, CTA c places chunk c of the rows this rank routes to itself
- *                  straight from x into A1 (and their meta into lmeta[rank]), at
- *                  exp_off[e] + atomicAdd(fill[El + e]): every expert's first own_rows(e) rows
- *                  are this rank's own, in reserved places; rows from the other sources follow
- *                  at exp_off[e] + own_rows(e) + atomicAdd(fill[e]). No row goes through
- *                  land[rank]; the empty own chunk is still signalled (every counter advances
- *                  the same in both modes) but not awaited.
  *                  Serial and hybrid schedules (mk_moe_schedule): on s, SMs - 4 CTAs, with
  *                  nothing beside them, and gemm1 after it on every SM.
  *   gemm1     (s)  the GEMM core over the groups on SMs - C CTAs; before_load waits until its
@@ -44,19 +34,12 @@
  *                  start as their rows land, in any order of arrival; while a tile waits, its
  *                  first k-blocks of weights are prefetched into L2. args.split_k: the last
  *                  wave's tiles in k-slices (planned on the device, gemm_split.cuh); before_load
- *                  runs for each slice. Tile order: grouped (16 tile-rows a group); own mode:
- *                  first the own_rows(e) / 128 tile-rows of every expert e (own rows only: they
- *                  complete right after the counts, with no transfer), then the rest, each part
- *                  grouped (moe_gemm1_policy::tile_order). No wait can deadlock: the rows any
- *                  tile waits for are moved by the dispatch CTAs, which are resident beside the
- *                  GEMM (overlapped: C <= SMs - 8, launched first) or done before it (serial).
+ *                  runs for each slice.
  *   swiglu         SwiGLU in gemm1's epilogue (default: w1 interleaved by 8 rows at create, the
  *                  core's kGluPairs epilogue writes act directly), or a separate pass (s) act[m, i]
  *                  = silu(C1[m, i]) * C1[m, I + i] when args.swiglu_pass.
  * Determinism: a row's GEMM result does not depend on where it sits in A1, and every
  * reduction (combine) runs in a fixed order, so outputs are bit-identical across runs. */
-#include <cstdlib>
-
 #include "kernels/gemm/gemm_split.cuh"
 #include "kernels/moe/moe_common.cuh"
 
@@ -155,29 +138,24 @@ __device__ __forceinline__ void moe_exchange_cta(const mk_moe_dev &d) {
     s_rows[e] = n;
   }
   __syncthreads();
-  if (threadIdx.x < 32) { /* row, tile-row and own tile-row offsets: warp 0, lane l a run of El / 32
-                             experts, scanned */
+  if (threadIdx.x < 32) { /* row and tile-row offsets: warp 0, lane l a run of El / 32 experts, scanned */
     const int lane = threadIdx.x, per = (d.El + 31) / 32, e0 = min(lane * per, d.El), e1 = min(e0 + per, d.El);
-    const int32_t *own_rows = in + (int64_t)d.rank * d.cnt_stride + 1; /* this rank's record to itself */
-    int rows = 0, tiles = 0, owns = 0;
-    for (int e = e0; e < e1; e++) rows += s_rows[e], tiles += (s_rows[e] + 127) / 128, owns += own_rows[e] / 128;
-    int off = rows, tb = tiles, ob = owns; /* inclusive scan over lanes */
+    int rows = 0, tiles = 0;
+    for (int e = e0; e < e1; e++) rows += s_rows[e], tiles += (s_rows[e] + 127) / 128;
+    int off = rows, tb = tiles; /* inclusive scan over lanes */
 #pragma unroll
     for (int o = 1; o < 32; o <<= 1) {
       const int a = __shfl_up_sync(0xffffffffu, off, o), b = __shfl_up_sync(0xffffffffu, tb, o);
-      const int c = __shfl_up_sync(0xffffffffu, ob, o);
-      if (lane >= o) off += a, tb += b, ob += c;
+      if (lane >= o) off += a, tb += b;
     }
-    off -= rows, tb -= tiles, ob -= owns;
+    off -= rows, tb -= tiles;
     for (int e = e0; e < e1; e++) {
       d.exp_off[e] = off;
       d.tile_base[e] = tb;
-      d.own_pre[e] = ob;
       off += s_rows[e];
       tb += (s_rows[e] + 127) / 128;
-      ob += own_rows[e] / 128;
     }
-    if (lane == 31) d.exp_off[d.El] = off, d.tile_base[d.El] = tb, d.own_pre[d.El] = ob; /* e1 = El there */
+    if (lane == 31) d.exp_off[d.El] = off, d.tile_base[d.El] = tb; /* e1 = El on the last lane */
   }
   __syncthreads();
   if (threadIdx.x == 0) { /* release the dispatch (cnt_done): counts, offsets, zeroed ready/done2 */
@@ -193,7 +171,7 @@ __global__ void moe_exchange_kernel(mk_moe_dev d) { moe_exchange_cta(d); }
 constexpr int kPlanCta = 1024;
 __global__ void __launch_bounds__(kPlanCta) moe_plan_exchange_kernel(mk_moe_dev d, const int32_t *ids,
                                                                      const float *wts, int64_t T) {
-  for (int i = threadIdx.x; i < d.W + d.E + 2 * d.El; i += blockDim.x) d.n_send[i] = 0; /* n_send, cnt_pairs, fill */
+  for (int i = threadIdx.x; i < d.W + d.E + d.El; i += blockDim.x) d.n_send[i] = 0; /* n_send, cnt_pairs, fill */
   __syncthreads();
   for (int64_t t = threadIdx.x; t < T; t += blockDim.x) moe_plan_token(d, ids, wts, t);
   __syncthreads();
@@ -230,29 +208,6 @@ __device__ __forceinline__ int moe_wait_any_source(const mk_moe_dev &d, uint64_t
   }
 }
 
-/* One warp: landing row j of source s (meta m, H bf16 at src) into A1 once per local expert of
- * it, at exp_off[e] + skip[e] + atomicAdd(fill[e]) (grouped by local expert; skip NULL = 0),
- * records it in posmap and adds 1 to ready[tile-row] (release). */
-__device__ __forceinline__ void moe_place_row(const mk_moe_dev &d, const mk_moe_meta *m, const char *src, int s,
-                                              int64_t j, int32_t *fill, const int32_t *skip) {
-  const int lane = threadIdx.x & 31, n = m->n;
-  int e = 0, p = 0; /* lane q < n: expert q of the row and its row of A1 */
-  if (lane < n) {
-    e = m->e[lane];
-    p = d.exp_off[e] + (skip ? skip[e] : 0) + atomicAdd(&fill[e], 1);
-  }
-  int pos[MK_MOE_MAX_TOPK];
-#pragma unroll
-  for (int q = 0; q < MK_MOE_MAX_TOPK; q++) pos[q] = __shfl_sync(0xffffffffu, p, q);
-  moe_copy_row_multi((char *)d.A1, pos, n, src, (int64_t)d.H * 2);
-  __syncwarp();
-  if (lane < n) {
-    d.posmap[((int64_t)s * d.Tm + j) * d.K + lane] = p;
-    __threadfence();
-    moe_red_add_gpu(mk_local_ptr<uint64_t>(d.w, d.o_ready) + moe_tile_of(d, e, p), 1);
-  }
-}
-
 /* Rows of a CTA's send units: at decode a CTA has ~1 row per destination, so a row is cut into
  * up to kMoeRowParts parts (multiples of 512 bytes: a warp's 16-byte vectors) to keep all warps
  * copying. */
@@ -269,23 +224,9 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_dispatch_kernel(mk_moe_de
   if (!mk_wait_ge_cta(d.w, d.o_cnt_done, target, MK_OP_MOE, -1, -1)) return;
   /* ---- send: chunk c of the rows for every destination (i-th: rank + 1 + i), all copies
      first, then one barrier and the W signals in parallel (one fence each, overlapped) ---- */
-  /* Own mode: rows to this rank straight from x into A1 first (no wait: placed before any other
-     source's, so GEMM1's first tile-rows are complete once this is done everywhere). */
-  const int32_t *own_rows = d.own ? mk_local_ptr<int32_t>(d.w, d.o_cnt_in) + (int64_t)d.rank * d.cnt_stride + 1
-                                  : nullptr;
-  if (d.own) {
-    int64_t j0, j1;
-    moe_chunk(d.n_send[d.rank], c, d.C, &j0, &j1);
-    const mk_moe_meta *sm = mk_local_ptr<mk_moe_meta>(d.w, d.o_smeta) + (int64_t)d.rank * d.Tm;
-    mk_moe_meta *lm = mk_local_ptr<mk_moe_meta>(d.w, d.o_lmeta) + (int64_t)d.rank * d.Tm;
-    for (int64_t j = j0 + warp; j < j1; j += kMoeWarps) {
-      if (lane < (int)(sizeof(mk_moe_meta) / 16)) ((uint4 *)(lm + j))[lane] = ((const uint4 *)(sm + j))[lane];
-      moe_place_row(d, sm + j, (const char *)(x + (int64_t)sm[j].token * d.H), d.rank, j, d.fill + d.El, nullptr);
-    }
-  }
   for (int i = threadIdx.x; i < d.W; i += blockDim.x) {
-    int64_t j0, j1; /* own mode: no rows to this rank (the destination i = W - 1), its signal still */
-    moe_chunk(d.own && i == d.W - 1 ? 0 : d.n_send[(d.rank + 1 + i) % d.W], c, d.C, &j0, &j1);
+    int64_t j0, j1;
+    moe_chunk(d.n_send[(d.rank + 1 + i) % d.W], c, d.C, &j0, &j1);
     s_j0[i] = j0;
     s_pre[i + 1] = j1 - j0;
   }
@@ -332,8 +273,7 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_dispatch_kernel(mk_moe_de
   if (threadIdx.x == 0) moe_stamp(d.prof, MK_MOE_PH_SENT);
   /* ---- receive: chunk c of each source in order of arrival, grouped by local expert into A1 ---- */
   uint64_t pending = d.W >= 64 ? ~0ull : (1ull << d.W) - 1; /* thread 0's */
-  if (d.own) pending &= ~(1ull << d.rank); /* placed above; its (empty) chunk signal is not awaited */
-  for (int n_src = 0; n_src < d.W - d.own; n_src++) {
+  for (int n_src = 0; n_src < d.W; n_src++) {
     if (threadIdx.x == 0) s_src[n_src & 1] = moe_wait_any_source(d, &pending, target, c);
     __syncthreads(); /* s_src[n & 1] is rewritten two rounds on, after the next barrier */
     const int s = s_src[n_src & 1];
@@ -342,34 +282,29 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_dispatch_kernel(mk_moe_de
     moe_chunk(d.n_from[s], c, d.C, &j0, &j1);
     const char *land = mk_local_ptr<char>(d.w, d.o_land + s * area);
     const mk_moe_meta *lm = mk_local_ptr<mk_moe_meta>(d.w, d.o_lmeta) + (int64_t)s * d.Tm;
-    for (int64_t j = j0 + warp; j < j1; j += kMoeWarps)
-      moe_place_row(d, lm + j, land + j * row_bytes, s, j, d.fill, own_rows);
+    for (int64_t j = j0 + warp; j < j1; j += kMoeWarps) {
+      const int n = lm[j].n;
+      int e = 0, p = 0; /* lane q < n: expert q of the row and its row of A1 */
+      if (lane < n) {
+        e = lm[j].e[lane];
+        p = d.exp_off[e] + atomicAdd(&d.fill[e], 1);
+      }
+      int pos[MK_MOE_MAX_TOPK];
+#pragma unroll
+      for (int q = 0; q < MK_MOE_MAX_TOPK; q++) pos[q] = __shfl_sync(0xffffffffu, p, q);
+      moe_copy_row_multi((char *)d.A1, pos, n, land + j * row_bytes, (int64_t)row_bytes);
+      __syncwarp();
+      if (lane < n) {
+        d.posmap[((int64_t)s * d.Tm + j) * d.K + lane] = p;
+        __threadfence();
+        moe_red_add_gpu(mk_local_ptr<uint64_t>(d.w, d.o_ready) + moe_tile_of(d, e, p), 1);
+      }
+    }
   }
   if (d.prof) {
     __syncthreads();
     if (threadIdx.x == 0) moe_stamp(d.prof, MK_MOE_PH_LANDED);
   }
-}
-
-/* Own mode's GEMM1 tile order (host too: mk_moe_check_own_order): first the tile-rows that only
- * own rows fill (expert e's first own_pre[e + 1] - own_pre[e]), then the rest, each part in the
- * grouped order (mk_gemm_order_grouped) over its tile-rows taken expert by expert. */
-__host__ __device__ __forceinline__ void moe_own_tile_order(int idx, int tiles_m, int tiles_n, int group_m, int El,
-                                                            const int32_t *tile_base, const int32_t *own_pre,
-                                                            int *tm, int *tn) {
-  const int n1 = own_pre[El], rest = idx >= n1 * tiles_n;
-  const int i = rest ? idx - n1 * tiles_n : idx, part = rest ? tiles_m - n1 : n1;
-  const int per_group = group_m * tiles_n, g = i / per_group, first = g * group_m;
-  const int rows = part - first < group_m ? part - first : group_m, r = i - g * per_group;
-  const int v = first + r % rows; /* the part's v-th tile-row */
-  *tn = r / rows;
-  int lo = 0, hi = El - 1; /* the last expert e whose part starts at or before v */
-  while (lo < hi) {
-    const int mid = (lo + hi + 1) / 2;
-    if ((rest ? tile_base[mid] - own_pre[mid] : own_pre[mid]) <= v) lo = mid;
-    else hi = mid - 1;
-  }
-  *tm = tile_base[lo] + v - (rest ? tile_base[lo] - own_pre[lo] - (own_pre[lo + 1] - own_pre[lo]) : own_pre[lo]);
 }
 
 /* GEMM1 hooks: a tile-row's loads wait until all its rows have landed in A1. Weights do not
@@ -383,14 +318,8 @@ struct moe_gemm1_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   static constexpr bool kGluPairs = kGlu;
   mk_dev_world w;
   uint64_t o_ready;
-  const int32_t *exp_off, *tile_base, *own_pre;
-  int own, El;
+  const int32_t *exp_off, *tile_base;
   uint64_t *prof;
-  /* Own mode: own-only tile-rows first (moe_own_tile_order); else grouped. */
-  __device__ __forceinline__ void tile_order(int idx, int tiles_m, int tiles_n, int *tm, int *tn) const {
-    if (!own) return mk_gemm_order_grouped::tile_order(idx, tiles_m, tiles_n, tm, tn);
-    moe_own_tile_order(idx, tiles_m, tiles_n, group_m, El, tile_base, own_pre, tm, tn);
-  }
   const uint16_t *B; /* [groups][nb][kb] */
   int64_t nb, kb;
   int pf_kblocks;
@@ -443,7 +372,7 @@ extern "C" mk_status mk_moe_launch_plan(const mk_moe_dev *d, const int32_t *ids,
     MK_CUDA_LAUNCH_CHECK();
     return MK_STATUS_OK;
   }
-  MK_CUDA_CHECK(cudaMemsetAsync(d->n_send, 0, sizeof(int32_t) * (size_t)(d->W + d->E + 2 * d->El), s));
+  MK_CUDA_CHECK(cudaMemsetAsync(d->n_send, 0, sizeof(int32_t) * (size_t)(d->W + d->E + d->El), s));
   moe_plan_kernel<<<(unsigned)((T + 255) / 256), 256, 0, s>>>(*d, ids, w, T);
   MK_CUDA_LAUNCH_CHECK();
   moe_exchange_kernel<<<1, 256, 0, s>>>(*d);
@@ -465,8 +394,6 @@ static mk_status launch_gemm1(const mk_moe_dev *d, int grid, cudaStream_t stream
   p.o_ready = d->o_ready;
   p.exp_off = d->exp_off;
   p.tile_base = d->tile_base;
-  p.own_pre = d->own_pre;
-  p.own = d->own, p.El = d->El;
   p.prof = d->prof;
   p.B = kGlu ? d->w1g : d->w1;
   p.nb = 2 * (int64_t)d->I, p.kb = d->H, p.pf_kblocks = d->pf_kblocks;
@@ -486,34 +413,6 @@ extern "C" mk_status mk_moe_launch_swiglu(const mk_moe_dev *d, int64_t rows_host
   moe_swiglu_kernel<<<1024, 256, 0, (cudaStream_t)stream>>>(d->C1, d->act, d->exp_off + d->El, rows_host, d->I);
   MK_CUDA_LAUNCH_CHECK();
   return MK_STATUS_OK;
-}
-
-extern "C" int mk_moe_check_own_order(int El, const int32_t *rows, const int32_t *own_rows, int tiles_n,
-                                      int group_m) {
-  if (El < 1 || El > 512 || tiles_n < 1 || group_m < 1) return 3;
-  int32_t tile_base[513], own_pre[513]; /* as the exchange computes them */
-  tile_base[0] = own_pre[0] = 0;
-  for (int e = 0; e < El; e++) {
-    if (own_rows[e] < 0 || own_rows[e] > rows[e]) return 3;
-    tile_base[e + 1] = tile_base[e] + (rows[e] + 127) / 128;
-    own_pre[e + 1] = own_pre[e] + own_rows[e] / 128;
-  }
-  const int tiles_m = tile_base[El], total = tiles_m * tiles_n;
-  char *seen = (char *)calloc(total > 0 ? (size_t)total : 1, 1);
-  if (!seen) return 3;
-  int bad = 0;
-  for (int idx = 0; idx < total && !bad; idx++) {
-    int tm, tn, e = 0;
-    moe_own_tile_order(idx, tiles_m, tiles_n, group_m, El, tile_base, own_pre, &tm, &tn);
-    if (tm < 0 || tm >= tiles_m || tn < 0 || tn >= tiles_n || seen[(int64_t)tm * tiles_n + tn]++) bad = 1;
-    else {
-      while (tile_base[e + 1] <= tm) e++;
-      const int own_tile = tm - tile_base[e] < own_rows[e] / 128; /* rows [128 k, 128 k + 128) all own */
-      if (own_tile != (idx < own_pre[El] * tiles_n)) bad = 2;
-    }
-  }
-  free(seen);
-  return bad;
 }
 
 extern "C" mk_status mk_moe_preload_dispatch(int split_k) {

@@ -147,17 +147,16 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
     MK_CUDA_CHECK_GOTO(cudaMemset(d->sk_flags, 0, sizeof(uint32_t) * 4 * (size_t)m->sms), st, fail);
   }
   /* Local scratch. */
-  m->zero_bytes = sizeof(int32_t) * (size_t)(W + d->E + 2 * El);
+  m->zero_bytes = sizeof(int32_t) * (size_t)(W + d->E + El);
   MK_CHECK_GOTO(dalloc(&m->zero_base, m->zero_bytes), st, fail);
   d->n_send = (int32_t *)m->zero_base;
   d->cnt_pairs = d->n_send + W;
   d->fill = d->cnt_pairs + d->E;
   MK_CHECK_GOTO(dalloc((void **)&d->slot, sizeof(int32_t) * (size_t)(d->Tm * W)), st, fail);
-  MK_CHECK_GOTO(dalloc((void **)&d->n_from, sizeof(int32_t) * (size_t)(W + 4 * El + 3)), st, fail);
+  MK_CHECK_GOTO(dalloc((void **)&d->n_from, sizeof(int32_t) * (size_t)(W + 3 * El + 2)), st, fail);
   d->rows = d->n_from + W;
   d->exp_off = d->rows + El;
   d->tile_base = d->exp_off + El + 1;
-  d->own_pre = d->tile_base + El + 1;
   MK_CHECK_GOTO(dalloc((void **)&d->posmap, sizeof(int32_t) * (size_t)(Wu * d->Tm * d->K)), st, fail);
   MK_CHECK_GOTO(dalloc((void **)&d->A1, (size_t)d->m_cap * d->H * 2), st, fail);
   MK_CHECK_GOTO(dalloc((void **)&d->C1, (size_t)d->m_cap * d->I * 4), st, fail);
@@ -256,16 +255,9 @@ void mk_moe_destroy(mk_moe_t *m) {
   free(m);
 }
 
-/* Own mode (dispatch_gemm.cu, own rows first): 1 = at prefill (T > 1024 tokens on this rank), 0 = never
- * (the order before session 7, for A/B runs), 2 = every call (tests). Local to the rank: ranks may
- * differ, and calls of one handle may alternate (every counter advances the same either way). */
-MK_PARAM_INT(moe_own_first, "MOE_OWN_FIRST", 1, 0, 2)
-
 static mk_status forward_fused(mk_moe_t *m, const uint16_t *x, int64_t T, const int32_t *ids, const float *w,
                                uint16_t *out, cudaStream_t s) {
   mk_moe_dev *d = &m->d;
-  const int64_t own = mk_param_moe_own_first();
-  d->own = own == 2 || (own == 1 && T > 1024);
   cudaStream_t s2 = (cudaStream_t)m->s2;
   if (d->prof) MK_CUDA_CHECK(cudaMemsetAsync(d->prof, 0, sizeof(uint64_t) * MK_MOE_PHASES, s));
   if (!m->dispatch_early) MK_CHECK(mk_moe_launch_plan(d, ids, w, T, s)); /* barrier point 1: all counts known */

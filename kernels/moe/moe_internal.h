@@ -57,15 +57,12 @@ typedef struct mk_moe_dev {
   /* local scratch (cudaMalloc) */
   int32_t *n_send;   /* [W] rows to rank d (zeroed each call) */
   int32_t *cnt_pairs;/* [E] pairs per global expert (zeroed each call) */
-  int32_t *fill;     /* [2 El] rows placed per local expert (zeroed each call): [e] rows from other
-                        ranks, [El + e] own rows (own mode) */
+  int32_t *fill;     /* [El] rows placed per local expert (zeroed each call) */
   int32_t *slot;     /* [Tm][W] landing slot of token t at rank d, -1 = none */
   int32_t *n_from;   /* [W] rows from source s */
   int32_t *rows;     /* [El] GEMM group sizes */
   int32_t *exp_off;  /* [El + 1] */
   int32_t *tile_base;/* [El + 1] */
-  int32_t *own_pre;  /* [El + 1] prefix over local experts of own_rows(e) / 128: the tile-rows that only
-                        this rank's own rows fill in own mode (GEMM1's first tiles) */
   int32_t *posmap;   /* [W][Tm][K] row of A1 of landing row (s, j), expert i */
   uint16_t *A1, *C1, *act, *C2;
   const uint16_t *w1, *w2;
@@ -76,9 +73,6 @@ typedef struct mk_moe_dev {
   int split_force; /* args.split_k < 0: always split (mk_gemm_args.split_mode 1), else the model */
   float *sk_ws;    /* split-K partials: 2 SMs x 128 x 256 fp32 (both GEMMs, stream-ordered) */
   uint32_t *sk_flags; /* [4 SMs] zeroed at create, re-armed by each launch */
-  int own;         /* this call in own mode (MK_MOE_OWN_FIRST; dispatch_gemm.cu): own rows straight from
-                      x into A1 first, at [exp_off[e], exp_off[e] + own rows), GEMM1's tile-rows of
-                      own rows first; set per call by forward_fused */
   int pf_kblocks;  /* GEMM1: 64-wide k-blocks of its first B tile each CTA prefetches into L2 while
                       the tile's rows are in flight (0 = off; moe.c sizes it to half the L2) */
 } mk_moe_dev;
@@ -116,11 +110,6 @@ mk_status mk_moe_launch_dispatch(const mk_moe_dev *d, const uint16_t *x, void *s
 mk_status mk_moe_launch_gemm1(const mk_moe_dev *d, int grid, void *stream);
 mk_status mk_moe_launch_swiglu(const mk_moe_dev *d, int64_t rows_host, void *stream); /* rows_host < 0: device */
 mk_status mk_moe_preload_dispatch(int split_k); /* split_k: also the split-K GEMM1 kernels */
-/* Host check of own mode's GEMM1 tile order (test_moe_own_order) for El experts of rows[e] rows,
- * own_rows[e] of them this rank's own: 0 = a bijection onto the tiles whose first tiles_n *
- * sum(own_rows / 128) are exactly the own-only tile-rows; 1 = not a bijection; 2 = an own-only
- * tile-row out of its part; 3 = bad arguments. */
-int mk_moe_check_own_order(int El, const int32_t *rows, const int32_t *own_rows, int tiles_n, int group_m);
 /* gemm_combine.cu */
 mk_status mk_moe_launch_gemm2(const mk_moe_dev *d, int grid, void *stream);
 mk_status mk_moe_launch_combine(const mk_moe_dev *d, void *stream);
