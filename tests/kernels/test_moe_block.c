@@ -5,6 +5,7 @@
  * hot (every token picks expert 0). The reference's top-k ids and weights go to the GPU, so
  * both sides route identically. Odd token counts differing per rank (one rank with 1 token,
  * one with none); a decode-sized case (5-14 tokens of 4 KB rows: dispatch rows cut into parts);
+ * a prefill-sized case (1100+ tokens: max_tokens >= 1024, so AUTO runs the serial schedule);
  * bit-identical repeat runs; CUDA-graph replay of the fused path; split-K of the grouped GEMMs;
  * E % EP != 0 and split_k > 16 refused. */
 #include <cuda_runtime_api.h>
@@ -32,8 +33,9 @@ typedef struct cfg {
 static void run_case(mk_comm_t *c, const cfg *g, uint64_t seed, cudaStream_t s) {
   const mk_world *wd = mk_comm_world(c);
   const int W = wd->size, me = wd->rank, H = g->H ? g->H : 256, I = 384, E = g->E, K = g->K, El = E / W;
-  const int Tmax = 300;
-  /* hot routing: the last rank has 1 token (E = 8) or none at all (E = 16); g->T: decode-sized,
+  /* g->T > 1024: prefill-sized (the serial schedule); the heap is sized alike on every rank */
+  const int Tmax = g->T > 300 ? g->T + 3 * (W - 1) : 300;
+  /* hot routing: the last rank has 1 token (E = 8) or none at all (E = 16); g->T <= 300: decode-sized,
      a few rows per dispatch CTA, each cut into parts over several warps */
   const int T = g->T                                         ? g->T + 3 * me
                 : !strcmp(g->routing, "hot") && me == W - 1 ? (E == 16 ? 0 : 1)
@@ -201,7 +203,7 @@ int main(int argc, char **argv) {
   ASSERT_STATUS(mk_moe_create(c, &bad, &m), MK_STATUS_INVALID_ARGUMENT);
   ASSERT_TRUE(m == NULL);
   const cfg cases[] = {{8, 2, 1, "uniform", 0, 0}, {16, 4, 0, "zipf", 0, 0}, {8, 2, 0, "hot", 0, 0},
-                       {16, 4, 1, "hot", 0, 0},      {8, 2, 1, "uniform", 2048, 5}};
+                       {16, 4, 1, "hot", 0, 0},      {8, 2, 1, "uniform", 2048, 5}, {8, 2, 1, "uniform", 0, 1100}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(c, &cases[i], seed + 7919 * i, s);
   mk_comm_destroy(c);
   printf("OK\n");
