@@ -3,6 +3,10 @@
  *   nvlink_sm / nvlink_tma / nvlink_ce   one-way put bandwidth from rank 0 to each peer of its
  *                                        node group (all SMs copying, TMA bulk copies, the copy
  *                                        engine via cudaMemcpyAsync), across message sizes
+ *   nvlink_{push,pull}_cN (--per-cta)    instead of the three above: 64 MiB rank 0 -> rank 1 (push,
+ *                                        16-byte stores to the peer) and rank 1 -> rank 0 (pull,
+ *                                        16-byte loads from the peer), N = 1 .. 132 CTAs of 512
+ *                                        threads with 8 loads in flight each: the per-SM rate
  *   sig_nvlink                           signal round trip rank 0 <-> rank 1 (NVLink atomics)
  *   proxy_put / sig_proxy                (with --nodes >= 2) rank 0 -> first rank of node group 1
  *                                        through the FIFO + loopback proxy: PUT_SIGNAL then a
@@ -20,7 +24,7 @@
 typedef struct ctx {
   mk_comm_t *c;
   mk_dev_world w;
-  int method, lp, peer, initiator, via_proxy, n;
+  int method, lp, peer, initiator, via_proxy, n, pull, ctas;
   uint64_t src, dst, sig, bytes, calls;
   int *fail;
 } ctx;
@@ -34,6 +38,12 @@ static mk_status run_put(void *user, int iter, void *stream) {
     return MK_STATUS_OK;
   }
   return mk_bench_comm_put(&x->w, x->method, x->lp, x->src, x->dst, x->bytes, stream);
+}
+
+static mk_status run_xfer(void *user, int iter, void *stream) {
+  ctx *x = user;
+  (void)iter;
+  return mk_bench_comm_xfer(&x->w, x->lp, x->pull, x->ctas, x->src, x->dst, x->bytes, stream);
 }
 
 static mk_status run_pingpong(void *user, int iter, void *stream) {
@@ -77,6 +87,7 @@ int mk_bench_comm(int argc, char **argv) {
   mk_bench_opts o;
   mk_bench_opts_default(&o);
   int64_t max_bytes = 256ll << 20;
+  int per_cta = 0;
   for (int i = 1; i < argc; i++) {
     int used = mk_bench_parse_common(&o, argc, argv, i);
     if (used < 0) return 2;
@@ -86,8 +97,11 @@ int mk_bench_comm(int argc, char **argv) {
     }
     if (!strcmp(argv[i], "--max-bytes") && i + 1 < argc) {
       if (mk_bench_parse_i64("--max-bytes", argv[++i], 4096, 1ll << 32, &max_bytes)) return 2;
+    } else if (!strcmp(argv[i], "--per-cta")) {
+      per_cta = 1;
     } else if (!strcmp(argv[i], "--help")) {
-      printf("usage: mk-launch -n N [--nodes K] -- mk-bench comm [--max-bytes B] [common flags]\n");
+      printf("usage: mk-launch -n N [--nodes K] -- mk-bench comm [--max-bytes B] [--per-cta] [common flags]\n"
+             "  --per-cta  NVLink push and pull rates by CTA count (1 .. SMs), 64 MiB, instead of the puts\n");
       mk_bench_print_common_help(stdout);
       return 0;
     } else {
@@ -118,7 +132,22 @@ int mk_bench_comm(int argc, char **argv) {
   /* 1. NVLink one-way put bandwidth, rank 0 to each peer of its node group. */
   if (me == 0) printf("NVLink put (rank 0 -> peer), %d ranks per node group\n", L);
   static const char *const names[3] = {"nvlink_sm", "nvlink_tma", "nvlink_ce"};
-  for (int lp = 1; lp < L; lp++)
+  if (per_cta && L >= 2 && me == 0) {
+    static const int cand[] = {1, 2, 4, 8, 16, 32, 64, 132};
+    int sms = 132, dev = 0;
+    if (cudaGetDevice(&dev) == cudaSuccess) cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    for (int pull = 0; pull < 2; pull++)
+      for (size_t c = 0; c < sizeof cand / sizeof cand[0] && cand[c] <= sms; c++) {
+        mk_bench_stats t;
+        char path[32];
+        x.lp = 1, x.peer = 1, x.pull = pull, x.ctas = cand[c];
+        x.bytes = (uint64_t)(max_bytes < (64ll << 20) ? max_bytes : 64ll << 20) & ~(uint64_t)15;
+        MK_CHECK_GOTO(mk_bench_time(&o, run_xfer, &x, s, &t), st, fail);
+        snprintf(path, sizeof path, "nvlink_%s_c%d", pull ? "pull" : "push", cand[c]);
+        add_row(r, &x, path, &t, 1, 1);
+      }
+  }
+  for (int lp = 1; lp < L && !per_cta; lp++)
     for (int m = 0; m < 3; m++)
       for (uint64_t b = 64 << 10; b <= (uint64_t)max_bytes; b *= 4) {
         if (me == 0) {

@@ -10,6 +10,12 @@ enum { MK_BENCH_PUT_SM = 0, MK_BENCH_PUT_TMA = 1 };
 /* Copy bytes from this rank's heap (src_off) to local peer lp's heap (dst_off) with all SMs. */
 mk_status mk_bench_comm_put(const mk_dev_world *w, int method, int lp, uint64_t src_off, uint64_t dst_off,
                             uint64_t bytes, void *stream);
+/* bytes (a multiple of 16) between this rank's heap and local peer lp's with `ctas` CTAs of 512
+ * threads, 8 16-byte loads in flight per thread: pull = 1 reads the peer's src_off into this
+ * rank's dst_off, pull = 0 writes this rank's src_off into the peer's dst_off (the per-SM rate
+ * of the fused reducers' pulls against stores). */
+mk_status mk_bench_comm_xfer(const mk_dev_world *w, int lp, int pull, int ctas, uint64_t src_off, uint64_t dst_off,
+                             uint64_t bytes, void *stream);
 /* n ping-pongs of signals with `peer` (initiator sends first): through NVLink atomics when
  * via_proxy = 0, through the FIFO + proxy (SIGNAL commands) when 1. Counters sig[rank]. */
 mk_status mk_bench_comm_pingpong(const mk_dev_world *w, uint64_t sig, int peer, int initiator, uint64_t base, int n,

@@ -12,6 +12,21 @@ __global__ void put_sm_kernel(char *dst, const char *src, uint64_t bytes) {
   mk_copy_range(dst, src, bytes, (uint64_t)blockIdx.x * blockDim.x + threadIdx.x, (uint64_t)gridDim.x * blockDim.x);
 }
 
+/* dst[i] = src[i] for n 16-byte vectors with `ctas` CTAs of 512 threads, 8 loads in flight per
+ * thread (the fused reducers' depth): pull when src is a peer's memory, push when dst is. */
+__global__ void __launch_bounds__(512) xfer_kernel(uint4 *dst, const uint4 *src, uint64_t n) {
+  const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+  uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  for (; i + 7 * stride < n; i += 8 * stride) {
+    uint4 v[8];
+#pragma unroll
+    for (int u = 0; u < 8; u++) v[u] = src[i + u * stride];
+#pragma unroll
+    for (int u = 0; u < 8; u++) dst[i + u * stride] = v[u];
+  }
+  for (; i < n; i += stride) dst[i] = src[i];
+}
+
 __global__ void put_tma_kernel(char *dst, const char *src, uint64_t bytes) {
   extern __shared__ __align__(128) char smem[];
   __shared__ uint64_t bars[TMA_STAGES];
@@ -42,6 +57,15 @@ extern "C" mk_status mk_bench_comm_put(const mk_dev_world *w, int method, int lp
     int blocks = (int)(want < 2ull * sms ? (want ? want : 1) : 2ull * sms); /* 2 CTAs of 64 KiB per SM */
     put_tma_kernel<<<blocks, 128, TMA_CHUNK * TMA_STAGES, s>>>(dst, src, bytes);
   }
+  MK_CUDA_LAUNCH_CHECK();
+  return MK_STATUS_OK;
+}
+
+extern "C" mk_status mk_bench_comm_xfer(const mk_dev_world *w, int lp, int pull, int ctas, uint64_t src_off,
+                                        uint64_t dst_off, uint64_t bytes, void *stream) {
+  const uint4 *src = (const uint4 *)((pull ? w->peer_heap[lp] : w->heap) + src_off);
+  uint4 *dst = (uint4 *)((pull ? w->heap : w->peer_heap[lp]) + dst_off);
+  xfer_kernel<<<ctas, 512, 0, (cudaStream_t)stream>>>(dst, src, bytes / 16);
   MK_CUDA_LAUNCH_CHECK();
   return MK_STATUS_OK;
 }
