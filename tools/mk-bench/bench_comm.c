@@ -134,16 +134,17 @@ int mk_bench_comm(int argc, char **argv) {
   static const char *const names[3] = {"nvlink_sm", "nvlink_tma", "nvlink_ce"};
   if (per_cta && L >= 2 && me == 0) {
     static const int cand[] = {1, 2, 4, 8, 16, 32, 64, 132};
+    static char paths[2][8][32]; /* rows keep a pointer to their path until the report is written */
     int sms = 132, dev = 0;
     if (cudaGetDevice(&dev) == cudaSuccess) cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
     for (int pull = 0; pull < 2; pull++)
       for (size_t c = 0; c < sizeof cand / sizeof cand[0] && cand[c] <= sms; c++) {
         mk_bench_stats t;
-        char path[32];
+        char *path = paths[pull][c];
         x.lp = 1, x.peer = 1, x.pull = pull, x.ctas = cand[c];
         x.bytes = (uint64_t)(max_bytes < (64ll << 20) ? max_bytes : 64ll << 20) & ~(uint64_t)15;
         MK_CHECK_GOTO(mk_bench_time(&o, run_xfer, &x, s, &t), st, fail);
-        snprintf(path, sizeof path, "nvlink_%s_c%d", pull ? "pull" : "push", cand[c]);
+        snprintf(path, sizeof paths[0][0], "nvlink_%s_c%d", pull ? "pull" : "push", cand[c]);
         add_row(r, &x, path, &t, 1, 1);
       }
   }
