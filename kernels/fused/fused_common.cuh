@@ -197,6 +197,74 @@ static __device__ __noinline__ void mk_fused_reduce_block(uint16_t *dst, const u
   }
 }
 
+/* One block of a batched reduce (mk_fused_reduce_tasks), in shared memory: rows x vec 16-byte
+ * vectors of nsrc sources at src[p] (row stride ld), summed into dst (and dst2 if set); start:
+ * its first vector in the batch's flat numbering. */
+struct mk_reduce_task {
+  const uint16_t *src[MK_FUSED_ARRIVE_SLOTS];
+  uint16_t *dst, *dst2;
+  int rows, vec, start;
+};
+
+/* Whole CTA: the sums of ntask blocks (total vectors in all) as one flat loop, so that each
+ * thread keeps U x W 16-byte loads in flight across block edges: one block alone is 2.67 rounds
+ * of loads at W = 4 (the last a third full), each a full NVLink round trip, and a CTA barrier
+ * and the flag checks between blocks; a batch amortises both. Same sums, same order, same bits
+ * as mk_fused_reduce_block. */
+template <int W>
+__device__ __noinline__ void mk_fused_reduce_tasks_w(const mk_reduce_task *tk, int ntask, int total, int64_t ld) {
+  constexpr int U = W >= 8 ? 1 : 8 / W;
+  const int nthr = blockDim.x;
+  for (int base = threadIdx.x; base < total; base += nthr * U) {
+    uint4 v[U][W];
+    int64_t off[U];
+    int gi[U];
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+      const int e = base + u * nthr;
+      gi[u] = 0;
+      off[u] = 0;
+      if (e < total) {
+        int g = 0;
+        while (g + 1 < ntask && e >= tk[g + 1].start) g++;
+        const int le = e - tk[g].start, r = le / tk[g].vec, c = le - r * tk[g].vec;
+        gi[u] = g;
+        off[u] = (int64_t)r * ld + c * 8;
+#pragma unroll
+        for (int p = 0; p < W; p++) v[u][p] = *reinterpret_cast<const uint4 *>(tk[g].src[p] + off[u]);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+      if (base + u * nthr >= total) break;
+      float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+#pragma unroll
+      for (int p = 0; p < W; p++) mk_fused_acc8(acc, v[u][p]);
+      const uint4 o = mk_fused_pack8(acc);
+      const mk_reduce_task &t = tk[gi[u]];
+      *reinterpret_cast<uint4 *>(t.dst + off[u]) = o;
+      if (t.dst2) *reinterpret_cast<uint4 *>(t.dst2 + off[u]) = o;
+    }
+  }
+}
+
+static __device__ __noinline__ void mk_fused_reduce_tasks(const mk_reduce_task *tk, int ntask, int total, int W,
+                                                          int64_t ld) {
+  switch (W) {
+    case 1: mk_fused_reduce_tasks_w<1>(tk, ntask, total, ld); break;
+    case 2: mk_fused_reduce_tasks_w<2>(tk, ntask, total, ld); break;
+    case 3: mk_fused_reduce_tasks_w<3>(tk, ntask, total, ld); break;
+    case 4: mk_fused_reduce_tasks_w<4>(tk, ntask, total, ld); break;
+    case 5: mk_fused_reduce_tasks_w<5>(tk, ntask, total, ld); break;
+    case 6: mk_fused_reduce_tasks_w<6>(tk, ntask, total, ld); break;
+    case 7: mk_fused_reduce_tasks_w<7>(tk, ntask, total, ld); break;
+    case 8: mk_fused_reduce_tasks_w<8>(tk, ntask, total, ld); break;
+    default:
+      for (int g = 0; g < ntask; g++)
+        mk_fused_reduce_block(tk[g].dst, tk[g].src, W, tk[g].rows, tk[g].vec * 8, ld, tk[g].dst2);
+  }
+}
+
 /* Reducer task t -> (tile-row tm, 128-column block cb) over tile-rows [tm_lo, tm_lo + ntm) and
  * ncb column blocks, in the order the default GEMM tile order (mk_gemm_order_grouped) finishes
  * them: groups of group_m tile-rows, column by column within a group. */
