@@ -15,9 +15,6 @@ MK_PARAM_INT(fused_split_k, "FUSED_SPLIT_K", -1, -1, 16)
 /* RS/AR reducer CTAs on SM roles, one node group: 1 = 2-D TMA loads of the peers' partial
  * sub-blocks into shared memory (fused_reduce.cuh, reduce_tma), 0 = 16-byte register loads. */
 MK_PARAM_INT(fused_reduce_tma, "FUSED_REDUCE_TMA", 0, 0, 1)
-/* RS/AR reducer CTAs, register loads: tasks (128 x 128 blocks) summed together in one flat loop,
- * their flags checked in parallel (fused_reduce.cuh); 1 = one block at a time. */
-MK_PARAM_INT(fused_reduce_batch, "FUSED_REDUCE_BATCH", 1, 1, 8)
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 

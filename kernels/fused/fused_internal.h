@@ -74,10 +74,9 @@ int mk_fused_ctas(const mk_fused_t *f, mk_fused_op op, const mk_fused_args *a);
 /* GEMM CTAs of a call with `roles` role CTAs: the SMs left, less one with several node groups
  * (the loopback proxy runs a kernel beside the op, so one SM stays free for it). */
 int mk_fused_compute_ctas(const mk_fused_t *f, int roles);
-/* MK_FUSED_SPLIT_K, MK_FUSED_REDUCE_TMA, MK_FUSED_REDUCE_BATCH (fused.c). */
+/* MK_FUSED_SPLIT_K, MK_FUSED_REDUCE_TMA (fused.c). */
 int64_t mk_param_fused_split_k(void);
 int64_t mk_param_fused_reduce_tma(void);
-int64_t mk_param_fused_reduce_batch(void);
 /* AG+GEMM copy-engine mode (copy_engine.c): whether this call uses it (mk_fused_ce_select:
  * MK_FUSED_AG_COPY -1 or 1, one node group, W > 1); rows per piece (MK_FUSED_CE_ROWS, 128 times a power of two); begin = flag
  * resets, arrival, the fork and the peer copies on the side streams, and the local copy

@@ -67,7 +67,6 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   int two;           /* AR two-shot (MK_FUSED_AR_TWO_SHOT): role CTAs [0, two) reduce this rank's rows (as
                         RS) and publish the sums, [two, reducers) gather the other owners' sums into C */
   uint16_t *c_all;   /* AR two-shot: the whole C [M, N] (out = this rank's rows of it) */
-  int batch;         /* MK_FUSED_REDUCE_BATCH: register-path reducer tasks summed together (1 = one block at a time) */
   const CUtensorMap *rmap; /* MK_FUSED_REDUCE_TMA: [2][MK_MAX_LOCAL] maps of the local ranks' partials
                               (device memory), box 64 columns x R rows; NULL = register loads */
   int perm_q;        /* > 0: owner-interleaved tile order, tiles_m = W * perm_q; 0: plain grouped */
@@ -160,59 +159,6 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
     const int tm_lo = (int)(lo / 128), ntm = (int)((hi - 1) / 128) - tm_lo + 1;
     const int gm = perm_q ? group_m / v.W : group_m; /* own tile-rows per group of the GEMM order */
     const uint64_t pb = pbuf(epoch);
-    if (batch > 1 && v.W <= MK_FUSED_ARRIVE_SLOTS && (int)blockDim.x >= batch * v.W &&
-        smem_bytes >= (int)(batch * sizeof(mk_reduce_task)) + 16) {
-      /* Batches of this CTA's next `batch` tasks: thread g W + p waits for source p's flag of
-       * task g (all in parallel), thread g W fills task g; one flat sum over the batch. */
-      mk_reduce_task *tk = reinterpret_cast<mk_reduce_task *>(smem);
-      int *s_total = reinterpret_cast<int *>(tk + batch);
-      const int all = ntm * ncb;
-      for (int t0 = i; t0 < all; t0 += nred * batch) {
-        const int ng = min(batch, (all - t0 + nred - 1) / nred);
-        const uint64_t ts = tr.buf ? mk_globaltimer() : 0;
-        int ok = 1;
-        if ((int)threadIdx.x < ng * v.W) {
-          const int g = (int)threadIdx.x / v.W, p = (int)threadIdx.x - g * v.W;
-          int tm, cb;
-          mk_fused_task_block(t0 + g * nred, tm_lo, ntm, ncb, gm, &tm, &cb);
-          ok = v.local(p) ? mk_wait_ge(w, flag(p, tm, cb), epoch + 1, op, p, tm * ncb + cb)
-                          : mk_wait_ge(w, v.xdata(p), v.xtarget(), op, p, tm * ncb + cb);
-          if (p == 0) {
-            const int64_t r0 = max((int64_t)tm * 128, lo), r1 = min((int64_t)tm * 128 + 128, hi);
-            const int64_t c0 = (int64_t)cb * 128;
-            mk_reduce_task &k = tk[g];
-            for (int q = 0; q < v.W; q++)
-              k.src[q] = v.local(q) ? mk_peer_ptr<uint16_t>(w, v.lp(q), pb) + r0 * n + c0
-                                    : mk_local_ptr<uint16_t>(w, v.xbuf) + ((int64_t)q * xrows + r0 - lo) * n + c0;
-            k.dst = out + (r0 - lo) * n + c0;
-            k.dst2 = two ? mk_local_ptr<uint16_t>(w, pb) + r0 * n + c0 : nullptr;
-            k.rows = (int)(r1 - r0);
-            k.vec = (int)min((int64_t)128, n - c0) / 8;
-          }
-        }
-        if (!__syncthreads_and(ok)) return;
-        if (threadIdx.x == 0) {
-          int sum = 0;
-          for (int g = 0; g < ng; g++) tk[g].start = sum, sum += tk[g].rows * tk[g].vec;
-          *s_total = sum;
-        }
-        __syncthreads();
-        const uint64_t t1 = tr.buf ? mk_globaltimer() : 0;
-        mk_fused_reduce_tasks(tk, ng, *s_total, v.W, n);
-        __syncthreads(); /* the sums are stored (for the two-shot's flags); tk is free again */
-        if (two && (int)threadIdx.x < ng) {
-          int tm, cb;
-          mk_fused_task_block(t0 + (int)threadIdx.x * nred, tm_lo, ntm, ncb, gm, &tm, &cb);
-          for (int q = 0; q < v.W; q++)
-            if (q != v.me) mk_fused_flag_set(w, v.lp(q), flag(v.me, tm, cb), epoch + 1);
-        }
-        if (tr.buf && threadIdx.x == 0) {
-          if (t1 - ts > 1000) mk_trace_ev(tr, 0, &tn, MK_TRACE_WAIT, ts, t1);
-          mk_trace_ev(tr, 0, &tn, MK_TRACE_REDUCE, t1, mk_globaltimer());
-        }
-      }
-      return;
-    }
     const uint16_t *src[MK_FUSED_ARRIVE_SLOTS];
     for (int t = i; t < ntm * ncb; t += nred) {
       int tm, cb;
@@ -643,7 +589,6 @@ static mk_status mk_reduce_launch(mk_fused_t *f, const mk_fused_args *a, uint16_
   p.out = two ? out + (int64_t)f->me * (a->m / f->world) * a->n : out;
   p.c_all = out;
   p.rmap = NULL;
-  p.batch = (int)mk_param_fused_reduce_batch();
   p.m = a->m;
   p.n = a->n;
   p.ms = a->m / f->world;
