@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# (Record of run 9f022b2: MK_FUSED_PULL was measured slower and reverted; on later commits the knob is gone.)
 # tools/bench/run_s7b.sh — session 7, second GPU call (4 x H200): the reducers through the cp.async pipeline
 # (MK_FUSED_PULL=1) against the register loads, on SM roles: GEMM+RS M = 2048 / 8192 (N = 8192, K = 7168),
 # GEMM+AR two-shot (MK_FUSED_AR_TWO_SHOT=1) at M = 1024 / 4096 and the Mixtral O projection shape
