@@ -7,6 +7,10 @@
  *                                        16-byte stores to the peer) and rank 1 -> rank 0 (pull,
  *                                        16-byte loads from the peer), N = 1 .. 132 CTAs of 512
  *                                        threads with 8 loads in flight each: the per-SM rate
+ *   reduce4_cN (--per-cta, 4+ ranks)     the fused reducers' inner loop alone (mk_fused_reduce_block
+ *                                        over 128 x 128 blocks of 4 sources: rank 0's and peers
+ *                                        1..3's 2048 x 8192 bf16), N CTAs of 384 threads; GB/s of
+ *                                        the 4 sources read
  *   sig_nvlink                           signal round trip rank 0 <-> rank 1 (NVLink atomics)
  *   proxy_put / sig_proxy                (with --nodes >= 2) rank 0 -> first rank of node group 1
  *                                        through the FIFO + loopback proxy: PUT_SIGNAL then a
@@ -44,6 +48,12 @@ static mk_status run_xfer(void *user, int iter, void *stream) {
   ctx *x = user;
   (void)iter;
   return mk_bench_comm_xfer(&x->w, x->lp, x->pull, x->ctas, x->src, x->dst, x->bytes, stream);
+}
+
+static mk_status run_reduce4(void *user, int iter, void *stream) {
+  ctx *x = user;
+  (void)iter;
+  return mk_bench_comm_reduce4(&x->w, x->ctas, x->src, x->dst, 2048, 8192, stream);
 }
 
 static mk_status run_pingpong(void *user, int iter, void *stream) {
@@ -147,6 +157,15 @@ int mk_bench_comm(int argc, char **argv) {
         snprintf(path, sizeof paths[0][0], "nvlink_%s_c%d", pull ? "pull" : "push", cand[c]);
         add_row(r, &x, path, &t, 1, 1);
       }
+    static char rpaths[6][32];
+    for (int c = 0; c < 6 && L >= 4 && max_bytes >= (32ll << 20); c++) {
+      mk_bench_stats t;
+      x.ctas = 1 << c;
+      x.bytes = 4ull * 2048 * 8192 * 2; /* the four sources read */
+      MK_CHECK_GOTO(mk_bench_time(&o, run_reduce4, &x, s, &t), st, fail);
+      snprintf(rpaths[c], sizeof rpaths[c], "reduce4_c%d", x.ctas);
+      add_row(r, &x, rpaths[c], &t, 1, 1);
+    }
   }
   for (int lp = 1; lp < L && !per_cta; lp++)
     for (int m = 0; m < 3; m++)

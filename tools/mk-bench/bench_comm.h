@@ -16,6 +16,11 @@ mk_status mk_bench_comm_put(const mk_dev_world *w, int method, int lp, uint64_t 
  * of the fused reducers' pulls against stores). */
 mk_status mk_bench_comm_xfer(const mk_dev_world *w, int lp, int pull, int ctas, uint64_t src_off, uint64_t dst_off,
                              uint64_t bytes, void *stream);
+/* Local rank 0 only (4+ ranks a node group): the fused reducers' inner loop alone with `ctas` CTAs
+ * of 384 threads: rows x n (multiples of 128) bf16 at src_off of local ranks 0..3 summed into
+ * this rank's dst_off, 128 x 128 blocks. */
+mk_status mk_bench_comm_reduce4(const mk_dev_world *w, int ctas, uint64_t src_off, uint64_t dst_off, int64_t rows,
+                                int64_t n, void *stream);
 /* n ping-pongs of signals with `peer` (initiator sends first): through NVLink atomics when
  * via_proxy = 0, through the FIFO + proxy (SIGNAL commands) when 1. Counters sig[rank]. */
 mk_status mk_bench_comm_pingpong(const mk_dev_world *w, uint64_t sig, int peer, int initiator, uint64_t base, int n,

@@ -5,6 +5,7 @@
 #include "bench_comm.h"
 #include "comm/mk_device.cuh"
 #include "core/check.h"
+#include "kernels/fused/fused_common.cuh"
 
 enum { TMA_CHUNK = 16384, TMA_STAGES = 4 };
 
@@ -25,6 +26,30 @@ __global__ void __launch_bounds__(512) xfer_kernel(uint4 *dst, const uint4 *src,
     for (int u = 0; u < 8; u++) dst[i + u * stride] = v[u];
   }
   for (; i < n; i += stride) dst[i] = src[i];
+}
+
+/* The fused reducers' inner loop alone: 128 x 128 blocks of four [tiles_m x 128][n] bf16 sources
+ * (this rank's and local peers 1..3's) summed by mk_fused_reduce_block into dst, one block at a
+ * time per CTA with a CTA barrier before each (as the reducers' flag check), nothing beside it. */
+__global__ void __launch_bounds__(384) reduce_alone_kernel(uint16_t *dst, const uint16_t *s0, const uint16_t *s1,
+                                                            const uint16_t *s2, const uint16_t *s3, int tiles_m, int ncb,
+                                                            int64_t n) {
+  for (int b = blockIdx.x; b < tiles_m * ncb; b += gridDim.x) {
+    const int64_t off = (int64_t)(b / ncb) * 128 * n + (int64_t)(b % ncb) * 128;
+    const uint16_t *src[4] = {s0 + off, s1 + off, s2 + off, s3 + off};
+    __syncthreads();
+    mk_fused_reduce_block(dst + off, src, 4, 128, 128, n);
+  }
+}
+
+extern "C" mk_status mk_bench_comm_reduce4(const mk_dev_world *w, int ctas, uint64_t src_off, uint64_t dst_off,
+                                           int64_t rows, int64_t n, void *stream) {
+  const uint16_t *s[4];
+  for (int p = 0; p < 4; p++) s[p] = (const uint16_t *)(w->peer_heap[p] + src_off);
+  reduce_alone_kernel<<<ctas, 384, 0, (cudaStream_t)stream>>>((uint16_t *)(w->heap + dst_off), s[0], s[1], s[2], s[3],
+                                                               (int)(rows / 128), (int)(n / 128), n);
+  MK_CUDA_LAUNCH_CHECK();
+  return MK_STATUS_OK;
 }
 
 __global__ void put_tma_kernel(char *dst, const char *src, uint64_t bytes) {
