@@ -201,6 +201,13 @@ int mk_fused_ctas(const mk_fused_t *f, mk_fused_op op, const mk_fused_args *a) {
 
 int mk_fused_compute_ctas(const mk_fused_t *f, int roles) { return f->sms - roles - (f->nnodes > 1 ? 1 : 0); }
 
+int mk_fused_reduce_tma_shapes(const mk_fused_t *f, mk_fused_op op) {
+  if (!f || (unsigned)op > MK_FUSED_GEMM_AR || !f->rmaps[op]) return 0;
+  int k = 0;
+  for (int i = 0; i < MK_FUSED_RMAP_SLOTS; i++) k += f->rmap_key[op][i][0] != 0;
+  return k;
+}
+
 mk_status mk_fused_epoch_advance(mk_fused_t *f, mk_fused_op op, mk_stream_t stream) {
   return mk_fused_launch_advance(&f->w.ctrl->epoch[MK_FUSED_EPOCH_SLOT0 + (int)op], f->calls + (int)op, stream);
 }

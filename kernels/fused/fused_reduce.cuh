@@ -86,6 +86,14 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
     *lo = all_read ? 0 : (int64_t)q * ms;
     *hi = all_read ? m : (int64_t)(q + 1) * ms;
   }
+  /* Block (tm, cb) of the rows [lo, hi) this rank reduces: rows [r0, r1), columns [c0, c0 + cols). */
+  __device__ __forceinline__ void block_span(int tm, int cb, int64_t lo, int64_t hi, int64_t *r0, int64_t *r1,
+                                             int64_t *c0, int *cols) const {
+    *r0 = max((int64_t)tm * 128, lo);
+    *r1 = min((int64_t)tm * 128 + 128, hi);
+    *c0 = (int64_t)cb * 128;
+    *cols = (int)min((int64_t)128, n - *c0);
+  }
   __device__ __forceinline__ uint64_t flag(int p, int tm, int cb) const {
     return v.cnt + 8ull * (((uint64_t)p * tiles_m + tm) * ncb + cb);
   }
@@ -170,8 +178,9 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
           ok = v.local(p) ? mk_wait_ge(w, flag(p, tm, cb), epoch + 1, op, p, tm * ncb + cb)
                           : mk_wait_ge(w, v.xdata(p), v.xtarget(), op, p, tm * ncb + cb);
       if (!__syncthreads_and(ok)) return;
-      const int64_t r0 = max((int64_t)tm * 128, lo), r1 = min((int64_t)tm * 128 + 128, hi), c0 = (int64_t)cb * 128;
-      const int cols = (int)min((int64_t)128, n - c0);
+      int64_t r0, r1, c0;
+      int cols;
+      block_span(tm, cb, lo, hi, &r0, &r1, &c0, &cols);
       for (int p = 0; p < v.W; p++)
         src[p] = v.local(p) ? mk_peer_ptr<uint16_t>(w, v.lp(p), pb) + r0 * n + c0
                             : mk_local_ptr<uint16_t>(w, v.xbuf) + ((int64_t)p * xrows + r0 - lo) * n + c0;
@@ -211,10 +220,12 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
       const uint64_t t0 = tr.buf ? mk_globaltimer() : 0;
       if (threadIdx.x == 0) ok = mk_wait_ge(w, flag(o, tm, cb), epoch + 1, op, o, tm * ncb + cb);
       if (!__syncthreads_and(ok)) return;
-      const int64_t r0 = (int64_t)tm * 128, c0 = (int64_t)cb * 128;
+      int64_t r0, r1, c0;
+      int cols;
+      block_span(tm, cb, o * ms, (o + 1) * ms, &r0, &r1, &c0, &cols);
       const uint16_t *src = mk_peer_ptr<uint16_t>(w, v.lp(o), pb) + r0 * n + c0;
       const uint64_t t1 = tr.buf ? mk_globaltimer() : 0;
-      mk_fused_reduce_block(c_all + r0 * n + c0, &src, 1, 128, (int)min((int64_t)128, n - c0), n);
+      mk_fused_reduce_block(c_all + r0 * n + c0, &src, 1, (int)(r1 - r0), cols, n);
       if (tr.buf && threadIdx.x == 0) {
         if (t1 - t0 > 1000) mk_trace_ev(tr, 0, &tn, MK_TRACE_WAIT, t0, t1);
         mk_trace_ev(tr, 0, &tn, MK_TRACE_SEND, t1, mk_globaltimer());
@@ -265,11 +276,11 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
     };
     auto geom = [&](int j) {
       sub_block g;
+      int64_t r1;
       mk_fused_task_block(i + (j / per_task) * reducers, tm_lo, ntm, ncb, gm, &g.tm, &g.cb);
-      g.a = max((int64_t)g.tm * 128, lo) + (int64_t)(j % per_task) * R;
-      g.b = min(g.a + R, min((int64_t)g.tm * 128 + 128, hi));
-      g.c0 = (int64_t)g.cb * 128;
-      g.cols = (int)min((int64_t)128, n - g.c0);
+      block_span(g.tm, g.cb, lo, hi, &g.a, &r1, &g.c0, &g.cols);
+      g.a += (int64_t)(j % per_task) * R;
+      g.b = min(g.a + R, r1);
       return g;
     };
     if (warp == 0) {
@@ -542,15 +553,8 @@ static const CUtensorMap *mk_fused_rmaps(mk_fused_t *f, mk_fused_op op, int64_t 
       return (const CUtensorMap *)f->rmaps[op] + (size_t)k * 2 * MK_MAX_LOCAL;
   cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
   if (cudaStreamIsCapturing(stream, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone) return NULL;
-  static PFN_cuTensorMapEncodeTiled_v12000 encode = NULL;
-  if (!encode) {
-    cudaDriverEntryPointQueryResult q;
-    void *fn = NULL;
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess || !fn)
-      return NULL;
-    encode = (PFN_cuTensorMapEncodeTiled_v12000)fn;
-  }
+  const PFN_cuTensorMapEncodeTiled_v12000 encode = mk_gemm_tensor_map_encoder();
+  if (!encode) return NULL;
   if (!f->rmaps[op] &&
       cudaMalloc(&f->rmaps[op], sizeof(CUtensorMap) * 2 * MK_MAX_LOCAL * MK_FUSED_RMAP_SLOTS) != cudaSuccess) {
     f->rmaps[op] = NULL;

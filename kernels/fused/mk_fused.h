@@ -113,6 +113,9 @@ int mk_fused_ar_small_m(const mk_fused_t *f, const mk_fused_args *a);
  * owners' rows, then every rank pulls the owners' sums): MK_FUSED_AR_TWO_SHOT=1, one node group,
  * M a multiple of 128 x W. It takes precedence over the copy-engine mode. */
 int mk_fused_ar_two_shot(const mk_fused_t *f, int64_t m, int64_t n);
+/* GEMM+RS / GEMM+AR with MK_FUSED_REDUCE_TMA=1: how many (M, N) shapes this handle holds tensor maps
+ * of the peers' partials for (0..4; 0 = every call so far used the register loads). */
+int mk_fused_reduce_tma_shapes(const mk_fused_t *f, mk_fused_op op);
 
 /* Phase stamps of GEMM+AR's small-M path (opt-in; mk-bench gemm_ar --breakdown). With
  * mk_fused_ar_profile(f, 1) (allocates; 0 turns it off) every later small-M call zeroes the

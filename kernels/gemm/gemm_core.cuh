@@ -492,17 +492,25 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
 }
 
 /* ---- host side ------------------------------------------------------------------------- */
-static inline mk_status mk_gemm_encode_map(CUtensorMap *map, const void *base, uint64_t d0, uint64_t d1, uint64_t d2,
-                                           uint32_t b0, uint32_t b1) {
+/* The driver's cuTensorMapEncodeTiled, through the runtime's entry-point query (libcuda is never
+ * linked); NULL where the driver lacks it. Looked up once. */
+static inline PFN_cuTensorMapEncodeTiled_v12000 mk_gemm_tensor_map_encoder(void) {
   static PFN_cuTensorMapEncodeTiled_v12000 encode = NULL;
   if (!encode) {
     cudaDriverEntryPointQueryResult q;
     void *fn = NULL;
-    MK_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q));
-    if (q != cudaDriverEntryPointSuccess || !fn)
-      MK_ERR_RETURN(MK_STATUS_UNSUPPORTED, MK_SUBSYS_KERNEL, "gemm: the driver has no cuTensorMapEncodeTiled");
-    encode = (PFN_cuTensorMapEncodeTiled_v12000)fn;
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q) == cudaSuccess &&
+        q == cudaDriverEntryPointSuccess)
+      encode = (PFN_cuTensorMapEncodeTiled_v12000)fn;
   }
+  return encode;
+}
+
+static inline mk_status mk_gemm_encode_map(CUtensorMap *map, const void *base, uint64_t d0, uint64_t d1, uint64_t d2,
+                                           uint32_t b0, uint32_t b1) {
+  const PFN_cuTensorMapEncodeTiled_v12000 encode = mk_gemm_tensor_map_encoder();
+  if (!encode)
+    MK_ERR_RETURN(MK_STATUS_UNSUPPORTED, MK_SUBSYS_KERNEL, "gemm: the driver has no cuTensorMapEncodeTiled");
   /* Per-thread cache of the last 16 encodings: the map is a pure function of (base, dims, box),
    * so a hit is exact even where an address is freed and reused. Saves the host the encode of
    * both maps on every launch (decode calls the same few weights over and over). */

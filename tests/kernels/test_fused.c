@@ -186,6 +186,7 @@ int main(int argc, char **argv) {
     }
     ASSERT_UEQ(h[1], h[0]);
   }
+  if (tma) ASSERT_TRUE(mk_fused_reduce_tma_shapes(x.f, (mk_fused_op)x.op) > 0); /* the TMA path did run */
 
   /* 100 back-to-back calls (no host synchronisation between them), then the check. */
   const shape *sh = &shapes[two ? 1 : 0];
