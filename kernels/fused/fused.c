@@ -15,6 +15,10 @@ MK_PARAM_INT(fused_split_k, "FUSED_SPLIT_K", -1, -1, 16)
 /* RS/AR reducer CTAs on SM roles, one node group: 1 = 2-D TMA loads of the peers' partial
  * sub-blocks into shared memory (fused_reduce.cuh, reduce_tma), 0 = 16-byte register loads. */
 MK_PARAM_INT(fused_reduce_tma, "FUSED_REDUCE_TMA", 0, 0, 1)
+/* RS/AR on SM roles (register loads): 1 = the GEMM CTAs join the reducers after their last tile,
+ * every reducer taking the next block from a per-call counter (fused_reduce.cuh, tail); 0 = only
+ * the role CTAs reduce, each a fixed stride of the blocks. */
+MK_PARAM_INT(fused_tail, "FUSED_TAIL", 1, 0, 1)
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -58,6 +62,8 @@ mk_status mk_fused_create(mk_comm_t *comm, unsigned ops, int64_t max_m, int64_t 
   MK_CUDA_CHECK_GOTO(cudaMemset(f->calls, 0, 3 * sizeof(uint64_t)), st, fail);
   MK_CUDA_CHECK_GOTO(cudaMalloc((void **)&f->exits, 3 * sizeof(uint32_t)), st, fail);
   MK_CUDA_CHECK_GOTO(cudaMemset(f->exits, 0, 3 * sizeof(uint32_t)), st, fail);
+  MK_CUDA_CHECK_GOTO(cudaMalloc((void **)&f->claims, 6 * sizeof(uint32_t)), st, fail);
+  MK_CUDA_CHECK_GOTO(cudaMemset(f->claims, 0, 6 * sizeof(uint32_t)), st, fail);
   MK_CUDA_CHECK_GOTO(cudaDeviceSynchronize(), st, fail);
   MK_CHECK_GOTO(mk_fused_preload_advance(), st, fail);
   for (int op = 0; op < 3; op++) {
@@ -122,6 +128,7 @@ void mk_fused_destroy(mk_fused_t *f) {
   if (f->trace) cudaFree(f->trace);
   if (f->calls) cudaFree(f->calls);
   if (f->exits) cudaFree(f->exits);
+  if (f->claims) cudaFree(f->claims);
   if (f->ar_prof) cudaFree(f->ar_prof);
   for (int op = 0; op < 3; op++)
     if (f->rmaps[op]) cudaFree(f->rmaps[op]);
@@ -209,7 +216,8 @@ int mk_fused_reduce_tma_shapes(const mk_fused_t *f, mk_fused_op op) {
 }
 
 mk_status mk_fused_epoch_advance(mk_fused_t *f, mk_fused_op op, mk_stream_t stream) {
-  return mk_fused_launch_advance(&f->w.ctrl->epoch[MK_FUSED_EPOCH_SLOT0 + (int)op], f->calls + (int)op, stream);
+  return mk_fused_launch_advance(&f->w.ctrl->epoch[MK_FUSED_EPOCH_SLOT0 + (int)op], f->calls + (int)op,
+                                 f->claims + 2 * (int)op, stream);
 }
 
 static const char *const ar_phase_names[MK_FUSED_AR_PHASES] = {"entry", "entry_last", "gemm", "pushed",

@@ -126,7 +126,19 @@ __device__ __forceinline__ uint4 mk_fused_pack8(const float *acc) {
   return o;
 }
 
-/* Whole CTA: dst[r][c] = bf16(sum_{p = 0..W-1} src_p[r][c]) in fp32, ranks in order 0..W-1,
+/* The threads that run a reducer task: a whole role CTA (bar = 0: __syncthreads), or the 256
+ * consumer threads of a GEMM CTA that has stored its last tile (the tail, fused_reduce.cuh:
+ * named barrier `bar`). t: this thread's index in the crew, n: its size; half: the MK_TRACE
+ * half its thread 0 records into (0: the role thread, 1: the GEMM's after_store thread). */
+struct mk_crew {
+  int t, n, bar, half;
+  __device__ __forceinline__ void sync() const {
+    if (bar) mk_sm90::named_bar_sync(bar, n);
+    else __syncthreads();
+  }
+};
+
+/* Crew (threads t of n): dst[r][c] = bf16(sum_{p = 0..W-1} src_p[r][c]) in fp32, ranks in order 0..W-1,
  * for rows r < rows and columns c < cols (cols % 8 == 0; 16-byte aligned rows). src_p =
  * base[p] + r * ld (elements); dst likewise with ld. Every rank that reduces the same
  * inputs gets the same bits. Sources are mostly peers' memory over NVLink, so loads are
@@ -134,13 +146,13 @@ __device__ __forceinline__ uint4 mk_fused_pack8(const float *acc) {
  * non-inlined function gets few registers: more spills). */
 template <int W>
 __device__ __noinline__ void mk_fused_reduce_block_w(uint16_t *dst, const uint16_t *const *src, int rows, int cols,
-                                                        int64_t ld, uint16_t *dst2) {
+                                                        int64_t ld, uint16_t *dst2, int tid, int nthr) {
   constexpr int U = W >= 8 ? 1 : 8 / W;
-  const int vec = cols / 8, total = rows * vec, nthr = blockDim.x;
+  const int vec = cols / 8, total = rows * vec;
   const uint16_t *s[W];
 #pragma unroll
   for (int p = 0; p < W; p++) s[p] = src[p];
-  for (int base = threadIdx.x; base < total; base += nthr * U) {
+  for (int base = tid; base < total; base += nthr * U) {
     uint4 v[U][W];
     int64_t off[U];
 #pragma unroll
@@ -172,19 +184,19 @@ __device__ __noinline__ void mk_fused_reduce_block_w(uint16_t *dst, const uint16
  * its heap for the peers; dst2 may be one of the sources: each thread reads its positions of
  * every source before it writes them). W = 1 is a copy (bf16 -> fp32 -> bf16 is exact). */
 static __device__ __noinline__ void mk_fused_reduce_block(uint16_t *dst, const uint16_t *const *src, int W, int rows,
-                                                          int cols, int64_t ld, uint16_t *dst2 = nullptr) {
+                                                          int cols, int64_t ld, uint16_t *dst2, int tid, int nthr) {
   switch (W) {
-    case 1: mk_fused_reduce_block_w<1>(dst, src, rows, cols, ld, dst2); break;
-    case 2: mk_fused_reduce_block_w<2>(dst, src, rows, cols, ld, dst2); break;
-    case 3: mk_fused_reduce_block_w<3>(dst, src, rows, cols, ld, dst2); break;
-    case 4: mk_fused_reduce_block_w<4>(dst, src, rows, cols, ld, dst2); break;
-    case 5: mk_fused_reduce_block_w<5>(dst, src, rows, cols, ld, dst2); break;
-    case 6: mk_fused_reduce_block_w<6>(dst, src, rows, cols, ld, dst2); break;
-    case 7: mk_fused_reduce_block_w<7>(dst, src, rows, cols, ld, dst2); break;
-    case 8: mk_fused_reduce_block_w<8>(dst, src, rows, cols, ld, dst2); break;
+    case 1: mk_fused_reduce_block_w<1>(dst, src, rows, cols, ld, dst2, tid, nthr); break;
+    case 2: mk_fused_reduce_block_w<2>(dst, src, rows, cols, ld, dst2, tid, nthr); break;
+    case 3: mk_fused_reduce_block_w<3>(dst, src, rows, cols, ld, dst2, tid, nthr); break;
+    case 4: mk_fused_reduce_block_w<4>(dst, src, rows, cols, ld, dst2, tid, nthr); break;
+    case 5: mk_fused_reduce_block_w<5>(dst, src, rows, cols, ld, dst2, tid, nthr); break;
+    case 6: mk_fused_reduce_block_w<6>(dst, src, rows, cols, ld, dst2, tid, nthr); break;
+    case 7: mk_fused_reduce_block_w<7>(dst, src, rows, cols, ld, dst2, tid, nthr); break;
+    case 8: mk_fused_reduce_block_w<8>(dst, src, rows, cols, ld, dst2, tid, nthr); break;
     default: {
       const int vec = cols / 8, total = rows * vec;
-      for (int i = threadIdx.x; i < total; i += blockDim.x) {
+      for (int i = tid; i < total; i += nthr) {
         const int r = i / vec, c = (i - r * vec) * 8;
         const int64_t off = (int64_t)r * ld + c;
         float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};

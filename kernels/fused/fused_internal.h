@@ -57,6 +57,8 @@ struct mk_fused {
   uint32_t *exits;  /* device u32 [3]: CTAs of the running call past their last store, for ops
                        that advance their epoch in the kernel (GEMM+AR small M); 0 between calls */
   uint64_t *ar_prof; /* device u64 [MK_FUSED_AR_PHASES]: small-M AR phase stamps; NULL = off */
+  uint32_t *claims; /* device u32 [3][2]: RS/AR reducer tasks taken in the running call (MK_FUSED_TAIL,
+                       fused_reduce.cuh); zeroed with the epoch advance after each call */
   /* RS/AR reducers with 2-D TMA loads (MK_FUSED_REDUCE_TMA, fused_reduce.cuh): per op a device
    * ring of MK_FUSED_RMAP_SLOTS slots, each 2 (parity) x MK_MAX_LOCAL tensor maps (128 bytes) of
    * the peers' partials for one (M, N, box rows); rmap_key[op][slot] = {M, N, R} (0: empty). */
@@ -77,6 +79,7 @@ int mk_fused_compute_ctas(const mk_fused_t *f, int roles);
 /* MK_FUSED_SPLIT_K, MK_FUSED_REDUCE_TMA (fused.c). */
 int64_t mk_param_fused_split_k(void);
 int64_t mk_param_fused_reduce_tma(void);
+int64_t mk_param_fused_tail(void);
 /* AG+GEMM copy-engine mode (copy_engine.c): whether this call uses it (mk_fused_ce_select:
  * MK_FUSED_AG_COPY -1 or 1, one node group, W > 1); rows per piece (MK_FUSED_CE_ROWS, 128 times a power of two); begin = flag
  * resets, arrival, the fork and the peer copies on the side streams, and the local copy
@@ -115,11 +118,11 @@ static inline uint64_t mk_fused_ce_sum_off(int world, int64_t np) {
 int mk_fused_ce_push_step(int64_t np, int64_t t, int *second);
 /* GEMM+AR copy-engine mode (MK_FUSED_AR_COPY=1), after the reduce kernel: the second shot. */
 mk_status mk_fused_ar_ce_gather(mk_fused_t *f, const mk_fused_args *a, mk_stream_t stream);
-/* Advance the op's epoch and this handle's call count after its kernel (stream-ordered, one
- * one-thread kernel: mk_fused_launch_advance). GEMM+AR's small-M path does it inside its
- * kernel instead (gemm_ar.cu, the last CTA). */
+/* Advance the op's epoch and this handle's call count after its kernel, and zero the op's task
+ * claims (stream-ordered, one one-thread kernel: mk_fused_launch_advance). GEMM+AR's small-M
+ * path advances inside its kernel instead (gemm_ar.cu, the last CTA; it claims no tasks). */
 mk_status mk_fused_epoch_advance(mk_fused_t *f, mk_fused_op op, mk_stream_t stream);
-mk_status mk_fused_launch_advance(uint64_t *epoch, uint64_t *calls, mk_stream_t stream);
+mk_status mk_fused_launch_advance(uint64_t *epoch, uint64_t *calls, uint32_t *claims, mk_stream_t stream);
 
 /* MK_TRACE=FILE: *buf = a zeroed device buffer of MK_TRACE_CAP events per SM (NULL when
  * tracing is off or the stream is being captured); after the launch, mk_fused_trace_end

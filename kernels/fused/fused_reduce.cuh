@@ -56,6 +56,7 @@ template <int kOp>
 struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   static constexpr bool kAfterStore = true;
   static constexpr bool kRoles = true;
+  static constexpr bool kTail = true;
   mk_dev_world w;
   mk_fused_view v;
   uint16_t *out;     /* the rows this rank reduces: C [r1 - r0, N] */
@@ -69,6 +70,9 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   uint16_t *c_all;   /* AR two-shot: the whole C [M, N] (out = this rank's rows of it) */
   const CUtensorMap *rmap; /* MK_FUSED_REDUCE_TMA: [2][MK_MAX_LOCAL] maps of the local ranks' partials
                               (device memory), box 64 columns x R rows; NULL = register loads */
+  uint32_t *claims;  /* MK_FUSED_TAIL: device u32 [2] (reduce tasks, gather tasks) taken so far this call, by
+                        atomics (role CTAs and GEMM CTAs past their last tile); zeroed by the epoch advance
+                        after the kernel. NULL: role CTA i takes tasks i, i + reducers, ... (no tail) */
   int perm_q;        /* > 0: owner-interleaved tile order, tiles_m = W * perm_q; 0: plain grouped */
   uint64_t pbytes;   /* bytes of one P: P[e & 1] is at v.buf + (e & 1) * pbytes */
   int ce;            /* RS copy-engine mode (copy_engine.c): P local, progress counters, no reducers */
@@ -155,29 +159,70 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
       if (threadIdx.x == 0) inter(epoch);
       return;
     }
+    const mk_crew c = {(int)threadIdx.x, (int)blockDim.x, 0, 0};
+    int *box = reinterpret_cast<int *>(smem);
     if (two && i >= two) {
-      gather(i - two, reducers - two, epoch);
+      gather(c, i - two, reducers - two, epoch, box);
       return;
     }
     const int nred = two ? two : reducers;
     if (rmap && !two && reduce_tma(i, epoch, smem, smem_bytes)) return;
+    /* With claims the reduce CTAs go on to the gather tasks once no reduce task is left. */
+    if (reduce(c, i, nred, epoch, box) && two && claims) gather(c, 0, 1, epoch, box);
+  }
+
+  /* MK_FUSED_TAIL: the GEMM CTA's consumer threads, past its last tile, join the reducers (the
+   * reduce tasks left, then AR two-shot's gather tasks), taking tasks from the same claims. */
+  __device__ __forceinline__ void tail(uint8_t *smem, int) {
+    if (claims) tail_run(smem);
+  }
+  __device__ __noinline__ void tail_run(uint8_t *smem) {
+    const mk_crew c = {(int)threadIdx.x - 128, 256, 1, 1};
+    const uint64_t epoch = mk_epoch(w, v.slot);
+    int *box = reinterpret_cast<int *>(smem);
+    c.sync(); /* after a split-K slice without a store, the other warpgroup may still read the ring */
+    if (reduce(c, 0, 1, epoch, box) && two) gather(c, 0, 1, epoch, box);
+  }
+
+  /* The crew's next task of queue q (0 reduce, 1 gather), by its thread 0: claims[q]++ (any order of
+   * claimers: the tasks are the same blocks in the same order, each summed in rank order), else
+   * `next` (static: first, first + stride, ...). */
+  __device__ __forceinline__ int next_task(int q, int next) const { return claims ? (int)atomicAdd(claims + q, 1u) : next; }
+
+  /* Crew c sums this rank's blocks (tasks first, first + stride, ... or claimed) in the GEMM's
+   * order: its thread 0 takes a task and waits for the block's W flags, hands the task (or -1
+   * after a failed wait, or `total` when none is left) to the crew through box[it & 1] (read
+   * after one crew barrier; rewritten two barriers later), then the crew pulls and sums. False
+   * after a failed wait (recorded). */
+  __device__ bool reduce(const mk_crew &c, int first, int stride, uint64_t epoch, int *box) {
     int64_t lo, hi;
     rows_of(v.me, &lo, &hi);
     const int64_t xrows = hi - lo;
-    const int tm_lo = (int)(lo / 128), ntm = (int)((hi - 1) / 128) - tm_lo + 1;
+    const int tm_lo = (int)(lo / 128), ntm = (int)((hi - 1) / 128) - tm_lo + 1, total = ntm * ncb;
     const int gm = perm_q ? group_m / v.W : group_m; /* own tile-rows per group of the GEMM order */
     const uint64_t pb = pbuf(epoch);
     const uint16_t *src[MK_FUSED_ARRIVE_SLOTS];
-    for (int t = i; t < ntm * ncb; t += nred) {
+    int t = first;
+    for (int it = 0;; it++) {
       int tm, cb;
-      mk_fused_task_block(t, tm_lo, ntm, ncb, gm, &tm, &cb);
-      int ok = 1;
       const uint64_t t0 = tr.buf ? mk_globaltimer() : 0;
-      if (threadIdx.x == 0)
-        for (int p = 0; p < v.W && ok; p++)
-          ok = v.local(p) ? mk_wait_ge(w, flag(p, tm, cb), epoch + 1, op, p, tm * ncb + cb)
-                          : mk_wait_ge(w, v.xdata(p), v.xtarget(), op, p, tm * ncb + cb);
-      if (!__syncthreads_and(ok)) return;
+      if (c.t == 0) {
+        t = next_task(0, t);
+        int ok = 1;
+        if (t < total) {
+          mk_fused_task_block(t, tm_lo, ntm, ncb, gm, &tm, &cb);
+          for (int p = 0; p < v.W && ok; p++)
+            ok = v.local(p) ? mk_wait_ge(w, flag(p, tm, cb), epoch + 1, op, p, tm * ncb + cb)
+                            : mk_wait_ge(w, v.xdata(p), v.xtarget(), op, p, tm * ncb + cb);
+        }
+        box[it & 1] = ok ? t : -1;
+        t += stride;
+      }
+      c.sync();
+      const int task = box[it & 1];
+      if (task < 0) return false;
+      if (task >= total) return true;
+      mk_fused_task_block(task, tm_lo, ntm, ncb, gm, &tm, &cb);
       int64_t r0, r1, c0;
       int cols;
       block_span(tm, cb, lo, hi, &r0, &r1, &c0, &cols);
@@ -188,47 +233,61 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
       /* Two-shot: the sums also overwrite this rank's own partial of the block (read only
        * here), where the peers' gather CTAs pull them once the block's flag is set. */
       mk_fused_reduce_block(out + (r0 - lo) * n + c0, src, v.W, (int)(r1 - r0), cols, n,
-                            two ? mk_local_ptr<uint16_t>(w, pb) + r0 * n + c0 : nullptr);
+                            two ? mk_local_ptr<uint16_t>(w, pb) + r0 * n + c0 : nullptr, c.t, c.n);
       if (two) {
-        __syncthreads(); /* every thread's sums are stored before thread 0's system fence */
-        if (threadIdx.x == 0)
+        c.sync(); /* every thread's sums are stored before thread 0's system fence */
+        if (c.t == 0)
           for (int q = 0; q < v.W; q++)
             if (q != v.me) mk_fused_flag_set(w, v.lp(q), flag(v.me, tm, cb), epoch + 1);
       }
-      if (tr.buf && threadIdx.x == 0) {
-        if (t1 - t0 > 1000) mk_trace_ev(tr, 0, &tn, MK_TRACE_WAIT, t0, t1);
-        mk_trace_ev(tr, 0, &tn, MK_TRACE_REDUCE, t1, mk_globaltimer());
+      if (tr.buf && c.t == 0) {
+        if (t1 - t0 > 1000) mk_trace_ev(tr, c.half, &tn, MK_TRACE_WAIT, t0, t1);
+        mk_trace_ev(tr, c.half, &tn, MK_TRACE_REDUCE, t1, mk_globaltimer());
       }
     }
   }
 
-  /* AR two-shot, gather CTA g of ng: copy every other owner o's sums of its blocks (left in
-   * o's P[e & 1] by o's reduce CTAs) into C, in the order the owners finish them (block t of
+  /* AR two-shot, crew c gathers (tasks first, first + stride, ... or claimed; the task hand-over
+   * of reduce, through box[2], box[3]): copy every other owner o's sums of its blocks (left in
+   * o's P[e & 1] by o's reduce crews) into C, in the order the owners finish them (block t of
    * each owner in the GEMM's order, owners from me + 1 on), each once o has set flag(o, tm, cb)
    * = epoch + 1 here. That flag index is free on this rank for a row block of o: with whole
    * 128-row tile-rows per owner (the mode's condition), producers flag a block only on its
    * owner and on themselves. Gather waits depend on the owners' reduce CTAs, which depend only
    * on GEMM tiles: no cycle between CTAs or ranks. */
-  __device__ void gather(int g, int ng, uint64_t epoch) {
-    const int ntm = (int)(ms / 128), O = v.W - 1, gm = perm_q ? group_m / v.W : group_m;
+  __device__ bool gather(const mk_crew &c, int first, int stride, uint64_t epoch, int *box) {
+    const int ntm = (int)(ms / 128), O = v.W - 1, gm = perm_q ? group_m / v.W : group_m, total = ntm * ncb * O;
     const uint64_t pb = pbuf(epoch);
-    for (int u = g; u < ntm * ncb * O; u += ng) {
-      const int t = u / O, o = (v.me + 1 + u % O) % v.W;
+    int u = first;
+    for (int it = 0;; it++) {
       int tm, cb;
-      mk_fused_task_block(t, (int)(o * ms / 128), ntm, ncb, gm, &tm, &cb);
-      int ok = 1;
       const uint64_t t0 = tr.buf ? mk_globaltimer() : 0;
-      if (threadIdx.x == 0) ok = mk_wait_ge(w, flag(o, tm, cb), epoch + 1, op, o, tm * ncb + cb);
-      if (!__syncthreads_and(ok)) return;
+      if (c.t == 0) {
+        u = next_task(1, u);
+        int ok = 1;
+        if (u < total) {
+          const int o = (v.me + 1 + u % O) % v.W;
+          mk_fused_task_block(u / O, (int)(o * ms / 128), ntm, ncb, gm, &tm, &cb);
+          ok = mk_wait_ge(w, flag(o, tm, cb), epoch + 1, op, o, tm * ncb + cb);
+        }
+        box[2 + (it & 1)] = ok ? u : -1;
+        u += stride;
+      }
+      c.sync();
+      const int task = box[2 + (it & 1)];
+      if (task < 0) return false;
+      if (task >= total) return true;
+      const int o = (v.me + 1 + task % O) % v.W;
+      mk_fused_task_block(task / O, (int)(o * ms / 128), ntm, ncb, gm, &tm, &cb);
       int64_t r0, r1, c0;
       int cols;
       block_span(tm, cb, o * ms, (o + 1) * ms, &r0, &r1, &c0, &cols);
       const uint16_t *src = mk_peer_ptr<uint16_t>(w, v.lp(o), pb) + r0 * n + c0;
       const uint64_t t1 = tr.buf ? mk_globaltimer() : 0;
-      mk_fused_reduce_block(c_all + r0 * n + c0, &src, 1, (int)(r1 - r0), cols, n);
-      if (tr.buf && threadIdx.x == 0) {
-        if (t1 - t0 > 1000) mk_trace_ev(tr, 0, &tn, MK_TRACE_WAIT, t0, t1);
-        mk_trace_ev(tr, 0, &tn, MK_TRACE_SEND, t1, mk_globaltimer());
+      mk_fused_reduce_block(c_all + r0 * n + c0, &src, 1, (int)(r1 - r0), cols, n, nullptr, c.t, c.n);
+      if (tr.buf && c.t == 0) {
+        if (t1 - t0 > 1000) mk_trace_ev(tr, c.half, &tn, MK_TRACE_WAIT, t0, t1);
+        mk_trace_ev(tr, c.half, &tn, MK_TRACE_SEND, t1, mk_globaltimer());
       }
     }
   }
@@ -386,7 +445,8 @@ static __global__ void __launch_bounds__(256) mk_rs_ce_reduce_kernel(mk_dev_worl
   for (int64_t r0 = (int64_t)blockIdx.x * rb; r0 < ms; r0 += (int64_t)gridDim.x * rb) {
     for (int s = 0; s < v.W; s++)
       src[s] = s == v.me ? P + ((int64_t)v.me * ms + r0) * n : mk_local_ptr<uint16_t>(w, x) + ((int64_t)s * ms + r0) * n;
-    mk_fused_reduce_block(C + r0 * n, src, v.W, (int)min((int64_t)rb, ms - r0), (int)n, n);
+    mk_fused_reduce_block(C + r0 * n, src, v.W, (int)min((int64_t)rb, ms - r0), (int)n, n, nullptr, threadIdx.x,
+                          blockDim.x);
   }
 }
 
@@ -611,6 +671,7 @@ static mk_status mk_reduce_launch(mk_fused_t *f, const mk_fused_args *a, uint16_
   p.role_ctas = p.reducers + (f->nnodes > 1 ? 1 : 0);
   if (mk_param_fused_reduce_tma() && p.reducers && f->nnodes == 1 && f->world <= MK_MAX_LOCAL && !two)
     p.rmap = mk_fused_rmaps(f, fop, a->m, a->n, std::max(8, 128 / f->world), stream);
+  p.claims = mk_param_fused_tail() && !p.ce && !p.rmap && p.reducers ? f->claims + 2 * kOp : NULL;
   p.pbytes = ws->pbytes;
   p.perm_q = (!all_read || p.ce) && p.ms % 128 == 0 && p.tiles_m % f->world == 0 && p.group_m % f->world == 0
                  ? p.tiles_m / f->world : 0;

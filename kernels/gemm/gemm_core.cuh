@@ -24,6 +24,7 @@
  *     __device__ uint16_t *out_row(const mk_gemm_args &a, int64_t row) const;  // where row of C goes
  *     static constexpr bool kRoles;  int role_ctas, compute_ctas;
  *     __device__ void run_role(int i, uint8_t *smem, int smem_bytes);
+ *     static constexpr bool kTail;   __device__ void tail(uint8_t *smem, int smem_bytes);
  *   };
  * - tile_order: a bijection of [0, tiles_m*tiles_n) onto (tm, tn); CTA b walks idx = b,
  *   b + ncta, ... (ncta = the GEMM CTAs). Every thread of the CTA calls it, so it must be pure. tm counts
@@ -44,6 +45,11 @@
  *   dynamic shared memory and no GEMM work, then exits. All CTAs are co-resident (the total
  *   never exceeds the SM count when the caller sizes grid + role_ctas <= SMs), so roles may
  *   wait on compute CTAs and the other way round.
+ * - tail(smem, bytes) (kTail): called by the 256 consumer threads (threadIdx.x 128..383) of every
+ *   GEMM CTA once it has stored its last tile (after its after_store), with the ring's shared
+ *   memory (free by then: every stage loaded was consumed) and named barrier 1 for the 256; the
+ *   producer warpgroup has left. Lets a fused op put the SMs that finished the GEMM to its
+ *   communication (fused_reduce.cuh: they join the reducers).
  * Shared-memory stages continue across tiles, so tile t+1's loads overlap tile t's epilogue.
  *
  * Optional epilogue: a Policy with kGluPairs = true stores silu(gate) * up of interleaved
@@ -284,9 +290,11 @@ __device__ __forceinline__ float mk_gemm_silu(float x) { return x / (1.0f + __ex
 /* Defaults of the optional hooks: C rows at a.C + row * a.n, no role CTAs. */
 struct mk_gemm_hooks_default {
   static constexpr bool kRoles = false;
+  static constexpr bool kTail = false;
   int role_ctas = 0, compute_ctas = 0;
   __device__ __forceinline__ uint16_t *out_row(const mk_gemm_args &a, int64_t row) const { return a.C + row * a.n; }
   __device__ __forceinline__ void run_role(int, uint8_t *, int) {}
+  __device__ __forceinline__ void tail(uint8_t *, int) {}
 };
 
 /* No-op hooks: the plain GEMM. */
@@ -488,6 +496,7 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
         if (tid == 128) policy.after_store(t);
       }
     });
+    if constexpr (Policy::kTail) policy.tail(smem, Cfg::kStages * Cfg::kStageBytes);
   }
 }
 

@@ -1,7 +1,9 @@
 /* test_fused.c (multigpu, under mk-launch) — one fused op (argv[1]: ag, rs or ar: the SM roles,
  * MK_FUSED_{AG,RS,AR}_COPY = 0; ag_ce, rs_ce, ar_ce: copy-engine transfers, = 1, then calls
  * that switch modes; rs_ceov, ar_ceov: the same with MK_FUSED_CE_OVERLAP=1 (the owner's reduce
- * beside the GEMM), then calls that alternate SM roles, overlapped and plain copy engines; ag_auto, rs_auto, ar_auto: the variable as the environment has it, by
+ * beside the GEMM), then calls that alternate SM roles, overlapped and plain copy engines; rs_tma,
+ * ar_tma, rs_tail, ar_tail: SM roles with a reducer variant, bits compared with the plain one;
+ * ag_auto, rs_auto, ar_auto: the variable as the environment has it, by
  * default the mode chosen by shape, so that with low MK_FUSED_{RS,AR}_CE_MIN_MB the shapes
  * below run some calls on either path) on fresh
  * random inputs against the fp32 reference GEMM (GPU), at odd shapes (rows per rank not a
@@ -120,11 +122,12 @@ int main(int argc, char **argv) {
   x.op = -1;
   for (int op = 0; op < 3; op++)
     if (!strncmp(opname, names[op], 2) && (!opname[2] || !strcmp(opname + 2, "_ce") || !strcmp(opname + 2, "_auto") ||
-                                           (op != MK_FUSED_AG_GEMM && (!strcmp(opname + 2, "_ceov") || !strcmp(opname + 2, "_tma"))) ||
+                                           (op != MK_FUSED_AG_GEMM && (!strcmp(opname + 2, "_ceov") || !strcmp(opname + 2, "_tma") ||
+                                                                      !strcmp(opname + 2, "_tail"))) ||
                                            (op == MK_FUSED_GEMM_AR && !strcmp(opname + 2, "_two"))))
       x.op = op;
   if (x.op < 0)
-    MK_TEST_FAIL_("usage: test_fused ag|rs|ar[_ce|_auto], rs|ar_ceov, rs|ar_tma, ar_two (got '%s')", opname);
+    MK_TEST_FAIL_("usage: test_fused ag|rs|ar[_ce|_auto], rs|ar_ceov, rs|ar_tma, rs|ar_tail, ar_two (got '%s')", opname);
   const char *ce_env = envs[x.op];
   const int ov = !strcmp(opname + 2, "_ceov"), ce = ov || !strcmp(opname + 2, "_ce");
   /* ar_two: the two-shot on SM roles wherever it applies (M a multiple of 128 W: the round
@@ -136,6 +139,12 @@ int main(int argc, char **argv) {
   /* *_tma: the reducers load with 2-D TMA boxes (MK_FUSED_REDUCE_TMA=1), SM roles. */
   const int tma = !strcmp(opname + 2, "_tma");
   if (tma) setenv("MK_FUSED_REDUCE_TMA", "1", 1);
+  /* *_tail: the GEMM CTAs join the reducers after their last tile (MK_FUSED_TAIL=1, the default),
+   * bits compared with the role CTAs alone; ar_tail with the two-shot where it applies. */
+  const int tail = !strcmp(opname + 2, "_tail");
+  if (tail) setenv("MK_FUSED_TAIL", "1", 1);
+  if (tail && x.op == MK_FUSED_GEMM_AR) setenv("MK_FUSED_AR_TWO_SHOT", "1", 1);
+  const char *cmp_env = tma ? "MK_FUSED_REDUCE_TMA" : tail ? "MK_FUSED_TAIL" : NULL;
   mk_test_require_gpus(2);
   ASSERT_OK(mk_comm_create(&x.c));
   const mk_world *w = mk_comm_world(x.c);
@@ -171,17 +180,17 @@ int main(int argc, char **argv) {
     check(&x, &shapes[i], "single call");
   }
 
-  /* *_tma: each shape on the same inputs with the register reducers, then the TMA reducers
-   * (the parameter is read per call): the same bits (the same fp32 sums in rank order). */
-  for (int i = 0; tma && i < 3; i++) {
+  /* *_tma, *_tail: each shape on the same inputs with the parameter 0, then 1 (read per call):
+   * the same bits (the same fp32 sums in rank order, whichever CTA sums a block). */
+  for (int i = 0; cmp_env && i < 3; i++) {
     uint64_t h[2];
     prepare(&x, &shapes[i], 40 + i);
     for (int t = 0; t < 2; t++) {
-      setenv("MK_FUSED_REDUCE_TMA", t ? "1" : "0", 1);
+      setenv(cmp_env, t ? "1" : "0", 1);
       mk_param_reset_cache();
       poison(&x, &shapes[i]);
       ASSERT_OK(call(&x, &shapes[i]));
-      check(&x, &shapes[i], t ? "TMA reducers" : "register reducers");
+      check(&x, &shapes[i], t ? (tma ? "TMA reducers" : "GEMM CTAs join the reducers") : (tma ? "register reducers" : "role CTAs alone"));
       h[t] = c_hash(&x, &shapes[i]);
     }
     ASSERT_UEQ(h[1], h[0]);
