@@ -190,6 +190,17 @@ int mk_fused_default_ctas(mk_fused_op op, int64_t m, int64_t n, int64_t k, int w
     sms = 132;
   /* AG: pushers; RS/AR: reducers (pulling over NVLink is latency-bound: more CTAs). */
   int c = op == MK_FUSED_AG_GEMM ? 8 : 16;
+  if (op != MK_FUSED_AG_GEMM && mk_param_fused_tail()) {
+    /* The GEMM CTAs join the reducers after their last tile, so role CTAs only pull what the GEMM's
+     * earlier waves finished: as many as leave the GEMM's wave count (256-wide tiles) as it is with
+     * 2, at least 2 (the two-shot's reduce and gather), at most 16. Run ca9b055 (N = 8192, K = 7168,
+     * 4 ranks): RS M = 2048 0.462 ms with 4 (128 GEMM CTAs, 4 waves) against 0.477 with 16 and 0.516
+     * with 8; AR two-shot M = 1024 0.300 with 4 against 0.303 with 16. */
+    const int64_t tiles = cdiv(m, 128) * cdiv(n, 256), waves = cdiv(tiles, sms - 2);
+    c = 2;
+    while (c < 16 && cdiv(tiles, sms - c - 1) == waves) c++;
+    return c;
+  }
   if (op != MK_FUSED_AG_GEMM) {
     /* Small M: the GEMM has fewer tiles than SMs; idle SMs reduce (at most 32). */
     const int64_t tiles = cdiv(m, 128) * cdiv(n, 128);

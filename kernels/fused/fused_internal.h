@@ -80,6 +80,7 @@ int mk_fused_compute_ctas(const mk_fused_t *f, int roles);
 int64_t mk_param_fused_split_k(void);
 int64_t mk_param_fused_reduce_tma(void);
 int64_t mk_param_fused_tail(void);
+int64_t mk_param_fused_ar_copy(void); /* MK_FUSED_AR_COPY (copy_engine.c) */
 /* AG+GEMM copy-engine mode (copy_engine.c): whether this call uses it (mk_fused_ce_select:
  * MK_FUSED_AG_COPY -1 or 1, one node group, W > 1); rows per piece (MK_FUSED_CE_ROWS, 128 times a power of two); begin = flag
  * resets, arrival, the fork and the peer copies on the side streams, and the local copy

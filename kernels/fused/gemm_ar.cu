@@ -141,14 +141,19 @@ struct mk_ar_skinny_epi {
   }
 };
 
-/* GEMM+AR two-shot on SM roles (fused_reduce.cuh): 0 off, 1 where it applies. */
-MK_PARAM_INT(fused_ar_two_shot, "FUSED_AR_TWO_SHOT", 0, 0, 1)
+/* GEMM+AR two-shot on SM roles (fused_reduce.cuh): 0 off, 1 where it applies, -1 by shape: where it
+ * applies, with the GEMM CTAs joining the reducers (MK_FUSED_TAIL=1), MK_FUSED_AR_COPY not forced
+ * to 1 and M x N x 2 below MK_FUSED_AR_TWO_MAX_MB (run ca9b055, N = 8192, K = 7168, 4 ranks: M =
+ * 1024 0.300 ms against 0.362 on copy engines; M = 4096 1.111 against 1.079). */
+MK_PARAM_INT(fused_ar_two_shot, "FUSED_AR_TWO_SHOT", -1, -1, 1)
+MK_PARAM_INT(fused_ar_two_max_mb, "FUSED_AR_TWO_MAX_MB", 32, 0, 1ll << 20)
 
 extern "C" int mk_fused_ar_two_shot(const mk_fused_t *f, int64_t m, int64_t n) {
-  (void)n;
+  const int64_t mode = mk_param_fused_ar_two_shot();
   /* Whole 128-row tile-rows per owner (the flag reuse of the gather needs it), one node group. */
-  return mk_param_fused_ar_two_shot() && f->nnodes == 1 && f->world >= 2 && m % f->world == 0 &&
-         (m / f->world) % 128 == 0;
+  if (!mode || f->nnodes != 1 || f->world < 2 || m % f->world || (m / f->world) % 128) return 0;
+  if (mode == 1) return 1;
+  return mk_param_fused_tail() && mk_param_fused_ar_copy() != 1 && m * n * 2 < (mk_param_fused_ar_two_max_mb() << 20);
 }
 
 extern "C" int mk_fused_ar_small_m(const mk_fused_t *f, const mk_fused_args *a) {

@@ -110,8 +110,10 @@ int mk_fused_uses_ce(const mk_fused_t *f, mk_fused_op op, int64_t m, int64_t n);
  * such call, whatever the weight size). */
 int mk_fused_ar_small_m(const mk_fused_t *f, const mk_fused_args *a);
 /* 1 when a GEMM+AR call at M x N on this handle runs two-shot on SM roles (reduce-scatter of the
- * owners' rows, then every rank pulls the owners' sums): MK_FUSED_AR_TWO_SHOT=1, one node group,
- * M a multiple of 128 x W. It takes precedence over the copy-engine mode. */
+ * owners' rows, then every rank pulls the owners' sums): one node group, M a multiple of 128 x W,
+ * and MK_FUSED_AR_TWO_SHOT=1, or by shape (-1, the default: M x N x 2 below
+ * MK_FUSED_AR_TWO_MAX_MB with MK_FUSED_TAIL=1, MK_FUSED_AR_COPY not 1). It takes precedence over
+ * the copy-engine mode. */
 int mk_fused_ar_two_shot(const mk_fused_t *f, int64_t m, int64_t n);
 /* GEMM+RS / GEMM+AR with MK_FUSED_REDUCE_TMA=1: how many (M, N) shapes this handle holds tensor maps
  * of the peers' partials for (0..4; 0 = every call so far used the register loads). */

@@ -136,6 +136,8 @@ int main(int argc, char **argv) {
   if (strcmp(opname + 2, "_auto")) setenv(ce_env, ce ? "1" : "0", 1);
   if (ov) setenv("MK_FUSED_CE_OVERLAP", "1", 1);
   if (two) setenv("MK_FUSED_AR_TWO_SHOT", "1", 1);
+  /* ar, ar_ce, ar_ceov: the one-shot / copy-engine paths at the round shape too (not the two-shot by shape). */
+  if (x.op == MK_FUSED_GEMM_AR && (!opname[2] || ce)) setenv("MK_FUSED_AR_TWO_SHOT", "0", 1);
   /* *_tma: the reducers load with 2-D TMA boxes (MK_FUSED_REDUCE_TMA=1), SM roles. */
   const int tma = !strcmp(opname + 2, "_tma");
   if (tma) setenv("MK_FUSED_REDUCE_TMA", "1", 1);
