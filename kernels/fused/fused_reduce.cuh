@@ -184,16 +184,33 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
     if (reduce(c, 0, 1, epoch, box) && two) gather(c, 0, 1, epoch, box);
   }
 
-  /* The crew's next task of queue q (0 reduce, 1 gather), by its thread 0: claims[q]++ (any order of
-   * claimers: the tasks are the same blocks in the same order, each summed in rank order), else
-   * `next` (static: first, first + stride, ...). */
-  __device__ __forceinline__ int next_task(int q, int next) const { return claims ? (int)atomicAdd(claims + q, 1u) : next; }
+  /* The task hand-over of a crew: its thread 0 takes the next task of queue q (0 reduce, 1 gather):
+   * claims[q]++ where there are claims (any order of claimers: the tasks are the same blocks in the
+   * same order, each summed in rank order), else *next (static: first, first + stride, ...); it
+   * waits with ready(task) unless none is left (task >= total) and writes the task, or -1 after a
+   * failed wait (recorded), to slot[it & 1]. Every thread returns it after one crew barrier; the
+   * slot is rewritten two barriers later, once every thread has read it. */
+  template <class Ready>
+  __device__ __forceinline__ int hand_over(const mk_crew &c, int q, int *next, int stride, int it, int total, int *slot,
+                                           Ready &&ready) const {
+    if (c.t == 0) {
+      const int t = claims ? (int)atomicAdd(claims + q, 1u) : *next;
+      slot[it & 1] = t >= total || ready(t) ? t : -1;
+      *next = t + stride;
+    }
+    c.sync();
+    return slot[it & 1];
+  }
+  /* MK_TRACE of one task by the crew's thread 0: the wait (if over 1 us) since t0, then `kind` since t1. */
+  __device__ __forceinline__ void trace_task(const mk_crew &c, int kind, uint64_t t0, uint64_t t1) {
+    if (!tr.buf || c.t != 0) return;
+    if (t1 - t0 > 1000) mk_trace_ev(tr, c.half, &tn, MK_TRACE_WAIT, t0, t1);
+    mk_trace_ev(tr, c.half, &tn, kind, t1, mk_globaltimer());
+  }
 
   /* Crew c sums this rank's blocks (tasks first, first + stride, ... or claimed) in the GEMM's
-   * order: its thread 0 takes a task and waits for the block's W flags, hands the task (or -1
-   * after a failed wait, or `total` when none is left) to the crew through box[it & 1] (read
-   * after one crew barrier; rewritten two barriers later), then the crew pulls and sums. False
-   * after a failed wait (recorded). */
+   * order, each once its W flags are set (hand_over through box[0], box[1]), pulling the W
+   * partials. False after a failed wait (recorded). */
   __device__ bool reduce(const mk_crew &c, int first, int stride, uint64_t epoch, int *box) {
     int64_t lo, hi;
     rows_of(v.me, &lo, &hi);
@@ -202,24 +219,18 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
     const int gm = perm_q ? group_m / v.W : group_m; /* own tile-rows per group of the GEMM order */
     const uint64_t pb = pbuf(epoch);
     const uint16_t *src[MK_FUSED_ARRIVE_SLOTS];
-    int t = first;
+    int next = first;
     for (int it = 0;; it++) {
       int tm, cb;
       const uint64_t t0 = tr.buf ? mk_globaltimer() : 0;
-      if (c.t == 0) {
-        t = next_task(0, t);
-        int ok = 1;
-        if (t < total) {
-          mk_fused_task_block(t, tm_lo, ntm, ncb, gm, &tm, &cb);
-          for (int p = 0; p < v.W && ok; p++)
-            ok = v.local(p) ? mk_wait_ge(w, flag(p, tm, cb), epoch + 1, op, p, tm * ncb + cb)
-                            : mk_wait_ge(w, v.xdata(p), v.xtarget(), op, p, tm * ncb + cb);
-        }
-        box[it & 1] = ok ? t : -1;
-        t += stride;
-      }
-      c.sync();
-      const int task = box[it & 1];
+      const int task = hand_over(c, 0, &next, stride, it, total, box, [&](int t) {
+        mk_fused_task_block(t, tm_lo, ntm, ncb, gm, &tm, &cb);
+        bool ok = true;
+        for (int p = 0; p < v.W && ok; p++)
+          ok = v.local(p) ? mk_wait_ge(w, flag(p, tm, cb), epoch + 1, op, p, tm * ncb + cb)
+                          : mk_wait_ge(w, v.xdata(p), v.xtarget(), op, p, tm * ncb + cb);
+        return ok;
+      });
       if (task < 0) return false;
       if (task >= total) return true;
       mk_fused_task_block(task, tm_lo, ntm, ncb, gm, &tm, &cb);
@@ -240,15 +251,12 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
           for (int q = 0; q < v.W; q++)
             if (q != v.me) mk_fused_flag_set(w, v.lp(q), flag(v.me, tm, cb), epoch + 1);
       }
-      if (tr.buf && c.t == 0) {
-        if (t1 - t0 > 1000) mk_trace_ev(tr, c.half, &tn, MK_TRACE_WAIT, t0, t1);
-        mk_trace_ev(tr, c.half, &tn, MK_TRACE_REDUCE, t1, mk_globaltimer());
-      }
+      trace_task(c, MK_TRACE_REDUCE, t0, t1);
     }
   }
 
-  /* AR two-shot, crew c gathers (tasks first, first + stride, ... or claimed; the task hand-over
-   * of reduce, through box[2], box[3]): copy every other owner o's sums of its blocks (left in
+  /* AR two-shot, crew c gathers (tasks first, first + stride, ... or claimed; hand_over through
+   * box[2], box[3]): copy every other owner o's sums of its blocks (left in
    * o's P[e & 1] by o's reduce crews) into C, in the order the owners finish them (block t of
    * each owner in the GEMM's order, owners from me + 1 on), each once o has set flag(o, tm, cb)
    * = epoch + 1 here. That flag index is free on this rank for a row block of o: with whole
@@ -258,26 +266,19 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   __device__ bool gather(const mk_crew &c, int first, int stride, uint64_t epoch, int *box) {
     const int ntm = (int)(ms / 128), O = v.W - 1, gm = perm_q ? group_m / v.W : group_m, total = ntm * ncb * O;
     const uint64_t pb = pbuf(epoch);
-    int u = first;
+    int next = first;
+    auto owner = [&](int u) { return (v.me + 1 + u % O) % v.W; };
     for (int it = 0;; it++) {
       int tm, cb;
       const uint64_t t0 = tr.buf ? mk_globaltimer() : 0;
-      if (c.t == 0) {
-        u = next_task(1, u);
-        int ok = 1;
-        if (u < total) {
-          const int o = (v.me + 1 + u % O) % v.W;
-          mk_fused_task_block(u / O, (int)(o * ms / 128), ntm, ncb, gm, &tm, &cb);
-          ok = mk_wait_ge(w, flag(o, tm, cb), epoch + 1, op, o, tm * ncb + cb);
-        }
-        box[2 + (it & 1)] = ok ? u : -1;
-        u += stride;
-      }
-      c.sync();
-      const int task = box[2 + (it & 1)];
+      const int task = hand_over(c, 1, &next, stride, it, total, box + 2, [&](int u) {
+        const int o = owner(u);
+        mk_fused_task_block(u / O, (int)(o * ms / 128), ntm, ncb, gm, &tm, &cb);
+        return mk_wait_ge(w, flag(o, tm, cb), epoch + 1, op, o, tm * ncb + cb);
+      });
       if (task < 0) return false;
       if (task >= total) return true;
-      const int o = (v.me + 1 + task % O) % v.W;
+      const int o = owner(task);
       mk_fused_task_block(task / O, (int)(o * ms / 128), ntm, ncb, gm, &tm, &cb);
       int64_t r0, r1, c0;
       int cols;
@@ -285,10 +286,7 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
       const uint16_t *src = mk_peer_ptr<uint16_t>(w, v.lp(o), pb) + r0 * n + c0;
       const uint64_t t1 = tr.buf ? mk_globaltimer() : 0;
       mk_fused_reduce_block(c_all + r0 * n + c0, &src, 1, (int)(r1 - r0), cols, n, nullptr, c.t, c.n);
-      if (tr.buf && c.t == 0) {
-        if (t1 - t0 > 1000) mk_trace_ev(tr, c.half, &tn, MK_TRACE_WAIT, t0, t1);
-        mk_trace_ev(tr, c.half, &tn, MK_TRACE_SEND, t1, mk_globaltimer());
-      }
+      trace_task(c, MK_TRACE_SEND, t0, t1);
     }
   }
 

@@ -27,10 +27,6 @@ MK_PARAM_INT(gemm_skinny, "GEMM_SKINNY", -1, -1, 1)
  * alternating; cuBLASLt's shape at decode) or 128 (a warpgroup per 64 rows); other values: 64.
  * Also GEMM+AR's small-M path. */
 MK_PARAM_INT(gemm_skinny_bn, "GEMM_SKINNY_BN", 64, 64, 128)
-/* 2: the core on 2-CTA clusters sharing A by TMA multicast (256-wide tiles, B [N, K], an even
- * number of tile columns, no split-K; other shapes as with 0); 0: one CTA per tile. Opt-in until
- * measured against cuBLASLt's clustered kernels (NOTES, session 8). */
-MK_PARAM_INT(gemm_cluster, "GEMM_CLUSTER", 0, 0, 2)
 
 namespace {
 struct gemm_ws {
@@ -109,9 +105,6 @@ extern "C" mk_status mk_gemm_bf16(const uint16_t *A, const uint16_t *B, uint16_t
     return mk_gemm_skinny_launch(A, B, C, M, N, K, bn, splits, ws ? (float *)(ws + kFlagBytes) : NULL, (uint32_t *)ws,
                                  grid, s);
   }
-  if (mk_param_gemm_cluster() == 2 && b_layout == MK_GEMM_B_NK && (tile_n == 0 || tile_n == 256) &&
-      ((N + 255) / 256) % 2 == 0)
-    return mk_gemm_core_launch_cluster<mk_gemm_policy_plain, 256>(A, B, args, policy, grid, s);
   args.split_tiles = (int)mk_gemm_split_plan(args, grid, (int)mk_param_gemm_split_k(), tile_n, &args.splits);
   const size_t parts = (size_t)(args.splits - 1) * args.split_tiles;
   if (args.split_tiles && parts * 2 * 4 <= kFlagBytes) {

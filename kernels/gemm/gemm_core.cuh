@@ -147,11 +147,10 @@ struct mk_gemm_args {
  * lower unit indices, which every CTA walks in increasing order, so with every CTA resident
  * (grid <= SMs, one CTA per SM) the fix-up cannot deadlock. */
 template <bool kSplitK, class F>
-__device__ __forceinline__ void mk_gemm_units(const mk_gemm_args &args, int total, int k_iters, int b, int ncta,
-                                              F &&f) {
+__device__ __forceinline__ void mk_gemm_units(const mk_gemm_args &args, int total, int k_iters, int ncta, F &&f) {
   const int dp = kSplitK ? total - args.split_tiles : total;
   const int units = kSplitK ? dp + args.split_tiles * args.splits : total;
-  for (int u = b; u < units; u += ncta) {
+  for (int u = blockIdx.x; u < units; u += ncta) {
     if (!kSplitK || u < dp) {
       f(u, 0, k_iters, -1);
     } else {
@@ -165,24 +164,16 @@ __device__ __forceinline__ void mk_gemm_units(const mk_gemm_args &args, int tota
  * wgmma group that read it is done (the caller waited): one arrive per warp. mk_gemm_ring_step,
  * right after committing the group that reads stage s: wait for the previous group, free its
  * stage, step to the next stage (phase flips at the wrap). Shared with gemm_skinny.cuh. */
-template <int kCluster = 1>
 __device__ __forceinline__ void mk_gemm_ring_free(uint64_t *empty, int lane, int prev) {
   if (prev >= 0) {
     __syncwarp();
-    if (lane == 0) {
-      if constexpr (kCluster == 1) {
-        mk_sm90::mbar_arrive(&empty[prev]);
-      } else { /* both CTAs' producers write into this stage (multicast): free it on both */
-#pragma unroll
-        for (int c = 0; c < kCluster; c++) mk_sm90::mbar_arrive_cluster(&empty[prev], (uint32_t)c);
-      }
-    }
+    if (lane == 0) mk_sm90::mbar_arrive(&empty[prev]);
   }
 }
-template <int kStages, int kCluster = 1>
+template <int kStages>
 __device__ __forceinline__ void mk_gemm_ring_step(uint64_t *empty, int lane, int &s, uint32_t &phase, int &prev) {
   mk_sm90::wgmma_wait<1>(); /* the group that read stage `prev` is done */
-  mk_gemm_ring_free<kCluster>(empty, lane, prev);
+  mk_gemm_ring_free(empty, lane, prev);
   prev = s;
   if (++s == kStages) {
     s = 0;
@@ -342,13 +333,10 @@ struct mk_gemm_sched {
   }
 };
 
-template <class Policy, int kBNMajor, int kBN, bool kSplitK = false, int kCluster = 1>
+template <class Policy, int kBNMajor, int kBN, bool kSplitK = false>
 __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
     mk_gemm_core_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
                         mk_gemm_args args, Policy policy) {
-  static_assert(kCluster == 1 || (kCluster == 2 && !kSplitK && !kBNMajor && !Policy::kRoles && !Policy::kTail &&
-                                  !Policy::kAfterStore),
-                "2-CTA clusters: plain GEMM, B [N, K], no split-K");
   using Cfg = mk_gemm_tile_config<kBN, kBNMajor>;
   using namespace mk_sm90;
   extern __shared__ uint8_t smem_raw[];
@@ -365,17 +353,11 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
     }
   }
   const int ncta = Policy::kRoles ? policy.compute_ctas : (int)gridDim.x;
-  /* 2-CTA clusters (kCluster = 2): the pair walks pair units u = blockIdx.x / 2, + ncta / 2, ...;
-   * pair tile (tm, tp) is tiles (tm, 2 tp) on cluster rank 0 and (tm, 2 tp + 1) on rank 1, which
-   * share A: each CTA loads 64 of A's 128 rows with multicast to both, so A comes from L2 once
-   * per pair. A stage is refilled only once the consumers of both CTAs have freed it (their
-   * warps arrive on both CTAs' `empty`: 16 arrivals). */
-  const int crank = kCluster > 1 ? (int)cluster_ctarank() : 0;
 
   if (tid == 0) {
     for (int s = 0; s < Cfg::kStages; s++) {
       mbar_init(&full[s], 1);
-      mbar_init(&empty[s], 8 * kCluster); /* one arrive per consumer warp (of each CTA of the cluster) */
+      mbar_init(&empty[s], 8); /* one arrive per consumer warp */
     }
     mbar_fence_init();
     /* Group prefix sums; a count < 0 is taken as 0, the total is clipped to m_cap. */
@@ -392,8 +374,7 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
       tile_off[g + 1] = t;
     }
   }
-  if constexpr (kCluster > 1) cluster_sync(); /* the peer's barriers exist before any multicast or remote arrive */
-  else __syncthreads();
+  __syncthreads();
   mk_gemm_sched sched;
   sched.row_off = row_off;
   sched.tile_off = tile_off;
@@ -404,18 +385,6 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
   sched.n = (int)args.n;
   const int k_iters = (int)((args.k + Cfg::kBK - 1) / Cfg::kBK);
   if constexpr (kSplitK) mk_gemm_dev_split(args, sched.total(), k_iters, ncta);
-  /* Unit walk: tiles (or pair tiles), the first unit and the stride. */
-  mk_gemm_sched usched = sched;
-  if constexpr (kCluster > 1) usched.tiles_n /= kCluster;
-  const int ufirst = (int)blockIdx.x / kCluster, ustride = ncta / kCluster;
-  auto tile_of = [&](int idx) {
-    mk_gemm_tile t = usched.get(policy, idx);
-    if constexpr (kCluster > 1) {
-      t.n0 = (t.n0 / Cfg::kBN * kCluster + crank) * Cfg::kBN;
-      t.n_end = min(t.n0 + Cfg::kBN, (int)args.n);
-    }
-    return t;
-  };
 
   if (wg == 0) {
     /* ---- producer ---- */
@@ -425,19 +394,15 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
       tma_prefetch_desc(&tma_b);
       int s = 0;
       uint32_t phase = 0;
-      mk_gemm_units<kSplitK>(args, usched.total(), k_iters, ufirst, ustride, [&](int idx, int k0, int k1, int) {
-        mk_gemm_tile t = tile_of(idx);
+      mk_gemm_units<kSplitK>(args, sched.total(), k_iters, ncta, [&](int idx, int k0, int k1, int) {
+        mk_gemm_tile t = sched.get(policy, idx);
         t.k0 = k0;
         policy.before_load(t);
         for (int kb = k0; kb < k1; kb++) {
           mbar_wait(&empty[s], phase ^ 1);
           uint8_t *sa = smem + s * Cfg::kStageBytes, *sb = sa + Cfg::kABytes;
-          mbar_expect_tx(&full[s], Cfg::kStageBytes); /* with a cluster: half of A comes from the peer */
-          if constexpr (kCluster > 1)
-            tma_load_3d_mc(sa + crank * (Cfg::kABytes / kCluster), &tma_a, &full[s], kb * Cfg::kBK,
-                           t.m0 + crank * (Cfg::kBM / kCluster), 0, (uint16_t)((1u << kCluster) - 1));
-          else
-            tma_load_3d(sa, &tma_a, &full[s], kb * Cfg::kBK, t.m0, 0);
+          mbar_expect_tx(&full[s], Cfg::kStageBytes);
+          tma_load_3d(sa, &tma_a, &full[s], kb * Cfg::kBK, t.m0, 0);
           if (kBNMajor) {
 #pragma unroll
             for (int c = 0; c < Cfg::kBChunks; c++)
@@ -459,8 +424,8 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
     int s = 0;
     uint32_t phase = 0;
     float d[kBN / 2];
-    mk_gemm_units<kSplitK>(args, usched.total(), k_iters, ufirst, ustride, [&](int idx, int k0, int k1, int sl) {
-      const mk_gemm_tile t = tile_of(idx);
+    mk_gemm_units<kSplitK>(args, sched.total(), k_iters, ncta, [&](int idx, int k0, int k1, int sl) {
+      const mk_gemm_tile t = sched.get(policy, idx);
 #pragma unroll
       for (int i = 0; i < kBN / 2; i++) d[i] = 0.f;
       int prev = -1;
@@ -476,12 +441,12 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
           wgmma_m64nk16_bf16<kBN, kBNMajor>(d, da, db);
         }
         wgmma_commit();
-        mk_gemm_ring_step<Cfg::kStages, kCluster>(empty, lane, s, phase, prev);
+        mk_gemm_ring_step<Cfg::kStages>(empty, lane, s, phase, prev);
       }
       wgmma_wait<0>();
 #pragma unroll
       for (int i = 0; i < kBN / 2; i++) fence_operand(d[i]);
-      mk_gemm_ring_free<kCluster>(empty, lane, prev);
+      mk_gemm_ring_free(empty, lane, prev);
       if constexpr (kSplitK) {
         if (sl >= 0) {
           const int r = idx - (sched.total() - args.split_tiles);
@@ -532,10 +497,6 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
       }
     });
     if constexpr (Policy::kTail) policy.tail(smem, Cfg::kStages * Cfg::kStageBytes);
-  }
-  if constexpr (kCluster > 1) { /* no CTA leaves while its peer may still multicast into it or arrive on it */
-    __syncwarp();
-    cluster_sync();
   }
 }
 
@@ -639,37 +600,6 @@ static mk_status mk_gemm_core_launch_bn(const uint16_t *A, const uint16_t *B, co
     kern<<<total, CfgKN::kThreads, CfgKN::kSmemBytes, stream>>>(ma, mb, args, p);
   }
   MK_CUDA_LAUNCH_CHECK();
-  return MK_STATUS_OK;
-}
-
-/* The plain GEMM on 2-CTA clusters sharing A by multicast (kCluster = 2 of the kernel; B [N, K],
- * one group, an even number of 256-wide tile columns, no split-K): A is encoded in boxes of
- * 64 rows (each CTA of a pair loads half of the tile's 128 rows for both). */
-template <class Policy, int kBN>
-static mk_status mk_gemm_core_launch_cluster(const uint16_t *A, const uint16_t *B, const mk_gemm_args &args,
-                                             const Policy &policy, int grid, cudaStream_t stream) {
-  using Cfg = mk_gemm_tile_config<kBN, 0>;
-  CUtensorMap ma, mb;
-  MK_CHECK(mk_gemm_encode_map(&ma, A, (uint64_t)args.k, (uint64_t)args.m_cap, 1, Cfg::kBK, Cfg::kBM / 2));
-  MK_CHECK(mk_gemm_encode_map(&mb, B, (uint64_t)args.k, (uint64_t)args.n, 1, Cfg::kBK, Cfg::kBN));
-  const int64_t pairs = (args.m_cap + Cfg::kBM - 1) / Cfg::kBM * ((args.n + Cfg::kBN - 1) / Cfg::kBN / 2);
-  grid = (int)std::min<int64_t>(grid, 2 * pairs) & ~1;
-  auto kern = mk_gemm_core_kernel<Policy, 0, kBN, false, 2>;
-  static mk_gemm_smem_attr attr;
-  MK_CHECK(attr.set((const void *)kern, Cfg::kSmemBytes));
-  cudaLaunchConfig_t cfg = {};
-  cudaLaunchAttribute at[1];
-  at[0].id = cudaLaunchAttributeClusterDimension;
-  at[0].val.clusterDim.x = 2;
-  at[0].val.clusterDim.y = 1;
-  at[0].val.clusterDim.z = 1;
-  cfg.gridDim = dim3((unsigned)grid);
-  cfg.blockDim = dim3(Cfg::kThreads);
-  cfg.dynamicSmemBytes = Cfg::kSmemBytes;
-  cfg.stream = stream;
-  cfg.attrs = at;
-  cfg.numAttrs = 1;
-  MK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kern, ma, mb, args, policy));
   return MK_STATUS_OK;
 }
 

@@ -59,40 +59,8 @@ __device__ __forceinline__ void tma_load_2d(void *dst, const CUtensorMap *map, u
       "l"((uint64_t)map), "r"(smem_u32(bar)), "r"(c0), "r"(c1)
       : "memory");
 }
-/* The same, multicast: the box lands at the same shared-memory offset in every CTA of the
- * cluster named in `mask`, and completes on the mbarrier at bar's offset in each. */
-__device__ __forceinline__ void tma_load_3d_mc(void *dst, const CUtensorMap *map, uint64_t *bar, int c0, int c1,
-                                               int c2, uint16_t mask) {
-  asm volatile(
-      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
-      " [%0], [%1, {%3, %4, %5}], [%2], %6;" ::"r"(smem_u32(dst)),
-      "l"((uint64_t)map), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "r"(c2), "h"(mask)
-      : "memory");
-}
 __device__ __forceinline__ void tma_prefetch_desc(const CUtensorMap *map) {
   asm volatile("prefetch.tensormap [%0];" ::"l"((uint64_t)map) : "memory");
-}
-
-/* ---- clusters ------------------------------------------------------------------------- */
-__device__ __forceinline__ uint32_t cluster_ctarank() {
-  uint32_t r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-  return r;
-}
-/* Every thread of every CTA of the cluster (all of them must call it). */
-__device__ __forceinline__ void cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
-}
-/* Arrive on the mbarrier at bar's offset in CTA `cta` of the cluster (default semantics,
- * release at CTA scope, as CUTLASS's ClusterBarrier::arrive: run dbbd52b had .release.cluster,
- * a cluster-scope fence per arrive, and the clustered GEMM ran 1.8x slower, ncu: warps stalled
- * on a memory barrier 11.8 of 26 cycles per instruction). */
-__device__ __forceinline__ void mbar_arrive_cluster(uint64_t *bar, uint32_t cta) {
-  asm volatile(
-      "{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
-      "mbarrier.arrive.shared::cluster.b64 _, [ra];\n}" ::"r"(smem_u32(bar)),
-      "r"(cta)
-      : "memory");
 }
 
 /* ---- register reallocation ------------------------------------------------------------ */

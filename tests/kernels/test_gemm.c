@@ -9,8 +9,7 @@
  * layouts. The mode passes set MK_GEMM_SKINNY=0 (the core on its M <= 64 shapes too; the
  * skinny kernel has test_gemm_skinny), the defaults pass does not. A tile width the core lacks is refused. C is
  * poisoned (bf16 NaN) with 3 extra rows: every element is checked against an fp32 reference
- * and the extra rows must stay untouched. Bad shapes are refused. test_gemm_cluster runs it with
- * MK_GEMM_CLUSTER=2 (2-CTA clusters where they apply). */
+ * and the extra rows must stay untouched. Bad shapes are refused. */
 #include "tests/kernels/gemm_check.h"
 
 typedef struct shape {

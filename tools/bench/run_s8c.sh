@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# (Record of the run named below: MK_GEMM_CLUSTER was measured no faster and reverted; the code stays on branch cluster.)
 # tools/bench/run_s8c.sh — session 8, third GPU call (one GPU of the 4 x H200 machine): the core on 2-CTA
 # clusters sharing A by TMA multicast (MK_GEMM_CLUSTER=2) against one CTA per tile and cuBLASLt, interleaved
 # (power-fair) timing, at the fused ops' per-rank GEMM shapes and 8192^3; ncu of the clustered kernel:

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# (Record of the run named below: MK_GEMM_CLUSTER was measured no faster and reverted; the code stays on branch cluster.)
 # tools/bench/run_s8d.sh — session 8, fourth GPU call (one GPU of the 4 x H200 machine): the clustered core
 # again with the remote arrives at CTA-scope release (run dbbd52b: 1.8x slower with .release.cluster), against
 # one CTA per tile and cuBLASLt, interleaved timing:
