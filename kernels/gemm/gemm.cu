@@ -15,6 +15,9 @@
 /* 0: pick the tile width per shape; 128, 160, 224 or 256: force it (tuning, tests; the
  * grouped GEMM and the fused ops take only 128 or 256 and pick for any other value). */
 MK_PARAM_INT(gemm_tile_n, "GEMM_TILE_N", 0, 0, 256)
+/* Epilogue: 1 stages each warp's 16 x 64 slabs of C in shared memory for 16-byte stores (widths 128 and
+ * 256); 0 stores bf16 pairs straight from the accumulators (gemm_core.cuh). */
+MK_PARAM_INT(gemm_epi, "GEMM_EPI", 1, 0, 1)
 /* Tile-rows per group of the default tile order (L2 reuse of B panels). */
 MK_PARAM_INT(gemm_group_m, "GEMM_GROUP_M", 16, 1, 1024)
 /* -1: split the last wave along K where the model says it pays; 0 (or 1): never; 2..16:

@@ -107,7 +107,13 @@ struct mk_gemm_tile_config : mk_gemm_config {
   static constexpr int kStageBytes = kABytes + kBBytes; /* also the TMA bytes of one stage */
   static constexpr int kFixedBytes = 1024 /* alignment slack */ + 2 * 6 * 8 + 2 * (kMaxGroups + 1) * 4;
   static constexpr int kStages = std::min(6, (227 * 1024 - kFixedBytes) / kStageBytes);
-  static constexpr int kSmemBytes = 1024 + kStages * kStageBytes + 2 * kStages * 8 + 2 * (kMaxGroups + 1) * 4;
+  /* The staged epilogue (mk_gemm_store_staged): a 16 x 64 bf16 buffer (2 KB) per consumer warp after the
+   * group arrays, where the widths are whole 64-column slabs and the ring leaves room. */
+  static constexpr int kEpiOff = (kStages * kStageBytes + 2 * kStages * 8 + 2 * (kMaxGroups + 1) * 4 + 127) / 128 * 128;
+  static constexpr int kEpiBytes = 8 * 16 * 64 * 2;
+  static constexpr bool kEpiStage = BN % 64 == 0 && 1024 + kEpiOff + kEpiBytes <= 227 * 1024;
+  static constexpr int kSmemBytes =
+      kEpiStage ? 1024 + kEpiOff + kEpiBytes : 1024 + kStages * kStageBytes + 2 * kStages * 8 + 2 * (kMaxGroups + 1) * 4;
   static_assert(BN % 32 == 0 && BN >= 128 && BN <= 256 && kStages >= 4, "tile width");
 };
 
@@ -131,6 +137,7 @@ struct mk_gemm_args {
   float *ws;            /* [splits - 1][split_tiles][2 warpgroups][kBN/8][128 threads] float4 */
   uint32_t *flags;      /* [splits - 1][split_tiles][2]: 1 once written; 0 between launches */
   int split_mode;       /* splits < 0 (device plan, mk_gemm_dev_split): 0 = cost model, 1 = always */
+  int epi_direct;       /* 1: store C straight from the accumulators (set by the launch from MK_GEMM_EPI) */
 };
 
 /* Work units of a CTA, in order: f(idx, k0, k1, s) computes k-iterations [k0, k1) of tile
@@ -333,6 +340,42 @@ struct mk_gemm_sched {
   }
 };
 
+/* Staged epilogue of one consumer warp (lane `lane`): its 16 rows (from row rb) x kBN columns (from
+ * n0) of accumulators d go to C as bf16 in 64-column slabs through the warp's 2 KB buffer stg
+ * (shared-memory address): stmatrix writes the 16 x 64 slab from the fragment layout (16-byte chunk
+ * c of row r at chunk c ^ (r % 8): the 8 rows of each 8 x 8 matrix in 8 different bank groups), then
+ * each lane reads 16 contiguous bytes of a row and stores them, 8 lanes per 128-byte row segment, 4
+ * rows per instruction: 16 16-byte stores a thread per 256 columns instead of 64 4-byte ones, every
+ * 32-byte sector written whole (the direct store writes 16 bytes of 8 rows per instruction).
+ * Masked to rows < m_end and columns < n (n a multiple of 8: a chunk is all in or all out). */
+template <int kBN, class Policy>
+__device__ __forceinline__ void mk_gemm_store_staged(const float (&d)[kBN / 2], uint32_t stg, int lane, int64_t rb,
+                                                     int m_end, int64_t n0, const mk_gemm_args &args,
+                                                     const Policy &policy) {
+  using namespace mk_sm90;
+  const int mi = lane >> 3, srow = (mi & 1) * 8 + (lane & 7), rc = lane & 7;
+  const uint32_t st_row = stg + srow * 128;
+#pragma unroll
+  for (int slab = 0; slab < kBN / 64; slab++) {
+#pragma unroll
+    for (int jp = 0; jp < 4; jp++) {
+      const int j = slab * 8 + 2 * jp;
+      stmatrix_x4(st_row + (((2 * jp + (mi >> 1)) ^ (srow & 7)) << 4), pack_bf16x2(d[4 * j], d[4 * j + 1]),
+                  pack_bf16x2(d[4 * j + 2], d[4 * j + 3]), pack_bf16x2(d[4 * j + 4], d[4 * j + 5]),
+                  pack_bf16x2(d[4 * j + 6], d[4 * j + 7]));
+    }
+    __syncwarp();
+    const int64_t col = n0 + slab * 64 + rc * 8;
+#pragma unroll
+    for (int it = 0; it < 4; it++) {
+      const int row = it * 4 + mi;
+      const uint4 v = lds128(stg + row * 128 + ((rc ^ (row & 7)) << 4));
+      if (rb + row < m_end && col < args.n) *(uint4 *)(policy.out_row(args, rb + row) + col) = v;
+    }
+    __syncwarp(); /* the slab is read before the next one overwrites it */
+  }
+}
+
 template <class Policy, int kBNMajor, int kBN, bool kSplitK = false>
 __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
     mk_gemm_core_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
@@ -473,6 +516,9 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
                                                                      mk_gemm_silu(d[4 * j + 3]) * d[4 * j + 7]);
           }
         }
+      } else if (Cfg::kEpiStage && !args.epi_direct) {
+        mk_gemm_store_staged<kBN>(d, smem_u32(smem + Cfg::kEpiOff) + (cw * 4 + warp) * 2048, lane,
+                                  t.m0 + cw * 64 + warp * 16, t.m_end, t.n0, args, policy);
       } else {
       uint16_t *c_lo = policy.out_row(args, r0), *c_hi = policy.out_row(args, r0 + 8);
 #pragma unroll
@@ -501,6 +547,8 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
 }
 
 /* ---- host side ------------------------------------------------------------------------- */
+int64_t mk_param_gemm_epi(void); /* gemm.cu: MK_GEMM_EPI (1 staged where the width allows, 0 direct) */
+
 /* The driver's cuTensorMapEncodeTiled, through the runtime's entry-point query (libcuda is never
  * linked); NULL where the driver lacks it. Looked up once. */
 static inline PFN_cuTensorMapEncodeTiled_v12000 mk_gemm_tensor_map_encoder(void) {
@@ -582,6 +630,8 @@ static mk_status mk_gemm_core_launch_bn(const uint16_t *A, const uint16_t *B, co
     MK_CHECK(mk_gemm_encode_map(&mb, B, (uint64_t)args.k, (uint64_t)args.n, (uint64_t)args.groups, Cfg::kBK, Cfg::kBN));
   else
     MK_CHECK(mk_gemm_encode_map(&mb, B, (uint64_t)args.n, (uint64_t)args.k, (uint64_t)args.groups, 64, Cfg::kBK));
+  mk_gemm_args a = args;
+  a.epi_direct = mk_param_gemm_epi() == 0;
   Policy p = policy;
   int total = grid;
   if constexpr (Policy::kRoles) {
@@ -592,12 +642,12 @@ static mk_status mk_gemm_core_launch_bn(const uint16_t *A, const uint16_t *B, co
     auto kern = mk_gemm_core_kernel<Policy, 0, kBN, kSplitK>;
     static mk_gemm_smem_attr attr;
     MK_CHECK(attr.set((const void *)kern, Cfg::kSmemBytes));
-    kern<<<total, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(ma, mb, args, p);
+    kern<<<total, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(ma, mb, a, p);
   } else {
     auto kern = mk_gemm_core_kernel<Policy, 1, kBN, kSplitK>;
     static mk_gemm_smem_attr attr;
     MK_CHECK(attr.set((const void *)kern, CfgKN::kSmemBytes));
-    kern<<<total, CfgKN::kThreads, CfgKN::kSmemBytes, stream>>>(ma, mb, args, p);
+    kern<<<total, CfgKN::kThreads, CfgKN::kSmemBytes, stream>>>(ma, mb, a, p);
   }
   MK_CUDA_LAUNCH_CHECK();
   return MK_STATUS_OK;

@@ -158,6 +158,28 @@ __device__ __forceinline__ void wgmma_m64nk16_bf16(float (&d)[kN / 2], uint64_t 
 #undef MK_WG_S6
 #undef MK_WG_S7
 
+/* ---- epilogue staging ------------------------------------------------------------------- */
+/* stmatrix .x4: four 8x8 b16 matrices from the mma fragment layout (thread l holds row l / 4,
+ * columns 2 (l % 4), +1 of matrix k in r_k) to shared memory; thread i gives the address of
+ * row i % 8 of matrix i / 8. */
+__device__ __forceinline__ void stmatrix_x4(uint32_t addr, uint32_t r0, uint32_t r1, uint32_t r2, uint32_t r3) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(r0), "r"(r1),
+               "r"(r2), "r"(r3)
+               : "memory");
+}
+__device__ __forceinline__ uint4 lds128(uint32_t addr) {
+  uint4 v;
+  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr)
+               : "memory");
+  return v;
+}
+/* Two floats as bf16x2 (round to nearest even), a in the low half. */
+__device__ __forceinline__ uint32_t pack_bf16x2(float a, float b) {
+  uint32_t r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(b), "f"(a));
+  return r;
+}
+
 /* ---- flags between CTAs (split-K fix-up) ----------------------------------------------- */
 /* Adds 1 with release semantics at GPU scope: this thread's earlier writes are visible to a
  * thread that observes the sum with ld_acquire_gpu. */
