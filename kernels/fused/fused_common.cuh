@@ -39,7 +39,8 @@ struct mk_fused_view {
 
 /* MK_TRACE: per-CTA role timeline. buf = [CTAs][cap] events of two u64 {globaltimer start,
  * duration << 8 | kind}, zeroed before the op; a CTA's first cap/2 slots belong to its
- * recording thread 0 (producer / role thread), the rest to the GEMM's after_store thread.
+ * role thread (role CTAs) or the GEMM's signaller (after_store, gemm_core.cuh), the rest to the
+ * GEMM CTA's tail crew (thread 128).
  * NULL buf: nothing is recorded. */
 struct mk_fused_trace {
   uint64_t *buf;
@@ -129,7 +130,7 @@ __device__ __forceinline__ uint4 mk_fused_pack8(const float *acc) {
 /* The threads that run a reducer task: a whole role CTA (bar = 0: __syncthreads), or the 256
  * consumer threads of a GEMM CTA that has stored its last tile (the tail, fused_reduce.cuh:
  * named barrier `bar`). t: this thread's index in the crew, n: its size; half: the MK_TRACE
- * half its thread 0 records into (0: the role thread, 1: the GEMM's after_store thread). */
+ * half its thread 0 records into (0: the role thread, 1: the GEMM CTA's tail crew). */
 struct mk_crew {
   int t, n, bar, half;
   __device__ __forceinline__ void sync() const {

@@ -83,7 +83,7 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   bool entered = false;
   mk_fused_trace tr;    /* MK_TRACE */
   int tn = 0;           /* per thread: events recorded */
-  uint64_t tprev = 0;   /* after_store thread: when the previous tile was stored */
+  uint64_t tprev = 0;   /* the signaller (after_store): when the previous tile was published */
 
   /* Rows rank q reads (and reduces). */
   __device__ __forceinline__ void rows_of(int q, int64_t *lo, int64_t *hi) const {
@@ -121,7 +121,8 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   __device__ __forceinline__ void after_store(const mk_gemm_tile &t) {
     if (tr.buf) {
       const uint64_t now = mk_globaltimer();
-      mk_trace_ev(tr, 1, &tn, MK_TRACE_COMPUTE, tprev ? tprev : now, now);
+      /* half 0: the signaller's (gemm_core.cuh) part of the GEMM CTA's buffer; its tail crew writes half 1 */
+      mk_trace_ev(tr, 0, &tn, MK_TRACE_COMPUTE, tprev ? tprev : now, now);
       tprev = now;
     }
     if (ce) {

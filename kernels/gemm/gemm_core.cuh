@@ -34,10 +34,15 @@
  *   waits for visible with acquire semantics before returning). Loads go through TMA (async
  *   proxy): data written by ordinary stores of another kernel or peer is visible once the
  *   hook has observed its release.
- * - after_store(t): called by one thread (thread 0 of consumer warpgroup 1) once every
- *   consumer thread has stored its part of tile t and executed __threadfence(), and the
- *   256 consumer threads have met at a named barrier: all of tile t is visible device-wide
- *   (and to peers for peer-mapped C), so a release-add on a signal there publishes it.
+ * - after_store(t): called by one thread of the producer warpgroup (thread 32, the signaller; 40
+ *   registers) once every consumer thread has stored its part of tile t and arrived on an mbarrier
+ *   (release, CTA scope) that the signaller waited on (acquire): the stores happen before the call,
+ *   so a release at the scope the readers need (a release-add, or __threadfence_system() and a flag)
+ *   publishes them (cumulativity; CUTLASS's semaphore relies on the same). The consumers do not wait
+ *   for it: they go on with the next tile (two hand-over slots; they wait only when the signaller is
+ *   two tiles behind), so a slow publish (system fences, flags on peers) costs the mainloop nothing.
+ *   Called in the order the CTA stores its tiles, possibly after the consumers have started later
+ *   tiles (or the tail); before_load must not wait for what after_store publishes in the same kernel.
  * - out_row(a, row): the address of row `row` of C (default a.C + row * a.n); lets a fused op
  *   store rows straight into a peer's buffer. Called for rows past m_end too (not written).
  * - Roles (kRoles): the launch adds role_ctas CTAs after the compute_ctas GEMM CTAs (the launch
@@ -105,15 +110,16 @@ struct mk_gemm_tile_config : mk_gemm_config {
   static constexpr int kBChunks = (BN + 63) / 64; /* [K, N] B: 64-column TMA boxes */
   static constexpr int kABytes = kBM * kBK * 2, kBBytes = (kBNMajor ? kBChunks * 64 : kBN) * kBK * 2;
   static constexpr int kStageBytes = kABytes + kBBytes; /* also the TMA bytes of one stage */
-  static constexpr int kFixedBytes = 1024 /* alignment slack */ + 2 * 6 * 8 + 2 * (kMaxGroups + 1) * 4;
+  /* mbarriers: the ring's full and empty (kStages each) and the after_store hand-over's 2 full + 2 empty */
+  static constexpr int kFixedBytes = 1024 /* alignment slack */ + (2 * 6 + 4) * 8 + 2 * (kMaxGroups + 1) * 4;
   static constexpr int kStages = std::min(6, (227 * 1024 - kFixedBytes) / kStageBytes);
   /* The staged epilogue (mk_gemm_store_staged): a 16 x 64 bf16 buffer (2 KB) per consumer warp after the
    * group arrays, where the widths are whole 64-column slabs and the ring leaves room. */
-  static constexpr int kEpiOff = (kStages * kStageBytes + 2 * kStages * 8 + 2 * (kMaxGroups + 1) * 4 + 127) / 128 * 128;
+  static constexpr int kEpiOff = (kStages * kStageBytes + (2 * kStages + 4) * 8 + 2 * (kMaxGroups + 1) * 4 + 127) / 128 * 128;
   static constexpr int kEpiBytes = 8 * 16 * 64 * 2;
   static constexpr bool kEpiStage = BN % 64 == 0 && 1024 + kEpiOff + kEpiBytes <= 227 * 1024;
   static constexpr int kSmemBytes =
-      kEpiStage ? 1024 + kEpiOff + kEpiBytes : 1024 + kStages * kStageBytes + 2 * kStages * 8 + 2 * (kMaxGroups + 1) * 4;
+      kEpiStage ? 1024 + kEpiOff + kEpiBytes : 1024 + kStages * kStageBytes + (2 * kStages + 4) * 8 + 2 * (kMaxGroups + 1) * 4;
   static_assert(BN % 32 == 0 && BN >= 128 && BN <= 256 && kStages >= 4, "tile width");
 };
 
@@ -386,7 +392,8 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
   uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
   uint64_t *full = (uint64_t *)(smem + Cfg::kStages * Cfg::kStageBytes);
   uint64_t *empty = full + Cfg::kStages;
-  int *row_off = (int *)(empty + Cfg::kStages);
+  uint64_t *pub_full = empty + Cfg::kStages, *pub_empty = pub_full + 2; /* after_store hand-over, 2 slots */
+  int *row_off = (int *)(pub_empty + 2);
   int *tile_off = row_off + Cfg::kMaxGroups + 1;
   const int tid = threadIdx.x, wg = tid / 128;
   if constexpr (Policy::kRoles) {
@@ -401,6 +408,10 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
     for (int s = 0; s < Cfg::kStages; s++) {
       mbar_init(&full[s], 1);
       mbar_init(&empty[s], 8); /* one arrive per consumer warp */
+    }
+    for (int s = 0; s < 2; s++) {
+      mbar_init(&pub_full[s], 256); /* every consumer thread, after its stores of the tile */
+      mbar_init(&pub_empty[s], 1);  /* the signaller, after after_store */
     }
     mbar_fence_init();
     /* Group prefix sums; a count < 0 is taken as 0, the total is clipped to m_cap. */
@@ -459,12 +470,23 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
           }
         }
       });
+    } else if (Policy::kAfterStore && tid == 32) {
+      /* ---- signaller: after_store of each stored tile, beside the consumers' next mainloop ---- */
+      int j = 0;
+      mk_gemm_units<kSplitK>(args, sched.total(), k_iters, ncta, [&](int idx, int, int, int sl) {
+        if (kSplitK && sl >= 0 && sl < args.splits - 1) return; /* a slice left in the workspace: no store */
+        const mk_gemm_tile t = sched.get(policy, idx);
+        mbar_wait(&pub_full[j & 1], (j >> 1) & 1); /* every consumer thread stored its part (acquire) */
+        policy.after_store(t);
+        mbar_arrive(&pub_empty[j & 1]);
+        j++;
+      });
     }
   } else {
     /* ---- consumers ---- */
     setmaxnreg_inc<232>();
     const int cw = wg - 1, warp = (tid / 32) % 4, lane = tid % 32;
-    int s = 0;
+    int s = 0, pj = 0; /* pj: tiles stored (after_store hand-over) */
     uint32_t phase = 0;
     float d[kBN / 2];
     mk_gemm_units<kSplitK>(args, sched.total(), k_iters, ncta, [&](int idx, int k0, int k1, int sl) {
@@ -536,10 +558,10 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
         }
       }
       }
-      if (Policy::kAfterStore) {
-        __threadfence();
-        named_bar_sync(1, 256);
-        if (tid == 128) policy.after_store(t);
+      if (Policy::kAfterStore) { /* hand the tile to the signaller; wait only if it is two tiles behind */
+        mbar_wait(&pub_empty[pj & 1], ((pj >> 1) & 1) ^ 1);
+        mbar_arrive(&pub_full[pj & 1]); /* release: this thread's stores of the tile */
+        pj++;
       }
     });
     if constexpr (Policy::kTail) policy.tail(smem, Cfg::kStages * Cfg::kStageBytes);

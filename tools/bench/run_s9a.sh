@@ -18,6 +18,7 @@ TAIL=20 step gemm_epi1b 40 env MK_GEMM_EPI=1 $B --json "$RES/gemm_epi1b.json"
 step rs 25 mk-launch -n 4 -- mk-bench gemm_rs --m 2048 --m 8192 --m 16384
 step ar 25 mk-launch -n 4 -- mk-bench gemm_ar --m 16 --m 128 --m 1024 --m 4096
 NCU="/usr/local/cuda/bin/ncu --clock-control none"
+# (As run at 47c59b6 the imports below passed --clock-control, which --import refuses: no CSVs came back.)
 ncu_one() { # NAME KERNEL-REGEX PATH [ENV...]
   local name=$1 k=$2 path=$3
   shift 3
