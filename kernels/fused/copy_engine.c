@@ -54,6 +54,10 @@ MK_PARAM_INT(fused_ce_rows, "FUSED_CE_ROWS", 256, 128, 1ll << 30)
  * 0 = the reduce kernel after the GEMM. Opt-in until measured (NOTES "rsov"). */
 MK_PARAM_INT(fused_ce_overlap, "FUSED_CE_OVERLAP", 0, 0, 1)
 MK_PARAM_INT(fused_ce_reducers, "FUSED_CE_REDUCERS", 8, 1, 64)
+/* RS/AR copy-engine mode without the overlapped reduce: 1 = the GEMM computes the owners' rows one owner
+ * after the other in push order, its own rows last, and the side streams push owner by owner (the copies of
+ * the last peer's rows run beside the own rows); 0 = owners interleaved, pushes piece by piece. */
+MK_PARAM_INT(fused_ce_seq, "FUSED_CE_SEQ", 1, 0, 1)
 
 typedef int (*mk_memop32_fn)(cudaStream_t stream, unsigned long long addr, uint32_t value, unsigned flags);
 static mk_memop32_fn g_write32, g_wait32;
@@ -141,6 +145,13 @@ int mk_fused_ce_overlap(const mk_fused_t *f) {
   if (!mk_param_fused_ce_overlap() || !f->ce_red) return 0;
   const int r = (int)mk_param_fused_ce_reducers();
   return r < f->sms / 2 ? r : f->sms / 2;
+}
+
+int mk_fused_ce_seq(const mk_fused_t *f, mk_fused_op op, const mk_fused_args *a) {
+  (void)op;
+  const int W = f->world;
+  const int64_t ms = a->m / W, tiles_m = (a->m + 127) / 128;
+  return mk_param_fused_ce_seq() && !f->ce_red_used && ms % 128 == 0 && tiles_m % W == 0 && 16 % W == 0;
 }
 
 int mk_fused_ce_push_step(int64_t np, int64_t t, int *second) {
@@ -344,15 +355,16 @@ mk_status mk_fused_rs_ce_begin(mk_fused_t *f, mk_fused_op op, const mk_fused_arg
   return ce_fork(f, s);
 }
 
-/* One first-shot piece i of the side stream's peers (step of mk_fused_rs_ce_push). */
-static mk_status ce_push_first(mk_fused_t *f, mk_fused_op op, const mk_fused_args *a, int64_t i, int overlap) {
+/* One first-shot piece i to the side streams' peers j in [j0, j1) (o = me + j; step of mk_fused_rs_ce_push). */
+static mk_status ce_push_first(mk_fused_t *f, mk_fused_op op, const mk_fused_args *a, int64_t i, int j0, int j1,
+                               int overlap) {
   const mk_fused_ws *ws = &f->ws[op];
   const int W = f->world, me = f->me;
   const int64_t ms = a->m / W, n = a->n, R = mk_fused_ce_rows(), np = (ms + R - 1) / R;
   const uint64_t arrive = ws->ce, done = ws->ce + 8ull * MK_FUSED_ARRIVE_SLOTS, cnt = ws->ce + mk_fused_ce_cnt_off();
   const uint64_t piece = ws->ce + mk_fused_ce_piece_off(W, np);
   const char *P = (const char *)f->ce_p[op];
-  for (int j = 1; j < W; j++) {
+  for (int j = j0; j < j1; j++) {
     const int o = (me + j) % W;
     cudaStream_t side = ce_stream(f, j);
     if (i == 0) {
@@ -406,11 +418,16 @@ mk_status mk_fused_rs_ce_push(mk_fused_t *f, mk_fused_op op, const mk_fused_args
     for (int64_t t = 0; t < 2 * np; t++) {
       int second;
       const int64_t i = mk_fused_ce_push_step(np, t, &second);
-      MK_CHECK(second ? ce_push_second(f, a, i) : ce_push_first(f, op, a, i, 1));
+      MK_CHECK(second ? ce_push_second(f, a, i) : ce_push_first(f, op, a, i, 1, f->world, 1));
     }
     return MK_STATUS_OK;
   }
-  for (int64_t i = 0; i < np; i++) MK_CHECK(ce_push_first(f, op, a, i, overlap));
+  if (!overlap && mk_fused_ce_seq(f, op, a)) { /* the GEMM's owner-sequential order: owner by owner */
+    for (int j = 1; j < f->world; j++)
+      for (int64_t i = 0; i < np; i++) MK_CHECK(ce_push_first(f, op, a, i, j, j + 1, 0));
+    return MK_STATUS_OK;
+  }
+  for (int64_t i = 0; i < np; i++) MK_CHECK(ce_push_first(f, op, a, i, 1, f->world, overlap));
   return MK_STATUS_OK;
 }
 

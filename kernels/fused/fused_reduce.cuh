@@ -74,6 +74,10 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
                         atomics (role CTAs and GEMM CTAs past their last tile); zeroed by the epoch advance
                         after the kernel. NULL: role CTA i takes tasks i, i + reducers, ... (no tail) */
   int perm_q;        /* > 0: owner-interleaved tile order, tiles_m = W * perm_q; 0: plain grouped */
+  int ce_seq;        /* with perm_q, copy-engine mode without the overlapped reduce: the owners' rows one owner
+                        after the other in push order (me + 1, me + 2, ...), this rank's own rows last, so the
+                        copies of every peer's rows run beside the GEMM's later owners and none is left at its
+                        end but the owner's sum (copy_engine.c pushes owner by owner) */
   uint64_t pbytes;   /* bytes of one P: P[e & 1] is at v.buf + (e & 1) * pbytes */
   int ce;            /* RS copy-engine mode (copy_engine.c): P local, progress counters, no reducers */
   uint64_t ce_cnt;   /* heap offset of ce_cnt[W][ce_np] */
@@ -105,7 +109,8 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   __device__ __forceinline__ void tile_order(int idx, int tiles_m_, int tiles_n, int *tm, int *tn_) const {
     int q;
     mk_gemm_order_grouped::tile_order(idx, tiles_m_, tiles_n, &q, tn_);
-    *tm = perm_q ? (q % v.W) * perm_q + q / v.W : q;
+    if (ce_seq) *tm = ((v.me + 1 + q / perm_q) % v.W) * perm_q + q % perm_q;
+    else *tm = perm_q ? (q % v.W) * perm_q + q / v.W : q;
   }
   /* Heap offset of P of the call with this epoch. */
   __device__ __forceinline__ uint64_t pbuf(uint64_t epoch) const { return v.buf + (epoch & 1) * pbytes; }
@@ -685,6 +690,8 @@ static mk_status mk_reduce_launch(mk_fused_t *f, const mk_fused_args *a, uint16_
     p.ce_own = 1;
     grid = f->sms - nred;
   }
+  p.ce_seq = p.ce && !f->ce_red_used && p.perm_q && mk_fused_ce_seq(f, fop, a);
+  if (p.ce_seq && p.perm_q < p.group_m) p.group_m = p.perm_q; /* a group per owner: owners finish one by one */
   /* Split-K of the last wave (256-wide tiles) where the core's model says it pays (not in
    * copy-engine mode: its progress counters count each tile once). */
   g.split_tiles = p.ce ? 0 : (int)mk_gemm_split_plan(g, grid, (int)mk_param_fused_split_k(), 0, &g.splits);
