@@ -41,8 +41,9 @@ MK_PARAM_INT(fused_rs_copy, "FUSED_RS_COPY", -1, -1, 1)
 MK_PARAM_INT(fused_ar_copy, "FUSED_AR_COPY", -1, -1, 1)
 /* By shape (-1): copy engines from M x N x 2 bytes of output partial on. Measured on 4 H200s
  * (NOTES "Session 4"): RS at N = 8192 SM better at 32 MB, copy engines at 128 MB; AR SM at
- * 2 MB, copy engines at 16 MB. */
-MK_PARAM_INT(fused_rs_ce_min_mb, "FUSED_RS_CE_MIN_MB", 64, 0, 1ll << 20)
+ * 2 MB, copy engines at 16 MB. Session 9 (run 5bdcff7, the owner-sequential order): RS at 32 MB
+ * on copy engines 0.379 ms against 0.428 on SM roles. */
+MK_PARAM_INT(fused_rs_ce_min_mb, "FUSED_RS_CE_MIN_MB", 32, 0, 1ll << 20)
 MK_PARAM_INT(fused_ar_ce_min_mb, "FUSED_AR_CE_MIN_MB", 8, 0, 1ll << 20)
 /* Side streams of the copies: peer j (j = 1 .. W-1 in push order) goes to stream (j - 1) mod
  * this (at most W - 1): 1 = all pushes in one ordered stream; W - 1 = one per peer, in parallel. */
@@ -218,7 +219,8 @@ mk_status mk_fused_ag_ce_begin(mk_fused_t *f, const mk_fused_args *a, int inplac
  *   ce_arrive[16]  ce_arrive[p] = 1 on rank q: p entered its call (p's staging X is free: p's
  *                  previous reduce kernel, its last reader, is over); q resets it to 0.
  *   ce_done[16]    ce_done[s] = 1 on owner o: every row of s's partial that o owns is in o's X[s].
- *   ce_done2[16]   AR: ce_done2[o] = 1 on rank q: owner o's sums are in q's Y (second shot).
+ *   ce_done2[16]   AR: ce_done2[o] = 1 on rank q: owner o's sums are in o's Y (second shot; with
+ *                  MK_FUSED_CE_OVERLAP: o pushed them into q's Y).
  *   ce_cnt[W][pieces]  local: the GEMM's progress per owner and piece of MK_FUSED_CE_ROWS rows.
  * One call on rank me, in stream order:
  *   main: ce_done, ce_cnt (own) := 0; ce_arrive[me] := 1 on every peer; fork; the GEMM; the
@@ -231,10 +233,11 @@ mk_status mk_fused_ag_ce_begin(mk_fused_t *f, const mk_fused_args *a, int inplac
  * Staging X [W][M/W][N] bf16 (heap) and the local P [M][N] are allocated by mk_fused_create
  * when MK_FUSED_RS_COPY=1 is set then.
  * GEMM+AR (MK_FUSED_AR_COPY=1, M a multiple of W): the same first shot, the reduce kernel
- * writes the owner's sums into its rows of Y [M][N] (heap) instead of C; then every rank
- * pushes its Y rows to every peer (mk_fused_ar_ce_gather), a one-thread kernel waits
- * (bounded) for ce_done2 of every peer, and Y is copied into C. Each row is summed once, by
- * its owner, in rank order: every rank holds the same bits.
+ * writes the owner's sums into its rows of Y [M][N] (heap) instead of C; then every rank sets
+ * ce_done2[me] on every peer (mk_fused_ar_ce_tell), a one-thread kernel waits (bounded) for
+ * ce_done2 of every peer, and each peer's rows of its Y are pulled straight into C, the own rows
+ * copied Y -> C (mk_fused_ar_ce_pull). Each row is summed once, by its owner, in rank order:
+ * every rank holds the same bits.
  * The reduce kernel releases its own ce_arrive flags when its wait gives up (abort).
  *
  * Overlapped reduce (MK_FUSED_CE_OVERLAP=1; 0 = the above). Two more flag arrays after ce_cnt
@@ -431,20 +434,36 @@ mk_status mk_fused_rs_ce_push(mk_fused_t *f, mk_fused_op op, const mk_fused_args
   return MK_STATUS_OK;
 }
 
-/* GEMM+AR, second shot (after the reduce kernel wrote this rank's sums into its rows of Y):
- * every side stream pushes Y's own rows to its peers' Y (the same stream as the first shot's
- * pushes to that peer, so after its arrival) and sets done2[me] there. */
-mk_status mk_fused_ar_ce_gather(mk_fused_t *f, const mk_fused_args *a, mk_stream_t stream) {
+/* GEMM+AR, second shot, after the reduce kernel wrote this rank's sums into its rows of Y: tell every
+ * peer (ce_done2[me] := 1 there; the memop's barrier orders it after the kernel's writes). */
+mk_status mk_fused_ar_ce_tell(mk_fused_t *f, mk_stream_t stream) {
+  MK_CHECK(load_memops());
+  const mk_fused_ws *ws = &f->ws[MK_FUSED_GEMM_AR];
+  const uint64_t done2 = ws->ce + 8ull * 2 * MK_FUSED_ARRIVE_SLOTS;
+  for (int j = 1; j < f->world; j++) {
+    const int o = (f->me + j) % f->world;
+    MEMOP(g_write32((cudaStream_t)stream, (unsigned long long)(uintptr_t)(f->w.peer_heap[o] + done2 + 8ull * f->me), 1, 0),
+          "done2 write");
+  }
+  return MK_STATUS_OK;
+}
+
+/* Then, once the caller's bounded wait saw every peer's ce_done2: each peer's rows of its Y are
+ * pulled straight into C by peer copies on the side streams, the own rows copied Y -> C on the
+ * caller's stream; the caller joins. A peer's Y rows stay put until this rank's join: the peer
+ * rewrites them only in its next call's reduce kernel, after this rank's pushes of that call
+ * (its ce_done wait), which follow this call's join in stream order. */
+mk_status mk_fused_ar_ce_pull(mk_fused_t *f, const mk_fused_args *a, mk_stream_t stream) {
   const mk_fused_ws *ws = &f->ws[MK_FUSED_GEMM_AR];
   const int W = f->world, me = f->me;
-  const uint64_t ms = (uint64_t)(a->m / W), n = (uint64_t)a->n, done2 = ws->ce + 8ull * 2 * MK_FUSED_ARRIVE_SLOTS;
-  const uint64_t off = ws->cey + (uint64_t)me * ms * n * 2;
+  const uint64_t ms = (uint64_t)(a->m / W), n = (uint64_t)a->n, rows = ms * n * 2;
   MK_CHECK(ce_fork(f, (cudaStream_t)stream));
   for (int j = 1; j < W; j++) {
     const int o = (me + j) % W;
-    cudaStream_t side = ce_stream(f, j);
-    MK_CUDA_CHECK(cudaMemcpyAsync(f->w.peer_heap[o] + off, f->w.heap + off, ms * n * 2, cudaMemcpyDefault, side));
-    MEMOP(g_write32(side, (unsigned long long)(uintptr_t)(f->w.peer_heap[o] + done2 + 8ull * me), 1, 0), "done2 write");
+    MK_CUDA_CHECK(cudaMemcpyAsync(a->C + (uint64_t)o * ms * n, f->w.peer_heap[o] + ws->cey + (uint64_t)o * rows, rows,
+                                  cudaMemcpyDefault, ce_stream(f, j)));
   }
+  MK_CUDA_CHECK(cudaMemcpyAsync(a->C + (uint64_t)me * ms * n, f->w.heap + ws->cey + (uint64_t)me * rows, rows,
+                                cudaMemcpyDefault, (cudaStream_t)stream));
   return MK_STATUS_OK;
 }

@@ -123,7 +123,8 @@ static inline uint64_t mk_fused_ce_sum_off(int world, int64_t np) {
  * F(k) a stream holds only steps of pieces < k). */
 int mk_fused_ce_push_step(int64_t np, int64_t t, int *second);
 /* GEMM+AR copy-engine mode (MK_FUSED_AR_COPY=1), after the reduce kernel: the second shot. */
-mk_status mk_fused_ar_ce_gather(mk_fused_t *f, const mk_fused_args *a, mk_stream_t stream);
+mk_status mk_fused_ar_ce_tell(mk_fused_t *f, mk_stream_t stream);
+mk_status mk_fused_ar_ce_pull(mk_fused_t *f, const mk_fused_args *a, mk_stream_t stream);
 /* Advance the op's epoch and this handle's call count after its kernel, and zero the op's task
  * claims (stream-ordered, one one-thread kernel: mk_fused_launch_advance). GEMM+AR's small-M
  * path advances inside its kernel instead (gemm_ar.cu, the last CTA; it claims no tasks). */

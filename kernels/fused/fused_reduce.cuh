@@ -551,7 +551,8 @@ static __global__ void __launch_bounds__(512, 1)
   }
 }
 
-/* AR copy-engine mode, second shot: one thread waits (bounded) until every peer's sums are in Y. */
+/* AR copy-engine mode, second shot: one thread waits (bounded) until every peer's sums are in its Y
+ * (with MK_FUSED_CE_OVERLAP: in this rank's Y). */
 static __global__ void mk_ar_ce_wait_kernel(mk_dev_world w, mk_fused_view v, uint64_t done2) {
   for (int s = 0; s < v.W; s++)
     if (s != v.me && !mk_wait_ge(w, done2 + 8ull * s, 1, MK_OP_GEMM_AR, s, -1)) return;
@@ -580,11 +581,11 @@ static mk_status mk_rs_ce_finish(mk_fused_t *f, mk_fused_op op, const mk_fused_a
   mk_rs_ce_reduce_kernel<<<grid, 256, 0, stream>>>(f->w, v, f->ce_p[op], ws->cex, ws->ce, dst, ms, a->n, rb,
                                                    Y ? MK_OP_GEMM_AR : MK_OP_GEMM_RS);
   MK_CUDA_CHECK(cudaGetLastError());
-  if (Y) {
-    MK_CHECK(mk_fused_ar_ce_gather(f, a, (mk_stream_t)stream));
+  if (Y) { /* second shot: tell the peers, wait for theirs, pull their rows straight into C */
+    MK_CHECK(mk_fused_ar_ce_tell(f, (mk_stream_t)stream));
     mk_ar_ce_wait_kernel<<<1, 1, 0, stream>>>(f->w, v, ws->ce + 8ull * 2 * MK_FUSED_ARRIVE_SLOTS);
     MK_CUDA_CHECK(cudaGetLastError());
-    MK_CUDA_CHECK(cudaMemcpyAsync(a->C, Y, (size_t)(a->m * a->n) * 2, cudaMemcpyDefault, stream));
+    MK_CHECK(mk_fused_ar_ce_pull(f, a, (mk_stream_t)stream));
   }
   return mk_fused_ce_join(f, (mk_stream_t)stream);
 }

@@ -33,8 +33,8 @@ int main(int argc, char **argv) {
   /* RS / AR by shape: M x N x 2 >= min_mb MiB, exactly at the threshold included. */
   for (int i = 0; i < 2; i++) {
     const mk_fused_op op = i ? AR : RS;
-    const int64_t mb = i ? 8 : 64;
-    const int64_t n = 8192, m_at = mb * MiB / (2 * n); /* 4096 (RS), 512 (AR) */
+    const int64_t mb = i ? 8 : 32;
+    const int64_t n = 8192, m_at = mb * MiB / (2 * n); /* 2048 (RS), 512 (AR) */
     ASSERT_EQ(sel(op, m_at, n, 4, 1, AUTO, mb), CE);
     ASSERT_EQ(sel(op, m_at - 4, n, 4, 1, AUTO, mb), SM); /* just below */
     ASSERT_EQ(sel(op, m_at, n - 8, 4, 1, AUTO, mb), SM);
@@ -66,21 +66,21 @@ int main(int argc, char **argv) {
   ASSERT_EQ(sel(AR, 4096, 0, 4, 1, CE, 0), SM);
   ASSERT_EQ(sel((mk_fused_op)3, 4096, 8192, 4, 1, CE, 0), SM);
 
-  /* The measured shapes (4 x H200, NOTES "Session 4") with the defaults (64 / 8 MiB): the
-   * faster mode of each row. */
+  /* The measured shapes (4 x H200, NOTES "Session 4"; RS M = 2048 session 9, run 5bdcff7) with the
+   * defaults (32 / 8 MiB): the faster mode of each row. */
   const struct {
     mk_fused_op op;
     int64_t m, n;
     int want;
   } rows[] = {
       {AG, 2048, 7168, CE}, {AG, 8192, 7168, CE}, {AG, 16384, 7168, CE},                     /* AG+GEMM */
-      {RS, 2048, 8192, SM}, {RS, 8192, 8192, CE}, {RS, 16384, 8192, CE},                     /* GEMM+RS */
+      {RS, 1024, 8192, SM}, {RS, 2048, 8192, CE}, {RS, 8192, 8192, CE}, {RS, 16384, 8192, CE}, /* GEMM+RS */
       {AR, 16, 8192, SM},   {AR, 128, 8192, SM},  {AR, 1024, 8192, CE}, {AR, 4096, 8192, CE}, /* GEMM+AR */
       {AR, 8192, 4096, CE}, {AR, 8192, 2048, CE},        /* the layer's row-parallel projections at prefill */
       {AR, 64, 4096, SM},                                /* decode at batch 64 */
   };
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
-    const int64_t mb = rows[i].op == RS ? 64 : 8;
+    const int64_t mb = rows[i].op == RS ? 32 : 8;
     ASSERT_EQ(sel(rows[i].op, rows[i].m, rows[i].n, 4, 1, AUTO, mb), rows[i].want);
   }
   printf("ok\n");
