@@ -99,6 +99,13 @@ static mk_status ce_fork(mk_fused_t *f, cudaStream_t s) {
   return MK_STATUS_OK;
 }
 
+/* On stream s: 1 into flag slot me of the array at heap offset off on every peer (arrivals, done2). */
+static mk_status ce_tell_peers(mk_fused_t *f, cudaStream_t s, uint64_t off, const char *what) {
+  for (int p = 0; p < f->world; p++)
+    if (p != f->me) MEMOP(g_write32(s, (unsigned long long)(uintptr_t)(f->w.peer_heap[p] + off + 8ull * f->me), 1, 0), what);
+  return MK_STATUS_OK;
+}
+
 /* The side stream of the j-th peer in push order (j >= 1). */
 static cudaStream_t ce_stream(const mk_fused_t *f, int j) { return f->ce_side[(j - 1) % f->ce_used]; }
 
@@ -148,12 +155,7 @@ int mk_fused_ce_overlap(const mk_fused_t *f) {
   return r < f->sms / 2 ? r : f->sms / 2;
 }
 
-int mk_fused_ce_seq(const mk_fused_t *f, mk_fused_op op, const mk_fused_args *a) {
-  (void)op;
-  const int W = f->world;
-  const int64_t ms = a->m / W, tiles_m = (a->m + 127) / 128;
-  return mk_param_fused_ce_seq() && !f->ce_red_used && ms % 128 == 0 && tiles_m % W == 0 && 16 % W == 0;
-}
+int mk_fused_ce_seq(const mk_fused_t *f) { return mk_param_fused_ce_seq() && !f->ce_red_used; }
 
 int mk_fused_ce_push_step(int64_t np, int64_t t, int *second) {
   if (t <= 0 || np <= 1) { /* F0, or np = 1: F0 S0 */
@@ -185,9 +187,7 @@ mk_status mk_fused_ag_ce_begin(mk_fused_t *f, const mk_fused_args *a, int inplac
   f->ce_red_used = 0;
   /* Own ready flags back to 0, then tell every peer this rank entered the call. */
   MK_CUDA_CHECK(cudaMemsetAsync(f->w.heap + ready, 0, 8ull * (uint64_t)W * (uint64_t)nflags, s));
-  for (int p = 0; p < W; p++)
-    if (p != me)
-      MEMOP(g_write32(s, (unsigned long long)(uintptr_t)(f->w.peer_heap[p] + arrive + 8ull * me), 1, 0), "arrive write");
+  MK_CHECK(ce_tell_peers(f, s, arrive, "arrive write"));
   MK_CHECK(ce_fork(f, s));
   const char *src = (const char *)a->A;
   for (int j = 1; j < W; j++) {
@@ -345,16 +345,14 @@ mk_status mk_fused_rs_ce_begin(mk_fused_t *f, mk_fused_op op, const mk_fused_arg
   MK_CHECK(load_memops());
   const mk_fused_ws *ws = &f->ws[op];
   cudaStream_t s = (cudaStream_t)stream;
-  const int W = f->world, me = f->me;
+  const int W = f->world;
   const int64_t ms = a->m / W, R = mk_fused_ce_rows(), np = (ms + R - 1) / R;
   const uint64_t arrive = ws->ce;
   /* ce_done, ce_done2, ce_cnt, ce_piece, ce_sum := 0 (one memset). */
   MK_CUDA_CHECK(cudaMemsetAsync(f->w.heap + arrive + 8ull * MK_FUSED_ARRIVE_SLOTS, 0,
                                 mk_fused_ce_sum_off(W, np) + 8ull * (uint64_t)np - 8ull * MK_FUSED_ARRIVE_SLOTS, s));
   f->ce_red_used = mk_fused_ce_overlap(f) > 0;
-  for (int p = 0; p < W; p++)
-    if (p != me)
-      MEMOP(g_write32(s, (unsigned long long)(uintptr_t)(f->w.peer_heap[p] + arrive + 8ull * me), 1, 0), "arrive write");
+  MK_CHECK(ce_tell_peers(f, s, arrive, "arrive write"));
   return ce_fork(f, s);
 }
 
@@ -414,7 +412,7 @@ static mk_status ce_push_second(mk_fused_t *f, const mk_fused_args *a, int64_t i
   return MK_STATUS_OK;
 }
 
-mk_status mk_fused_rs_ce_push(mk_fused_t *f, mk_fused_op op, const mk_fused_args *a) {
+mk_status mk_fused_rs_ce_push(mk_fused_t *f, mk_fused_op op, const mk_fused_args *a, int seq) {
   const int64_t ms = a->m / f->world, R = mk_fused_ce_rows(), np = (ms + R - 1) / R;
   const int overlap = f->ce_red_used;
   if (overlap && op == MK_FUSED_GEMM_AR) { /* both shots, interleaved per piece */
@@ -425,7 +423,7 @@ mk_status mk_fused_rs_ce_push(mk_fused_t *f, mk_fused_op op, const mk_fused_args
     }
     return MK_STATUS_OK;
   }
-  if (!overlap && mk_fused_ce_seq(f, op, a)) { /* the GEMM's owner-sequential order: owner by owner */
+  if (seq) { /* the GEMM's owner-sequential order: owner by owner */
     for (int j = 1; j < f->world; j++)
       for (int64_t i = 0; i < np; i++) MK_CHECK(ce_push_first(f, op, a, i, j, j + 1, 0));
     return MK_STATUS_OK;
@@ -438,14 +436,8 @@ mk_status mk_fused_rs_ce_push(mk_fused_t *f, mk_fused_op op, const mk_fused_args
  * peer (ce_done2[me] := 1 there; the memop's barrier orders it after the kernel's writes). */
 mk_status mk_fused_ar_ce_tell(mk_fused_t *f, mk_stream_t stream) {
   MK_CHECK(load_memops());
-  const mk_fused_ws *ws = &f->ws[MK_FUSED_GEMM_AR];
-  const uint64_t done2 = ws->ce + 8ull * 2 * MK_FUSED_ARRIVE_SLOTS;
-  for (int j = 1; j < f->world; j++) {
-    const int o = (f->me + j) % f->world;
-    MEMOP(g_write32((cudaStream_t)stream, (unsigned long long)(uintptr_t)(f->w.peer_heap[o] + done2 + 8ull * f->me), 1, 0),
-          "done2 write");
-  }
-  return MK_STATUS_OK;
+  return ce_tell_peers(f, (cudaStream_t)stream, f->ws[MK_FUSED_GEMM_AR].ce + 8ull * 2 * MK_FUSED_ARRIVE_SLOTS,
+                       "done2 write");
 }
 
 /* Then, once the caller's bounded wait saw every peer's ce_done2: each peer's rows of its Y are

@@ -98,15 +98,16 @@ mk_status mk_fused_ce_join(mk_fused_t *f, mk_stream_t stream);
 int mk_fused_rs_ce_mode(const mk_fused_t *f, mk_fused_op op, int64_t m, int64_t n);
 mk_status mk_fused_ce_stage(mk_fused_t *f, mk_fused_op op);
 mk_status mk_fused_rs_ce_begin(mk_fused_t *f, mk_fused_op op, const mk_fused_args *a, mk_stream_t stream);
-mk_status mk_fused_rs_ce_push(mk_fused_t *f, mk_fused_op op, const mk_fused_args *a);
+/* seq: the GEMM walks the owners one after the other (mk_fused_ce_seq): push owner by owner. */
+mk_status mk_fused_rs_ce_push(mk_fused_t *f, mk_fused_op op, const mk_fused_args *a, int seq);
 /* RS/AR copy-engine mode, MK_FUSED_CE_OVERLAP=1: the reduce kernel's CTAs (MK_FUSED_CE_REDUCERS,
  * at most sms / 2) that run beside the GEMM; 0 = the mode is off (the reduce after the GEMM). */
 int mk_fused_ce_overlap(const mk_fused_t *f);
 /* RS/AR copy-engine mode of this call (after mk_fused_rs_ce_begin): 1 = the owner-sequential order
- * (MK_FUSED_CE_SEQ; not with the overlapped reduce; needs the owner-interleaved order's conditions:
- * M / W a multiple of 128, the 128-row tiles a multiple of W, W dividing the GEMM's 16-row groups):
- * the GEMM walks owners me + 1, me + 2, ..., me, the side streams push owner by owner. */
-int mk_fused_ce_seq(const mk_fused_t *f, mk_fused_op op, const mk_fused_args *a);
+ * (MK_FUSED_CE_SEQ, not with the overlapped reduce) wherever the launch has an owner order at all
+ * (mk_reduce_policy::perm_q): the GEMM walks owners me + 1, me + 2, ..., me, the side streams push
+ * owner by owner. */
+int mk_fused_ce_seq(const mk_fused_t *f);
 /* Heap offsets (from ws->ce) of the RS/AR flags of a call with np pieces per owner. */
 static inline uint64_t mk_fused_ce_cnt_off(void) { return 8ull * 3 * MK_FUSED_ARRIVE_SLOTS; }
 static inline uint64_t mk_fused_ce_piece_off(int world, int64_t np) {

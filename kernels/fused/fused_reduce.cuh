@@ -691,7 +691,7 @@ static mk_status mk_reduce_launch(mk_fused_t *f, const mk_fused_args *a, uint16_
     p.ce_own = 1;
     grid = f->sms - nred;
   }
-  p.ce_seq = p.ce && !f->ce_red_used && p.perm_q && mk_fused_ce_seq(f, fop, a);
+  p.ce_seq = p.ce && p.perm_q && mk_fused_ce_seq(f);
   if (p.ce_seq && p.perm_q < p.group_m) p.group_m = p.perm_q; /* a group per owner: owners finish one by one */
   /* Split-K of the last wave (256-wide tiles) where the core's model says it pays (not in
    * copy-engine mode: its progress counters count each tile once). */
@@ -711,7 +711,7 @@ static mk_status mk_reduce_launch(mk_fused_t *f, const mk_fused_args *a, uint16_
     MK_CHECK(mk_fused_launch(a->A, a->B, g, a->b_layout, p, grid, stream));
   }
   if (p.ce) { /* the pushes beside the GEMM, the owner's sum after it (AR: the second shot), the join */
-    MK_CHECK(mk_fused_rs_ce_push(f, fop, a));
+    MK_CHECK(mk_fused_rs_ce_push(f, fop, a, p.ce_seq));
     MK_CHECK(mk_rs_ce_finish(f, fop, a, p.v, stream));
   }
   MK_CHECK(mk_fused_epoch_advance(f, fop, (mk_stream_t)stream));

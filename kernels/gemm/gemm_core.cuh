@@ -11,7 +11,10 @@
  *   warpgroups 1,2 consumers: each owns 64 rows x 256 columns of the 128x256 output tile
  *                 (m64n256k16 wgmma, 128 fp32 accumulators a thread; 232 registers), releases a
  *                 stage as soon as the wgmma that read it is done, and stores bf16 to global
- *                 memory directly from registers, masked to the valid rows and columns.
+ *                 memory, masked to the valid rows and columns: through a 2 KB shared-memory
+ *                 buffer per warp in 16-byte stores (widths 128 and 256, MK_GEMM_EPI=1), else
+ *                 straight from the registers.
+ *   (with kAfterStore) thread 32 of warpgroup 0, the signaller: after_store of each stored tile.
  * Tails: TMA zero-fills what lies outside A and B (M, N and K tails); stores are masked.
  *
  * Hooks (the contract fused ops rely on). A Policy is passed by value to the kernel:
@@ -113,13 +116,13 @@ struct mk_gemm_tile_config : mk_gemm_config {
   /* mbarriers: the ring's full and empty (kStages each) and the after_store hand-over's 2 full + 2 empty */
   static constexpr int kFixedBytes = 1024 /* alignment slack */ + (2 * 6 + 4) * 8 + 2 * (kMaxGroups + 1) * 4;
   static constexpr int kStages = std::min(6, (227 * 1024 - kFixedBytes) / kStageBytes);
-  /* The staged epilogue (mk_gemm_store_staged): a 16 x 64 bf16 buffer (2 KB) per consumer warp after the
-   * group arrays, where the widths are whole 64-column slabs and the ring leaves room. */
-  static constexpr int kEpiOff = (kStages * kStageBytes + (2 * kStages + 4) * 8 + 2 * (kMaxGroups + 1) * 4 + 127) / 128 * 128;
+  /* The ring, its mbarriers and the group arrays; then the staged epilogue's (mk_gemm_store_staged) 16 x 64
+   * bf16 buffer (2 KB) per consumer warp, where the width is whole 64-column slabs and the ring leaves room. */
+  static constexpr int kBaseBytes = kStages * kStageBytes + (2 * kStages + 4) * 8 + 2 * (kMaxGroups + 1) * 4;
+  static constexpr int kEpiOff = (kBaseBytes + 127) / 128 * 128;
   static constexpr int kEpiBytes = 8 * 16 * 64 * 2;
   static constexpr bool kEpiStage = BN % 64 == 0 && 1024 + kEpiOff + kEpiBytes <= 227 * 1024;
-  static constexpr int kSmemBytes =
-      kEpiStage ? 1024 + kEpiOff + kEpiBytes : 1024 + kStages * kStageBytes + (2 * kStages + 4) * 8 + 2 * (kMaxGroups + 1) * 4;
+  static constexpr int kSmemBytes = 1024 + (kEpiStage ? kEpiOff + kEpiBytes : kBaseBytes);
   static_assert(BN % 32 == 0 && BN >= 128 && BN <= 256 && kStages >= 4, "tile width");
 };
 

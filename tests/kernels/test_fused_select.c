@@ -74,7 +74,7 @@ int main(int argc, char **argv) {
     int want;
   } rows[] = {
       {AG, 2048, 7168, CE}, {AG, 8192, 7168, CE}, {AG, 16384, 7168, CE},                     /* AG+GEMM */
-      {RS, 1024, 8192, SM}, {RS, 2048, 8192, CE}, {RS, 8192, 8192, CE}, {RS, 16384, 8192, CE}, /* GEMM+RS */
+      {RS, 2048, 8192, CE}, {RS, 8192, 8192, CE}, {RS, 16384, 8192, CE},                     /* GEMM+RS */
       {AR, 16, 8192, SM},   {AR, 128, 8192, SM},  {AR, 1024, 8192, CE}, {AR, 4096, 8192, CE}, /* GEMM+AR */
       {AR, 8192, 4096, CE}, {AR, 8192, 2048, CE},        /* the layer's row-parallel projections at prefill */
       {AR, 64, 4096, SM},                                /* decode at batch 64 */
