@@ -51,6 +51,7 @@ struct mk_ag_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   int inplace;           /* the shard already is in G */
   int pushers;           /* role CTAs [0, pushers) push; role CTA `pushers` is the inter CTA */
   int last_m0 = -1;      /* per thread: the tile-row whose chunks were last seen ready */
+  uint32_t full = 0;     /* copy-engine mode, per thread: shards seen whole (their last flag set) */
   mk_fused_trace tr;     /* MK_TRACE */
   int tn = 0;            /* per thread: events recorded */
   uint64_t tprev = 0;    /* producer: when the previous tile's loads started */
@@ -84,11 +85,20 @@ struct mk_ag_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   __device__ __forceinline__ void wait_ready(const mk_gemm_tile &t) {
     if (t.m0 == last_m0) return;
     const uint64_t target = kCE ? 1 : mk_epoch(w, v.slot) + 1;
+    bool fresh = !kCE; /* a flag was read in this call: the proxy fence below orders the TMA reads after it */
     for (int64_t s = t.m0 / ms; s < v.W && s * ms < t.m_end; s++) {
       if (s == v.me && inplace) continue;
       if (!v.local((int)s)) {
         if (!mk_wait_ge(w, v.xdata((int)s), v.xtarget(), MK_OP_AG_GEMM, (int)s, t.idx)) return;
         continue;
+      }
+      if constexpr (kCE) { /* a shard's flags are set in order on one side stream: the last one means all */
+        if ((full >> s) & 1) continue;
+        fresh = true;
+        if (mk_ld_acquire_sys(mk_local_ptr<uint64_t>(w, ready((int)s, (int64_t)(nflag - 1) << cshift))) >= target) {
+          full |= 1u << s;
+          continue;
+        }
       }
       const int64_t lo = max((int64_t)t.m0, s * ms) - s * ms, hi = min((int64_t)t.m_end, (s + 1) * ms) - s * ms;
       for (int64_t i = lo / 128; i * 128 < hi; i = kCE ? ((i >> cshift) + 1) << cshift : i + 1) /* one wait per flag */
@@ -97,7 +107,7 @@ struct mk_ag_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
           return;
         }
     }
-    mk_fence_proxy_async();
+    if (fresh) mk_fence_proxy_async(); /* else every shard of the tile was seen whole, and fenced, before */
     last_m0 = t.m0;
   }
   __device__ __forceinline__ void after_store(const mk_gemm_tile &) {}

@@ -87,6 +87,9 @@ int64_t mk_param_fused_ar_copy(void); /* MK_FUSED_AR_COPY (copy_engine.c) */
  * (unless inplace), all stream-ordered before the GEMM; mk_fused_ce_join after the GEMM. */
 int mk_fused_ag_ce_mode(const mk_fused_t *f);
 int mk_fused_ce_rows(void);
+/* RS/AR copy-engine mode: rows per piece of a call with ms rows per owner; seq: the owner-sequential order
+ * (MK_FUSED_CE_SEQ_ROWS, default one piece per owner), else mk_fused_ce_rows(). */
+int64_t mk_fused_rs_ce_rows(int64_t ms, int seq);
 mk_status mk_fused_ag_ce_begin(mk_fused_t *f, const mk_fused_args *a, int inplace, mk_stream_t stream);
 /* Copy-engine modes: the side streams' work joins the caller's stream. */
 mk_status mk_fused_ce_join(mk_fused_t *f, mk_stream_t stream);

@@ -668,8 +668,6 @@ static mk_status mk_reduce_launch(mk_fused_t *f, const mk_fused_args *a, uint16_
   p.ce = mk_fused_rs_ce_mode(f, fop, a->m, a->n);
   p.ce_cnt = ws->ce + mk_fused_ce_cnt_off();
   p.ce_own = 0;
-  p.ce_rows = mk_fused_ce_rows();
-  p.ce_np = (int)((p.ms + p.ce_rows - 1) / p.ce_rows);
   p.reducers = p.ce ? 0 : mk_fused_ctas(f, fop, a);
   if (two && p.reducers < 2) p.reducers = 2;
   p.two = two ? p.reducers / 2 : 0; /* as many gather CTAs as reduce CTAs: each moves (W - 1) blocks per own block */
@@ -693,6 +691,8 @@ static mk_status mk_reduce_launch(mk_fused_t *f, const mk_fused_args *a, uint16_
   }
   p.ce_seq = p.ce && p.perm_q && mk_fused_ce_seq(f);
   if (p.ce_seq && p.perm_q < p.group_m) p.group_m = p.perm_q; /* a group per owner: owners finish one by one */
+  p.ce_rows = mk_fused_rs_ce_rows(p.ms, p.ce_seq); /* the pushes (mk_fused_rs_ce_push) count the same pieces */
+  p.ce_np = (int)((p.ms + p.ce_rows - 1) / p.ce_rows);
   /* Split-K of the last wave (256-wide tiles) where the core's model says it pays (not in
    * copy-engine mode: its progress counters count each tile once). */
   g.split_tiles = p.ce ? 0 : (int)mk_gemm_split_plan(g, grid, (int)mk_param_fused_split_k(), 0, &g.splits);

@@ -86,6 +86,29 @@ static mk_status time_all(fb *x, const mk_bench_opts *o, mk_bench_fn fn, void *s
   return MK_STATUS_OK;
 }
 
+/* --interleave: the four (GEMM alone, collective alone, unfused, fused) in turns, so all run at the same clocks under
+ * the power cap; outs in that order, each the max over ranks. */
+static mk_status time_all4(fb *x, const mk_bench_opts *o, void *stream, mk_bench_stats outs[4]) {
+  const mk_bench_fn fns[4] = {run_gemm, run_coll, run_unfused, run_fused};
+  void *const users[4] = {x, x, x, x};
+  mk_bench_stats t[4], all[64][4];
+  MK_CHECK(mk_comm_barrier(x->c));
+  MK_CHECK(mk_bench_time_n(o, 4, fns, users, stream, t));
+  MK_CUDA_CHECK(cudaStreamSynchronize((cudaStream_t)stream));
+  MK_CHECK(mk_comm_check(x->c));
+  MK_CHECK(mk_comm_allgather(x->c, t, all, sizeof t));
+  for (int f = 0; f < 4; f++) {
+    outs[f] = all[0][f];
+    for (int p = 1; p < x->W; p++) {
+      if (all[p][f].median_ms > outs[f].median_ms) outs[f].median_ms = all[p][f].median_ms;
+      if (all[p][f].p10_ms > outs[f].p10_ms) outs[f].p10_ms = all[p][f].p10_ms;
+      if (all[p][f].p90_ms > outs[f].p90_ms) outs[f].p90_ms = all[p][f].p90_ms;
+      if (all[p][f].host_ms > outs[f].host_ms) outs[f].host_ms = all[p][f].host_ms;
+    }
+  }
+  return MK_STATUS_OK;
+}
+
 /* --breakdown (GEMM+AR's small-M path): 3 more fused calls back to back (so the ranks start
  * each call as they do in a stream, not after the host skew of a lone launch), the last one's
  * phase stamps (mk_fused_ar_phases) on every rank; rank 0 prints each phase in us from that
@@ -131,6 +154,14 @@ static mk_status rel_err_all(fb *x, void *stream, double *out) {
   return MK_STATUS_OK;
 }
 
+/* One call of fn on an output poisoned first, then its relative error (max over ranks). */
+static mk_status check_one(fb *x, mk_bench_fn fn, void *stream, double *err) {
+  MK_CUDA_CHECK(cudaMemsetAsync(x->C, 0xff, (size_t)(x->m * x->n) * 2,
+                                (cudaStream_t)stream));
+  MK_CHECK(fn(x, 0, stream));
+  return rel_err_all(x, stream, err);
+}
+
 static void usage(FILE *out, const char *name) {
   fprintf(out,
           "usage: mk-launch -n N -- mk-bench %s [--m M]... [--n N] [--k K] [--ctas C] [--autotune] [common flags]\n"
@@ -140,6 +171,8 @@ static void usage(FILE *out, const char *name) {
           "  --autotune time the fused op at several splits and report the best\n"
           "  --breakdown  AR: after each small-M shape, 3 more fused calls, the last one's phase stamps\n"
           "             (us from each rank's kernel entry, max over ranks) and the host's time per call\n"
+          "  --interleave  time the GEMM alone, the collective alone, unfused and fused in turns, call by\n"
+          "             call, so all four run at the same clocks under the power cap (default: one after another)\n"
           "  --ce-overlap-ab  RS/AR on copy engines: path fused with MK_FUSED_CE_OVERLAP=0, path\n"
           "             fused_ceov with =1 (the owner's reduce beside the GEMM), same inputs\n"
           "paths: fused = one mkernel launch (AG: the shard written in place, mk_ag_gemm_shard);\n"
@@ -261,12 +294,14 @@ static int bench_fused(mk_fused_op op, int argc, char **argv) {
     snprintf(shape, sizeof shape, "{\"m\":%lld,\"n\":%lld,\"k\":%lld}", (long long)x.m, (long long)n, (long long)k);
     mk_bench_stats tc, tn, tu, tf;
     x.ctas = (int)ctas;
-    MK_CHECK_GOTO(time_all(&x, &o, run_gemm, s, &tc), st, fail);
-    MK_CHECK_GOTO(time_all(&x, &o, run_coll, s, &tn), st, fail);
-    MK_CUDA_CHECK_GOTO(cudaMemsetAsync(x.C, 0xff, (size_t)(x.m * n) * 2, s), st, fail);
-    MK_CHECK_GOTO(time_all(&x, &o, run_unfused, s, &tu), st, fail);
     double err_u = 0, err_f = 0;
-    MK_CHECK_GOTO(rel_err_all(&x, s, &err_u), st, fail);
+    if (!o.interleave) {
+      MK_CHECK_GOTO(time_all(&x, &o, run_gemm, s, &tc), st, fail);
+      MK_CHECK_GOTO(time_all(&x, &o, run_coll, s, &tn), st, fail);
+      MK_CUDA_CHECK_GOTO(cudaMemsetAsync(x.C, 0xff, (size_t)(x.m * n) * 2, s), st, fail);
+      MK_CHECK_GOTO(time_all(&x, &o, run_unfused, s, &tu), st, fail);
+      MK_CHECK_GOTO(rel_err_all(&x, s, &err_u), st, fail);
+    }
     /* The fused op: the given or default split, or the best of a sweep (--autotune). */
     int best = (int)ctas;
     if (o.autotune) {
@@ -294,9 +329,17 @@ static int bench_fused(mk_fused_op op, int argc, char **argv) {
       setenv("MK_FUSED_CE_OVERLAP", "0", 1);
       mk_param_reset_cache();
     }
-    MK_CUDA_CHECK_GOTO(cudaMemsetAsync(x.C, 0xff, (size_t)(x.m * n) * 2, s), st, fail);
-    MK_CHECK_GOTO(time_all(&x, &o, run_fused, s, &tf), st, fail);
-    MK_CHECK_GOTO(rel_err_all(&x, s, &err_f), st, fail);
+    if (o.interleave) { /* all four in turns; then each path checked on its own poisoned output */
+      mk_bench_stats t4[4];
+      MK_CHECK_GOTO(time_all4(&x, &o, s, t4), st, fail);
+      tc = t4[0], tn = t4[1], tu = t4[2], tf = t4[3];
+      MK_CHECK_GOTO(check_one(&x, run_unfused, s, &err_u), st, fail);
+      MK_CHECK_GOTO(check_one(&x, run_fused, s, &err_f), st, fail);
+    } else {
+      MK_CUDA_CHECK_GOTO(cudaMemsetAsync(x.C, 0xff, (size_t)(x.m * n) * 2, s), st, fail);
+      MK_CHECK_GOTO(time_all(&x, &o, run_fused, s, &tf), st, fail);
+      MK_CHECK_GOTO(rel_err_all(&x, s, &err_f), st, fail);
+    }
     if (x.me == 0 && mk_fused_uses_ce(x.f, op, x.m, n))
       printf("  %s M=%lld: fused on copy engines (MK_FUSED_%s_COPY; no comm CTAs)\n", x.name, (long long)x.m,
              op == MK_FUSED_AG_GEMM ? "AG" : op == MK_FUSED_GEMM_RS ? "RS" : "AR");

@@ -105,6 +105,10 @@ mk_status mk_bench_time(const mk_bench_opts *o, mk_bench_fn fn, void *user, void
  * cap both then run at the same clocks (--interleave). */
 mk_status mk_bench_time_pair(const mk_bench_opts *o, mk_bench_fn fn0, void *user0, mk_bench_fn fn1, void *user1,
                              void *stream, mk_bench_stats *out0, mk_bench_stats *out1);
+/* Up to MK_BENCH_MAX_FNS calls taking turns (fns[0], fns[1], ..., fns[0], ...; warm-up too): outs[f] per callable. */
+#define MK_BENCH_MAX_FNS 4
+mk_status mk_bench_time_n(const mk_bench_opts *o, int nf, const mk_bench_fn *fns, void *const *users, void *stream,
+                          mk_bench_stats *outs);
 /* Percentiles of n samples (sorted copy; linear interpolation). */
 void mk_bench_stats_from(const double *ms, int n, mk_bench_stats *out);
 

@@ -215,6 +215,7 @@ static int write_json(const mk_bench_report *r, const meta *m, const char *path)
   cJSON_AddNumberToObject(root, "rotate", r->opts.rotate);
   cJSON_AddBoolToObject(root, "flush_l2", r->opts.flush_l2);
   cJSON_AddBoolToObject(root, "graph", r->opts.graph);
+  cJSON_AddBoolToObject(root, "interleave", r->opts.interleave);
   cJSON_AddNumberToObject(root, "seed", (double)r->opts.seed);
   cJSON *res = cJSON_AddArrayToObject(root, "results");
   for (int i = 0; i < r->n; i++) {

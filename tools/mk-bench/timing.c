@@ -70,8 +70,8 @@ static mk_status capture_all(int nf, int rot, const mk_bench_fn *fns, void *cons
   return MK_STATUS_OK;
 }
 
-/* Times nf (1 or 2) callables; with two, their calls alternate (warm-up too), so both see the
- * same clocks under the power cap. */
+/* Times nf (1 .. MK_BENCH_MAX_FNS) callables; with several, their calls take turns (warm-up too), so all
+ * see the same clocks under the power cap. */
 static mk_status time_fns(const mk_bench_opts *o, int nf, const mk_bench_fn *fns, void *const *users, void *stream,
                           mk_bench_stats *outs) {
   mk_status st = MK_STATUS_OK;
@@ -81,8 +81,8 @@ static mk_status time_fns(const mk_bench_opts *o, int nf, const mk_bench_fn *fns
   double *ms = calloc((size_t)n * nf, sizeof *ms);
   void *flush = NULL;
   size_t flush_bytes = 0;
-  cudaGraphExec_t ex[2 * 64] = {0};
-  double host[2] = {0, 0};
+  cudaGraphExec_t ex[MK_BENCH_MAX_FNS * 64] = {0};
+  double host[MK_BENCH_MAX_FNS] = {0};
   if (!ev || !ms) {
     st = MK_STATUS_OUT_OF_MEMORY;
     goto fail;
@@ -144,7 +144,7 @@ static mk_status time_fns(const mk_bench_opts *o, int nf, const mk_bench_fn *fns
     fclose(fp);
   }
 fail:
-  for (int i = 0; i < 2 * 64; i++)
+  for (int i = 0; i < MK_BENCH_MAX_FNS * 64; i++)
     if (ex[i]) cudaGraphExecDestroy(ex[i]);
   if (ev)
     for (int i = 0; i < 2 * n * nf; i++)
@@ -157,6 +157,14 @@ fail:
 
 mk_status mk_bench_time(const mk_bench_opts *o, mk_bench_fn fn, void *user, void *stream, mk_bench_stats *out) {
   return time_fns(o, 1, &fn, &user, stream, out);
+}
+
+mk_status mk_bench_time_n(const mk_bench_opts *o, int nf, const mk_bench_fn *fns, void *const *users, void *stream,
+                          mk_bench_stats *outs) {
+  if (nf < 1 || nf > MK_BENCH_MAX_FNS)
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_BENCH, "mk-bench: %d callables to time in turn (1..%d)", nf,
+                  MK_BENCH_MAX_FNS);
+  return time_fns(o, nf, fns, users, stream, outs);
 }
 
 mk_status mk_bench_time_pair(const mk_bench_opts *o, mk_bench_fn fn0, void *user0, mk_bench_fn fn1, void *user1,
