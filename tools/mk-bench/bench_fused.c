@@ -68,36 +68,19 @@ static mk_status run_unfused(void *user, int iter, void *stream) {
   return run_coll(user, iter, stream);
 }
 
-/* Times fn on every rank (after a barrier); out = the max over ranks of each percentile. */
-static mk_status time_all(fb *x, const mk_bench_opts *o, mk_bench_fn fn, void *stream, mk_bench_stats *out) {
-  mk_bench_stats t, all[64];
+/* Times nf callables on every rank, in turns when nf > 1 (after a barrier); outs[f] = the max over ranks of each
+ * percentile. --interleave: the four (GEMM alone, collective alone, unfused, fused) in turns, so all run at the
+ * same clocks under the power cap. */
+static mk_status time_all_n(fb *x, const mk_bench_opts *o, int nf, const mk_bench_fn *fns, void *stream,
+                            mk_bench_stats *outs) {
+  void *const users[MK_BENCH_MAX_FNS] = {x, x, x, x};
+  mk_bench_stats t[MK_BENCH_MAX_FNS], all[64][MK_BENCH_MAX_FNS];
   MK_CHECK(mk_comm_barrier(x->c));
-  MK_CHECK(mk_bench_time(o, fn, x, stream, &t));
-  MK_CUDA_CHECK(cudaStreamSynchronize((cudaStream_t)stream));
-  MK_CHECK(mk_comm_check(x->c));
-  MK_CHECK(mk_comm_allgather(x->c, &t, all, sizeof t));
-  *out = all[0];
-  for (int p = 1; p < x->W; p++) {
-    if (all[p].median_ms > out->median_ms) out->median_ms = all[p].median_ms;
-    if (all[p].p10_ms > out->p10_ms) out->p10_ms = all[p].p10_ms;
-    if (all[p].p90_ms > out->p90_ms) out->p90_ms = all[p].p90_ms;
-    if (all[p].host_ms > out->host_ms) out->host_ms = all[p].host_ms;
-  }
-  return MK_STATUS_OK;
-}
-
-/* --interleave: the four (GEMM alone, collective alone, unfused, fused) in turns, so all run at the same clocks under
- * the power cap; outs in that order, each the max over ranks. */
-static mk_status time_all4(fb *x, const mk_bench_opts *o, void *stream, mk_bench_stats outs[4]) {
-  const mk_bench_fn fns[4] = {run_gemm, run_coll, run_unfused, run_fused};
-  void *const users[4] = {x, x, x, x};
-  mk_bench_stats t[4], all[64][4];
-  MK_CHECK(mk_comm_barrier(x->c));
-  MK_CHECK(mk_bench_time_n(o, 4, fns, users, stream, t));
+  MK_CHECK(mk_bench_time_n(o, nf, fns, users, stream, t));
   MK_CUDA_CHECK(cudaStreamSynchronize((cudaStream_t)stream));
   MK_CHECK(mk_comm_check(x->c));
   MK_CHECK(mk_comm_allgather(x->c, t, all, sizeof t));
-  for (int f = 0; f < 4; f++) {
+  for (int f = 0; f < nf; f++) {
     outs[f] = all[0][f];
     for (int p = 1; p < x->W; p++) {
       if (all[p][f].median_ms > outs[f].median_ms) outs[f].median_ms = all[p][f].median_ms;
@@ -107,6 +90,10 @@ static mk_status time_all4(fb *x, const mk_bench_opts *o, void *stream, mk_bench
     }
   }
   return MK_STATUS_OK;
+}
+
+static mk_status time_all(fb *x, const mk_bench_opts *o, mk_bench_fn fn, void *stream, mk_bench_stats *out) {
+  return time_all_n(x, o, 1, &fn, stream, out);
 }
 
 /* --breakdown (GEMM+AR's small-M path): 3 more fused calls back to back (so the ranks start
@@ -330,8 +317,9 @@ static int bench_fused(mk_fused_op op, int argc, char **argv) {
       mk_param_reset_cache();
     }
     if (o.interleave) { /* all four in turns; then each path checked on its own poisoned output */
+      static const mk_bench_fn four[4] = {run_gemm, run_coll, run_unfused, run_fused};
       mk_bench_stats t4[4];
-      MK_CHECK_GOTO(time_all4(&x, &o, s, t4), st, fail);
+      MK_CHECK_GOTO(time_all_n(&x, &o, 4, four, s, t4), st, fail);
       tc = t4[0], tn = t4[1], tu = t4[2], tf = t4[3];
       MK_CHECK_GOTO(check_one(&x, run_unfused, s, &err_u), st, fail);
       MK_CHECK_GOTO(check_one(&x, run_fused, s, &err_f), st, fail);
