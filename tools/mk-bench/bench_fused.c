@@ -143,8 +143,7 @@ static mk_status rel_err_all(fb *x, void *stream, double *out) {
 
 /* One call of fn on an output poisoned first, then its relative error (max over ranks). */
 static mk_status check_one(fb *x, mk_bench_fn fn, void *stream, double *err) {
-  MK_CUDA_CHECK(cudaMemsetAsync(x->C, 0xff, (size_t)(x->m * x->n) * 2,
-                                (cudaStream_t)stream));
+  MK_CUDA_CHECK(cudaMemsetAsync(x->C, 0xff, (size_t)(x->m * x->n) * 2, (cudaStream_t)stream));
   MK_CHECK(fn(x, 0, stream));
   return rel_err_all(x, stream, err);
 }

@@ -234,7 +234,10 @@ static int bench_shape(const mk_bench_opts *o, const gemm_cfg *c, gemm_shape sh,
     have[p] = 1;
   }
   if (o->interleave && have[0] && have[1]) {
-    MK_CHECK_GOTO(mk_bench_time_pair(o, fns[0], &r, fns[1], &r, stream, &rows[0].t, &rows[1].t), st, done);
+    void *const users[2] = {&r, &r};
+    mk_bench_stats t[2];
+    MK_CHECK_GOTO(mk_bench_time_n(o, 2, fns, users, stream, t), st, done);
+    rows[0].t = t[0], rows[1].t = t[1];
   } else {
     for (int p = 0; p < 2; p++)
       if (have[p]) MK_CHECK_GOTO(mk_bench_time(o, fns[p], &r, stream, &rows[p].t), st, done);

@@ -48,13 +48,13 @@ typedef struct part_ctx {
   const layer_model *m;
   int n, pos, both; /* both: ATTN then FFN */
   mk_layer_part part;
-  int path;         /* --interleave: the path this part runs on, set before each call; -1 = as set */
+  mk_path path;     /* set before each call (--interleave alternates the paths) */
 } part_ctx;
 
 static mk_status run_part(void *user, int iter, void *stream) {
   part_ctx *c = user;
   (void)iter, (void)stream;
-  if (c->path >= 0) MK_CHECK(model_set_path(c->m, (mk_path)c->path));
+  MK_CHECK(model_set_path(c->m, c->path));
   MK_CHECK(model_part(c->m, c->both ? MK_PART_ATTN : c->part, c->n, c->pos));
   return c->both ? model_part(c->m, MK_PART_FFN, c->n, c->pos) : MK_STATUS_OK;
 }
@@ -100,34 +100,32 @@ static mk_status bench_phase(mk_comm_t *comm, const layer_model *m, const mk_ben
   double med[3 * P_N], *all = malloc(sizeof med * (size_t)wd->size);
   if (!all) return MK_STATUS_OUT_OF_MEMORY;
   mk_status st = MK_STATUS_OK;
-  /* --interleave: each block's and the layer's fused and unfused calls in turns (same clocks under the power
-   * cap), the unfused one last, so that the MoE bound (FFN_C, timed after) times the unfused path's last
-   * routing; then the compute-alone and communication-alone parts in turns, on the unfused path. */
-  static const int pairs[5][2] = {{P_ATTN_F, P_ATTN_U}, {P_LAYER_F, P_LAYER_U}, {P_FFN_F, P_FFN_U},
+  /* The parts in groups timed together: one by one in P order (the unfused parts first: the MoE bound times the
+   * unfused path's last routing), or with --interleave each block's and the layer's fused and unfused calls in
+   * turns (same clocks under the power cap), the unfused one last for the same reason, then the compute-alone
+   * and communication-alone parts in turns. -1 ends a group. */
+  static const int seq[P_N][2] = {{P_ATTN_U, -1}, {P_FFN_U, -1}, {P_LAYER_U, -1}, {P_ATTN_C, -1}, {P_ATTN_X, -1},
+                                  {P_FFN_C, -1},  {P_FFN_X, -1}, {P_ATTN_F, -1},  {P_FFN_F, -1},   {P_LAYER_F, -1}};
+  static const int turns[5][2] = {{P_ATTN_F, P_ATTN_U}, {P_LAYER_F, P_LAYER_U}, {P_FFN_F, P_FFN_U},
                                   {P_ATTN_C, P_ATTN_X}, {P_FFN_C, P_FFN_X}};
-  for (int q = 0; o->interleave && q < 5; q++) {
+  const int(*groups)[2] = o->interleave ? turns : seq;
+  for (int q = 0; q < (o->interleave ? 5 : P_N); q++) {
+    const int nf = groups[q][1] < 0 ? 1 : 2;
     part_ctx pc[2];
+    void *users[2] = {&pc[0], &pc[1]};
+    const mk_bench_fn fns[2] = {run_part, run_part};
     mk_bench_stats t[2];
-    for (int j = 0; j < 2; j++) {
-      const int p = pairs[q][j];
+    for (int j = 0; j < nf; j++) {
+      const int p = groups[q][j];
       pc[j] = (part_ctx){m, n, pos, p == P_LAYER_U || p == P_LAYER_F, parts[p], p < P_ATTN_F ? MK_PATH_UNFUSED : MK_PATH_FUSED};
     }
-    MK_CHECK_GOTO(mk_bench_time_pair(o, run_part, &pc[0], run_part, &pc[1], model_stream(m), &t[0], &t[1]), st, fail);
+    MK_CHECK_GOTO(mk_bench_time_n(o, nf, fns, users, model_stream(m), t), st, fail);
     MK_CUDA_CHECK_GOTO(cudaStreamSynchronize((cudaStream_t)model_stream(m)), st, fail);
     MK_CHECK_GOTO(mk_comm_check(comm), st, fail);
-    for (int j = 0; j < 2; j++) {
-      const int p = pairs[q][j];
+    for (int j = 0; j < nf; j++) {
+      const int p = groups[q][j];
       med[3 * p] = t[j].median_ms, med[3 * p + 1] = t[j].p10_ms, med[3 * p + 2] = t[j].p90_ms;
     }
-  }
-  for (int p = 0; !o->interleave && p < P_N; p++) { /* the unfused parts first: the MoE bounds time its last routing */
-    MK_CHECK_GOTO(model_set_path(m, p < P_ATTN_F ? MK_PATH_UNFUSED : MK_PATH_FUSED), st, fail);
-    part_ctx pc = {m, n, pos, p == P_LAYER_U || p == P_LAYER_F, parts[p], -1};
-    mk_bench_stats t;
-    MK_CHECK_GOTO(mk_bench_time(o, run_part, &pc, model_stream(m), &t), st, fail);
-    MK_CUDA_CHECK_GOTO(cudaStreamSynchronize((cudaStream_t)model_stream(m)), st, fail);
-    MK_CHECK_GOTO(mk_comm_check(comm), st, fail);
-    med[3 * p] = t.median_ms, med[3 * p + 1] = t.p10_ms, med[3 * p + 2] = t.p90_ms;
   }
   MK_CHECK_GOTO(mk_comm_allgather(comm, med, all, sizeof med), st, fail);
   for (int q = 1; q < wd->size; q++)

@@ -101,11 +101,8 @@ typedef struct mk_bench_stats {
                    * when it is near median_ms the GPU waited for the host and the timing measures the host */
 } mk_bench_stats;
 mk_status mk_bench_time(const mk_bench_opts *o, mk_bench_fn fn, void *user, void *stream, mk_bench_stats *out);
-/* The same for two calls, alternating (fn0, fn1, fn0, ...; warm-up too): under the GPU's power
- * cap both then run at the same clocks (--interleave). */
-mk_status mk_bench_time_pair(const mk_bench_opts *o, mk_bench_fn fn0, void *user0, mk_bench_fn fn1, void *user1,
-                             void *stream, mk_bench_stats *out0, mk_bench_stats *out1);
-/* Up to MK_BENCH_MAX_FNS calls taking turns (fns[0], fns[1], ..., fns[0], ...; warm-up too): outs[f] per callable. */
+/* Up to MK_BENCH_MAX_FNS calls taking turns (fns[0], fns[1], ..., fns[0], ...; warm-up too): outs[f] per callable.
+ * Under the GPU's power cap all then run at the same clocks (--interleave). */
 #define MK_BENCH_MAX_FNS 4
 mk_status mk_bench_time_n(const mk_bench_opts *o, int nf, const mk_bench_fn *fns, void *const *users, void *stream,
                           mk_bench_stats *outs);

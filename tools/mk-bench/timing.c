@@ -166,14 +166,3 @@ mk_status mk_bench_time_n(const mk_bench_opts *o, int nf, const mk_bench_fn *fns
                   MK_BENCH_MAX_FNS);
   return time_fns(o, nf, fns, users, stream, outs);
 }
-
-mk_status mk_bench_time_pair(const mk_bench_opts *o, mk_bench_fn fn0, void *user0, mk_bench_fn fn1, void *user1,
-                             void *stream, mk_bench_stats *out0, mk_bench_stats *out1) {
-  const mk_bench_fn fns[2] = {fn0, fn1};
-  void *const users[2] = {user0, user1};
-  mk_bench_stats outs[2];
-  mk_status st = time_fns(o, 2, fns, users, stream, outs);
-  *out0 = outs[0];
-  *out1 = outs[1];
-  return st;
-}
