@@ -47,6 +47,16 @@ __device__ __forceinline__ uint64_t mk_ld_volatile(const uint64_t *p) { return *
 __device__ __forceinline__ void mk_st_release_sys(uint64_t *p, uint64_t v) {
   asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
+/* A strong store with no fence of its own: after one __threadfence_system() it publishes what the
+ * fence ordered (fence + strong store is a release pattern). Several flags behind one fence: a
+ * release store per flag would wait for the previous flag's acknowledgement (one NVLink round
+ * trip each when the flags are remote). */
+__device__ __forceinline__ void mk_st_relaxed_sys(uint64_t *p, uint64_t v) {
+  asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ void mk_red_add_relaxed_sys(uint64_t *p, uint64_t v) {
+  asm volatile("red.relaxed.sys.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
 __device__ __forceinline__ void mk_red_add_release_sys(uint64_t *p, uint64_t v) {
   asm volatile("red.release.sys.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }

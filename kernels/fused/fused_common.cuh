@@ -63,11 +63,13 @@ __device__ __forceinline__ void mk_fused_flag_set(const mk_dev_world &w, int lp,
 }
 
 /* One thread: tell every peer this rank entered call `epoch`: a flag over NVLink inside the
- * node group, a proxied SIGNAL (+1 on arrive_x[me], once per call) to other node groups. */
+ * node group (one fence, then the flags: mk_st_relaxed_sys), a proxied SIGNAL (+1 on
+ * arrive_x[me], once per call) to other node groups. */
 __device__ __forceinline__ void mk_fused_arrive(const mk_dev_world &w, const mk_fused_view &v, uint64_t epoch) {
+  __threadfence_system();
   for (int p = 0; p < v.W; p++) {
     if (p == v.me) continue;
-    if (v.local(p)) mk_fused_flag_set(w, v.lp(p), v.arrive + 8ull * v.me, epoch + 1);
+    if (v.local(p)) mk_st_relaxed_sys(reinterpret_cast<uint64_t *>(w.peer_heap[v.lp(p)] + v.arrive + 8ull * v.me), epoch + 1);
     else mk_post(w, MK_CMD_SIGNAL, p, 0, 0, 0, v.arrive_x(v.me), 1);
   }
 }

@@ -136,10 +136,12 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
     }
     const int tm = t.m0 / 128;
     const uint64_t e1 = mk_epoch(w, v.slot) + 1;
+    __threadfence_system(); /* one fence for every flag of the tile (mk_st_relaxed_sys) */
     for (int p = v.node * v.L; p < (v.node + 1) * v.L && p < v.W; p++) {
       if (p != v.me && !all_read && (p + 1) * ms <= t.m0) continue; /* RS: p owns none of the rows */
       if (p != v.me && !all_read && p * ms >= t.m_end) continue;
-      for (int cb = t.n0 / 128; cb * 128 < t.n_end; cb++) mk_fused_flag_set(w, v.lp(p), flag(v.me, tm, cb), e1);
+      for (int cb = t.n0 / 128; cb * 128 < t.n_end; cb++)
+        mk_st_relaxed_sys(mk_peer_ptr<uint64_t>(w, v.lp(p), flag(v.me, tm, cb)), e1);
     }
   }
 
@@ -153,7 +155,7 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
       const int64_t lo = max((int64_t)t.m0, o * ms) - o * ms, hi = min((int64_t)t.m_end, (o + 1) * ms) - o * ms;
       for (int64_t i = lo / ce_rows; i * ce_rows < hi; i++) {
         const int64_t r = min(hi, (i + 1) * ce_rows) - max(lo, i * ce_rows);
-        mk_red_add_release_sys(mk_local_ptr<uint64_t>(w, ce_cnt + 8ull * ((uint64_t)o * ce_np + i)), (uint64_t)r * cols8);
+        mk_red_add_relaxed_sys(mk_local_ptr<uint64_t>(w, ce_cnt + 8ull * ((uint64_t)o * ce_np + i)), (uint64_t)r * cols8);
       }
     }
   }
@@ -253,9 +255,11 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
                             two ? mk_local_ptr<uint16_t>(w, pb) + r0 * n + c0 : nullptr, c.t, c.n);
       if (two) {
         c.sync(); /* every thread's sums are stored before thread 0's system fence */
-        if (c.t == 0)
+        if (c.t == 0) {
+          __threadfence_system();
           for (int q = 0; q < v.W; q++)
-            if (q != v.me) mk_fused_flag_set(w, v.lp(q), flag(v.me, tm, cb), epoch + 1);
+            if (q != v.me) mk_st_relaxed_sys(mk_peer_ptr<uint64_t>(w, v.lp(q), flag(v.me, tm, cb)), epoch + 1);
+        }
       }
       trace_task(c, MK_TRACE_REDUCE, t0, t1);
     }

@@ -17,12 +17,18 @@
  * The CTA that finishes slab j (BN = MK_GEMM_SKINNY_BN columns, all of K: after the split-K
  * fix-up) stages its bf16 partial of the slab in shared memory and pushes it into S[e & 1][me]
  * of every rank of the node group (itself included) in coalesced 16-byte stores; after a CTA
- * barrier one thread fences (system scope) and release-sets cnt[me][j] = e + 1 on every rank; then that thread waits (bounded, error record) until cnt[p][j] >= e + 1
- * for p = 0..W-1 in its own heap, and the 256 consumer threads sum the W partials of the slab in
- * the order 0..W-1 in fp32 into C: the same bits on every rank. The epoch is read on the device
- * and advanced by the kernel's last CTA (graph replays work); flags only grow (fused_common.cuh).
- * Epoch advance in the kernel (no second launch after it): every CTA, once past its last
- * store (where its threads read the epoch), meets its 256 consumer threads at named barrier 1,
+ * barrier one thread fences (system scope) and sets cnt[me][j] = e + 1 on every rank (relaxed
+ * stores behind the one fence). Once the CTA has pushed all its slabs (finish; one slab a CTA at
+ * N = 8192 on 128 SMs, several with MK_FUSED_AR_SKINNY_CTAS), for each slab thread 0 waits
+ * (bounded, error record) until cnt[p][j] >= e + 1 for p = 0..W-1 in its own heap, and the 256
+ * consumer threads sum the W partials of the slab in the order 0..W-1 in fp32 into C: the same
+ * bits on every rank. The epoch is read on the device and advanced by the kernel's last CTA
+ * (graph replays work); flags only grow (fused_common.cuh).
+ * The kernel is a programmatic dependent launch (gemm_skinny.cuh, MK_GEMM_SKINNY_PDL): its CTAs
+ * may be placed while the previous kernel ends, but every global access, the epoch read
+ * included, follows griddepcontrol.wait, so stream order holds for all that follows.
+ * Epoch advance in the kernel (no second launch after it): every CTA, at the start of finish,
+ * after its last epoch read (its stores into S are issued), meets its 256 consumer threads at named barrier 1,
  * then thread 0 adds 1 to exits (atom.acq_rel.gpu); the CTA that reads gridDim.x - 1 is the last:
  * it stores exits = 0 and epoch += 1, calls += 1 (plain stores). Order: a CTA's epoch reads are
  * before its barrier, so before its thread 0's release add (bar.sync orders the CTA's threads,
@@ -61,6 +67,7 @@ struct mk_ar_skinny_epi {
   static constexpr bool kStage = true;
   mk_dev_world w;
   int W, me, slot;  /* ranks (one node group: local ranks = global ranks), epoch slot */
+  int bn;           /* slab width, the kernel's BN */
   uint64_t sk, cnt; /* heap offsets: S, cnt */
   uint16_t *C;
   uint64_t *calls;  /* this handle's call count of the op (advanced with the epoch) */
@@ -74,27 +81,12 @@ struct mk_ar_skinny_epi {
   __device__ __forceinline__ void enter() const {
     if (prof) stamp(MK_FUSED_AR_PH_ENTRY), stamp(MK_FUSED_AR_PH_ENTRY_LAST);
   }
-  /* The last CTA advances the epoch (see the top of the file for the order). */
-  __device__ __forceinline__ void finish(int ct) const {
-    mk_sm90::named_bar_sync(1, 256); /* every thread's epoch reads are before thread 0's add */
-    if (ct != 0) return;
-    uint32_t prev;
-    asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(prev) : "l"(exits) : "memory");
-    if (prev + 1 == gridDim.x) {
-      *exits = 0;
-      w.ctrl->epoch[slot] += 1;
-      *calls += 1;
-    }
-    if (prof) stamp(MK_FUSED_AR_PH_EXIT);
-  }
-
   __device__ __forceinline__ uint64_t sbuf(uint64_t e, int p, const mk_gemm_skinny_args &a) const {
     return sk + (((e & 1) * W + p) * (uint64_t)a.m * a.n) * 2;
   }
   template <int T, int BN>
   __device__ __forceinline__ void store(const mk_gemm_skinny_args &a, int tile, const float (&d)[T / 2], int cw,
                                         int warp, int lane, uint8_t *stage) const {
-    __shared__ int ok;
     constexpr int kRow = BN + 8; /* staged row, bf16 */
     const uint64_t e = mk_epoch(w, slot);
     const int ct = cw * 128 + warp * 32 + lane; /* 0..255 */
@@ -116,28 +108,58 @@ struct mk_ar_skinny_epi {
     if (ct == 0) {
       const uint64_t f = cnt + 8ull * ((uint64_t)me * a.tiles + tile);
       if (prof) stamp(MK_FUSED_AR_PH_PUSHED);
+      /* One system fence, then relaxed flag stores (a release pattern): a release store per
+       * flag would wait for the previous remote flag's acknowledgement, one NVLink round trip
+       * each (W - 1 of them in a row before session 11). */
       __threadfence_system();
-      for (int p = 0; p < W; p++) mk_st_release_sys(reinterpret_cast<uint64_t *>(w.peer_heap[p] + f), e + 1);
-      int good = 1;
-      for (int p = 0; p < W && good; p++)
-        good = mk_wait_ge(w, cnt + 8ull * ((uint64_t)p * a.tiles + tile), e + 1, MK_OP_GEMM_AR, p, tile);
-      ok = good;
-      if (prof && good) stamp(MK_FUSED_AR_PH_WAITED);
+      for (int p = 0; p < W; p++) mk_st_relaxed_sys(reinterpret_cast<uint64_t *>(w.peer_heap[p] + f), e + 1);
     }
-    mk_sm90::named_bar_sync(1, 256);
-    if (!ok) return; /* the error is recorded; the kernel still drains its ring */
-    for (int i = ct; i < total; i += 256) {
-      const int r = i / vec;
-      const uint64_t off = (uint64_t)r * a.n + n0 + (i - r * vec) * 8;
-      float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-      for (int p = 0; p < W; p++)
-        mk_fused_acc8(acc, *reinterpret_cast<const uint4 *>(mk_local_ptr<uint16_t>(w, sbuf(e, p, a)) + off));
-      *reinterpret_cast<uint4 *>(C + off) = mk_fused_pack8(acc);
+  }
+
+  /* Every consumer thread once, after the CTA's last unit: the CTA counts itself out (the last
+   * one advances the epoch; see the top of the file), then, for each slab this CTA pushed, thread
+   * 0 waits for the W flags and the 256 sum the W partials in rank order into C. Waiting here,
+   * not in store, lets a CTA with several slabs push them all before it waits for the first. */
+  __device__ __forceinline__ void finish(const mk_gemm_skinny_args &a, int ct) const {
+    __shared__ int ok;
+    const uint64_t e = mk_epoch(w, slot);
+    mk_sm90::named_bar_sync(1, 256); /* every thread's epoch reads are before thread 0's add */
+    if (ct == 0) {
+      uint32_t prev;
+      asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(prev) : "l"(exits) : "memory");
+      if (prev + 1 == gridDim.x) {
+        *exits = 0;
+        w.ctrl->epoch[slot] += 1;
+        *calls += 1;
+      }
     }
-    if (prof) {
+    /* The slabs this CTA stored: units blockIdx.x, + gridDim.x, ... unsplit; split, one unit a
+     * CTA, stored by the last k-slice (a failed fix-up has raised the abort, and the wait below
+     * then returns at once). */
+    const int first = a.splits == 1 ? (int)blockIdx.x : (int)blockIdx.x - (a.splits - 1) * a.tiles;
+    const int step = a.splits == 1 ? (int)gridDim.x : a.tiles;
+    for (int tile = first; tile >= 0 && tile < a.tiles; tile += step) {
+      if (ct == 0) {
+        int good = 1;
+        for (int p = 0; p < W && good; p++)
+          good = mk_wait_ge(w, cnt + 8ull * ((uint64_t)p * a.tiles + tile), e + 1, MK_OP_GEMM_AR, p, tile);
+        ok = good;
+        if (prof && good) stamp(MK_FUSED_AR_PH_WAITED);
+      }
       mk_sm90::named_bar_sync(1, 256);
-      if (ct == 0) stamp(MK_FUSED_AR_PH_REDUCED);
+      if (!ok) break; /* the error is recorded */
+      const int n0 = tile * bn, vec = min(bn, a.n - n0) / 8, total = a.m * vec;
+      for (int i = ct; i < total; i += 256) {
+        const int r = i / vec;
+        const uint64_t off = (uint64_t)r * a.n + n0 + (i - r * vec) * 8;
+        float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        for (int p = 0; p < W; p++)
+          mk_fused_acc8(acc, *reinterpret_cast<const uint4 *>(mk_local_ptr<uint16_t>(w, sbuf(e, p, a)) + off));
+        *reinterpret_cast<uint4 *>(C + off) = mk_fused_pack8(acc);
+      }
+      mk_sm90::named_bar_sync(1, 256); /* `ok` is read by every thread before thread 0 rewrites it */
     }
+    if (prof && ct == 0) stamp(MK_FUSED_AR_PH_REDUCED), stamp(MK_FUSED_AR_PH_EXIT);
   }
 };
 
@@ -155,6 +177,11 @@ extern "C" int mk_fused_ar_two_shot(const mk_fused_t *f, int64_t m, int64_t n) {
   if (mode == 1) return 1;
   return mk_param_fused_tail() && mk_param_fused_ar_copy() != 1 && m * n * 2 < (mk_param_fused_ar_two_max_mb() << 20);
 }
+
+/* CTAs of the small-M path's skinny GEMM (0: one per SM). Fewer CTAs than weight slabs give each
+ * several slabs in a row: the first ones' pushes overlap the later ones' weight streaming, and only
+ * the last slab's push is left after the GEMM (finish waits for all of them). */
+MK_PARAM_INT(fused_ar_skinny_ctas, "FUSED_AR_SKINNY_CTAS", 0, 0, 1024)
 
 extern "C" int mk_fused_ar_small_m(const mk_fused_t *f, const mk_fused_args *a) {
   const int64_t skinny = mk_param_gemm_skinny();
@@ -178,16 +205,18 @@ static mk_status mk_ar_skinny(mk_fused_t *f, const mk_fused_args *a, cudaStream_
   epi.calls = f->calls + (int)MK_FUSED_GEMM_AR;
   epi.exits = f->exits + (int)MK_FUSED_GEMM_AR;
   epi.prof = f->ar_prof;
-  if (f->ar_prof) MK_CUDA_CHECK(cudaMemsetAsync(f->ar_prof, 0, sizeof(uint64_t) * MK_FUSED_AR_PHASES, stream));
   const int bn = mk_gemm_skinny_bn();
-  int splits = mk_gemm_skinny_splits(a->n, a->k, f->sms, bn);
+  epi.bn = bn;
+  if (f->ar_prof) MK_CUDA_CHECK(cudaMemsetAsync(f->ar_prof, 0, sizeof(uint64_t) * MK_FUSED_AR_PHASES, stream));
+  const int ctas = mk_param_fused_ar_skinny_ctas() ? (int)std::min<int64_t>(mk_param_fused_ar_skinny_ctas(), f->sms) : f->sms;
+  int splits = mk_gemm_skinny_splits(a->n, a->k, ctas, bn);
   if (splits > 1 && (mk_gemm_skinny_flag_words(a->n, splits, bn) * 4 > MK_FUSED_SPLIT_FLAG_BYTES ||
                      mk_gemm_skinny_ws_bytes(a->m, a->n, splits, bn) > f->split_bytes || !f->split_ws[MK_FUSED_GEMM_AR]))
     splits = 1;
   char *sws = (char *)f->split_ws[MK_FUSED_GEMM_AR];
   MK_CHECK(mk_gemm_skinny_launch(a->A, a->B, a->C, a->m, a->n, a->k, bn, splits,
                                  splits > 1 ? (float *)(sws + MK_FUSED_SPLIT_FLAG_BYTES) : NULL,
-                                 splits > 1 ? (uint32_t *)sws : NULL, f->sms, stream, epi));
+                                 splits > 1 ? (uint32_t *)sws : NULL, ctas, stream, epi));
   return MK_STATUS_OK; /* the kernel's last CTA advanced the epoch and the call count */
 }
 

@@ -132,7 +132,8 @@ typedef enum mk_fused_ar_phase {
   MK_FUSED_AR_PH_PUSHED,     /* last CTA's stores into the peers' slots issued (CTA barrier) */
   MK_FUSED_AR_PH_WAITED,     /* last CTA's wait for the W flags of its slab satisfied */
   MK_FUSED_AR_PH_REDUCED,    /* last CTA's sums stored into C (CTA barrier) */
-  MK_FUSED_AR_PH_EXIT,       /* last CTA leaves (after the epoch advance) */
+  MK_FUSED_AR_PH_EXIT,       /* last CTA leaves (after its sums; it counted itself out, and the
+                                last advanced the epoch, before its waits) */
   MK_FUSED_AR_PHASES
 } mk_fused_ar_phase;
 mk_status mk_fused_ar_profile(mk_fused_t *f, int on);

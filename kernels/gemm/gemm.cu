@@ -30,6 +30,10 @@ MK_PARAM_INT(gemm_skinny, "GEMM_SKINNY", -1, -1, 1)
  * alternating; cuBLASLt's shape at decode) or 128 (a warpgroup per 64 rows); other values: 64.
  * Also GEMM+AR's small-M path. */
 MK_PARAM_INT(gemm_skinny_bn, "GEMM_SKINNY_BN", 64, 64, 128)
+/* Skinny kernel launched with programmatic stream serialisation (1) or plainly (0): its CTAs may
+ * be placed while the previous kernel on the stream finishes; they wait (griddepcontrol.wait) for
+ * it before any global access (gemm_skinny.cuh). */
+MK_PARAM_INT(gemm_skinny_pdl, "GEMM_SKINNY_PDL", 1, 0, 1)
 
 namespace {
 struct gemm_ws {

@@ -119,13 +119,15 @@ __device__ __forceinline__ void mk_gemm_skinny_pairs(const float (&d)[T / 2], in
  * next access is the next tile's exchange, after its k-loop: store must end with its threads
  * done with `stage`, e.g. a barrier after the last read), and two hooks:
  *   __device__ void enter();          // thread 0 of every CTA, at entry
- *   __device__ void finish(int ct);   // every consumer thread (ct = 0..255), once, after the
- *                                     // CTA's last unit (store may use named barrier 1 there too)
- * (GEMM+AR's small-M path stamps phases in them and advances its epoch in finish). */
+ *   __device__ void finish(const mk_gemm_skinny_args &, int ct);
+ *                                     // every consumer thread (ct = 0..255), once, after the
+ *                                     // CTA's last unit (it may use named barrier 1 too)
+ * (GEMM+AR's small-M path stamps phases in them, and in finish waits for its peers, sums and
+ * advances its epoch). */
 struct mk_gemm_skinny_epi_plain {
   static constexpr bool kStage = false;
   __device__ __forceinline__ void enter() const {}
-  __device__ __forceinline__ void finish(int) const {}
+  __device__ __forceinline__ void finish(const mk_gemm_skinny_args &, int) const {}
   template <int T, int BN>
   __device__ __forceinline__ void store(const mk_gemm_skinny_args &a, int tile, const float (&d)[T / 2], int cw,
                                         int warp, int lane, uint8_t *) const {
@@ -166,6 +168,12 @@ __global__ void __launch_bounds__(384, 1)
   uint64_t *full = (uint64_t *)(smem + Cfg::kStages * Cfg::kStageBytes + Cfg::kXBytes);
   uint64_t *empty = full + Cfg::kStages;
   const int tid = threadIdx.x, wg = tid / 128;
+  /* Programmatic dependent launch (mk_gemm_skinny_launch_t): wait for the grids this launch
+   * depends on (complete, their memory visible) before any global access, then let the next
+   * launch be scheduled (its CTAs take SMs as these leave, and wait there in turn). Both are
+   * no-ops in a launch without the attribute. */
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   if (tid == 0) {
     for (int s = 0; s < Cfg::kStages; s++) {
       mbar_init(&full[s], 1);
@@ -246,7 +254,7 @@ __global__ void __launch_bounds__(384, 1)
     }
     epi.template store<T, BN>(args, tile, d, cw, warp, lane, (uint8_t *)xb);
   }
-  epi.finish(cw * 128 + warp * 32 + lane);
+  epi.finish(args, cw * 128 + warp * 32 + lane);
 }
 
 /* k-slices per tile of height bn on `sms` SMs: 1 when the tiles fill the SMs, else as many as
@@ -286,8 +294,17 @@ static mk_status mk_gemm_skinny_launch_t(const uint16_t *A, const uint16_t *B, c
   auto kern = mk_gemm_skinny_kernel<T, BN, Epi>;
   static mk_gemm_smem_attr attr;
   MK_CHECK(attr.set((const void *)kern, Cfg::kSmemBytes));
-  kern<<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(mw, mt, args, epi);
-  MK_CUDA_LAUNCH_CHECK();
+  cudaLaunchAttribute at[1];
+  at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  at[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3((unsigned)grid);
+  cfg.blockDim = dim3(Cfg::kThreads);
+  cfg.dynamicSmemBytes = Cfg::kSmemBytes;
+  cfg.stream = stream;
+  cfg.attrs = at;
+  cfg.numAttrs = mk_param_gemm_skinny_pdl() ? 1 : 0;
+  MK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kern, mw, mt, args, epi));
   return MK_STATUS_OK;
 }
 

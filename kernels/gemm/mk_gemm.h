@@ -50,6 +50,8 @@ mk_status mk_gemm_rel_err(const uint16_t *out, const float *ref, int64_t n, doub
 int64_t mk_param_gemm_skinny(void);
 /* MK_GEMM_SKINNY_BN as loaded (the skinny kernel's weight tile height, 64 or 128; gemm.cu). */
 int64_t mk_param_gemm_skinny_bn(void);
+/* MK_GEMM_SKINNY_PDL as loaded (1: the skinny kernel is launched as a programmatic dependent). */
+int64_t mk_param_gemm_skinny_pdl(void);
 
 #ifdef __cplusplus
 }
