@@ -31,8 +31,11 @@ int main(int argc, char **argv) {
   uint64_t seed = mk_test_seed();
   mk_bench_opts o;
   mk_bench_opts_default(&o);
-  char *good[] = {"--warmup", "3", "--iters", "7", "--path", "unfused", "--flush-l2", "--rotate", "4", "--seed", "99"};
-  ASSERT_EQ(parse(&o, 11, good), 11);
+  ASSERT_EQ(o.batch, 1);
+  char *good[] = {"--warmup", "3", "--iters", "7", "--path", "unfused", "--flush-l2", "--rotate", "4", "--seed", "99",
+                  "--batch", "20"};
+  ASSERT_EQ(parse(&o, 13, good), 13);
+  ASSERT_EQ(o.batch, 20);
   ASSERT_EQ(o.warmup, 3);
   ASSERT_EQ(o.iters, 7);
   ASSERT_EQ(o.rotate, 4);
@@ -41,7 +44,7 @@ int main(int argc, char **argv) {
   ASSERT_UEQ(o.seed, 99);
   char *bad[][2] = {{"--iters", "0"},   {"--iters", "x"},        {"--warmup", "-1"}, {"--path", "fast"},
                     {"--path", ","},    {"--rotate", "1000"},    {"--json", "--csv"}, {"--seed", "0"},
-                    {"--iters", "5q"},  {"--warmup", NULL}};
+                    {"--iters", "5q"},  {"--warmup", NULL},      {"--batch", "0"},   {"--batch", "1001"}};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     mk_bench_opts t;
     mk_bench_opts_default(&t);

@@ -13,6 +13,7 @@ void mk_bench_opts_default(mk_bench_opts *o) {
   o->warmup = 10;
   o->iters = 50;
   o->rotate = 1;
+  o->batch = 1;
   o->paths = MK_BENCH_PATH_FUSED | MK_BENCH_PATH_UNFUSED;
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
@@ -101,6 +102,11 @@ int mk_bench_parse_common(mk_bench_opts *o, int argc, char **argv, int i) {
     o->iters = (int)v;
     return 2;
   }
+  if (!strcmp(f, "--batch")) {
+    if (mk_bench_parse_i64(f, val, 1, 1000, &v)) return -1;
+    o->batch = (int)v;
+    return 2;
+  }
   if (!strcmp(f, "--rotate")) {
     if (mk_bench_parse_i64(f, val, 1, 64, &v)) return -1;
     o->rotate = (int)v;
@@ -135,6 +141,8 @@ void mk_bench_print_common_help(FILE *out) {
           "  --warmup N             untimed calls first (default 10)\n"
           "  --iters N              timed calls; median, p10, p90 reported (default 50)\n"
           "  --rotate N             cycle through N input sets (default 1)\n"
+          "  --batch N              each timed sample is N back-to-back calls between one pair of\n"
+          "                         events, reported per call (default 1: one call per pair)\n"
           "  --flush-l2             overwrite a 2xL2 buffer before every timed call\n"
           "  --seed N               seed of the random inputs (default: fresh, printed)\n"
           "  --json FILE, --csv FILE  write results with gpu, commit and date\n"

@@ -59,6 +59,7 @@ typedef struct mk_bench_opts {
   int warmup;            /* --warmup N (default 10) */
   int iters;             /* --iters N (default 50) */
   int rotate;            /* --rotate N input sets cycled through (default 1) */
+  int batch;             /* --batch N back-to-back calls per timed sample, reported per call (default 1) */
   int flush_l2;          /* --flush-l2: overwrite a 2xL2 buffer before every timed iteration */
   unsigned paths;        /* --path fused,unfused (default both) */
   const char *json_path; /* --json FILE */

@@ -213,6 +213,7 @@ static int write_json(const mk_bench_report *r, const meta *m, const char *path)
   cJSON_AddNumberToObject(root, "warmup", r->opts.warmup);
   cJSON_AddNumberToObject(root, "iters", r->opts.iters);
   cJSON_AddNumberToObject(root, "rotate", r->opts.rotate);
+  cJSON_AddNumberToObject(root, "batch", r->opts.batch);
   cJSON_AddBoolToObject(root, "flush_l2", r->opts.flush_l2);
   cJSON_AddBoolToObject(root, "graph", r->opts.graph);
   cJSON_AddBoolToObject(root, "interleave", r->opts.interleave);

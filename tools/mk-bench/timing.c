@@ -1,4 +1,5 @@
-/* timing.c — time a call (or two, alternating) with CUDA events after warm-up; median/p10/p90
+/* timing.c — time a call (or up to four, in turns) with CUDA events after warm-up (one call per
+ * event pair, or --batch N back-to-back calls, reported per call); median/p10/p90
  * over iterations, and the host's time to issue a call (host_ms). With --graph every call is
  * replayed from a CUDA graph captured after the warm-up (one per callable and input set).
  * The optional L2 flush (a memset of 2x the L2 size) runs outside the timed events. */
@@ -76,7 +77,7 @@ static mk_status time_fns(const mk_bench_opts *o, int nf, const mk_bench_fn *fns
                           mk_bench_stats *outs) {
   mk_status st = MK_STATUS_OK;
   cudaStream_t s = (cudaStream_t)stream;
-  int n = o->iters, rot = o->rotate > 0 ? o->rotate : 1;
+  int n = o->iters, rot = o->rotate > 0 ? o->rotate : 1, nb = o->batch > 0 ? o->batch : 1;
   cudaEvent_t *ev = calloc((size_t)n * 2 * nf, sizeof *ev);
   double *ms = calloc((size_t)n * nf, sizeof *ms);
   void *flush = NULL;
@@ -108,13 +109,15 @@ static mk_status time_fns(const mk_bench_opts *o, int nf, const mk_bench_fn *fns
   for (int i = 0; i < n; i++) {
     for (int f = 0; f < nf; f++) {
       cudaEvent_t *e = ev + 2 * ((size_t)f * n + i);
-      const int set = ((o->warmup + i) * nf + f) % rot;
       if (flush) MK_CUDA_CHECK_GOTO(cudaMemsetAsync(flush, i & 0xff, flush_bytes, s), st, fail);
       MK_CUDA_CHECK_GOTO(cudaEventRecord(e[0], s), st, fail);
       const double h0 = now_ms();
-      if (o->graph) MK_CUDA_CHECK_GOTO(cudaGraphLaunch(ex[f * rot + set], s), st, fail);
-      else MK_CHECK_GOTO(fns[f](users[f], set, stream), st, fail);
-      host[f] += now_ms() - h0;
+      for (int b = 0; b < nb; b++) { /* --batch: back to back, nothing between the calls */
+        const int set = ((o->warmup + i * nb + b) * nf + f) % rot;
+        if (o->graph) MK_CUDA_CHECK_GOTO(cudaGraphLaunch(ex[f * rot + set], s), st, fail);
+        else MK_CHECK_GOTO(fns[f](users[f], set, stream), st, fail);
+      }
+      host[f] += (now_ms() - h0) / nb;
       MK_CUDA_CHECK_GOTO(cudaEventRecord(e[1], s), st, fail);
     }
   }
@@ -122,7 +125,7 @@ static mk_status time_fns(const mk_bench_opts *o, int nf, const mk_bench_fn *fns
   for (int i = 0; i < n * nf; i++) {
     float t = 0;
     MK_CUDA_CHECK_GOTO(cudaEventElapsedTime(&t, ev[2 * i], ev[2 * i + 1]), st, fail);
-    ms[i] = t;
+    ms[i] = t / nb;
   }
   for (int f = 0; f < nf; f++) {
     mk_bench_stats_from(ms + (size_t)f * n, n, &outs[f]);
