@@ -16,9 +16,9 @@ step ar_b20_nopdl 25 env MK_GEMM_SKINNY_PDL=0 mk-launch -n 4 -- mk-bench gemm_ar
 step ar_b20_graph 25 mk-launch -n 4 -- mk-bench gemm_ar --m 16 --m 128 --batch 20 --graph
 step ar_k64 25 mk-launch -n 4 -- mk-bench gemm_ar --m 16 --m 128 --k 64 --breakdown
 step ar_k64_b20 25 mk-launch -n 4 -- mk-bench gemm_ar --m 16 --m 128 --k 64 --batch 20
-step sk_b1 25 mk-bench gemm --shape 16x8192x7168 --shape 128x8192x7168 --shape 16x8192x64
-step sk_b20 25 mk-bench gemm --shape 16x8192x7168 --shape 128x8192x7168 --shape 16x8192x64 --batch 20
-step sk_b20_nopdl 25 env MK_GEMM_SKINNY_PDL=0 mk-bench gemm --shape 16x8192x7168 --shape 128x8192x7168 --shape 16x8192x64 --batch 20
+step sk_b1 25 env MK_GEMM_SKINNY=1 mk-bench gemm --shape 16x8192x7168 --shape 128x8192x7168 --shape 16x8192x64
+step sk_b20 25 env MK_GEMM_SKINNY=1 mk-bench gemm --shape 16x8192x7168 --shape 128x8192x7168 --shape 16x8192x64 --batch 20
+step sk_b20_nopdl 25 env MK_GEMM_SKINNY=1 MK_GEMM_SKINNY_PDL=0 mk-bench gemm --shape 16x8192x7168 --shape 128x8192x7168 --shape 16x8192x64 --batch 20
 O=$(find "$REPO" -path '*fused/gemm_ar.cu.o' | head -1)
 if command -v cuobjdump >/dev/null && [ -n "$O" ]; then
   cuobjdump -sass "$O" > "$RES/gemm_ar_sass.txt" 2>&1
