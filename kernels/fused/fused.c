@@ -26,8 +26,9 @@ static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static uint64_t ncounters(mk_fused_op op, int world, int64_t m, int64_t n) {
   if (op == MK_FUSED_AG_GEMM) return (uint64_t)world * (uint64_t)cdiv(cdiv(m, world), 128);
   const uint64_t blocks = (uint64_t)world * (uint64_t)cdiv(m, 128) * (uint64_t)cdiv(n, 128);
-  /* AR's small-M path (gemm_ar.cu) flags W x ceil(n / 64) slabs of MK_GEMM_SKINNY_BN = 64. */
-  const uint64_t slabs = op == MK_FUSED_GEMM_AR ? (uint64_t)world * (uint64_t)cdiv(n, 64) : 0;
+  /* AR's small-M path (gemm_ar.cu) flags W x ceil(n / 64) slabs of MK_GEMM_SKINNY_BN = 64, twice
+   * (its two-shot's second phase). */
+  const uint64_t slabs = op == MK_FUSED_GEMM_AR ? 2ull * (uint64_t)world * (uint64_t)cdiv(n, 64) : 0;
   return blocks > slabs ? blocks : slabs;
 }
 

@@ -24,6 +24,15 @@
  * consumer threads sum the W partials of the slab in the order 0..W-1 in fp32 into C: the same
  * bits on every rank. The epoch is read on the device and advanced by the kernel's last CTA
  * (graph replays work); flags only grow (fused_common.cuh).
+ * Two-shot from M = MK_FUSED_AR_SKINNY_TWO_M on: rank q owns rows [q c, (q + 1) c) of every slab,
+ * c = ceil(M / W); the slab's CTA pushes each chunk of its partial to the chunk's owner only (into
+ * S[e & 1][me] there) and sets cnt[me][j] on the owners; in finish, the owner waits for the W
+ * flags of its chunk, sums it in rank order into C and into S[e & 1][me] of every peer (those rows
+ * of that slot carry nothing in phase 1), fences and sets cnt[W + me][j] = e + 1 on each; then
+ * every rank waits for the other owners' cnt[W + q][j] and copies their sums into C. Each rank
+ * sends 2 (W - 1) / W of a partial instead of W - 1 partials; every element is summed by one
+ * owner, so the bits match on all ranks. Flags of both phases carry e + 1, as the op's other
+ * paths (their counters overlap in ws->cnt).
  * The kernel is a programmatic dependent launch (gemm_skinny.cuh, MK_GEMM_SKINNY_PDL): its CTAs
  * may be placed while the previous kernel ends, but every global access, the epoch read
  * included, follows griddepcontrol.wait, so stream order holds for all that follows.
@@ -68,6 +77,7 @@ struct mk_ar_skinny_epi {
   mk_dev_world w;
   int W, me, slot;  /* ranks (one node group: local ranks = global ranks), epoch slot */
   int bn;           /* slab width, the kernel's BN */
+  int two;          /* two-shot (MK_FUSED_AR_SKINNY_TWO_M): rows split in W chunks, owner q sums chunk q */
   uint64_t sk, cnt; /* heap offsets: S, cnt */
   uint16_t *C;
   uint64_t *calls;  /* this handle's call count of the op (advanced with the epoch) */
@@ -84,6 +94,14 @@ struct mk_ar_skinny_epi {
   __device__ __forceinline__ uint64_t sbuf(uint64_t e, int p, const mk_gemm_skinny_args &a) const {
     return sk + (((e & 1) * W + p) * (uint64_t)a.m * a.n) * 2;
   }
+  /* Two-shot: rank q owns rows [q c, (q + 1) c) of every slab, c = ceil(M / W). */
+  __device__ __forceinline__ int chunk(const mk_gemm_skinny_args &a) const { return (a.m + W - 1) / W; }
+  /* Flags (value e + 1 in call e, as every path of the op): cnt[p][j], p's partial of slab j here
+   * (one-shot: all of it; two-shot phase 1: the rows of this rank's chunk); cnt[W + p][j], owner
+   * p's sums of its chunk of slab j here (two-shot phase 2). */
+  __device__ __forceinline__ uint64_t flag(const mk_gemm_skinny_args &a, int area, int p, int tile) const {
+    return cnt + 8ull * (((uint64_t)area * W + p) * a.tiles + tile);
+  }
   template <int T, int BN>
   __device__ __forceinline__ void store(const mk_gemm_skinny_args &a, int tile, const float (&d)[T / 2], int cw,
                                         int warp, int lane, uint8_t *stage) const {
@@ -98,22 +116,40 @@ struct mk_ar_skinny_epi {
       if (t < a.m && n < a.n) *(__nv_bfloat162 *)(sl + t * kRow + (n - n0)) = v;
     });
     mk_sm90::named_bar_sync(1, 256);
+    const int ch = chunk(a);
     for (int i = ct; i < total; i += 256) {
       const int r = i / vec, c = i - r * vec;
       const uint4 v = *reinterpret_cast<const uint4 *>(sl + r * kRow + c * 8);
       const uint64_t off = mine + ((uint64_t)r * a.n + n0 + c * 8) * 2;
-      for (int p = 0; p < W; p++) *reinterpret_cast<uint4 *>(w.peer_heap[p] + off) = v;
+      if (two) *reinterpret_cast<uint4 *>(w.peer_heap[r / ch] + off) = v; /* to the row's owner only */
+      else
+        for (int p = 0; p < W; p++) *reinterpret_cast<uint4 *>(w.peer_heap[p] + off) = v;
     }
     mk_sm90::named_bar_sync(1, 256); /* the stores are performed for thread 0; `stage` is free */
     if (ct == 0) {
-      const uint64_t f = cnt + 8ull * ((uint64_t)me * a.tiles + tile);
+      const uint64_t f = flag(a, 0, me, tile);
       if (prof) stamp(MK_FUSED_AR_PH_PUSHED);
       /* One system fence, then relaxed flag stores (a release pattern): a release store per
        * flag would wait for the previous remote flag's acknowledgement, one NVLink round trip
        * each (W - 1 of them in a row before session 11). */
       __threadfence_system();
-      for (int p = 0; p < W; p++) mk_st_relaxed_sys(reinterpret_cast<uint64_t *>(w.peer_heap[p] + f), e + 1);
+      for (int p = 0; p < W; p++)
+        if (!two || p * ch < a.m) mk_st_relaxed_sys(reinterpret_cast<uint64_t *>(w.peer_heap[p] + f), e + 1);
     }
+  }
+
+  /* Thread 0: wait until the slab's area flags of the senders p < W with p != skip (-1: none)
+   * and p < np reach e + 1; every thread learns the outcome (named barrier 1). */
+  __device__ __forceinline__ bool wait_flags(const mk_gemm_skinny_args &a, int area, int tile, uint64_t e, int skip,
+                                             int np, int ct, int *ok) const {
+    if (ct == 0) {
+      int good = 1;
+      for (int p = 0; p < np && good; p++)
+        if (p != skip) good = mk_wait_ge(w, flag(a, area, p, tile), e + 1, MK_OP_GEMM_AR, p, tile);
+      *ok = good;
+    }
+    mk_sm90::named_bar_sync(1, 256);
+    return *ok;
   }
 
   /* Every consumer thread once, after the CTA's last unit: the CTA counts itself out (the last
@@ -134,30 +170,52 @@ struct mk_ar_skinny_epi {
       }
     }
     /* The slabs this CTA stored: units blockIdx.x, + gridDim.x, ... unsplit; split, one unit a
-     * CTA, stored by the last k-slice (a failed fix-up has raised the abort, and the wait below
-     * then returns at once). */
+     * CTA, stored by the last k-slice (a failed fix-up has raised the abort, and the waits below
+     * then return at once). */
     const int first = a.splits == 1 ? (int)blockIdx.x : (int)blockIdx.x - (a.splits - 1) * a.tiles;
     const int step = a.splits == 1 ? (int)gridDim.x : a.tiles;
-    for (int tile = first; tile >= 0 && tile < a.tiles; tile += step) {
-      if (ct == 0) {
-        int good = 1;
-        for (int p = 0; p < W && good; p++)
-          good = mk_wait_ge(w, cnt + 8ull * ((uint64_t)p * a.tiles + tile), e + 1, MK_OP_GEMM_AR, p, tile);
-        ok = good;
-        if (prof && good) stamp(MK_FUSED_AR_PH_WAITED);
-      }
-      mk_sm90::named_bar_sync(1, 256);
-      if (!ok) break; /* the error is recorded */
-      const int n0 = tile * bn, vec = min(bn, a.n - n0) / 8, total = a.m * vec;
-      for (int i = ct; i < total; i += 256) {
-        const int r = i / vec;
-        const uint64_t off = (uint64_t)r * a.n + n0 + (i - r * vec) * 8;
+    const int ch = chunk(a), r0 = min(a.m, me * ch), r1 = min(a.m, r0 + ch);
+    bool good = true;
+    for (int tile = first; good && (!two || r0 < r1) && tile >= 0 && tile < a.tiles; tile += step) {
+      /* one-shot: every row; two-shot phase 2: this rank's chunk, its sums also to every peer */
+      good = wait_flags(a, 0, tile, e, -1, W, ct, &ok);
+      if (!good) break; /* the error is recorded */
+      if (prof && ct == 0) stamp(MK_FUSED_AR_PH_WAITED);
+      const int n0 = tile * bn, vec = min(bn, a.n - n0) / 8, lo = two ? r0 : 0, hi = two ? r1 : a.m;
+      for (int i = ct; i < (hi - lo) * vec; i += 256) {
+        const int r = lo + i / vec;
+        const uint64_t off = (uint64_t)r * a.n + n0 + (i - (r - lo) * vec) * 8;
         float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
         for (int p = 0; p < W; p++)
           mk_fused_acc8(acc, *reinterpret_cast<const uint4 *>(mk_local_ptr<uint16_t>(w, sbuf(e, p, a)) + off));
-        *reinterpret_cast<uint4 *>(C + off) = mk_fused_pack8(acc);
+        const uint4 v = mk_fused_pack8(acc);
+        *reinterpret_cast<uint4 *>(C + off) = v;
+        if (two) /* into S[e & 1][me] of every peer: rows of my chunk, unused there by phase 1 */
+          for (int q = 0; q < W; q++)
+            if (q != me) *reinterpret_cast<uint4 *>(w.peer_heap[q] + sbuf(e, me, a) + off * 2) = v;
       }
-      mk_sm90::named_bar_sync(1, 256); /* `ok` is read by every thread before thread 0 rewrites it */
+      mk_sm90::named_bar_sync(1, 256); /* the sums are performed for thread 0; `ok` read by all */
+      if (two && ct == 0) {
+        const uint64_t f = flag(a, 1, me, tile);
+        __threadfence_system();
+        for (int q = 0; q < W; q++)
+          if (q != me) mk_st_relaxed_sys(reinterpret_cast<uint64_t *>(w.peer_heap[q] + f), e + 1);
+      }
+    }
+    /* two-shot phase 3: the other owners' sums, from S[e & 1][q] rows of chunk q, into C */
+    for (int tile = first; two && good && tile >= 0 && tile < a.tiles; tile += step) {
+      if (!(good = wait_flags(a, 1, tile, e, me, min(W, (a.m + ch - 1) / ch), ct, &ok))) break;
+      if (prof && ct == 0) stamp(MK_FUSED_AR_PH_WAITED);
+      const int n0 = tile * bn, vec = min(bn, a.n - n0) / 8, rows = a.m - (r1 - r0);
+      for (int i = ct; i < rows * vec; i += 256) {
+        int r = i / vec;
+        const int c = i - r * vec;
+        if (r >= r0) r += r1 - r0; /* skip my chunk */
+        const uint64_t off = (uint64_t)r * a.n + n0 + c * 8;
+        *reinterpret_cast<uint4 *>(C + off) =
+            *reinterpret_cast<const uint4 *>(mk_local_ptr<uint16_t>(w, sbuf(e, r / ch, a)) + off);
+      }
+      mk_sm90::named_bar_sync(1, 256); /* `ok` read by all before thread 0 rewrites it */
     }
     if (prof && ct == 0) stamp(MK_FUSED_AR_PH_REDUCED), stamp(MK_FUSED_AR_PH_EXIT);
   }
@@ -182,6 +240,11 @@ extern "C" int mk_fused_ar_two_shot(const mk_fused_t *f, int64_t m, int64_t n) {
  * several slabs in a row: the first ones' pushes overlap the later ones' weight streaming, and only
  * the last slab's push is left after the GEMM (finish waits for all of them). */
 MK_PARAM_INT(fused_ar_skinny_ctas, "FUSED_AR_SKINNY_CTAS", 0, 0, 1024)
+/* The small-M path two-shot from this M on (0: one-shot at every M): each rank pushes to the owner
+ * of each chunk of ceil(M / W) rows only, the owner sums its chunk and pushes the sums to every
+ * peer (2 (W - 1) / W of the partial out of each rank instead of W - 1 times it, one more flag
+ * round trip). */
+MK_PARAM_INT(fused_ar_skinny_two_m, "FUSED_AR_SKINNY_TWO_M", 0, 0, 128)
 
 extern "C" int mk_fused_ar_small_m(const mk_fused_t *f, const mk_fused_args *a) {
   const int64_t skinny = mk_param_gemm_skinny();
@@ -207,6 +270,7 @@ static mk_status mk_ar_skinny(mk_fused_t *f, const mk_fused_args *a, cudaStream_
   epi.prof = f->ar_prof;
   const int bn = mk_gemm_skinny_bn();
   epi.bn = bn;
+  epi.two = mk_param_fused_ar_skinny_two_m() && a->m >= mk_param_fused_ar_skinny_two_m();
   if (f->ar_prof) MK_CUDA_CHECK(cudaMemsetAsync(f->ar_prof, 0, sizeof(uint64_t) * MK_FUSED_AR_PHASES, stream));
   const int ctas = mk_param_fused_ar_skinny_ctas() ? (int)std::min<int64_t>(mk_param_fused_ar_skinny_ctas(), f->sms) : f->sms;
   int splits = mk_gemm_skinny_splits(a->n, a->k, ctas, bn);
