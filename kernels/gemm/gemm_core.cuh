@@ -12,8 +12,8 @@
  *                 (m64n256k16 wgmma, 128 fp32 accumulators a thread; 232 registers), releases a
  *                 stage as soon as the wgmma that read it is done, and stores bf16 to global
  *                 memory, masked to the valid rows and columns: through a 2 KB shared-memory
- *                 buffer per warp in 16-byte stores (widths 128 and 256, MK_GEMM_EPI=1), else
- *                 straight from the registers.
+ *                 buffer per warp in 16-byte stores (every width, and the SwiGLU epilogue at
+ *                 widths 128 and 256; MK_GEMM_EPI=1), else straight from the registers.
  *   (with kAfterStore) thread 32 of warpgroup 0, the signaller: after_store of each stored tile.
  * Tails: TMA zero-fills what lies outside A and B (M, N and K tails); stores are masked.
  *
@@ -104,9 +104,11 @@ static constexpr int mk_gemm_widths[] = {128, 160, 224, 256};
 static constexpr int mk_gemm_nwidths = 4;
 
 /* Per tile width kBN and B layout (kBNMajor: B is [K, N], loaded as 64-column chunks, so the
- * B stage holds kBN rounded up to 64 columns): stage sizes, the deepest ring that fits in
- * the 227 KB of shared memory (at most 6 stages: 256 -> 4, 224 -> 5 (4 for [K, N]), 160 -> 6
- * (5), 128 -> 6), total shared memory. */
+ * B stage holds kBN rounded up to 64 columns): stage sizes, the ring depth and the total shared
+ * memory. The staged epilogue's buffer (16 KB) is kept wherever the ring still gets 4 stages
+ * beside it (every width: 256 -> 4, 224 -> 4, 160 -> 5, 128 -> 6 stages), else the deepest ring
+ * (at most 6 stages) and the direct epilogue. Widths 160 and 224 gave up a stage for the buffer
+ * in session 12 (they had 6 and 5 and stored directly). */
 template <int BN, int kBNMajor = 0>
 struct mk_gemm_tile_config : mk_gemm_config {
   static constexpr int kBN = BN;
@@ -115,15 +117,17 @@ struct mk_gemm_tile_config : mk_gemm_config {
   static constexpr int kStageBytes = kABytes + kBBytes; /* also the TMA bytes of one stage */
   /* mbarriers: the ring's full and empty (kStages each) and the after_store hand-over's 2 full + 2 empty */
   static constexpr int kFixedBytes = 1024 /* alignment slack */ + (2 * 6 + 4) * 8 + 2 * (kMaxGroups + 1) * 4;
-  static constexpr int kStages = std::min(6, (227 * 1024 - kFixedBytes) / kStageBytes);
+  static constexpr int kEpiBytes = 8 * 16 * 64 * 2;
+  static constexpr bool kEpiStage = (227 * 1024 - kFixedBytes - kEpiBytes - 128) / kStageBytes >= 4;
+  static constexpr int kStages =
+      std::min(6, (227 * 1024 - kFixedBytes - (kEpiStage ? kEpiBytes + 128 : 0)) / kStageBytes);
   /* The ring, its mbarriers and the group arrays; then the staged epilogue's (mk_gemm_store_staged) 16 x 64
-   * bf16 buffer (2 KB) per consumer warp, where the width is whole 64-column slabs and the ring leaves room. */
+   * bf16 buffer (2 KB) per consumer warp. */
   static constexpr int kBaseBytes = kStages * kStageBytes + (2 * kStages + 4) * 8 + 2 * (kMaxGroups + 1) * 4;
   static constexpr int kEpiOff = (kBaseBytes + 127) / 128 * 128;
-  static constexpr int kEpiBytes = 8 * 16 * 64 * 2;
-  static constexpr bool kEpiStage = BN % 64 == 0 && 1024 + kEpiOff + kEpiBytes <= 227 * 1024;
   static constexpr int kSmemBytes = 1024 + (kEpiStage ? kEpiOff + kEpiBytes : kBaseBytes);
   static_assert(BN % 32 == 0 && BN >= 128 && BN <= 256 && kStages >= 4, "tile width");
+  static_assert(!kEpiStage || kSmemBytes <= 227 * 1024, "staged epilogue buffer");
 };
 
 /* One output tile: rows [m0, m_end) (m_end - m0 <= 128) and columns [n0, min(n0 + kBN, N)). */
@@ -349,37 +353,45 @@ struct mk_gemm_sched {
   }
 };
 
-/* Staged epilogue of one consumer warp (lane `lane`): its 16 rows (from row rb) x kBN columns (from
- * n0) of accumulators d go to C as bf16 in 64-column slabs through the warp's 2 KB buffer stg
- * (shared-memory address): stmatrix writes the 16 x 64 slab from the fragment layout (16-byte chunk
- * c of row r at chunk c ^ (r % 8): the 8 rows of each 8 x 8 matrix in 8 different bank groups), then
- * each lane reads 16 contiguous bytes of a row and stores them, 8 lanes per 128-byte row segment, 4
- * rows per instruction: 16 16-byte stores a thread per 256 columns instead of 64 4-byte ones, every
- * 32-byte sector written whole (the direct store writes 16 bytes of 8 rows per instruction).
- * Masked to rows < m_end and columns < n (n a multiple of 8: a chunk is all in or all out). */
-template <int kBN, class Policy>
-__device__ __forceinline__ void mk_gemm_store_staged(const float (&d)[kBN / 2], uint32_t stg, int lane, int64_t rb,
-                                                     int m_end, int64_t n0, const mk_gemm_args &args,
-                                                     const Policy &policy) {
+/* Staged epilogue of one consumer warp (lane `lane`): its 16 rows (from row rb) x kW columns (from
+ * n0) of accumulators d (the m64nkW fragment layout) go to C as bf16 in 64-column slabs through the
+ * warp's 2 KB buffer stg (shared-memory address): stmatrix writes the 16 x 64 slab from the fragment
+ * layout (16-byte chunk c of row r at chunk c ^ (r % 8): the 8 rows of each 8 x 8 matrix in 8
+ * different bank groups), then each lane reads 16 contiguous bytes of a row and stores them, 8 lanes
+ * per 128-byte row segment, 4 rows per instruction: 16 16-byte stores a thread per 256 columns
+ * instead of 64 4-byte ones, every 32-byte sector written whole (the direct store writes 16 bytes of
+ * 8 rows per instruction). A width of 64 s + 32 (160, 224) ends with a half slab (lanes 0-3 of each
+ * row). Row r of C starts at row_ptr(r); masked to rows < m_end and columns < ncols (a multiple of 8:
+ * a chunk is all in or all out). */
+template <int kW, class RowPtr>
+__device__ __forceinline__ void mk_gemm_store_staged(const float (&d)[kW / 2], uint32_t stg, int lane, int64_t rb,
+                                                     int m_end, int64_t n0, int64_t ncols, RowPtr row_ptr) {
   using namespace mk_sm90;
+  static_assert(kW % 32 == 0, "staged width");
   const int mi = lane >> 3, srow = (mi & 1) * 8 + (lane & 7), rc = lane & 7;
   const uint32_t st_row = stg + srow * 128;
 #pragma unroll
-  for (int slab = 0; slab < kBN / 64; slab++) {
+  for (int slab = 0; slab < (kW + 63) / 64; slab++) {
+    constexpr int kFull = kW / 64;
+    const int pairs = slab < kFull ? 4 : 2; /* 16-column pairs of 8 x 8 matrices in this slab */
 #pragma unroll
     for (int jp = 0; jp < 4; jp++) {
-      const int j = slab * 8 + 2 * jp;
-      stmatrix_x4(st_row + (((2 * jp + (mi >> 1)) ^ (srow & 7)) << 4), pack_bf16x2(d[4 * j], d[4 * j + 1]),
-                  pack_bf16x2(d[4 * j + 2], d[4 * j + 3]), pack_bf16x2(d[4 * j + 4], d[4 * j + 5]),
-                  pack_bf16x2(d[4 * j + 6], d[4 * j + 7]));
+      if (jp < pairs) {
+        const int j = slab * 8 + 2 * jp;
+        stmatrix_x4(st_row + (((2 * jp + (mi >> 1)) ^ (srow & 7)) << 4), pack_bf16x2(d[4 * j], d[4 * j + 1]),
+                    pack_bf16x2(d[4 * j + 2], d[4 * j + 3]), pack_bf16x2(d[4 * j + 4], d[4 * j + 5]),
+                    pack_bf16x2(d[4 * j + 6], d[4 * j + 7]));
+      }
     }
     __syncwarp();
     const int64_t col = n0 + slab * 64 + rc * 8;
 #pragma unroll
     for (int it = 0; it < 4; it++) {
       const int row = it * 4 + mi;
-      const uint4 v = lds128(stg + row * 128 + ((rc ^ (row & 7)) << 4));
-      if (rb + row < m_end && col < args.n) *(uint4 *)(policy.out_row(args, rb + row) + col) = v;
+      if (rc < 2 * pairs) {
+        const uint4 v = lds128(stg + row * 128 + ((rc ^ (row & 7)) << 4));
+        if (rb + row < m_end && col < ncols) *(uint4 *)(row_ptr(rb + row) + col) = v;
+      }
     }
     __syncwarp(); /* the slab is read before the next one overwrites it */
   }
@@ -524,7 +536,25 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
       /* Epilogue: accumulator (row r, cols 8j + 2q, +1) pairs -> bf16x2 stores. */
       const int r0 = t.m0 + cw * 64 + warp * 16 + lane / 4;
       const bool ok_lo = r0 < t.m_end, ok_hi = r0 + 8 < t.m_end;
-      if constexpr (mk_gemm_glu_pairs<Policy>::value) {
+      const uint32_t stg = smem_u32(smem + Cfg::kEpiOff) + (cw * 4 + warp) * 2048;
+      bool glu_staged = false;
+      if constexpr (mk_gemm_glu_pairs<Policy>::value && Cfg::kEpiStage && kBN % 64 == 0) {
+        if (!args.epi_direct) {
+          /* SwiGLU pairs, staged: output block jo (8 columns) of this warp's fragment is
+           * silu(block 2 jo) * block 2 jo + 1, in the same fragment layout, width kBN / 2. */
+          const int64_t nh = args.n / 2;
+          float o[kBN / 4];
+#pragma unroll
+          for (int jo = 0; jo < kBN / 16; jo++)
+#pragma unroll
+            for (int q = 0; q < 4; q++) o[4 * jo + q] = mk_gemm_silu(d[8 * jo + q]) * d[8 * jo + 4 + q];
+          mk_gemm_store_staged<kBN / 2>(o, stg, lane, t.m0 + cw * 64 + warp * 16, t.m_end, t.n0 / 2, nh,
+                                        [&](int64_t r) { return args.C + r * nh; });
+          glu_staged = true;
+        }
+      }
+      if (glu_staged) {
+      } else if constexpr (mk_gemm_glu_pairs<Policy>::value) {
         /* SwiGLU pairs: column blocks 2i (gate) and 2i+1 (up) of 8 -> C[r, 8i + c] =
          * silu(gate) * up, C of width N / 2 (see mk_gemm_glu_pairs). */
         const int64_t nh = args.n / 2;
@@ -542,8 +572,8 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
           }
         }
       } else if (Cfg::kEpiStage && !args.epi_direct) {
-        mk_gemm_store_staged<kBN>(d, smem_u32(smem + Cfg::kEpiOff) + (cw * 4 + warp) * 2048, lane,
-                                  t.m0 + cw * 64 + warp * 16, t.m_end, t.n0, args, policy);
+        mk_gemm_store_staged<kBN>(d, stg, lane, t.m0 + cw * 64 + warp * 16, t.m_end, t.n0, args.n,
+                                  [&](int64_t r) { return policy.out_row(args, r); });
       } else {
       uint16_t *c_lo = policy.out_row(args, r0), *c_hi = policy.out_row(args, r0 + 8);
 #pragma unroll

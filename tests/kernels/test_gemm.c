@@ -1,9 +1,9 @@
 /* test_gemm.c (gpu) — mk_gemm_bf16 on fresh random inputs: 24 shapes (M in {1, 7, 127, 1000,
  * 3000, ...}, N and K multiples of 8 that are not multiples of the tile, exact tiles, more
- * tiles than SMs), both B layouts, in eight modes: data-parallel with each tile width
+ * tiles than SMs), both B layouts, in nine modes: data-parallel with each tile width
  * (MK_GEMM_TILE_N=256, 128, 224, 160; MK_GEMM_SPLIT_K=0), the last wave split in 3 k-slices
  * (MK_GEMM_SPLIT_K=3) and in 2 with 128-wide tiles (MK_GEMM_SPLIT_K=2, MK_GEMM_TILE_N=128),
- * each split run twice: the two results must be bit-identical; 256 data-parallel and the 128 split
+ * each split run twice: the two results must be bit-identical; 256 and 224 data-parallel and the 128 split
  * again with the direct epilogue (MK_GEMM_EPI=0; the others stage C in shared memory). Then, with the defaults (also
  * twice), the shapes where the model picks a split or a width other than 256 on an H200:
  * 2048 x 2560 x 8192 (160 wide), 2048 x 7168 x 8192 (224), M = 16 and 128 (split), both
@@ -29,10 +29,11 @@ static const shape k_shapes[] = {
     {4096, 4096, 512, MK_GEMM_B_KN},  {5000, 3000, 1000, MK_GEMM_B_NK},  {17, 24, 24, MK_GEMM_B_KN},
 };
 
-/* MK_GEMM_TILE_N, MK_GEMM_SPLIT_K, MK_GEMM_EPI of each pass over k_shapes (widths 224 and 160 always store
- * directly; 256 and 128 through shared memory unless MK_GEMM_EPI=0). */
+/* MK_GEMM_TILE_N, MK_GEMM_SPLIT_K, MK_GEMM_EPI of each pass over k_shapes (every width stores through shared
+ * memory unless MK_GEMM_EPI=0; 224 and 160 end with a half slab). */
 static const char *const k_modes[][3] = {{"256", "0", "1"}, {"128", "0", "1"}, {"224", "0", "1"}, {"160", "0", "1"},
-                                         {"0", "3", "1"},   {"128", "2", "1"}, {"256", "0", "0"}, {"128", "2", "0"}};
+                                         {"0", "3", "1"},   {"128", "2", "1"}, {"256", "0", "0"}, {"128", "2", "0"},
+                                         {"224", "0", "0"}};
 #define NMODES ((int)(sizeof k_modes / sizeof k_modes[0]))
 
 /* Shapes where the default model splits the last wave or narrows the tile (on 132 SMs). */
