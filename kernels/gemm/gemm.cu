@@ -34,6 +34,9 @@ MK_PARAM_INT(gemm_skinny_bn, "GEMM_SKINNY_BN", 64, 64, 128)
  * be placed while the previous kernel on the stream finishes; they wait (griddepcontrol.wait) for
  * it before any global access (gemm_skinny.cuh). */
 MK_PARAM_INT(gemm_skinny_pdl, "GEMM_SKINNY_PDL", 1, 0, 1)
+/* Skinny kernel: no k-slices where a tile's weights (bn x K x 2 bytes) are under this many KiB
+ * (0: split wherever the tiles leave SMs idle; mk_gemm_skinny_splits). */
+MK_PARAM_INT(gemm_skinny_split_kb, "GEMM_SKINNY_SPLIT_KB", 256, 0, 1 << 20)
 
 namespace {
 struct gemm_ws {

@@ -257,10 +257,14 @@ __global__ void __launch_bounds__(384, 1)
   epi.finish(args, cw * 128 + warp * 32 + lane);
 }
 
-/* k-slices per tile of height bn on `sms` SMs: 1 when the tiles fill the SMs, else as many as
- * fit (tiles * splits <= sms), each slice at least 4 k-steps, at most 16. */
+/* k-slices per tile of height bn on `sms` SMs: 1 when the tiles fill the SMs or a tile's weights
+ * (bn x K x 2 bytes) are under MK_GEMM_SKINNY_SPLIT_KB (256 KiB), else as many as fit (tiles * splits <= sms), each slice at
+ * least 4 k-steps, at most 16. The fix-up (partials written, a flag, read back) costs ~3 us, more
+ * than a split saves on small tiles: GEMM+AR 64 x 4096 x 1024 (128 KB tiles, run 85f8146, 4 x H200)
+ * 0.0248 ms in 2 slices, 0.0234 unsplit (the GEMM phase 6.7 against 4.4 us). */
 static inline int mk_gemm_skinny_splits(int64_t n, int64_t k, int sms, int bn) {
   const int64_t tiles = (n + bn - 1) / bn, k_iters = (k + 63) / 64;
+  if ((int64_t)bn * k * 2 < (mk_param_gemm_skinny_split_kb() << 10)) return 1;
   int64_t s = std::min<int64_t>(std::min<int64_t>(sms / tiles, k_iters / 4), 16);
   return s < 1 ? 1 : (int)s;
 }

@@ -238,6 +238,11 @@ int main(int argc, char **argv) {
     char skinny_was[24]; /* the value in effect (the loader's), restored below */
     snprintf(skinny_was, sizeof skinny_was, "%lld", (long long)mk_param_gemm_skinny());
     setenv("MK_GEMM_SKINNY", "1", 1);
+    /* k-slices wherever the tiles leave SMs idle (these shapes' tiles are under the default's 256 KiB):
+     * the split-K fix-up before the pushes stays covered */
+    char split_was[24];
+    snprintf(split_was, sizeof split_was, "%lld", (long long)mk_param_gemm_skinny_split_kb());
+    setenv("MK_GEMM_SKINNY_SPLIT_KB", "0", 1);
     mk_param_reset_cache();
     const shape sm[] = {{1, 1000, 776},   {16, 1000, 776},  {33, 1000, 776},  {64, 1000, 776},  {65, 1000, 776},
                         {100, 1000, 776}, {128, 1000, 776}, {64, 2048, 1024}, {128, 2048, 1024}};
@@ -293,6 +298,7 @@ int main(int argc, char **argv) {
       ASSERT_OK(mk_fused_ar_profile(x.f, 0));
     }
     setenv("MK_GEMM_SKINNY", skinny_was, 1);
+    setenv("MK_GEMM_SKINNY_SPLIT_KB", split_was, 1);
     mk_param_reset_cache();
   }
   /* *_ce: the SM roles and the copy engines alternate (their flags and buffers must

@@ -9,7 +9,9 @@
  * and the skinny runs twice, bit-identical. The tile height is the environment's
  * MK_GEMM_SKINNY_BN (ctest: test_gemm_skinny at the default 64, test_gemm_skinny_bn128 at
  * 128); argument "skinny" runs MK_GEMM_SKINNY=1 only (the variant: the core and auto are
- * covered by the default run). */
+ * covered by the default run). MK_GEMM_SKINNY_SPLIT_KB=0 (split wherever the tiles leave SMs idle), so
+ * the small shapes keep their k-slices; then (4096, 1024) and (1000, 776) once more at the default
+ * (256 KiB: unsplit). */
 #include <string.h>
 
 #include "tests/kernels/gemm_check.h"
@@ -25,6 +27,7 @@ int main(int argc, char **argv) {
   static const char *const modes[] = {"-1", "1", "0"};
   int failed = 0, runs = 0;
   printf("MK_GEMM_SKINNY_BN in effect: %lld\n", (long long)mk_param_gemm_skinny_bn());
+  setenv("MK_GEMM_SKINNY_SPLIT_KB", "0", 1);
   for (int i = 0; i < (int)(sizeof k_nk / sizeof k_nk[0]); i++)
     for (int j = 0; j < (int)(sizeof k_m / sizeof k_m[0]); j++)
       for (int md = 0; md < 3; md++) {
@@ -36,6 +39,13 @@ int main(int argc, char **argv) {
         failed += gemm_check_run(k_m[j], k_nk[i][0], k_nk[i][1], MK_GEMM_B_NK, seed * 139 + 16 * i + j, mode, md != 2);
         runs++;
       }
+  unsetenv("MK_GEMM_SKINNY_SPLIT_KB");
+  setenv("MK_GEMM_SKINNY", "1", 1);
+  mk_param_reset_cache();
+  for (int i = 1; i < 3; i++)
+    for (int j = 0; j < (int)(sizeof k_m / sizeof k_m[0]); j++, runs++)
+      failed += gemm_check_run(k_m[j], k_nk[i][0], k_nk[i][1], MK_GEMM_B_NK, seed * 149 + 16 * i + j,
+                               "skinny=1 split_kb=256", 1);
   unsetenv("MK_GEMM_SKINNY");
   mk_param_reset_cache();
   if (failed) MK_TEST_FAIL_("%d of %d shape/mode runs wrong", failed, runs);
