@@ -129,6 +129,18 @@ __device__ __forceinline__ uint4 mk_fused_pack8(const float *acc) {
   return o;
 }
 
+/* The threads that run a reducer task: a whole role CTA (bar = 0: __syncthreads), or the 256
+ * consumer threads of a GEMM CTA that has stored its last tile (the tail, fused_reduce.cuh:
+ * named barrier `bar`). t: this thread's index in the crew, n: its size; half: the MK_TRACE
+ * half its thread 0 records into (0: the role thread, 1: the GEMM CTA's tail crew). */
+struct mk_crew {
+  int t, n, bar, half;
+  __device__ __forceinline__ void sync() const {
+    if (bar) mk_sm90::named_bar_sync(bar, n);
+    else __syncthreads();
+  }
+};
+
 /* Crew (threads t of n): dst[r][c] = bf16(sum_{p = 0..W-1} src_p[r][c]) in fp32, ranks in order 0..W-1,
  * for rows r < rows and columns c < cols (cols % 8 == 0; 16-byte aligned rows). src_p =
  * base[p] + r * ld (elements); dst likewise with ld. Every rank that reduces the same

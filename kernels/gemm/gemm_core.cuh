@@ -307,19 +307,6 @@ struct mk_gemm_glu_pairs<P, decltype((void)P::kGluPairs)> {
 };
 __device__ __forceinline__ float mk_gemm_silu(float x) { return x / (1.0f + __expf(-x)); }
 
-/* The threads that run a fused op's communication task: a whole role CTA (bar = 0: __syncthreads),
- * or the 256 consumer threads of a GEMM CTA that has stored its last tile (the tail: named barrier
- * `bar`). t: this thread's index in the crew, n: its size; half: the MK_TRACE half its thread 0
- * records into (0: the role thread, 1: the GEMM CTA's tail crew). Used by fused_reduce.cuh and the
- * MoE combine (gemm_combine.cu). */
-struct mk_crew {
-  int t, n, bar, half;
-  __device__ __forceinline__ void sync() const {
-    if (bar) mk_sm90::named_bar_sync(bar, n);
-    else __syncthreads();
-  }
-};
-
 /* Defaults of the optional hooks: C rows at a.C + row * a.n, no role CTAs. */
 struct mk_gemm_hooks_default {
   static constexpr bool kRoles = false;

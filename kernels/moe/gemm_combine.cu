@@ -5,136 +5,102 @@
  *                 tile is stored. Tiles 128 x 256, or 128 x 128 where the worst case has fewer
  *                 tiles than SMs and split_k is off (decode: bn2, moe.c). args.split_k: the
  *                 last wave in k-slices; only the slice that sums them stores and signals.
- *   combine  (s2) Cc CTAs, launched once gemm1 is done, concurrent with gemm2 (serial schedule:
- *                 in gemm2's tail, below; across node groups: a kernel after it, on s). Task
- *                 (s, c) for each home rank s
+ *   combine  (s2) Cc CTAs, launched once gemm1 is done, concurrent with gemm2 (serial: after
+ *                 it, on s). For each home rank s
  *                 (this rank's own first), CTA c takes chunk c of the rows s sent here, in
  *                 batches of 16 rows: warp i waits until the tile-rows of all experts of row i
  *                 are complete (done2 >= tiles across N; polled with a 0.25 us pause, not to
  *                 load the memory system beside GEMM2); then every thread sums one 16-byte
  *                 vector of a row, w_i * C2[row of expert i] in top-k order (fp32), and writes
  *                 the bf16 sum to comb[rank][j] at s (NVLink store, or staged + PUT through
- *                 the proxy); then comb_sig[rank][c] += 1 at s. The tail (MK_MOE_COMBINE_TAIL,
- *                 serial schedule in one node group): each gemm2 CTA, once it has stored its
- *                 last tile, takes tasks (s, c) from a claim counter with its 256 consumer
- *                 threads until none is left; the CTAs that run out of tiles in the last wave
- *                 combine beside it. Not across node groups: a proxied PUT's signal kernel needs
- *                 a free SM, and a full FIFO would wait on it while gemm2 holds every SM.
+ *                 the proxy); then comb_sig[rank][c] += 1 at s.
  *   reduce   (s)  after both joined: every CTA (at most 128) waits for comb_sig[d][c] >= epoch + 1 for all
  *                 d, c (barrier point 2), then out[t] = sum over ranks d in increasing order
  *                 of comb[d][slot(t, d)] (fp32, one bf16 rounding; one 16-byte vector per
  *                 thread, the ranks' loads together): a fixed order, so results are
  *                 bit-identical across runs.
  * The epoch advance after reduce closes the call (counters only grow; nothing is reset
- * except the local ready/done2 counters and the tail's claim counter, which only this rank's
- * kernels touch). */
+ * except the local ready/done2 counters, which only this rank's kernels touch). */
 #include "kernels/gemm/gemm_split.cuh"
 #include "kernels/moe/moe_common.cuh"
 
 namespace {
 
-/* Combine task (s, c): chunk c of the Cc chunks of rows that source s sent here, by crew cr (its
- * warps each wait for one row of a batch, then every thread sums one 16-byte vector of a row of
- * the batch, the loads of all its experts in flight: a warp-per-row loop is one memory latency per
- * 512 bytes, too slow when rows are few); the bf16 sums to comb[rank][j] at s (NVLink store, or
- * staged + PUT through the proxy), then comb_sig[rank][c] += 1 at s. */
-__device__ __forceinline__ void moe_combine_task(const mk_moe_dev &d, int s, int c, const mk_crew &cr) {
-  const int warp = cr.t / 32, lane = cr.t & 31, nw = cr.n / 32;
-  const uint64_t row_bytes = (uint64_t)d.H * 2, area = (uint64_t)d.Tm * row_bytes;
-  const int64_t vecs = d.H / 8;
-  int64_t j0, j1;
-  moe_chunk(d.n_from[s], c, d.Cc, &j0, &j1);
-  const bool near = moe_same_node(d, s);
-  char *dst = near ? mk_peer_ptr<char>(d.w, moe_local(d, s), d.o_comb + d.rank * area)
-                   : mk_local_ptr<char>(d.w, d.o_cstage + s * area);
-  const mk_moe_meta *lm = mk_local_ptr<mk_moe_meta>(d.w, d.o_lmeta) + (int64_t)s * d.Tm;
-  for (int64_t b0 = j0; b0 < j1; b0 += nw) {
-    const int64_t jw = b0 + warp, nb = j1 - b0 < nw ? j1 - b0 : nw;
-    if (jw < j1) {
-      const int n = lm[jw].n;
-      const int32_t *pm = d.posmap + ((int64_t)s * d.Tm + jw) * d.K;
-      if (lane < n) {
-        const int e = lm[jw].e[lane], pos = pm[lane], tile = moe_tile_of(d, e, pos);
-        mk_wait_ge_paced(d.w, d.o_done2 + (uint64_t)tile * 8, (uint64_t)d.tiles_n2, MK_OP_MOE, s, tile,
-                         2 * kMoePollNs);
-      }
-    }
-    cr.sync();
-    for (int64_t it = cr.t; it < nb * vecs; it += cr.n) {
-      const int64_t j = b0 + it / vecs;
-      const int v = (int)(it % vecs), n = lm[j].n;
-      const int32_t *pm = d.posmap + ((int64_t)s * d.Tm + j) * d.K;
-      uint4 yv[MK_MOE_MAX_TOPK]; /* all loads of this vector in flight together */
-#pragma unroll
-      for (int q = 0; q < MK_MOE_MAX_TOPK; q++)
-        if (q < n) yv[q] = *(const uint4 *)(d.C2 + (int64_t)pm[q] * d.H + 8 * v);
-      float acc[8];
-#pragma unroll
-      for (int h = 0; h < 8; h++) acc[h] = 0.f;
-#pragma unroll
-      for (int q = 0; q < MK_MOE_MAX_TOPK; q++) {
-        if (q >= n) break;
-        const float wq = lm[j].w[q];
-        const __nv_bfloat162 *y2 = (const __nv_bfloat162 *)&yv[q];
-#pragma unroll
-        for (int h = 0; h < 4; h++) {
-          const float2 f = __bfloat1622float2(y2[h]);
-          acc[2 * h] = __fadd_rn(acc[2 * h], __fmul_rn(wq, f.x));
-          acc[2 * h + 1] = __fadd_rn(acc[2 * h + 1], __fmul_rn(wq, f.y));
-        }
-      }
-      uint4 out;
-      __nv_bfloat162 *o2 = (__nv_bfloat162 *)&out;
-#pragma unroll
-      for (int h = 0; h < 4; h++) o2[h] = __floats2bfloat162_rn(acc[2 * h], acc[2 * h + 1]);
-      *(uint4 *)(dst + j * row_bytes + 16 * v) = out;
-    }
-  }
-  cr.sync();
-  if (cr.t == 0)
-    moe_publish(d, s, d.o_cstage + s * area + j0 * row_bytes, d.o_comb + d.rank * area + j0 * row_bytes,
-                (j1 - j0) * row_bytes, 0, 0, 0, d.o_comb_sig + ((uint64_t)d.rank * d.Cc + c) * 8);
-}
-
 struct moe_gemm2_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   static constexpr bool kAfterStore = true;
-  static constexpr bool kTail = true;
   uint64_t *done2;
   const int32_t *exp_off, *tile_base;
   uint64_t *prof;
-  uint32_t *claims; /* the combine in the tail (serial schedule, one node group): tasks taken; NULL: off */
-  mk_moe_dev d;
   __device__ __forceinline__ void before_load(const mk_gemm_tile &) { moe_stamp(prof, MK_MOE_PH_G2_FIRST); }
   __device__ __forceinline__ void after_store(const mk_gemm_tile &t) {
     const int tile = tile_base[t.group] + (t.m0 - exp_off[t.group]) / mk_gemm_config::kBM;
     moe_red_add_gpu(done2 + tile, 1);
     moe_stamp(prof, MK_MOE_PH_G2_DONE);
   }
-  __device__ __forceinline__ void tail(uint8_t *smem, int) {
-    if (claims) tail_run(smem);
-  }
-  /* The consumer threads of a CTA past its last tile take combine tasks (s, c), own rank's rows
-   * first, from the call's claim counter (reset by the advance kernel) until none is left: CTAs
-   * that run out of tiles in GEMM2's last wave combine the rows whose tiles are done beside it. */
-  __device__ __forceinline__ void tail_run(uint8_t *smem) const {
-    const mk_crew cr = {(int)threadIdx.x - 128, 256, 1, 1};
-    int *box = reinterpret_cast<int *>(smem);
-    const int total = d.W * d.Cc;
-    cr.sync(); /* after a split-K slice without a store, the other warpgroup may still read the ring */
-    for (int it = 0;; it++) {
-      if (cr.t == 0) box[it & 1] = (int)atomicAdd(claims, 1u);
-      cr.sync();
-      const int t = box[it & 1];
-      if (t >= total) break;
-      moe_combine_task(d, (d.rank + t / d.Cc) % d.W, t % d.Cc, cr);
-    }
-    if (cr.t == 0) moe_stamp(prof, MK_MOE_PH_COMBINED);
-  }
 };
 
 __global__ void __launch_bounds__(kMoeCommThreads) moe_combine_kernel(mk_moe_dev d) {
-  const mk_crew cr = {(int)threadIdx.x, (int)blockDim.x, 0, 0};
-  for (int i = 0; i < d.W; i++) moe_combine_task(d, (d.rank + i) % d.W, blockIdx.x, cr); /* own rank first */
+  const int c = blockIdx.x, warp = threadIdx.x / 32, lane = threadIdx.x & 31;
+  const uint64_t row_bytes = (uint64_t)d.H * 2, area = (uint64_t)d.Tm * row_bytes;
+  const int64_t vecs = d.H / 8;
+  for (int i = 0; i < d.W; i++) {
+    const int s = (d.rank + i) % d.W;
+    int64_t j0, j1;
+    moe_chunk(d.n_from[s], c, d.Cc, &j0, &j1);
+    const bool near = moe_same_node(d, s);
+    char *dst = near ? mk_peer_ptr<char>(d.w, moe_local(d, s), d.o_comb + d.rank * area)
+                     : mk_local_ptr<char>(d.w, d.o_cstage + s * area);
+    const mk_moe_meta *lm = mk_local_ptr<mk_moe_meta>(d.w, d.o_lmeta) + (int64_t)s * d.Tm;
+    /* Batches of kMoeWarps rows: warp i waits for row b0 + i's tiles, then the whole CTA sums the
+     * batch, one 16-byte vector of one row per thread (loads of all experts in flight): a
+     * warp-per-row loop is one memory latency per 512 bytes, too slow when rows are few. */
+    for (int64_t b0 = j0; b0 < j1; b0 += kMoeWarps) {
+      const int64_t jw = b0 + warp, nb = j1 - b0 < kMoeWarps ? j1 - b0 : kMoeWarps;
+      if (jw < j1) {
+        const int n = lm[jw].n;
+        const int32_t *pm = d.posmap + ((int64_t)s * d.Tm + jw) * d.K;
+        if (lane < n) {
+          const int e = lm[jw].e[lane], pos = pm[lane], tile = moe_tile_of(d, e, pos);
+          mk_wait_ge_paced(d.w, d.o_done2 + (uint64_t)tile * 8, (uint64_t)d.tiles_n2, MK_OP_MOE, s, tile,
+                           2 * kMoePollNs);
+        }
+      }
+      __syncthreads();
+      for (int64_t it = threadIdx.x; it < nb * vecs; it += blockDim.x) {
+        const int64_t j = b0 + it / vecs;
+        const int v = (int)(it % vecs), n = lm[j].n;
+        const int32_t *pm = d.posmap + ((int64_t)s * d.Tm + j) * d.K;
+        uint4 yv[MK_MOE_MAX_TOPK]; /* all loads of this vector in flight together */
+#pragma unroll
+        for (int q = 0; q < MK_MOE_MAX_TOPK; q++)
+          if (q < n) yv[q] = *(const uint4 *)(d.C2 + (int64_t)pm[q] * d.H + 8 * v);
+        float acc[8];
+#pragma unroll
+        for (int h = 0; h < 8; h++) acc[h] = 0.f;
+#pragma unroll
+        for (int q = 0; q < MK_MOE_MAX_TOPK; q++) {
+          if (q >= n) break;
+          const float wq = lm[j].w[q];
+          const __nv_bfloat162 *y2 = (const __nv_bfloat162 *)&yv[q];
+#pragma unroll
+          for (int h = 0; h < 4; h++) {
+            const float2 f = __bfloat1622float2(y2[h]);
+            acc[2 * h] = __fadd_rn(acc[2 * h], __fmul_rn(wq, f.x));
+            acc[2 * h + 1] = __fadd_rn(acc[2 * h + 1], __fmul_rn(wq, f.y));
+          }
+        }
+        uint4 out;
+        __nv_bfloat162 *o2 = (__nv_bfloat162 *)&out;
+#pragma unroll
+        for (int h = 0; h < 4; h++) o2[h] = __floats2bfloat162_rn(acc[2 * h], acc[2 * h + 1]);
+        *(uint4 *)(dst + j * row_bytes + 16 * v) = out;
+      }
+    }
+    __syncthreads();
+    if (threadIdx.x == 0)
+      moe_publish(d, s, d.o_cstage + s * area + j0 * row_bytes, d.o_comb + d.rank * area + j0 * row_bytes,
+                  (j1 - j0) * row_bytes, 0, 0, 0, d.o_comb_sig + ((uint64_t)d.rank * d.Cc + c) * 8);
+  }
   if (threadIdx.x == 0) moe_stamp(d.prof, MK_MOE_PH_COMBINED);
 }
 
@@ -190,15 +156,13 @@ __global__ void __launch_bounds__(kReduceWarps * 32) moe_reduce_kernel(mk_moe_de
 
 }  // namespace
 
-extern "C" mk_status mk_moe_launch_gemm2(const mk_moe_dev *d, int grid, int tail, void *stream) {
+extern "C" mk_status mk_moe_launch_gemm2(const mk_moe_dev *d, int grid, void *stream) {
   moe_gemm2_policy p;
   p.group_m = mk_gemm_config::kGroupM;
   p.done2 = (uint64_t *)(d->w.heap + d->o_done2);
   p.exp_off = d->exp_off;
   p.tile_base = d->tile_base;
   p.prof = d->prof;
-  p.claims = tail ? d->claims : NULL;
-  p.d = *d;
   mk_gemm_args args = {d->C2, d->m_cap, d->H, d->I, d->El, d->rows};
   if (d->split_k) { /* k-slices of the last wave, planned on the device (gemm_split.cuh) */
     args.splits = -d->split_k, args.split_mode = d->split_force, args.ws = d->sk_ws, args.flags = d->sk_flags;
@@ -224,13 +188,10 @@ extern "C" mk_status mk_moe_launch_reduce(const mk_moe_dev *d, int64_t T, uint16
 }
 
 /* After a fused call (every kernel of it done, stream-ordered): the handle's next targets. */
-__global__ void moe_advance_kernel(unsigned long long *calls, uint32_t *claims) {
-  *calls += 1;
-  *claims = 0;
-}
+__global__ void moe_advance_kernel(unsigned long long *calls) { *calls += 1; }
 
-extern "C" mk_status mk_moe_launch_advance(const mk_moe_dev *d, void *stream) {
-  moe_advance_kernel<<<1, 1, 0, (cudaStream_t)stream>>>((unsigned long long *)d->calls, d->claims);
+extern "C" mk_status mk_moe_launch_advance(uint64_t *calls, void *stream) {
+  moe_advance_kernel<<<1, 1, 0, (cudaStream_t)stream>>>((unsigned long long *)calls);
   MK_CUDA_LAUNCH_CHECK();
   return MK_STATUS_OK;
 }

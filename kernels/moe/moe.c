@@ -15,13 +15,6 @@
  * (as before session 5; for A/B runs). Either is correct on any rank mix. */
 MK_PARAM_INT(moe_dispatch_early, "MOE_DISPATCH_EARLY", 1, 0, 1)
 
-/* Serial schedule: 1 runs the combine in GEMM2's tail (gemm_combine.cu: the CTAs that run out of
- * tiles take combine tasks beside the last wave), 0 as a kernel after GEMM2 (before session 12;
- * for A/B runs). Only inside one node group: across groups the combine kernel stays. */
-MK_PARAM_INT(moe_combine_tail, "MOE_COMBINE_TAIL", 1, 0, 1)
-
-static int mk_moe_combine_tail(const mk_moe_t *m) { return mk_param_moe_combine_tail() && m->nnodes == 1; }
-
 static mk_status heap(mk_moe_t *m, uint64_t bytes, uint64_t *off) {
   return mk_comm_heap_alloc(m->comm, bytes ? bytes : 256, off);
 }
@@ -224,8 +217,6 @@ ready:
   /* Counters of this handle start at 0, and so does its call count. */
   MK_CHECK_GOTO(dalloc((void **)&d->calls, sizeof *d->calls), st, fail);
   MK_CUDA_CHECK_GOTO(cudaMemset(d->calls, 0, sizeof *d->calls), st, fail);
-  MK_CHECK_GOTO(dalloc((void **)&d->claims, sizeof *d->claims), st, fail);
-  MK_CUDA_CHECK_GOTO(cudaMemset(d->claims, 0, sizeof *d->claims), st, fail);
   MK_CHECK_GOTO(mk_comm_barrier(comm), st, fail);
   *out = m;
   return MK_STATUS_OK;
@@ -239,7 +230,6 @@ void mk_moe_destroy(mk_moe_t *m) {
   mk_moe_dev *d = &m->d;
   cudaFree(m->zero_base);
   cudaFree(d->calls);
-  cudaFree(d->claims);
   cudaFree(d->slot);
   cudaFree(d->n_from);
   cudaFree(d->posmap);
@@ -279,20 +269,19 @@ static mk_status forward_fused(mk_moe_t *m, const uint16_t *x, int64_t T, const 
     MK_CUDA_CHECK(cudaStreamWaitEvent(s2, (cudaEvent_t)m->ev_fork, 0));
     MK_CHECK(mk_moe_launch_combine(d, s2)); /* spins on done2 until gemm2 stores tiles */
     MK_CUDA_CHECK(cudaEventRecord((cudaEvent_t)m->ev_join, s2));
-    MK_CHECK(mk_moe_launch_gemm2(d, m->sms - d->Cc, 0, s));
+    MK_CHECK(mk_moe_launch_gemm2(d, m->sms - d->Cc, s));
     MK_CUDA_CHECK(cudaStreamWaitEvent(s, (cudaEvent_t)m->ev_join, 0));
     MK_CHECK(mk_moe_launch_reduce(d, T, out, s));
-    return mk_moe_launch_advance(d, s);
+    return mk_moe_launch_advance(d->calls, s);
   }
   if (m->sched == MK_MOE_SCHED_SERIAL) { /* one stream: every CTA of dispatch / combine is resident */
     MK_CHECK(mk_moe_launch_dispatch(d, x, s));
     MK_CHECK(mk_moe_launch_gemm1(d, m->sms, s));
     if (!d->glu) MK_CHECK(mk_moe_launch_swiglu(d, -1, s));
-    const int tail = mk_moe_combine_tail(m);
-    MK_CHECK(mk_moe_launch_gemm2(d, m->sms, tail, s));
-    if (!tail) MK_CHECK(mk_moe_launch_combine(d, s));
+    MK_CHECK(mk_moe_launch_gemm2(d, m->sms, s));
+    MK_CHECK(mk_moe_launch_combine(d, s));
     MK_CHECK(mk_moe_launch_reduce(d, T, out, s));
-    return mk_moe_launch_advance(d, s);
+    return mk_moe_launch_advance(d->calls, s);
   }
   /* Overlapped (dispatch_early): the dispatch is forked before the plan and exchange, its CTAs
    * resident while they run and released by the exchange's cnt_done flag, not by the end of its
@@ -310,10 +299,10 @@ static mk_status forward_fused(mk_moe_t *m, const uint16_t *x, int64_t T, const 
   MK_CUDA_CHECK(cudaStreamWaitEvent(s2, (cudaEvent_t)m->ev_g1, 0));
   MK_CHECK(mk_moe_launch_combine(d, s2)); /* spins on done2 until gemm2 stores tiles */
   MK_CUDA_CHECK(cudaEventRecord((cudaEvent_t)m->ev_join, s2));
-  MK_CHECK(mk_moe_launch_gemm2(d, m->sms - d->C, 0, s));
+  MK_CHECK(mk_moe_launch_gemm2(d, m->sms - d->C, s));
   MK_CUDA_CHECK(cudaStreamWaitEvent(s, (cudaEvent_t)m->ev_join, 0));
   MK_CHECK(mk_moe_launch_reduce(d, T, out, s)); /* barrier point 2: all combine rows home */
-  return mk_moe_launch_advance(d, s);
+  return mk_moe_launch_advance(d->calls, s);
 }
 
 mk_status mk_moe_forward(mk_moe_t *m, mk_moe_path path, const uint16_t *x, int64_t T, const int32_t *topk_ids,

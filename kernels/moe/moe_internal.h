@@ -73,8 +73,6 @@ typedef struct mk_moe_dev {
   int split_force; /* args.split_k < 0: always split (mk_gemm_args.split_mode 1), else the model */
   float *sk_ws;    /* split-K partials: 2 SMs x 128 x 256 fp32 (both GEMMs, stream-ordered) */
   uint32_t *sk_flags; /* [4 SMs] zeroed at create, re-armed by each launch */
-  uint32_t *claims;   /* combine tasks taken by gemm2's tail in the running call (zeroed at create,
-                         reset by the advance kernel) */
   int pf_kblocks;  /* GEMM1: 64-wide k-blocks of its first B tile each CTA prefetches into L2 while
                       the tile's rows are in flight (0 = off; moe.c sizes it to half the L2) */
 } mk_moe_dev;
@@ -113,11 +111,11 @@ mk_status mk_moe_launch_gemm1(const mk_moe_dev *d, int grid, void *stream);
 mk_status mk_moe_launch_swiglu(const mk_moe_dev *d, int64_t rows_host, void *stream); /* rows_host < 0: device */
 mk_status mk_moe_preload_dispatch(int split_k); /* split_k: also the split-K GEMM1 kernels */
 /* gemm_combine.cu */
-mk_status mk_moe_launch_gemm2(const mk_moe_dev *d, int grid, int tail, void *stream); /* tail: the combine in it */
+mk_status mk_moe_launch_gemm2(const mk_moe_dev *d, int grid, void *stream);
 mk_status mk_moe_launch_combine(const mk_moe_dev *d, void *stream);
 mk_status mk_moe_launch_reduce(const mk_moe_dev *d, int64_t T, uint16_t *out, void *stream);
 mk_status mk_moe_preload_combine(int split_k);
-mk_status mk_moe_launch_advance(const mk_moe_dev *d, void *stream); /* *calls += 1, claims = 0, stream-ordered */
+mk_status mk_moe_launch_advance(uint64_t *calls, void *stream); /* *calls += 1, stream-ordered */
 /* moe_permute.cu (unfused) */
 mk_status mk_moe_launch_count(const int32_t *ids, int64_t n, int E, int32_t *counts, void *stream); /* zeroes first */
 mk_status mk_moe_launch_permute(const int32_t *ids, int64_t T, int K, int H, const uint16_t *x, const int32_t *off,
