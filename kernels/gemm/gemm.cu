@@ -37,6 +37,10 @@ MK_PARAM_INT(gemm_skinny_pdl, "GEMM_SKINNY_PDL", 1, 0, 1)
 /* Skinny kernel: no k-slices where a tile's weights (bn x K x 2 bytes) are under this many KiB
  * (0: split wherever the tiles leave SMs idle; mk_gemm_skinny_splits). */
 MK_PARAM_INT(gemm_skinny_split_kb, "GEMM_SKINNY_SPLIT_KB", 256, 0, 1 << 20)
+/* 1: a consumer warpgroup of the core none of whose 64 rows of the tile is valid (M tails, MoE
+ * experts with few rows) issues no wgmma for it; 0: both always compute (A/B). Read on the
+ * host at every core launch (mk_gemm_core_launch_bn) into mk_gemm_args.wg_skip. */
+MK_PARAM_INT(gemm_wg_skip, "GEMM_WG_SKIP", 1, 0, 1)
 
 namespace {
 struct gemm_ws {

@@ -5,9 +5,9 @@
  * device memory by the kernel itself (no host synchronisation).
  *
  * Kernel shape. Persistent (one CTA per SM), 384 threads, warp-specialized:
- *   warpgroup 0   producer: one thread issues TMA loads of A (128x64) and B (256x64) tiles
- *                 into a kStages-deep shared-memory ring (full/empty mbarriers); registers
- *                 reduced to 40 (setmaxnreg).
+ *   warpgroup 0   producer: one thread issues TMA loads of A (128x64, two 64-row boxes) and B
+ *                 (256x64) tiles into a kStages-deep shared-memory ring (full/empty mbarriers);
+ *                 registers reduced to 40 (setmaxnreg).
  *   warpgroups 1,2 consumers: each owns 64 rows x 256 columns of the 128x256 output tile
  *                 (m64n256k16 wgmma, 128 fp32 accumulators a thread; 232 registers), releases a
  *                 stage as soon as the wgmma that read it is done, and stores bf16 to global
@@ -15,7 +15,10 @@
  *                 buffer per warp in 16-byte stores (every width, and the SwiGLU epilogue at
  *                 widths 128 and 256; MK_GEMM_EPI=1), else straight from the registers.
  *   (with kAfterStore) thread 32 of warpgroup 0, the signaller: after_store of each stored tile.
- * Tails: TMA zero-fills what lies outside A and B (M, N and K tails); stores are masked.
+ * Tails: TMA zero-fills what lies outside A and B (M, N and K tails); stores are masked. A
+ * consumer warpgroup none of whose 64 rows is valid (t.m0 + 64 * cw >= t.m_end: an M tail or a
+ * MoE expert of <= 64 rows) issues no wgmma and stores nothing for the tile; it still waits
+ * for and frees every stage (args.wg_skip, MK_GEMM_WG_SKIP; hooks see no difference).
  *
  * Hooks (the contract fused ops rely on). A Policy is passed by value to the kernel:
  *   struct Policy : mk_gemm_hooks_default {
@@ -151,7 +154,11 @@ struct mk_gemm_args {
   uint32_t *flags;      /* [splits - 1][split_tiles][2]: 1 once written; 0 between launches */
   int split_mode;       /* splits < 0 (device plan, mk_gemm_dev_split): 0 = cost model, 1 = always */
   int epi_direct;       /* 1: store C straight from the accumulators (set by the launch from MK_GEMM_EPI) */
+  int wg_skip;          /* set by mk_gemm_core_launch_bn (MK_GEMM_WG_SKIP): 1 = a consumer warpgroup none
+                           of whose 64 rows is valid issues no wgmma for the tile */
 };
+
+int64_t mk_param_gemm_wg_skip(void); /* gemm.cu: MK_GEMM_WG_SKIP */
 
 /* Work units of a CTA, in order: f(idx, k0, k1, s) computes k-iterations [k0, k1) of tile
  * idx; s = -1 for a whole tile, else the k-slice. Without kSplitK: every tile whole, CTA b
@@ -467,11 +474,16 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
         mk_gemm_tile t = sched.get(policy, idx);
         t.k0 = k0;
         policy.before_load(t);
+        /* A in two 64-row boxes; the second one not loaded where the second consumer warpgroup
+         * is idle (no valid row) or lies wholly past A (no box wholly out of bounds is issued;
+         * with wg_skip 0 that warpgroup then computes on stale shared memory, rows never stored). */
+        const bool a_half = (args.wg_skip && t.m0 + 64 >= t.m_end) || t.m0 + 64 >= args.m_cap;
         for (int kb = k0; kb < k1; kb++) {
           mbar_wait(&empty[s], phase ^ 1);
           uint8_t *sa = smem + s * Cfg::kStageBytes, *sb = sa + Cfg::kABytes;
-          mbar_expect_tx(&full[s], Cfg::kStageBytes);
+          mbar_expect_tx(&full[s], Cfg::kStageBytes - (a_half ? Cfg::kABytes / 2 : 0));
           tma_load_3d(sa, &tma_a, &full[s], kb * Cfg::kBK, t.m0, 0);
+          if (!a_half) tma_load_3d(sa + Cfg::kABytes / 2, &tma_a, &full[s], kb * Cfg::kBK, t.m0 + 64, 0);
           if (kBNMajor) {
 #pragma unroll
             for (int c = 0; c < Cfg::kBChunks; c++)
@@ -506,31 +518,53 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
     float d[kBN / 2];
     mk_gemm_units<kSplitK>(args, sched.total(), k_iters, ncta, [&](int idx, int k0, int k1, int sl) {
       const mk_gemm_tile t = sched.get(policy, idx);
+      /* Idle warpgroup (args.wg_skip): none of its 64 rows is valid (a tail tile-row of <= 64
+       * rows: a plain GEMM's M tail, a MoE expert's few decode rows), so it computes nothing. */
+      const bool idle = args.wg_skip && t.m0 + 64 * cw >= t.m_end;
 #pragma unroll
       for (int i = 0; i < kBN / 2; i++) d[i] = 0.f;
-      int prev = -1;
-      for (int kb = k0; kb < k1; kb++) {
-        mbar_wait(&full[s], phase);
-        const uint8_t *sa = smem + s * Cfg::kStageBytes + cw * 64 * Cfg::kBK * 2, *sb = smem + s * Cfg::kStageBytes + Cfg::kABytes;
-        wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < Cfg::kBK / 16; kk++) {
-          const uint64_t da = desc_sw128(sa + kk * 32, 16, 1024);
-          const uint64_t db = kBNMajor ? desc_sw128(sb + kk * 16 * 128, 64 * Cfg::kBK * 2, 1024)
-                                       : desc_sw128(sb + kk * 32, 16, 1024);
-          wgmma_m64nk16_bf16<kBN, kBNMajor>(d, da, db);
+      if (idle) {
+        /* Keeps the ring in step with the other warpgroup: waits for each stage to fill and
+         * frees it at once (its 4 of the 8 arrives a phase of empty[s] needs; waiting for the
+         * fill keeps its arrives from running a phase ahead of the other warpgroup's). */
+        for (int kb = k0; kb < k1; kb++) {
+          mbar_wait(&full[s], phase);
+          mk_gemm_ring_free(empty, lane, s);
+          if (++s == Cfg::kStages) {
+            s = 0;
+            phase ^= 1;
+          }
         }
-        wgmma_commit();
-        mk_gemm_ring_step<Cfg::kStages>(empty, lane, s, phase, prev);
-      }
-      wgmma_wait<0>();
+      } else {
+        int prev = -1;
+        for (int kb = k0; kb < k1; kb++) {
+          mbar_wait(&full[s], phase);
+          const uint8_t *sa = smem + s * Cfg::kStageBytes + cw * 64 * Cfg::kBK * 2, *sb = smem + s * Cfg::kStageBytes + Cfg::kABytes;
+          wgmma_fence();
 #pragma unroll
-      for (int i = 0; i < kBN / 2; i++) fence_operand(d[i]);
-      mk_gemm_ring_free(empty, lane, prev);
+          for (int kk = 0; kk < Cfg::kBK / 16; kk++) {
+            const uint64_t da = desc_sw128(sa + kk * 32, 16, 1024);
+            const uint64_t db = kBNMajor ? desc_sw128(sb + kk * 16 * 128, 64 * Cfg::kBK * 2, 1024)
+                                         : desc_sw128(sb + kk * 32, 16, 1024);
+            wgmma_m64nk16_bf16<kBN, kBNMajor>(d, da, db);
+          }
+          wgmma_commit();
+          mk_gemm_ring_step<Cfg::kStages>(empty, lane, s, phase, prev);
+        }
+        wgmma_wait<0>();
+#pragma unroll
+        for (int i = 0; i < kBN / 2; i++) fence_operand(d[i]);
+        mk_gemm_ring_free(empty, lane, prev);
+      }
       if constexpr (kSplitK) {
         if (sl >= 0) {
+          /* An idle warpgroup is idle in every slice of the tile (the rows are the tile's):
+           * it neither writes nor reads partials, and its flags stay 0 (never set, never
+           * waited for). Its other slices return here like mk_gemm_split_fixup's. */
           const int r = idx - (sched.total() - args.split_tiles);
-          if (!mk_gemm_split_fixup(d, args.ws, args.flags, sl, args.splits, args.split_tiles, r, cw, tid % 128)) return;
+          if (idle ? sl < args.splits - 1
+                   : !mk_gemm_split_fixup(d, args.ws, args.flags, sl, args.splits, args.split_tiles, r, cw, tid % 128))
+            return;
         }
       }
       /* Epilogue: accumulator (row r, cols 8j + 2q, +1) pairs -> bf16x2 stores. */
@@ -539,7 +573,7 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
       const uint32_t stg = smem_u32(smem + Cfg::kEpiOff) + (cw * 4 + warp) * 2048;
       bool glu_staged = false;
       if constexpr (mk_gemm_glu_pairs<Policy>::value && Cfg::kEpiStage && kBN % 64 == 0) {
-        if (!args.epi_direct) {
+        if (!args.epi_direct && !idle) {
           /* SwiGLU pairs, staged: output block jo (8 columns) of this warp's fragment is
            * silu(block 2 jo) * block 2 jo + 1, in the same fragment layout, width kBN / 2. */
           const int64_t nh = args.n / 2;
@@ -553,7 +587,8 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
           glu_staged = true;
         }
       }
-      if (glu_staged) {
+      if (idle || glu_staged) {
+        /* idle: nothing to store, every row it owns is at or past m_end */
       } else if constexpr (mk_gemm_glu_pairs<Policy>::value) {
         /* SwiGLU pairs: column blocks 2i (gate) and 2i+1 (up) of 8 -> C[r, 8i + c] =
          * silu(gate) * up, C of width N / 2 (see mk_gemm_glu_pairs). */
@@ -679,13 +714,14 @@ static mk_status mk_gemm_core_launch_bn(const uint16_t *A, const uint16_t *B, co
                                         mk_gemm_b_layout layout, const Policy &policy, int grid, cudaStream_t stream) {
   using Cfg = mk_gemm_tile_config<kBN, 0>;
   using CfgKN = mk_gemm_tile_config<kBN, 1>;
+  mk_gemm_args a = args;
+  a.wg_skip = (int)mk_param_gemm_wg_skip();
   CUtensorMap ma, mb;
-  MK_CHECK(mk_gemm_encode_map(&ma, A, (uint64_t)args.k, (uint64_t)args.m_cap, 1, Cfg::kBK, Cfg::kBM));
+  MK_CHECK(mk_gemm_encode_map(&ma, A, (uint64_t)args.k, (uint64_t)args.m_cap, 1, Cfg::kBK, Cfg::kBM / 2));
   if (layout == MK_GEMM_B_NK)
     MK_CHECK(mk_gemm_encode_map(&mb, B, (uint64_t)args.k, (uint64_t)args.n, (uint64_t)args.groups, Cfg::kBK, Cfg::kBN));
   else
     MK_CHECK(mk_gemm_encode_map(&mb, B, (uint64_t)args.n, (uint64_t)args.k, (uint64_t)args.groups, 64, Cfg::kBK));
-  mk_gemm_args a = args;
   a.epi_direct = mk_param_gemm_epi() == 0;
   Policy p = policy;
   int total = grid;

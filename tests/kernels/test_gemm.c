@@ -1,10 +1,13 @@
 /* test_gemm.c (gpu) — mk_gemm_bf16 on fresh random inputs: 24 shapes (M in {1, 7, 127, 1000,
  * 3000, ...}, N and K multiples of 8 that are not multiples of the tile, exact tiles, more
- * tiles than SMs), both B layouts, in nine modes: data-parallel with each tile width
+ * tiles than SMs), both B layouts, in ten modes: data-parallel with each tile width
  * (MK_GEMM_TILE_N=256, 128, 224, 160; MK_GEMM_SPLIT_K=0), the last wave split in 3 k-slices
  * (MK_GEMM_SPLIT_K=3) and in 2 with 128-wide tiles (MK_GEMM_SPLIT_K=2, MK_GEMM_TILE_N=128),
  * each split run twice: the two results must be bit-identical; 256 and 224 data-parallel and the 128 split
- * again with the direct epilogue (MK_GEMM_EPI=0; the others stage C in shared memory). Then, with the defaults (also
+ * again with the direct epilogue (MK_GEMM_EPI=0; the others stage C in shared memory). All of them with the
+ * idle warpgroup skip (MK_GEMM_WG_SKIP=1: M % 128 in 1..64 at M = 1, 7, 17, 64, 129, 300, 513, 3000,
+ * 5000 leaves the last tile-row's second warpgroup idle, split or not), and 256 wide data-parallel
+ * without it (MK_GEMM_WG_SKIP=0). Then, with the defaults (also
  * twice), the shapes where the model picks a split or a width other than 256 on an H200:
  * 2048 x 2560 x 8192 (160 wide), 2048 x 7168 x 8192 (224), M = 16 and 128 (split), both
  * layouts. The mode passes set MK_GEMM_SKINNY=0 (the core on its M <= 64 shapes too; the
@@ -29,11 +32,11 @@ static const shape k_shapes[] = {
     {4096, 4096, 512, MK_GEMM_B_KN},  {5000, 3000, 1000, MK_GEMM_B_NK},  {17, 24, 24, MK_GEMM_B_KN},
 };
 
-/* MK_GEMM_TILE_N, MK_GEMM_SPLIT_K, MK_GEMM_EPI of each pass over k_shapes (every width stores through shared
- * memory unless MK_GEMM_EPI=0; 224 and 160 end with a half slab). */
-static const char *const k_modes[][3] = {{"256", "0", "1"}, {"128", "0", "1"}, {"224", "0", "1"}, {"160", "0", "1"},
-                                         {"0", "3", "1"},   {"128", "2", "1"}, {"256", "0", "0"}, {"128", "2", "0"},
-                                         {"224", "0", "0"}};
+/* MK_GEMM_TILE_N, MK_GEMM_SPLIT_K, MK_GEMM_EPI, MK_GEMM_WG_SKIP of each pass over k_shapes (every width stores
+ * through shared memory unless MK_GEMM_EPI=0; 224 and 160 end with a half slab). */
+static const char *const k_modes[][4] = {
+    {"256", "0", "1", "1"}, {"128", "0", "1", "1"}, {"224", "0", "1", "1"}, {"160", "0", "1", "1"}, {"0", "3", "1", "1"},
+    {"128", "2", "1", "1"}, {"256", "0", "0", "1"}, {"128", "2", "0", "1"}, {"224", "0", "0", "1"}, {"256", "0", "1", "0"}};
 #define NMODES ((int)(sizeof k_modes / sizeof k_modes[0]))
 
 /* Shapes where the default model splits the last wave or narrows the tile (on 132 SMs). */
@@ -67,9 +70,11 @@ int main(int argc, char **argv) {
     setenv("MK_GEMM_SPLIT_K", k_modes[m][1], 1);
     setenv("MK_GEMM_SKINNY", "0", 1);
     setenv("MK_GEMM_EPI", k_modes[m][2], 1);
+    setenv("MK_GEMM_WG_SKIP", k_modes[m][3], 1);
     mk_param_reset_cache();
-    char mode[64];
-    snprintf(mode, sizeof mode, "tile_n=%s split_k=%s epi=%s", k_modes[m][0], k_modes[m][1], k_modes[m][2]);
+    char mode[80];
+    snprintf(mode, sizeof mode, "tile_n=%s split_k=%s epi=%s wg_skip=%s", k_modes[m][0], k_modes[m][1], k_modes[m][2],
+             k_modes[m][3]);
     failed += gemm_check_run(k_shapes[i].m, k_shapes[i].n, k_shapes[i].k, k_shapes[i].b, seed * 131 + 2 * i, mode,
                              atoi(k_modes[m][1]) >= 2);
   }
@@ -77,6 +82,7 @@ int main(int argc, char **argv) {
   unsetenv("MK_GEMM_SPLIT_K");
   unsetenv("MK_GEMM_SKINNY");
   unsetenv("MK_GEMM_EPI");
+  unsetenv("MK_GEMM_WG_SKIP");
   mk_param_reset_cache();
   for (int i = 0; i < nauto; i++)
     failed += gemm_check_run(k_auto[i].m, k_auto[i].n, k_auto[i].k, k_auto[i].b, seed * 137 + 2 * i, "defaults", 1);

@@ -1,7 +1,8 @@
 /* test_gemm_grouped.c (gpu) — mk_gemm_grouped_bf16 on fresh random inputs: empty groups,
  * uneven groups (1 row, tile-sized, not tile-sized), many groups, both B layouts, counts read
- * on the device, both tile widths; each group checked against its own fp32 reference, rows past the sum of the
- * counts (poisoned) untouched. Bad arguments are refused. */
+ * on the device, MoE decode counts (1..64 and 129..150 rows: an idle second warpgroup), both tile
+ * widths with MK_GEMM_WG_SKIP=1 and 256 wide with 0; each group checked against its own fp32
+ * reference, rows past the sum of the counts (poisoned) untouched. Bad arguments are refused. */
 #include "tests/kernels/gemm_check.h"
 
 typedef struct grouped_case {
@@ -19,6 +20,10 @@ static const grouped_case k_cases[] = {
     {4, 7168, 512, MK_GEMM_B_KN, {0, 0, 0, 3000}},
     {64, 1024, 512, MK_GEMM_B_NK, {0}},
     {64, 1024, 512, MK_GEMM_B_KN, {0}},
+    /* MoE decode: experts of 1..64 rows (one tile-row, the second warpgroup idle) and of
+     * 129..150 (a second tile-row of 1..22 rows) */
+    {8, 1024, 512, MK_GEMM_B_NK, {16, 16, 64, 65, 150, 1, 63, 140}},
+    {8, 1032, 520, MK_GEMM_B_KN, {129, 150, 0, 32, 4, 128, 192, 193}},
 };
 
 int main(int argc, char **argv) {
@@ -41,10 +46,13 @@ int main(int argc, char **argv) {
 
   int failed = 0;
   const int ncases = (int)(sizeof k_cases / sizeof k_cases[0]);
-  for (int run = 0; run < 2 * ncases; run++) {
-    const int c = run % ncases, tile_n = run < ncases ? 256 : 128;
+  const int nruns = 3 * ncases;
+  for (int run = 0; run < nruns; run++) {
+    /* 256 and 128 wide with the idle warpgroup skip, then 256 wide without it */
+    const int c = run % ncases, tile_n = run / ncases == 1 ? 128 : 256, wg_skip = run < 2 * ncases;
     grouped_case gc = k_cases[c];
     setenv("MK_GEMM_TILE_N", tile_n == 256 ? "256" : "128", 1); /* both tile widths */
+    setenv("MK_GEMM_WG_SKIP", wg_skip ? "1" : "0", 1);
     mk_param_reset_cache();
     int random = 1;
     for (int g = 0; g < gc.groups; g++) random &= gc.rows[g] == 0;
@@ -86,15 +94,19 @@ int main(int argc, char **argv) {
       off += rows;
     }
     size_t touched = gemm_check_count_touched(C + total * gc.n, (size_t)(m_cap - total) * gc.n);
-    printf("case %d (tile_n %d): %d groups, %lld rows, worst rel err %.3e, %zu elements written past the groups\n",
-           c, tile_n, gc.groups, (long long)total, worst, touched);
+    printf("case %d (tile_n %d, wg_skip %d): %d groups, %lld rows, worst rel err %.3e, %zu elements written past "
+           "the groups\n",
+           c, tile_n, wg_skip, gc.groups, (long long)total, worst, touched);
     if (bad_groups || touched) failed++;
     CUDA_OK(cudaFree(A));
     CUDA_OK(cudaFree(B));
     CUDA_OK(cudaFree(C));
   }
   CUDA_OK(cudaFree(drows));
-  if (failed) MK_TEST_FAIL_("%d of %d case/tile runs wrong", failed, 2 * ncases);
+  unsetenv("MK_GEMM_TILE_N");
+  unsetenv("MK_GEMM_WG_SKIP");
+  mk_param_reset_cache();
+  if (failed) MK_TEST_FAIL_("%d of %d case/mode runs wrong", failed, nruns);
   printf("ok: %d cases\n", ncases);
   return 0;
 }
