@@ -154,8 +154,8 @@ struct mk_gemm_args {
   uint32_t *flags;      /* [splits - 1][split_tiles][2]: 1 once written; 0 between launches */
   int split_mode;       /* splits < 0 (device plan, mk_gemm_dev_split): 0 = cost model, 1 = always */
   int epi_direct;       /* 1: store C straight from the accumulators (set by the launch from MK_GEMM_EPI) */
-  int wg_skip;          /* set by mk_gemm_core_launch_bn (MK_GEMM_WG_SKIP): 1 = a consumer warpgroup none
-                           of whose 64 rows is valid issues no wgmma for the tile */
+  int wg_skip;          /* 1 = a consumer warpgroup none of whose 64 rows is valid issues no wgmma for the
+                           tile; the caller's choice, overridden by MK_GEMM_WG_SKIP = 0 or 1 */
 };
 
 int64_t mk_param_gemm_wg_skip(void); /* gemm.cu: MK_GEMM_WG_SKIP */
@@ -715,7 +715,7 @@ static mk_status mk_gemm_core_launch_bn(const uint16_t *A, const uint16_t *B, co
   using Cfg = mk_gemm_tile_config<kBN, 0>;
   using CfgKN = mk_gemm_tile_config<kBN, 1>;
   mk_gemm_args a = args;
-  a.wg_skip = (int)mk_param_gemm_wg_skip();
+  if (mk_param_gemm_wg_skip() >= 0) a.wg_skip = (int)mk_param_gemm_wg_skip();
   CUtensorMap ma, mb;
   MK_CHECK(mk_gemm_encode_map(&ma, A, (uint64_t)args.k, (uint64_t)args.m_cap, 1, Cfg::kBK, Cfg::kBM / 2));
   if (layout == MK_GEMM_B_NK)

@@ -164,6 +164,7 @@ extern "C" mk_status mk_moe_launch_gemm2(const mk_moe_dev *d, int grid, void *st
   p.tile_base = d->tile_base;
   p.prof = d->prof;
   mk_gemm_args args = {d->C2, d->m_cap, d->H, d->I, d->El, d->rows};
+  args.wg_skip = d->wg_skip;
   if (d->split_k) { /* k-slices of the last wave, planned on the device (gemm_split.cuh) */
     args.splits = -d->split_k, args.split_mode = d->split_force, args.ws = d->sk_ws, args.flags = d->sk_flags;
     return mk_gemm_core_launch_split(d->act, d->w2, args, MK_GEMM_B_NK, p, grid, d->bn2, (cudaStream_t)stream);

@@ -95,6 +95,7 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
     const int sk = mk_moe_pick_split_k(a, W);
     d->split_k = abs(sk) >= 2 ? abs(sk) : 0;
     d->split_force = sk <= -2;
+    d->wg_skip = m->sched == MK_MOE_SCHED_OVERLAP; /* decode-sized (AUTO: max_tokens < 1024) */
   }
   { /* GEMM2 128 wide where the worst case has fewer 256-wide tiles than SMs (decode, few experts),
        unless k-slices fill the SMs (split_k) */

@@ -71,6 +71,7 @@ typedef struct mk_moe_dev {
   uint64_t *prof;/* [MK_MOE_PHASES] phase stamps (args.profile), NULL = off; moe_stamp */
   int split_k;     /* |args.split_k| >= 2: max k-slices of the grouped GEMMs' last wave; else 0 */
   int split_force; /* args.split_k < 0: always split (mk_gemm_args.split_mode 1), else the model */
+  int wg_skip;     /* the grouped GEMMs' idle-warpgroup skip (mk_gemm_args.wg_skip): decode-sized handles */
   float *sk_ws;    /* split-K partials: 2 SMs x 128 x 256 fp32 (both GEMMs, stream-ordered) */
   uint32_t *sk_flags; /* [4 SMs] zeroed at create, re-armed by each launch */
   int pf_kblocks;  /* GEMM1: 64-wide k-blocks of its first B tile each CTA prefetches into L2 while
