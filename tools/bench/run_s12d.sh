@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tools/bench/run_s12d.sh — session 12, third and fourth GPU calls on 2 x H200 (the 4-GPU kind was not lent any more): the
 # idle-warpgroup skip of the GEMM core (MK_GEMM_WG_SKIP) on and off in turns, MoE decode shapes at EP = 2 on a
-# fixed routing draw (--seed 7), and decode-like grouped GEMMs on one GPU:
+# fixed routing draw (--seed 7), and decode-like grouped GEMMs on one GPU (run cac236a looped 1 and 0, run 4d8f7f6
+# -1 (the default) and 0, each as committed there):
 #   MK_CALL_LIMIT=420 CTEST_ARGS="-R ^test_gemm$|test_gemm_grouped|test_moe_block$|test_fused_(ag|rs|ar)_2$|test_model_gpu_fused_2$" \
 #     CTEST_TIMEOUT=200 CTEST_WALL=200 tools/gpu-check.sh -- 'bash ../../tools/bench/run_s12d.sh'
 set -uo pipefail
