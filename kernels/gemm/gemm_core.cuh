@@ -31,9 +31,11 @@
  *     static constexpr bool kRoles;  int role_ctas, compute_ctas;
  *     __device__ void run_role(int i, uint8_t *smem, int smem_bytes);
  *     static constexpr bool kTail;   __device__ void tail(uint8_t *smem, int smem_bytes);
+ *     __device__ bool join() const;  // dynamic claims (args.claim): false = this CTA takes no tile
  *   };
  * - tile_order: a bijection of [0, tiles_m*tiles_n) onto (tm, tn); CTA b walks idx = b,
- *   b + ncta, ... (ncta = the GEMM CTAs). Every thread of the CTA calls it, so it must be pure. tm counts
+ *   b + ncta, ... (ncta = the GEMM CTAs), or, with args.claim, the CTAs claim idx in increasing
+ *   order from a counter (mk_gemm_units). Every thread of the CTA calls it, so it must be pure. tm counts
  *   128-row tiles over all groups in order (group 0's tiles first).
  * - before_load(t): called by the single producer thread before it issues the first load of
  *   tile t (it may spin, e.g. until the rows the tile reads have arrived; make the data it
@@ -119,14 +121,15 @@ struct mk_gemm_tile_config : mk_gemm_config {
   static constexpr int kABytes = kBM * kBK * 2, kBBytes = (kBNMajor ? kBChunks * 64 : kBN) * kBK * 2;
   static constexpr int kStageBytes = kABytes + kBBytes; /* also the TMA bytes of one stage */
   /* mbarriers: the ring's full and empty (kStages each) and the after_store hand-over's 2 full + 2 empty */
-  static constexpr int kFixedBytes = 1024 /* alignment slack */ + (2 * 6 + 4) * 8 + 2 * (kMaxGroups + 1) * 4;
+  static constexpr int kQueueBytes = 4 * 4 + 2 * 4 * 8; /* dynamic claims' queue: kGemmQueue units, 2 x kGemmQueue mbarriers */
+  static constexpr int kFixedBytes = 1024 /* alignment slack */ + (2 * 6 + 4) * 8 + 2 * (kMaxGroups + 1) * 4 + kQueueBytes;
   static constexpr int kEpiBytes = 8 * 16 * 64 * 2;
   static constexpr bool kEpiStage = (227 * 1024 - kFixedBytes - kEpiBytes - 128) / kStageBytes >= 4;
   static constexpr int kStages =
       std::min(6, (227 * 1024 - kFixedBytes - (kEpiStage ? kEpiBytes + 128 : 0)) / kStageBytes);
-  /* The ring, its mbarriers and the group arrays; then the staged epilogue's (mk_gemm_store_staged) 16 x 64
+  /* The ring, its mbarriers, the group arrays and the claims' queue; then the staged epilogue's (mk_gemm_store_staged) 16 x 64
    * bf16 buffer (2 KB) per consumer warp. */
-  static constexpr int kBaseBytes = kStages * kStageBytes + (2 * kStages + 4) * 8 + 2 * (kMaxGroups + 1) * 4;
+  static constexpr int kBaseBytes = kStages * kStageBytes + (2 * kStages + 4) * 8 + 2 * (kMaxGroups + 1) * 4 + kQueueBytes;
   static constexpr int kEpiOff = (kBaseBytes + 127) / 128 * 128;
   static constexpr int kSmemBytes = 1024 + (kEpiStage ? kEpiOff + kEpiBytes : kBaseBytes);
   static_assert(BN % 32 == 0 && BN >= 128 && BN <= 256 && kStages >= 4, "tile width");
@@ -156,6 +159,8 @@ struct mk_gemm_args {
   int epi_direct;       /* 1: store C straight from the accumulators (set by the launch from MK_GEMM_EPI) */
   int wg_skip;          /* 1 = a consumer warpgroup none of whose 64 rows is valid issues no wgmma for the
                            tile; the caller's choice, overridden by MK_GEMM_WG_SKIP = 0 or 1 */
+  uint32_t *claim;      /* dynamic claims (see mk_gemm_units): device [2] = {next unit, CTAs out}, 0 between
+                           launches (the last CTA out re-arms them); NULL: static (CTA b: b, b + ncta, ...) */
 };
 
 int64_t mk_param_gemm_wg_skip(void); /* gemm.cu: MK_GEMM_WG_SKIP */
@@ -172,17 +177,70 @@ int64_t mk_param_gemm_wg_skip(void); /* gemm.cu: MK_GEMM_WG_SKIP */
  * to the fp32 workspace; slice splits - 1 waits for the others and adds them in order s = 0,
  * 1, ... (deterministic: the split depends on the shape and the grid only). Waits go only to
  * lower unit indices, which every CTA walks in increasing order, so with every CTA resident
- * (grid <= SMs, one CTA per SM) the fix-up cannot deadlock. */
+ * (grid <= SMs, one CTA per SM) the fix-up cannot deadlock.
+ *
+ * Dynamic claims (args.claim != NULL): the producer thread takes the next unit from a global
+ * counter (atomicAdd) instead, and hands it to the consumers and the signaller through a
+ * kQueue-slot queue in shared memory (mbarriers: full, 1 arrive; empty, one per consumer warp
+ * and the signaller), so units start in increasing order over the GPU whatever each tile
+ * costs and however late a CTA starts: a CTA that starts late (its SM was busy) or runs
+ * faster tiles takes more of them, and tiles that share a B panel keep running side by side
+ * (L2). Units are still claimed in increasing order, and a unit is claimed only by a
+ * running CTA, so the fix-up waits above still go only to running CTAs. A CTA whose
+ * policy.join() is false claims nothing. Each producer, after its last claim (a unit >= units,
+ * handed on as the end mark), counts its CTA out; the last of ncta re-arms both counters to 0
+ * for the next launch (stream order). The result does not depend on which CTA ran a unit. */
+constexpr int kGemmQueue = 4;
+/* The queue in shared memory at qb: kGemmQueue int units, then kGemmQueue full and kGemmQueue
+ * empty mbarriers (one pointer: less live state beside the consumers' accumulators). */
+__device__ __forceinline__ int *mk_gemm_q_slot(uint8_t *qb) { return (int *)qb; }
+__device__ __forceinline__ uint64_t *mk_gemm_q_full(uint8_t *qb) { return (uint64_t *)(qb + 4 * kGemmQueue); }
+__device__ __forceinline__ uint64_t *mk_gemm_q_empty(uint8_t *qb) { return mk_gemm_q_full(qb) + kGemmQueue; }
+
 template <bool kSplitK, class F>
-__device__ __forceinline__ void mk_gemm_units(const mk_gemm_args &args, int total, int k_iters, int ncta, F &&f) {
+__device__ __forceinline__ void mk_gemm_unit(const mk_gemm_args &args, int dp, int u, int k_iters, F &f) {
+  if (!kSplitK || u < dp) {
+    f(u, 0, k_iters, -1);
+  } else {
+    const int v = u - dp, sl = v / args.split_tiles, r = v - sl * args.split_tiles;
+    f(dp + r, (int)((int64_t)k_iters * sl / args.splits), (int)((int64_t)k_iters * (sl + 1) / args.splits), sl);
+  }
+}
+
+/* kRole: 0 the producer thread (claims; join: claim at all), 1 a whole consumer warp, 2 one
+ * thread alone (the signaller). */
+enum { kGemmProducer = 0, kGemmWarp = 1, kGemmSingle = 2 };
+template <bool kSplitK, int kRole, class F>
+__device__ __forceinline__ void mk_gemm_units(const mk_gemm_args &args, uint8_t *qb, int total,
+                                              int k_iters, int ncta, bool join, F &&f) {
   const int dp = kSplitK ? total - args.split_tiles : total;
   const int units = kSplitK ? dp + args.split_tiles * args.splits : total;
-  for (int u = blockIdx.x; u < units; u += ncta) {
-    if (!kSplitK || u < dp) {
-      f(u, 0, k_iters, -1);
+  for (int j = 0;; j++) {
+    const int i = j % kGemmQueue;
+    const uint32_t ph = (uint32_t)(j / kGemmQueue) & 1;
+    int u;
+    if (!args.claim) {
+      u = (int)blockIdx.x + j * ncta;
+    } else if (kRole == kGemmProducer) {
+      u = join ? (int)min(atomicAdd(args.claim, 1u), (uint32_t)units) : units;
+      mk_sm90::mbar_wait(mk_gemm_q_empty(qb) + i, ph ^ 1);
+      mk_gemm_q_slot(qb)[i] = u;
+      mk_sm90::mbar_arrive(mk_gemm_q_full(qb) + i); /* release: the slot */
     } else {
-      const int v = u - dp, sl = v / args.split_tiles, r = v - sl * args.split_tiles;
-      f(dp + r, (int)((int64_t)k_iters * sl / args.splits), (int)((int64_t)k_iters * (sl + 1) / args.splits), sl);
+      mk_sm90::mbar_wait(mk_gemm_q_full(qb) + i, ph);
+      u = mk_gemm_q_slot(qb)[i];
+      if (kRole == kGemmWarp) __syncwarp();
+      if (kRole == kGemmSingle || (threadIdx.x & 31) == 0) mk_sm90::mbar_arrive(mk_gemm_q_empty(qb) + i);
+    }
+    if (u >= units) break;
+    mk_gemm_unit<kSplitK>(args, dp, u, k_iters, f);
+  }
+  if (kRole == kGemmProducer && args.claim) { /* count the CTA out; the last one re-arms the counters */
+    __threadfence();
+    if (atomicAdd(args.claim + 1, 1u) == (uint32_t)ncta - 1) {
+      __threadfence();
+      atomicExch(args.claim, 0u);
+      atomicExch(args.claim + 1, 0u);
     }
   }
 }
@@ -322,6 +380,7 @@ struct mk_gemm_hooks_default {
   __device__ __forceinline__ uint16_t *out_row(const mk_gemm_args &a, int64_t row) const { return a.C + row * a.n; }
   __device__ __forceinline__ void run_role(int, uint8_t *, int) {}
   __device__ __forceinline__ void tail(uint8_t *, int) {}
+  __device__ __forceinline__ bool join() const { return true; } /* dynamic claims: this CTA claims units */
 };
 
 /* No-op hooks: the plain GEMM. */
@@ -417,6 +476,7 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
   uint64_t *pub_full = empty + Cfg::kStages, *pub_empty = pub_full + 2; /* after_store hand-over, 2 slots */
   int *row_off = (int *)(pub_empty + 2);
   int *tile_off = row_off + Cfg::kMaxGroups + 1;
+  uint8_t *qb = (uint8_t *)(tile_off + Cfg::kMaxGroups + 1); /* dynamic claims' queue (args.claim) */
   const int tid = threadIdx.x, wg = tid / 128;
   if constexpr (Policy::kRoles) {
     if ((int)blockIdx.x >= policy.compute_ctas) {
@@ -434,6 +494,10 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
     for (int s = 0; s < 2; s++) {
       mbar_init(&pub_full[s], 256); /* every consumer thread, after its stores of the tile */
       mbar_init(&pub_empty[s], 1);  /* the signaller, after after_store */
+    }
+    for (int i = 0; i < kGemmQueue; i++) {
+      mbar_init(mk_gemm_q_full(qb) + i, 1);
+      mbar_init(mk_gemm_q_empty(qb) + i, 8 + (Policy::kAfterStore ? 1 : 0)); /* each consumer warp, the signaller */
     }
     mbar_fence_init();
     /* Group prefix sums; a count < 0 is taken as 0, the total is clipped to m_cap. */
@@ -470,7 +534,7 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
       tma_prefetch_desc(&tma_b);
       int s = 0;
       uint32_t phase = 0;
-      mk_gemm_units<kSplitK>(args, sched.total(), k_iters, ncta, [&](int idx, int k0, int k1, int) {
+      mk_gemm_units<kSplitK, kGemmProducer>(args, qb, sched.total(), k_iters, ncta, policy.join(), [&](int idx, int k0, int k1, int) {
         mk_gemm_tile t = sched.get(policy, idx);
         t.k0 = k0;
         policy.before_load(t);
@@ -500,7 +564,7 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
     } else if (Policy::kAfterStore && tid == 32) {
       /* ---- signaller: after_store of each stored tile, beside the consumers' next mainloop ---- */
       int j = 0;
-      mk_gemm_units<kSplitK>(args, sched.total(), k_iters, ncta, [&](int idx, int, int, int sl) {
+      mk_gemm_units<kSplitK, kGemmSingle>(args, qb, sched.total(), k_iters, ncta, true, [&](int idx, int, int, int sl) {
         if (kSplitK && sl >= 0 && sl < args.splits - 1) return; /* a slice left in the workspace: no store */
         const mk_gemm_tile t = sched.get(policy, idx);
         mbar_wait(&pub_full[j & 1], (j >> 1) & 1); /* every consumer thread stored its part (acquire) */
@@ -516,7 +580,7 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
     int s = 0, pj = 0; /* pj: tiles stored (after_store hand-over) */
     uint32_t phase = 0;
     float d[kBN / 2];
-    mk_gemm_units<kSplitK>(args, sched.total(), k_iters, ncta, [&](int idx, int k0, int k1, int sl) {
+    mk_gemm_units<kSplitK, kGemmWarp>(args, qb, sched.total(), k_iters, ncta, true, [&](int idx, int k0, int k1, int sl) {
       const mk_gemm_tile t = sched.get(policy, idx);
       /* Idle warpgroup (args.wg_skip): none of its 64 rows is valid (a tail tile-row of <= 64
        * rows: a plain GEMM's M tail, a MoE expert's few decode rows), so it computes nothing. */

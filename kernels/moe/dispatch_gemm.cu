@@ -29,7 +29,9 @@
  *                  (release).
  *                  Serial and hybrid schedules (mk_moe_schedule): on s, SMs - 4 CTAs, with
  *                  nothing beside them, and gemm1 after it on every SM.
- *   gemm1     (s)  the GEMM core over the groups on SMs - C CTAs; before_load waits until its
+ *   gemm1     (s)  the GEMM core over the groups on every SM with dynamic tile claims (g1_sync,
+ *                  MK_MOE_GEMM1_CLAIM; the C CTAs past SMs - C start as dispatch CTAs exit and take
+ *                  the tiles not yet claimed), or on SMs - C CTAs with fixed tiles; before_load waits until its
  *                  tile-row has all its rows (ready >= rows of the tile; paced polls), so tiles
  *                  start as their rows land, in any order of arrival; while a tile waits, its
  *                  first k-blocks of weights are prefetched into L2. args.split_k: the last
@@ -219,6 +221,9 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_dispatch_kernel(mk_moe_de
   const uint64_t row_bytes = (uint64_t)d.H * 2, area = (uint64_t)d.Tm * row_bytes;
   __shared__ int64_t s_j0[MK_MOE_MAX_RANKS], s_pre[MK_MOE_MAX_RANKS + 1];
   __shared__ int s_src[2];
+  /* GEMM1's CTAs past SMs - C join its tiles only once every dispatch CTA is resident (g1_sync[0]:
+   * then none of them can be kept off an SM by a GEMM1 CTA waiting for rows). */
+  if (d.g1_sync && threadIdx.x == 0) atomicAdd((unsigned long long *)d.g1_sync, 1ull);
   /* Launched beside the plan and exchange (overlapped schedule) or after them: wait for the
    * exchange's cnt_done (n_send, n_from, exp_off and the zeroed ready are this call's). */
   if (!mk_wait_ge_cta(d.w, d.o_cnt_done, target, MK_OP_MOE, -1, -1)) return;
@@ -323,6 +328,15 @@ struct moe_gemm1_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   const uint16_t *B; /* [groups][nb][kb] */
   int64_t nb, kb;
   int pf_kblocks;
+  /* Dynamic claims (g1_sync): GEMM1 runs on every SM, CTAs >= join_from (SMs - C) on the SMs the
+   * dispatch leaves. Such a CTA takes tiles only if every dispatch CTA has started (started >= C x
+   * this call's target): a CTA that got an SM before them would wait for rows that the dispatch,
+   * kept off the SMs, could never land. Normally they start as dispatch CTAs exit, so they join. */
+  const uint64_t *started, *calls;
+  int join_from, C;
+  __device__ __forceinline__ bool join() const {
+    return (int)blockIdx.x < join_from || mk_ld_volatile(started) >= (uint64_t)C * (mk_ld_volatile(calls) + 1);
+  }
   __device__ __forceinline__ void before_load(const mk_gemm_tile &t) {
     const int tile = tile_base[t.group] + (t.m0 - exp_off[t.group]) / mk_gemm_config::kBM;
     const uint64_t need = (uint64_t)(t.m_end - t.m0);
@@ -399,6 +413,11 @@ static mk_status launch_gemm1(const mk_moe_dev *d, int grid, cudaStream_t stream
   p.nb = 2 * (int64_t)d->I, p.kb = d->H, p.pf_kblocks = d->pf_kblocks;
   mk_gemm_args args = {kGlu ? d->act : d->C1, d->m_cap, 2 * (int64_t)d->I, d->H, d->El, d->rows};
   args.wg_skip = d->wg_skip;
+  p.started = d->g1_sync, p.calls = d->calls, p.join_from = grid, p.C = d->C;
+  if (d->g1_sync) {
+    args.claim = (uint32_t *)(d->g1_sync + 1);
+    p.join_from = grid - d->C;
+  }
   if (d->split_k) { /* k-slices of the last wave, planned on the device (gemm_split.cuh) */
     args.splits = -d->split_k, args.split_mode = d->split_force, args.ws = d->sk_ws, args.flags = d->sk_flags;
     return mk_gemm_core_launch_split(d->A1, kGlu ? d->w1g : d->w1, args, MK_GEMM_B_NK, p, grid, 0, stream);

@@ -15,6 +15,11 @@
  * (as before session 5; for A/B runs). Either is correct on any rank mix. */
 MK_PARAM_INT(moe_dispatch_early, "MOE_DISPATCH_EARLY", 1, 0, 1)
 
+/* Overlapped schedule: 1 launches GEMM1 on every SM with dynamic tile claims (mk_gemm_units): the C
+ * CTAs past SMs - C start on the dispatch's SMs as its CTAs exit and take the tiles still
+ * unclaimed; 0 on SMs - C CTAs, each walking its fixed tiles (as before session 13). */
+MK_PARAM_INT(moe_gemm1_claim, "MOE_GEMM1_CLAIM", 1, 0, 1)
+
 static mk_status heap(mk_moe_t *m, uint64_t bytes, uint64_t *off) {
   return mk_comm_heap_alloc(m->comm, bytes ? bytes : 256, off);
 }
@@ -142,6 +147,10 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
     if (d->pf_kblocks > kmax) d->pf_kblocks = (int)kmax;
   }
   if (a->profile) MK_CHECK_GOTO(dalloc((void **)&d->prof, sizeof(uint64_t) * MK_MOE_PHASES), st, fail);
+  if (m->sched == MK_MOE_SCHED_OVERLAP && mk_param_moe_gemm1_claim()) {
+    MK_CHECK_GOTO(dalloc((void **)&d->g1_sync, 2 * sizeof(uint64_t)), st, fail);
+    MK_CUDA_CHECK_GOTO(cudaMemset(d->g1_sync, 0, 2 * sizeof(uint64_t)), st, fail);
+  }
   if (d->split_k) { /* at most two partial tiles per GEMM CTA (mk_gemm_dev_split) */
     MK_CHECK_GOTO(dalloc((void **)&d->sk_ws, (size_t)2 * m->sms * 128 * 256 * 4), st, fail);
     MK_CHECK_GOTO(dalloc((void **)&d->sk_flags, sizeof(uint32_t) * 4 * (size_t)m->sms), st, fail);
@@ -242,6 +251,7 @@ void mk_moe_destroy(mk_moe_t *m) {
   cudaFree(d->prof);
   cudaFree(d->sk_ws);
   cudaFree(d->sk_flags);
+  cudaFree(d->g1_sync);
   if (m->s2) cudaStreamDestroy((cudaStream_t)m->s2);
   if (m->ev_fork) cudaEventDestroy((cudaEvent_t)m->ev_fork);
   if (m->ev_join) cudaEventDestroy((cudaEvent_t)m->ev_join);
@@ -292,7 +302,7 @@ static mk_status forward_fused(mk_moe_t *m, const uint16_t *x, int64_t T, const 
   MK_CUDA_CHECK(cudaStreamWaitEvent(s2, (cudaEvent_t)m->ev_fork, 0));
   MK_CHECK(mk_moe_launch_dispatch(d, x, s2));
   if (m->dispatch_early) MK_CHECK(mk_moe_launch_plan(d, ids, w, T, s)); /* barrier point 1 */
-  MK_CHECK(mk_moe_launch_gemm1(d, m->sms - d->C, s));
+  MK_CHECK(mk_moe_launch_gemm1(d, d->g1_sync ? m->sms : m->sms - d->C, s)); /* g1_sync: the dispatch's SMs join */
   if (!d->glu) MK_CHECK(mk_moe_launch_swiglu(d, -1, s));
   /* The combine starts once GEMM1 is done, not when the dispatch is: its CTAs would otherwise
    * sit on their SMs for all of GEMM1 polling done2, which only GEMM2 advances. */

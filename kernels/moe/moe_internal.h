@@ -74,6 +74,9 @@ typedef struct mk_moe_dev {
   int wg_skip;     /* the grouped GEMMs' idle-warpgroup skip (mk_gemm_args.wg_skip): decode-sized handles */
   float *sk_ws;    /* split-K partials: 2 SMs x 128 x 256 fp32 (both GEMMs, stream-ordered) */
   uint32_t *sk_flags; /* [4 SMs] zeroed at create, re-armed by each launch */
+  uint64_t *g1_sync; /* overlapped schedule with MK_MOE_GEMM1_CLAIM, else NULL: [0] +1 per dispatch CTA
+                        started (target C x (calls + 1)); [1] GEMM1's dynamic claims (uint32 [2],
+                        mk_gemm_args.claim) */
   int pf_kblocks;  /* GEMM1: 64-wide k-blocks of its first B tile each CTA prefetches into L2 while
                       the tile's rows are in flight (0 = off; moe.c sizes it to half the L2) */
 } mk_moe_dev;

@@ -102,17 +102,21 @@ static void run_case(mk_comm_t *c, const cfg *g, uint64_t seed, cudaStream_t s) 
    * dispatch, combine on 4 CTAs beside GEMM2), fused path only; variants 4 and 5: split-K of
    * the grouped GEMMs (args.split_k; at these sizes every tile of both GEMMs is split: GEMM1 in
    * 2 k-slices, GEMM2 in 3) under the overlapped schedule with the separate SwiGLU pass, and
-   * under the serial schedule with SwiGLU in the epilogue, fused path only */
-  static const char *const names[6] = {"fused",          "fused (SwiGLU pass)",           "fused (serial)",
-                                       "fused (hybrid)", "fused (split-K, SwiGLU pass)", "fused (serial, split-K)"};
-  for (int variant = 0; variant < 6; variant++) {
+   * under the serial schedule with SwiGLU in the epilogue, fused path only; variant 6: variant 0's
+   * arguments with GEMM1's fixed tiles on SMs - C (MK_MOE_GEMM1_CLAIM=0; every other overlapped variant
+   * runs the default, GEMM1 on every SM with dynamic tile claims), fused path only */
+  static const char *const names[7] = {"fused",          "fused (SwiGLU pass)",           "fused (serial)",
+                                       "fused (hybrid)", "fused (split-K, SwiGLU pass)", "fused (serial, split-K)",
+                                       "fused (GEMM1 static tiles)"};
+  for (int variant = 0; variant < 7; variant++) {
+    if (variant == 6) setenv("MK_MOE_GEMM1_CLAIM", "0", 1), mk_param_reset_cache();
     mk_moe_args a = {.hidden = H, .inter = I, .n_experts = E, .top_k = K, .max_tokens = Tmax, .w1 = dw1, .w2 = dw2,
                      .comm_ctas = variant == 2 || variant == 5 ? 0 : 4, .swiglu_pass = variant == 1 || variant == 4,
                      .schedule = variant == 3                  ? MK_MOE_SCHED_HYBRID
                                  : variant == 2 || variant == 5 ? MK_MOE_SCHED_SERIAL
                                                                 : MK_MOE_SCHED_OVERLAP,
                      .profile = variant == 2,
-                     .split_k = variant == 4 ? -8 : variant == 5 ? -16 : variant ? 1 : 0}; /* < 0: wherever possible */
+                     .split_k = variant == 4 ? -8 : variant == 5 ? -16 : variant % 6 ? 1 : 0}; /* < 0: wherever possible */
     mk_moe_t *m;
     ASSERT_OK(mk_moe_create(c, &a, &m));
     for (int path = 0; path < (variant ? 1 : 2); path++) {
@@ -174,6 +178,7 @@ static void run_case(mk_comm_t *c, const cfg *g, uint64_t seed, cudaStream_t s) 
     CUDA_OK(cudaGraphExecDestroy(exec));
     CUDA_OK(cudaGraphDestroy(graph));
     mk_moe_destroy(m);
+    if (variant == 6) unsetenv("MK_MOE_GEMM1_CLAIM"), mk_param_reset_cache();
   }
   cudaFree(dw1), cudaFree(dw2), cudaFree(dx), cudaFree(dout), cudaFree(did), cudaFree(dtw);
   for (int e = 0; e < E; e++) free(gate[e]), free(up[e]), free(down[e]);
