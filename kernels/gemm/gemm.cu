@@ -44,6 +44,9 @@ MK_PARAM_INT(gemm_skinny_split_kb, "GEMM_SKINNY_SPLIT_KB", 256, 0, 1 << 20)
  * off in turns): MoE decode at EP = 2 2-8 % faster with it; a grouped GEMM 1100 x 28672 x 4096 of 8
  * groups 15 % slower (0.600 against 0.521 ms; not explained yet), hence not everywhere. */
 MK_PARAM_INT(gemm_wg_skip, "GEMM_WG_SKIP", -1, -1, 1)
+/* Grouped GEMM (mk_gemm_grouped_bf16): 1 its CTAs claim tiles in order from a counter of the
+ * (device, stream) workspace (mk_gemm_units' dynamic claims), 0 each walks fixed tiles. */
+MK_PARAM_INT(gemm_claim, "GEMM_CLAIM", 0, 0, 1)
 
 namespace {
 struct gemm_ws {
@@ -55,7 +58,8 @@ struct gemm_ws {
 gemm_ws g_ws[32];
 int g_nws;
 pthread_mutex_t g_ws_lock = PTHREAD_MUTEX_INITIALIZER;
-const size_t kFlagBytes = 64 * 1024; /* room for 8192 partial tiles' two flags */
+const size_t kClaimBytes = 64;                     /* the grouped GEMM's claim counters, at the end of the flags */
+const size_t kFlagBytes = 64 * 1024 + kClaimBytes; /* room for 8192 partial tiles' two flags, then the claims */
 }  // namespace
 
 /* The workspace of (current device, stream) with at least `bytes` of partials; *base = NULL
@@ -99,6 +103,16 @@ done:
   return st;
 }
 
+/* gemm_grouped.cu (MK_GEMM_CLAIM): the claim counters of (current device, stream), zeroed at
+ * allocation and re-armed by each launch; NULL when no workspace can be had now. */
+mk_status mk_gemm_claim_counters(cudaStream_t stream, uint32_t **claim) {
+  uint8_t *ws = NULL;
+  *claim = NULL;
+  MK_CHECK(gemm_workspace(stream, 0, &ws));
+  if (ws) *claim = (uint32_t *)(ws + kFlagBytes - kClaimBytes);
+  return MK_STATUS_OK;
+}
+
 extern "C" mk_status mk_gemm_bf16(const uint16_t *A, const uint16_t *B, uint16_t *C, int64_t M, int64_t N, int64_t K,
                                   mk_gemm_b_layout b_layout, mk_stream_t stream) {
   mk_gemm_args args = {C, M, N, K, 1, NULL};
@@ -116,7 +130,7 @@ extern "C" mk_status mk_gemm_bf16(const uint16_t *A, const uint16_t *B, uint16_t
     const int bn = mk_gemm_skinny_bn();
     int splits = mk_gemm_skinny_splits(N, K, grid, bn);
     uint8_t *ws = NULL;
-    if (splits > 1 && mk_gemm_skinny_flag_words(N, splits, bn) * 4 <= kFlagBytes)
+    if (splits > 1 && mk_gemm_skinny_flag_words(N, splits, bn) * 4 <= kFlagBytes - kClaimBytes)
       MK_CHECK(gemm_workspace(s, mk_gemm_skinny_ws_bytes(M, N, splits, bn), &ws));
     if (!ws) splits = 1;
     return mk_gemm_skinny_launch(A, B, C, M, N, K, bn, splits, ws ? (float *)(ws + kFlagBytes) : NULL, (uint32_t *)ws,
@@ -124,7 +138,7 @@ extern "C" mk_status mk_gemm_bf16(const uint16_t *A, const uint16_t *B, uint16_t
   }
   args.split_tiles = (int)mk_gemm_split_plan(args, grid, (int)mk_param_gemm_split_k(), tile_n, &args.splits);
   const size_t parts = (size_t)(args.splits - 1) * args.split_tiles;
-  if (args.split_tiles && parts * 2 * 4 <= kFlagBytes) {
+  if (args.split_tiles && parts * 2 * 4 <= kFlagBytes - kClaimBytes) {
     const int bn = tile_n ? tile_n : 256;
     uint8_t *ws = NULL;
     MK_CHECK(gemm_workspace(s, parts * mk_gemm_config::kBM * bn * 4, &ws));

@@ -165,6 +165,10 @@ extern "C" mk_status mk_moe_launch_gemm2(const mk_moe_dev *d, int grid, void *st
   p.prof = d->prof;
   mk_gemm_args args = {d->C2, d->m_cap, d->H, d->I, d->El, d->rows};
   args.wg_skip = d->wg_skip;
+  /* Dynamic claims on GEMM1's counter (re-armed by GEMM1's last CTA; stream order): tiles start in
+   * order however long each took, so the tile-rows of one expert keep reading its B panels side by
+   * side (L2) where the warpgroup skip makes some tiles cheaper. */
+  if (d->g1_sync && d->g2_claim) args.claim = (uint32_t *)(d->g1_sync + 1);
   if (d->split_k) { /* k-slices of the last wave, planned on the device (gemm_split.cuh) */
     args.splits = -d->split_k, args.split_mode = d->split_force, args.ws = d->sk_ws, args.flags = d->sk_flags;
     return mk_gemm_core_launch_split(d->act, d->w2, args, MK_GEMM_B_NK, p, grid, d->bn2, (cudaStream_t)stream);

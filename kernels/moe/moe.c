@@ -19,6 +19,9 @@ MK_PARAM_INT(moe_dispatch_early, "MOE_DISPATCH_EARLY", 1, 0, 1)
  * CTAs past SMs - C start on the dispatch's SMs as its CTAs exit and take the tiles still
  * unclaimed; 0 on SMs - C CTAs, each walking its fixed tiles (as before session 13). */
 MK_PARAM_INT(moe_gemm1_claim, "MOE_GEMM1_CLAIM", 1, 0, 1)
+/* With MOE_GEMM1_CLAIM: 1 GEMM2 (on SMs - C beside the combine) claims its tiles on the same
+ * counter, 0 fixed tiles. */
+MK_PARAM_INT(moe_gemm2_claim, "MOE_GEMM2_CLAIM", 1, 0, 1)
 
 static mk_status heap(mk_moe_t *m, uint64_t bytes, uint64_t *off) {
   return mk_comm_heap_alloc(m->comm, bytes ? bytes : 256, off);
@@ -150,6 +153,7 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
   if (m->sched == MK_MOE_SCHED_OVERLAP && mk_param_moe_gemm1_claim()) {
     MK_CHECK_GOTO(dalloc((void **)&d->g1_sync, 2 * sizeof(uint64_t)), st, fail);
     MK_CUDA_CHECK_GOTO(cudaMemset(d->g1_sync, 0, 2 * sizeof(uint64_t)), st, fail);
+    d->g2_claim = (int)mk_param_moe_gemm2_claim();
   }
   if (d->split_k) { /* at most two partial tiles per GEMM CTA (mk_gemm_dev_split) */
     MK_CHECK_GOTO(dalloc((void **)&d->sk_ws, (size_t)2 * m->sms * 128 * 256 * 4), st, fail);

@@ -77,6 +77,7 @@ typedef struct mk_moe_dev {
   uint64_t *g1_sync; /* overlapped schedule with MK_MOE_GEMM1_CLAIM, else NULL: [0] +1 per dispatch CTA
                         started (target C x (calls + 1)); [1] GEMM1's dynamic claims (uint32 [2],
                         mk_gemm_args.claim) */
+  int g2_claim;      /* GEMM2 claims its tiles on g1_sync[1] too (MK_MOE_GEMM2_CLAIM) */
   int pf_kblocks;  /* GEMM1: 64-wide k-blocks of its first B tile each CTA prefetches into L2 while
                       the tile's rows are in flight (0 = off; moe.c sizes it to half the L2) */
 } mk_moe_dev;

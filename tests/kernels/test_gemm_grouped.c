@@ -1,7 +1,8 @@
 /* test_gemm_grouped.c (gpu) — mk_gemm_grouped_bf16 on fresh random inputs: empty groups,
  * uneven groups (1 row, tile-sized, not tile-sized), many groups, both B layouts, counts read
  * on the device, MoE decode counts (1..64 and 129..150 rows: an idle second warpgroup), both tile
- * widths with MK_GEMM_WG_SKIP=1 and 256 wide with 0; each group checked against its own fp32
+ * widths with MK_GEMM_WG_SKIP=1 and 256 wide with 0, fixed tiles and dynamic claims (MK_GEMM_CLAIM=1:
+ * 128 wide, and 256 wide with the skip); each group checked against its own fp32
  * reference, rows past the sum of the counts (poisoned) untouched. Bad arguments are refused. */
 #include "tests/kernels/gemm_check.h"
 
@@ -46,13 +47,15 @@ int main(int argc, char **argv) {
 
   int failed = 0;
   const int ncases = (int)(sizeof k_cases / sizeof k_cases[0]);
-  const int nruns = 3 * ncases;
+  const int nruns = 4 * ncases;
   for (int run = 0; run < nruns; run++) {
-    /* 256 and 128 wide with the idle warpgroup skip, then 256 wide without it */
-    const int c = run % ncases, tile_n = run / ncases == 1 ? 128 : 256, wg_skip = run < 2 * ncases;
+    /* 256 and 128 wide with the idle warpgroup skip, then 256 wide without it, then with it again;
+       passes 1 and 3 claim tiles dynamically */
+    const int pass = run / ncases, c = run % ncases, tile_n = pass == 1 ? 128 : 256, wg_skip = pass != 2;
     grouped_case gc = k_cases[c];
     setenv("MK_GEMM_TILE_N", tile_n == 256 ? "256" : "128", 1); /* both tile widths */
     setenv("MK_GEMM_WG_SKIP", wg_skip ? "1" : "0", 1);
+    setenv("MK_GEMM_CLAIM", pass % 2 ? "1" : "0", 1);
     mk_param_reset_cache();
     int random = 1;
     for (int g = 0; g < gc.groups; g++) random &= gc.rows[g] == 0;
@@ -105,6 +108,7 @@ int main(int argc, char **argv) {
   CUDA_OK(cudaFree(drows));
   unsetenv("MK_GEMM_TILE_N");
   unsetenv("MK_GEMM_WG_SKIP");
+  unsetenv("MK_GEMM_CLAIM");
   mk_param_reset_cache();
   if (failed) MK_TEST_FAIL_("%d of %d case/mode runs wrong", failed, nruns);
   printf("ok: %d cases\n", ncases);
