@@ -3,8 +3,9 @@
  *   gemm2    (s)  the GEMM core: C2 = act @ w2 per local expert, on SMs - C CTAs (serial
  *                 schedule: every SM); after_store adds 1 to done2[tile-row] (release) as each
  *                 tile is stored. Tiles 128 x 256, or 128 x 128 where the worst case has fewer
- *                 tiles than SMs and split_k is off (decode: bn2, moe.c). args.split_k: the
- *                 last wave in k-slices; only the slice that sums them stores and signals.
+ *                 tiles than SMs and split-K is off (decode: bn2, moe.c). d.split_k2 (split_k, or
+ *                 under AUTO 8 where the 256-wide tiles are fewer than the SMs): the last wave in
+ *                 k-slices; only the slice that sums them stores and signals.
  *   combine  (s2) Cc CTAs, launched once gemm1 is done, concurrent with gemm2 (serial: after
  *                 it, on s). For each home rank s
  *                 (this rank's own first), CTA c takes chunk c of the rows s sent here, in
@@ -169,8 +170,8 @@ extern "C" mk_status mk_moe_launch_gemm2(const mk_moe_dev *d, int grid, void *st
    * order however long each took, so the tile-rows of one expert keep reading its B panels side by
    * side (L2) where the warpgroup skip makes some tiles cheaper. */
   if (d->g1_sync && d->g2_claim) args.claim = (uint32_t *)(d->g1_sync + 1);
-  if (d->split_k) { /* k-slices of the last wave, planned on the device (gemm_split.cuh) */
-    args.splits = -d->split_k, args.split_mode = d->split_force, args.ws = d->sk_ws, args.flags = d->sk_flags;
+  if (d->split_k2) { /* k-slices of the last wave, planned on the device (gemm_split.cuh) */
+    args.splits = -d->split_k2, args.split_mode = d->split_force, args.ws = d->sk_ws, args.flags = d->sk_flags;
     return mk_gemm_core_launch_split(d->act, d->w2, args, MK_GEMM_B_NK, p, grid, d->bn2, (cudaStream_t)stream);
   }
   return mk_gemm_core_launch(d->act, d->w2, args, MK_GEMM_B_NK, p, grid, d->bn2, (cudaStream_t)stream);

@@ -77,7 +77,8 @@ typedef struct mk_moe_args {
   int profile;                         /* fused: stamp each call's phases on the device (mk_moe_phases) */
   int split_k;                         /* fused: 0 = AUTO (8 where a local expert expects 64..256 rows
                                           from max_tokens, i.e. decode-sized handles; else off:
-                                          mk_moe_pick_split_k in moe.c); +-1 = off; 2..16 = the grouped
+                                          mk_moe_pick_split_k in moe.c; the down GEMM also 8 where its
+                                          256-wide tiles are fewer than the SMs); +-1 = off; 2..16 = the grouped
                                           GEMMs may split the tiles of their last wave (all tiles when
                                           there are fewer than CTAs: decode) in up to that many
                                           k-slices, so every SM streams weights, where a wave model on

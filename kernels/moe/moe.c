@@ -59,6 +59,19 @@ int mk_moe_pick_split_k(const mk_moe_args *a, int W) {
   return rows >= 64 && rows <= 256 ? 8 : 0;
 }
 
+/* GEMM2's k-slices (mk_moe_dev.split_k2): GEMM1's (|split_k|), or under AUTO 8 where the worst case of
+ * GEMM2 has fewer 256-wide tiles than SMs (decode with few experts: Mixtral-like at T = 16, whose down
+ * weights would otherwise stream on 64 of 132 SMs). Run d9a5d83 (2 x H200, EP = 2, (16, 4096, 8)):
+ * GEMM2's phase 0.150 -> 0.124 ms with it. */
+int mk_moe_pick_split_k2(const mk_moe_args *a, int W, int sms) {
+  const int sk = mk_moe_pick_split_k(a, W);
+  if (sk) return abs(sk);
+  if (a->split_k || W < 1 || a->n_experts < W) return 0;
+  const int64_t El = a->n_experts / W, m_cap = (int64_t)W * a->max_tokens * (a->top_k < El ? a->top_k : El);
+  const int64_t tiles256 = (m_cap / 128 + El) * ((a->hidden + 255) / 256);
+  return tiles256 < sms ? 8 : 0;
+}
+
 mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
   if (!out) return MK_STATUS_INVALID_ARGUMENT;
   *out = NULL;
@@ -105,10 +118,13 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
     d->split_force = sk <= -2;
     d->wg_skip = m->sched == MK_MOE_SCHED_OVERLAP; /* decode-sized (AUTO: max_tokens < 1024) */
   }
-  { /* GEMM2 128 wide where the worst case has fewer 256-wide tiles than SMs (decode, few experts),
-       unless k-slices fill the SMs (split_k) */
+  { /* GEMM2: where the worst case has fewer 256-wide tiles than SMs (decode, few experts: the
+       weights stream on too few SMs), k-slices of 256-wide tiles (split_k2 = 8 under AUTO, even
+       where GEMM1's rule leaves split_k off; run d9a5d83, docs/perf/NOTES.md moe session 13), or
+       128-wide tiles where split-K is off */
     const int64_t tiles256 = (d->m_cap / 128 + El) * ((a->hidden + 255) / 256);
-    d->bn2 = tiles256 < m->sms && !d->split_k ? 128 : 256;
+    d->split_k2 = mk_moe_pick_split_k2(a, W, m->sms);
+    d->bn2 = tiles256 < m->sms && !d->split_k2 ? 128 : 256;
     d->tiles_n2 = (a->hidden + d->bn2 - 1) / d->bn2;
   }
   { /* dispatch CTAs C, combine CTAs Cc; beside a GEMM (on its own stream) they leave >= 8 SMs to it */
@@ -155,7 +171,7 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
     MK_CUDA_CHECK_GOTO(cudaMemset(d->g1_sync, 0, 2 * sizeof(uint64_t)), st, fail);
     d->g2_claim = (int)mk_param_moe_gemm2_claim();
   }
-  if (d->split_k) { /* at most two partial tiles per GEMM CTA (mk_gemm_dev_split) */
+  if (d->split_k || d->split_k2) { /* at most two partial tiles per GEMM CTA (mk_gemm_dev_split) */
     MK_CHECK_GOTO(dalloc((void **)&d->sk_ws, (size_t)2 * m->sms * 128 * 256 * 4), st, fail);
     MK_CHECK_GOTO(dalloc((void **)&d->sk_flags, sizeof(uint32_t) * 4 * (size_t)m->sms), st, fail);
     MK_CUDA_CHECK_GOTO(cudaMemset(d->sk_flags, 0, sizeof(uint32_t) * 4 * (size_t)m->sms), st, fail);
@@ -203,7 +219,7 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
   MK_CUDA_CHECK_GOTO(cudaEventCreateWithFlags((cudaEvent_t *)&m->ev_g1, cudaEventDisableTiming), st, fail);
   /* Lazy loading: every kernel of the spinning producer/consumer pairs is loaded now. */
   MK_CHECK_GOTO(mk_moe_preload_dispatch(d->split_k), st, fail);
-  MK_CHECK_GOTO(mk_moe_preload_combine(d->split_k), st, fail);
+  MK_CHECK_GOTO(mk_moe_preload_combine(d->split_k2), st, fail);
   if (a->fused_only) goto ready;
   /* Unfused path. */
   if (mk_nccl_create(comm, &m->nccl) != MK_STATUS_OK) m->nccl = NULL;

@@ -71,6 +71,7 @@ typedef struct mk_moe_dev {
   uint64_t *prof;/* [MK_MOE_PHASES] phase stamps (args.profile), NULL = off; moe_stamp */
   int split_k;     /* |args.split_k| >= 2: max k-slices of the grouped GEMMs' last wave; else 0 */
   int split_force; /* args.split_k < 0: always split (mk_gemm_args.split_mode 1), else the model */
+  int split_k2;    /* GEMM2's: split_k, or under AUTO 8 where GEMM2's 256-wide tiles are fewer than the SMs */
   int wg_skip;     /* the grouped GEMMs' idle-warpgroup skip (mk_gemm_args.wg_skip): decode-sized handles */
   float *sk_ws;    /* split-K partials: 2 SMs x 128 x 256 fp32 (both GEMMs, stream-ordered) */
   uint32_t *sk_flags; /* [4 SMs] zeroed at create, re-armed by each launch */
@@ -106,6 +107,8 @@ struct mk_moe {
  * session 4; +-1 = off) on W ranks; the result is 0 (off) or as mk_moe_dev.split_k/split_force:
  * |s| >= 2, s < 0 = always. Pure host logic (test_moe_pick). */
 int mk_moe_pick_split_k(const mk_moe_args *a, int W);
+/* moe.c: GEMM2's k-slices (>= 0; pure host logic, test_moe_pick) on W ranks of `sms` SMs. */
+int mk_moe_pick_split_k2(const mk_moe_args *a, int W, int sms);
 
 /* dispatch_gemm.cu */
 /* Zeroes the call's local counters and scratch (n_send, cnt_pairs, fill, ready, done2), plans

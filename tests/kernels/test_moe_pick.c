@@ -1,7 +1,8 @@
 /* test_moe_pick.c (unit) — the fused MoE path's split-K choice from the shape at create
  * (mk_moe_pick_split_k): AUTO splits in 8 k-slices where a local expert expects 64 to 256 rows
  * (decode with enough rows per expert), not below (the fix-up costs more than the split gives)
- * nor above (prefill-sized handles); +-1 turns it off; explicit values pass. */
+ * nor above (prefill-sized handles); +-1 turns it off; explicit values pass. The down GEMM's
+ * (mk_moe_pick_split_k2): GEMM1's, or under AUTO 8 where its 256-wide tiles are fewer than the SMs. */
 #include "kernels/moe/moe_internal.h"
 #include "tests/mk_test.h"
 
@@ -46,6 +47,31 @@ int main(int argc, char **argv) {
       return 1;
     }
   }
-  printf("test_moe_pick: %zu cases ok\n", sizeof cases / sizeof cases[0]);
+  /* GEMM2: hidden 4096 (16 tiles of 256 per tile-row), 132 SMs */
+  static const pick_case cases2[] = {
+      {16, 8, 2, 0, 4, 8, "E = 8, T = 16, EP 4: (128 / 128 + 2) x 16 = 48 tiles: 8"},
+      {16, 8, 2, 0, 2, 8, "EP 2: (64 / 128 + 4) x 16 = 64 tiles: 8"},
+      {128, 8, 2, 0, 4, 8, "GEMM1's 8"},
+      {1000, 8, 2, 0, 2, 0, "(4000 / 128 + 4) x 16 = 560 tiles: off"},
+      {16, 128, 8, 0, 4, 0, "E = 128: (512 / 128 + 32) x 16 tiles: off"},
+      {16, 256, 8, 0, 4, 0, "E = 256: off"},
+      {4096, 8, 2, 0, 4, 0, "prefill: off"},
+      {16, 8, 2, 1, 4, 0, "+1 is off"},
+      {16, 8, 2, -1, 4, 0, "-1 is off"},
+      {16, 8, 2, -16, 4, 16, "explicit always: 16 slices"},
+      {4096, 8, 2, 4, 4, 4, "explicit 4"},
+  };
+  for (size_t i = 0; i < sizeof cases2 / sizeof cases2[0]; i++) {
+    const pick_case *c = &cases2[i];
+    const mk_moe_args a = {.hidden = 4096, .inter = 14336, .n_experts = c->E, .top_k = c->K, .max_tokens = c->T,
+                           .split_k = c->split_k};
+    const int got = mk_moe_pick_split_k2(&a, c->W, 132);
+    if (got != c->want) {
+      fprintf(stderr, "GEMM2 case %zu (T=%lld E=%d k=%d split_k=%d W=%d: %s): got %d, want %d\n", i, (long long)c->T,
+              c->E, c->K, c->split_k, c->W, c->why, got, c->want);
+      return 1;
+    }
+  }
+  printf("test_moe_pick: %zu + %zu cases ok\n", sizeof cases / sizeof cases[0], sizeof cases2 / sizeof cases2[0]);
   return 0;
 }
