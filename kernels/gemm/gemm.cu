@@ -42,7 +42,9 @@ MK_PARAM_INT(gemm_skinny_split_kb, "GEMM_SKINNY_SPLIT_KB", 256, 0, 1 << 20)
  * caller's mk_gemm_args.wg_skip asks (the MoE GEMMs of decode-sized handles). Read on the host at
  * every core launch (mk_gemm_core_launch_bn). Run cac236a (2 x H200, same routing draw, on and
  * off in turns): MoE decode at EP = 2 2-8 % faster with it; a grouped GEMM 1100 x 28672 x 4096 of 8
- * groups 15 % slower (0.600 against 0.521 ms; not explained yet), hence not everywhere. */
+ * groups 15 % slower (0.600 against 0.521 ms), hence not everywhere: with fixed tiles the CTAs drift
+ * apart and an expert's tile-rows stop sharing its B panels in L2 (ncu, session 13: 2.16 against 1.73
+ * GB of DRAM reads; docs/perf/NOTES.md). */
 MK_PARAM_INT(gemm_wg_skip, "GEMM_WG_SKIP", -1, -1, 1)
 /* Grouped GEMM (mk_gemm_grouped_bf16): 1 its CTAs claim tiles in order from a counter of the
  * (device, stream) workspace (mk_gemm_units' dynamic claims), 0 each walks fixed tiles. */
