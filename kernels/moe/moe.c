@@ -22,6 +22,9 @@ MK_PARAM_INT(moe_gemm1_claim, "MOE_GEMM1_CLAIM", 1, 0, 1)
 /* With MOE_GEMM1_CLAIM: 1 GEMM2 (on SMs - C beside the combine) claims its tiles on the same
  * counter, 0 fixed tiles. */
 MK_PARAM_INT(moe_gemm2_claim, "MOE_GEMM2_CLAIM", 1, 0, 1)
+/* Overlapped schedule with MOE_GEMM1_CLAIM: dispatch CTAs (0: as the combine, comm_ctas or 16). Their SMs
+ * go to GEMM1 once the dispatch is done. */
+MK_PARAM_INT(moe_dispatch_ctas, "MOE_DISPATCH_CTAS", 0, 0, 1024)
 
 static mk_status heap(mk_moe_t *m, uint64_t bytes, uint64_t *off) {
   return mk_comm_heap_alloc(m->comm, bytes ? bytes : 256, off);
@@ -130,10 +133,15 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
   { /* dispatch CTAs C, combine CTAs Cc; beside a GEMM (on its own stream) they leave >= 8 SMs to it */
     const int lent = a->comm_ctas ? a->comm_ctas : 16, alone = a->comm_ctas ? a->comm_ctas : m->sms - 4;
     d->C = m->sched == MK_MOE_SCHED_OVERLAP ? lent : m->sched == MK_MOE_SCHED_SERIAL ? alone : m->sms - 4;
+    if (m->sched == MK_MOE_SCHED_OVERLAP && mk_param_moe_gemm1_claim() && mk_param_moe_dispatch_ctas())
+      d->C = (int)mk_param_moe_dispatch_ctas();
     d->Cc = m->sched == MK_MOE_SCHED_SERIAL ? alone : lent;
-    const int beside = m->sched == MK_MOE_SCHED_OVERLAP ? d->C : m->sched == MK_MOE_SCHED_HYBRID ? d->Cc : 0;
+    const int beside = m->sched == MK_MOE_SCHED_OVERLAP   ? (d->C > d->Cc ? d->C : d->Cc)
+                       : m->sched == MK_MOE_SCHED_HYBRID ? d->Cc
+                                                          : 0;
     if (d->C > m->sms || d->Cc > m->sms || (beside && m->sms <= beside + 8)) {
-      MK_WARN(MK_SUBSYS_KERNEL, "moe: %d comm CTAs do not fit %d SMs (schedule %d)", a->comm_ctas, m->sms, m->sched);
+      MK_WARN(MK_SUBSYS_KERNEL, "moe: %d dispatch / %d combine CTAs (comm_ctas %d, MK_MOE_DISPATCH_CTAS) do not fit "
+              "%d SMs beside a GEMM (schedule %d)", d->C, d->Cc, a->comm_ctas, m->sms, m->sched);
       st = MK_STATUS_INVALID_ARGUMENT;
       goto fail;
     }
@@ -330,7 +338,7 @@ static mk_status forward_fused(mk_moe_t *m, const uint16_t *x, int64_t T, const 
   MK_CUDA_CHECK(cudaStreamWaitEvent(s2, (cudaEvent_t)m->ev_g1, 0));
   MK_CHECK(mk_moe_launch_combine(d, s2)); /* spins on done2 until gemm2 stores tiles */
   MK_CUDA_CHECK(cudaEventRecord((cudaEvent_t)m->ev_join, s2));
-  MK_CHECK(mk_moe_launch_gemm2(d, m->sms - d->C, s));
+  MK_CHECK(mk_moe_launch_gemm2(d, m->sms - d->Cc, s));
   MK_CUDA_CHECK(cudaStreamWaitEvent(s, (cudaEvent_t)m->ev_join, 0));
   MK_CHECK(mk_moe_launch_reduce(d, T, out, s)); /* barrier point 2: all combine rows home */
   return mk_moe_launch_advance(d->calls, s);
