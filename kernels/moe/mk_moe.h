@@ -52,6 +52,8 @@ typedef enum mk_moe_path { MK_MOE_FUSED = 0, MK_MOE_UNFUSED = 1 } mk_moe_path;
 /* How the fused path places its phases on the SMs.
  *   OVERLAP  dispatch and combine on comm_ctas CTAs (default 16) beside the grouped GEMMs on the
  *            other SMs: GEMM1 tiles start as their rows land, the combine follows GEMM2's tiles.
+ *            GEMM1 takes the dispatch's SMs too once it is done (its CTAs claim tiles from a
+ *            counter; MK_MOE_GEMM1_CLAIM).
  *   SERIAL   dispatch on comm_ctas CTAs (default: SMs - 4), then both GEMMs on every SM, then
  *            the combine on the same CTAs: no SM is lent to communication while the GEMMs run.
  *   HYBRID   dispatch as SERIAL (SMs - 4 CTAs), GEMM1 on every SM, then GEMM2 on SMs - comm_ctas
