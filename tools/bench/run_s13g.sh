@@ -8,8 +8,10 @@ set -uo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 . "$REPO/tools/bench/bench_step.sh"
 echo "LIMIT $LIMIT s"
-for v in 1 0; do
-  TAIL=40 step layer_claim$v 90 env MK_MOE_GEMM1_CLAIM=$v mk-launch -n 2 -- mk-bench layer --decode batch --warmup 3 \
-    --iters 10 --json "$RES/layer_h200x2_claim$v.json"
+# ORDER (default "1 0"): run e79ed61 ran 1 then 0; run <next> ran ORDER="0 1 0 1" to see the order's effect
+for v in ${ORDER:-1 0}; do
+  i=$(( ${i:-0} + 1 ))
+  TAIL=40 step layer_claim${v}_$i 90 env MK_MOE_GEMM1_CLAIM=$v mk-launch -n 2 -- mk-bench layer --decode batch --warmup 3 \
+    --iters 10 --json "$RES/layer_h200x2_claim${v}_$i.json"
 done
 echo "end at $(( $(date +%s) - T0 )) s"
