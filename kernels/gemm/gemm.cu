@@ -49,9 +49,6 @@ MK_PARAM_INT(gemm_wg_skip, "GEMM_WG_SKIP", -1, -1, 1)
 /* Grouped GEMM (mk_gemm_grouped_bf16): 1 its CTAs claim tiles in order from a counter of the
  * (device, stream) workspace (mk_gemm_units' dynamic claims), 0 each walks fixed tiles. */
 MK_PARAM_INT(gemm_claim, "GEMM_CLAIM", 0, 0, 1)
-/* Dynamic claims (any core GEMM launched with mk_gemm_args.claim): 1 the producer claims the unit after
- * the current one as it starts the current one, 0 when it needs it. */
-MK_PARAM_INT(gemm_claim_ahead, "GEMM_CLAIM_AHEAD", 1, 0, 1)
 
 namespace {
 struct gemm_ws {

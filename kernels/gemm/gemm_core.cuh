@@ -161,12 +161,9 @@ struct mk_gemm_args {
                            tile; the caller's choice, overridden by MK_GEMM_WG_SKIP = 0 or 1 */
   uint32_t *claim;      /* dynamic claims (see mk_gemm_units): device [2] = {next unit, CTAs out}, 0 between
                            launches (the last CTA out re-arms them); NULL: static (CTA b: b, b + ncta, ...) */
-  int claim_ahead;      /* 1: the producer claims its next unit as it starts one (set by the launch from
-                           MK_GEMM_CLAIM_AHEAD) */
 };
 
-int64_t mk_param_gemm_wg_skip(void);      /* gemm.cu: MK_GEMM_WG_SKIP */
-int64_t mk_param_gemm_claim_ahead(void); /* gemm.cu: MK_GEMM_CLAIM_AHEAD */
+int64_t mk_param_gemm_wg_skip(void); /* gemm.cu: MK_GEMM_WG_SKIP */
 
 /* Work units of a CTA, in order: f(idx, k0, k1, s) computes k-iterations [k0, k1) of tile
  * idx; s = -1 for a whole tile, else the k-slice. Without kSplitK: every tile whole, CTA b
@@ -218,10 +215,6 @@ __device__ __forceinline__ void mk_gemm_units(const mk_gemm_args &args, uint8_t 
                                               int k_iters, int ncta, bool join, F &&f) {
   const int dp = kSplitK ? total - args.split_tiles : total;
   const int units = kSplitK ? dp + args.split_tiles * args.splits : total;
-  /* claim_ahead: the unit after the current one is claimed as the current one starts, so the
-   * atomic's round trip (all CTAs on one address) runs beside the loads instead of between units */
-  uint32_t ahead = 0;
-  if (kRole == kGemmProducer && args.claim && args.claim_ahead) ahead = join ? atomicAdd(args.claim, 1u) : units;
   for (int j = 0;; j++) {
     const int i = j % kGemmQueue;
     const uint32_t ph = (uint32_t)(j / kGemmQueue) & 1;
@@ -229,12 +222,7 @@ __device__ __forceinline__ void mk_gemm_units(const mk_gemm_args &args, uint8_t 
     if (!args.claim) {
       u = (int)blockIdx.x + j * ncta;
     } else if (kRole == kGemmProducer) {
-      if (args.claim_ahead) {
-        u = (int)min(ahead, (uint32_t)units);
-        if (u < units) ahead = atomicAdd(args.claim, 1u);
-      } else {
-        u = join ? (int)min(atomicAdd(args.claim, 1u), (uint32_t)units) : units;
-      }
+      u = join ? (int)min(atomicAdd(args.claim, 1u), (uint32_t)units) : units;
       mk_sm90::mbar_wait(mk_gemm_q_empty(qb) + i, ph ^ 1);
       mk_gemm_q_slot(qb)[i] = u;
       mk_sm90::mbar_arrive(mk_gemm_q_full(qb) + i); /* release: the slot */
@@ -792,7 +780,6 @@ static mk_status mk_gemm_core_launch_bn(const uint16_t *A, const uint16_t *B, co
   using CfgKN = mk_gemm_tile_config<kBN, 1>;
   mk_gemm_args a = args;
   if (mk_param_gemm_wg_skip() >= 0) a.wg_skip = (int)mk_param_gemm_wg_skip();
-  a.claim_ahead = (int)mk_param_gemm_claim_ahead();
   CUtensorMap ma, mb;
   MK_CHECK(mk_gemm_encode_map(&ma, A, (uint64_t)args.k, (uint64_t)args.m_cap, 1, Cfg::kBK, Cfg::kBM / 2));
   if (layout == MK_GEMM_B_NK)
