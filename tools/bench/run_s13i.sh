@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tools/bench/run_s13i.sh — session 13, tenth GPU call, on 2 x H200: dynamic claims with the next tile claimed ahead
 # (MK_GEMM_CLAIM_AHEAD=1) against claimed when needed (0): the grouped GEMM of run 25cca9f (fixed tiles, claims, claims
-# ahead; warpgroup skip on and off) on one GPU, and the MoE decode shapes at EP = 2, in turns, --seed 7:
+# ahead; warpgroup skip on and off) on one GPU, and the MoE decode shapes at EP = 2, in turns, --seed 7. Ran at 40b94da;
+# the parameter was removed after it (slower at decode: docs/perf/NOTES.md, moe, session 13, item 8):
 #   MK_CALL_LIMIT=420 CTEST_ARGS="-R test_gemm_grouped|^test_moe_block$" CTEST_TIMEOUT=120 CTEST_WALL=150 \
 #     tools/gpu-check.sh -- 'bash ../../tools/bench/run_s13i.sh'
 set -uo pipefail
