@@ -101,6 +101,7 @@ struct mk_gemm_config {
   static constexpr int kThreads = 384;
   static constexpr int kMaxGroups = 512;
   static constexpr int kGroupM = 16; /* default tile order: 16 tile-rows share each B column panel */
+  static constexpr int kQueue = 4;   /* dynamic claims: slots of the units' hand-over queue (mk_gemm_units) */
 };
 
 /* The tile widths the core is instantiated for (wgmma n; mk_gemm_pick_width chooses). Widths
@@ -121,7 +122,7 @@ struct mk_gemm_tile_config : mk_gemm_config {
   static constexpr int kABytes = kBM * kBK * 2, kBBytes = (kBNMajor ? kBChunks * 64 : kBN) * kBK * 2;
   static constexpr int kStageBytes = kABytes + kBBytes; /* also the TMA bytes of one stage */
   /* mbarriers: the ring's full and empty (kStages each) and the after_store hand-over's 2 full + 2 empty */
-  static constexpr int kQueueBytes = 4 * 4 + 2 * 4 * 8; /* dynamic claims' queue: kGemmQueue units, 2 x kGemmQueue mbarriers */
+  static constexpr int kQueueBytes = kQueue * (4 + 2 * 8); /* dynamic claims' queue: kQueue units, 2 x kQueue mbarriers */
   static constexpr int kFixedBytes = 1024 /* alignment slack */ + (2 * 6 + 4) * 8 + 2 * (kMaxGroups + 1) * 4 + kQueueBytes;
   static constexpr int kEpiBytes = 8 * 16 * 64 * 2;
   static constexpr bool kEpiStage = (227 * 1024 - kFixedBytes - kEpiBytes - 128) / kStageBytes >= 4;
@@ -190,7 +191,7 @@ int64_t mk_param_gemm_wg_skip(void); /* gemm.cu: MK_GEMM_WG_SKIP */
  * policy.join() is false claims nothing. Each producer, after its last claim (a unit >= units,
  * handed on as the end mark), counts its CTA out; the last of ncta re-arms both counters to 0
  * for the next launch (stream order). The result does not depend on which CTA ran a unit. */
-constexpr int kGemmQueue = 4;
+constexpr int kGemmQueue = mk_gemm_config::kQueue;
 /* The queue in shared memory at qb: kGemmQueue int units, then kGemmQueue full and kGemmQueue
  * empty mbarriers (one pointer: less live state beside the consumers' accumulators). */
 __device__ __forceinline__ int *mk_gemm_q_slot(uint8_t *qb) { return (int *)qb; }

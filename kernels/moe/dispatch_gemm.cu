@@ -413,11 +413,9 @@ static mk_status launch_gemm1(const mk_moe_dev *d, int grid, cudaStream_t stream
   p.nb = 2 * (int64_t)d->I, p.kb = d->H, p.pf_kblocks = d->pf_kblocks;
   mk_gemm_args args = {kGlu ? d->act : d->C1, d->m_cap, 2 * (int64_t)d->I, d->H, d->El, d->rows};
   args.wg_skip = d->wg_skip;
-  p.started = d->g1_sync, p.calls = d->calls, p.join_from = grid, p.C = d->C;
-  if (d->g1_sync) {
-    args.claim = (uint32_t *)(d->g1_sync + 1);
-    p.join_from = grid - d->C;
-  }
+  p.started = d->g1_sync, p.calls = d->calls, p.C = d->C;
+  p.join_from = d->g1_sync ? grid - d->C : grid;
+  if (d->g1_sync) args.claim = (uint32_t *)(d->g1_sync + 1);
   if (d->split_k) { /* k-slices of the last wave, planned on the device (gemm_split.cuh) */
     args.splits = -d->split_k, args.split_mode = d->split_force, args.ws = d->sk_ws, args.flags = d->sk_flags;
     return mk_gemm_core_launch_split(d->A1, kGlu ? d->w1g : d->w1, args, MK_GEMM_B_NK, p, grid, 0, stream);

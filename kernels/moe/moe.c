@@ -19,7 +19,7 @@ MK_PARAM_INT(moe_dispatch_early, "MOE_DISPATCH_EARLY", 1, 0, 1)
  * CTAs past SMs - C start on the dispatch's SMs as its CTAs exit and take the tiles still
  * unclaimed; 0 on SMs - C CTAs, each walking its fixed tiles (as before session 13). */
 MK_PARAM_INT(moe_gemm1_claim, "MOE_GEMM1_CLAIM", 1, 0, 1)
-/* With MOE_GEMM1_CLAIM: 1 GEMM2 (on SMs - C beside the combine) claims its tiles on the same
+/* With MOE_GEMM1_CLAIM: 1 GEMM2 (on SMs - Cc beside the combine) claims its tiles on the same
  * counter, 0 fixed tiles. */
 MK_PARAM_INT(moe_gemm2_claim, "MOE_GEMM2_CLAIM", 1, 0, 1)
 /* Overlapped schedule with MOE_GEMM1_CLAIM: dispatch CTAs (0: as the combine, comm_ctas or 16). Their SMs
@@ -62,6 +62,16 @@ int mk_moe_pick_split_k(const mk_moe_args *a, int W) {
   return rows >= 64 && rows <= 256 ? 8 : 0;
 }
 
+/* Rows of A1 / C1 / C2 in the worst case (mk_moe_dev.m_cap), and GEMM2's 256-wide tiles over them
+ * (every local expert adds at most one partial tile-row). */
+static int64_t moe_m_cap(const mk_moe_args *a, int W) {
+  const int64_t El = a->n_experts / W;
+  return (int64_t)W * a->max_tokens * (a->top_k < El ? a->top_k : El);
+}
+static int64_t moe_tiles256(const mk_moe_args *a, int W) {
+  return (moe_m_cap(a, W) / 128 + a->n_experts / W) * ((a->hidden + 255) / 256);
+}
+
 /* GEMM2's k-slices (mk_moe_dev.split_k2): GEMM1's (|split_k|), or under AUTO 8 where the worst case of
  * GEMM2 has fewer 256-wide tiles than SMs (decode with few experts: Mixtral-like at T = 16, whose down
  * weights would otherwise stream on 64 of 132 SMs). Run d9a5d83 (2 x H200, EP = 2, (16, 4096, 8)):
@@ -70,9 +80,7 @@ int mk_moe_pick_split_k2(const mk_moe_args *a, int W, int sms) {
   const int sk = mk_moe_pick_split_k(a, W);
   if (sk) return abs(sk);
   if (a->split_k || W < 1 || a->n_experts < W) return 0;
-  const int64_t El = a->n_experts / W, m_cap = (int64_t)W * a->max_tokens * (a->top_k < El ? a->top_k : El);
-  const int64_t tiles256 = (m_cap / 128 + El) * ((a->hidden + 255) / 256);
-  return tiles256 < sms ? 8 : 0;
+  return moe_tiles256(a, W) < sms ? 8 : 0;
 }
 
 mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
@@ -108,7 +116,7 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
   MK_CHECK_GOTO(mk_comm_dev_world(comm, &d->w), st, fail);
   d->W = W, d->rank = wd->rank, d->El = El, d->E = a->n_experts, d->K = a->top_k, d->H = a->hidden;
   d->I = a->inter, d->Tm = a->max_tokens;
-  d->m_cap = (int64_t)W * d->Tm * (a->top_k < El ? a->top_k : El);
+  d->m_cap = moe_m_cap(a, W);
   d->cnt_stride = ((El + 1 + 3) / 4) * 4;
   d->w1 = a->w1, d->w2 = a->w2, d->glu = !a->swiglu_pass;
   int dev = mk_comm_device(comm);
@@ -125,9 +133,8 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
        weights stream on too few SMs), k-slices of 256-wide tiles (split_k2 = 8 under AUTO, even
        where GEMM1's rule leaves split_k off; run d9a5d83, docs/perf/NOTES.md moe session 13), or
        128-wide tiles where split-K is off */
-    const int64_t tiles256 = (d->m_cap / 128 + El) * ((a->hidden + 255) / 256);
     d->split_k2 = mk_moe_pick_split_k2(a, W, m->sms);
-    d->bn2 = tiles256 < m->sms && !d->split_k2 ? 128 : 256;
+    d->bn2 = moe_tiles256(a, W) < m->sms && !d->split_k2 ? 128 : 256;
     d->tiles_n2 = (a->hidden + d->bn2 - 1) / d->bn2;
   }
   { /* dispatch CTAs C, combine CTAs Cc; beside a GEMM (on its own stream) they leave >= 8 SMs to it */

@@ -12,6 +12,22 @@ typedef struct pick_case {
   const char *why;
 } pick_case;
 
+/* Checks mk_moe_pick_split_k (gemm2 = 0) or mk_moe_pick_split_k2 (1, on 132 SMs) on every case. */
+static int check(const pick_case *cases, size_t n, int gemm2) {
+  for (size_t i = 0; i < n; i++) {
+    const pick_case *c = &cases[i];
+    const mk_moe_args a = {.hidden = 4096, .inter = 14336, .n_experts = c->E, .top_k = c->K, .max_tokens = c->T,
+                           .split_k = c->split_k};
+    const int got = gemm2 ? mk_moe_pick_split_k2(&a, c->W, 132) : mk_moe_pick_split_k(&a, c->W);
+    if (got != c->want) {
+      fprintf(stderr, "%scase %zu (T=%lld E=%d k=%d split_k=%d W=%d: %s): got %d, want %d\n", gemm2 ? "GEMM2 " : "", i,
+              (long long)c->T, c->E, c->K, c->split_k, c->W, c->why, got, c->want);
+      return 1;
+    }
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   mk_test_init(argc, argv, 30);
   static const pick_case cases[] = {
@@ -36,17 +52,7 @@ int main(int argc, char **argv) {
       {16, 8, 2, -16, 4, -16, "explicit always"},
       {16, 8, 2, 16, 4, 16, "explicit 16"},
   };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    const pick_case *c = &cases[i];
-    const mk_moe_args a = {.hidden = 4096, .inter = 14336, .n_experts = c->E, .top_k = c->K, .max_tokens = c->T,
-                           .split_k = c->split_k};
-    const int got = mk_moe_pick_split_k(&a, c->W);
-    if (got != c->want) {
-      fprintf(stderr, "case %zu (T=%lld E=%d k=%d split_k=%d W=%d: %s): got %d, want %d\n", i, (long long)c->T, c->E,
-              c->K, c->split_k, c->W, c->why, got, c->want);
-      return 1;
-    }
-  }
+  if (check(cases, sizeof cases / sizeof cases[0], 0)) return 1;
   /* GEMM2: hidden 4096 (16 tiles of 256 per tile-row), 132 SMs */
   static const pick_case cases2[] = {
       {16, 8, 2, 0, 4, 8, "E = 8, T = 16, EP 4: (128 / 128 + 2) x 16 = 48 tiles: 8"},
@@ -61,17 +67,7 @@ int main(int argc, char **argv) {
       {16, 8, 2, -16, 4, 16, "explicit always: 16 slices"},
       {4096, 8, 2, 4, 4, 4, "explicit 4"},
   };
-  for (size_t i = 0; i < sizeof cases2 / sizeof cases2[0]; i++) {
-    const pick_case *c = &cases2[i];
-    const mk_moe_args a = {.hidden = 4096, .inter = 14336, .n_experts = c->E, .top_k = c->K, .max_tokens = c->T,
-                           .split_k = c->split_k};
-    const int got = mk_moe_pick_split_k2(&a, c->W, 132);
-    if (got != c->want) {
-      fprintf(stderr, "GEMM2 case %zu (T=%lld E=%d k=%d split_k=%d W=%d: %s): got %d, want %d\n", i, (long long)c->T,
-              c->E, c->K, c->split_k, c->W, c->why, got, c->want);
-      return 1;
-    }
-  }
+  if (check(cases2, sizeof cases2 / sizeof cases2[0], 1)) return 1;
   printf("test_moe_pick: %zu + %zu cases ok\n", sizeof cases / sizeof cases[0], sizeof cases2 / sizeof cases2[0]);
   return 0;
 }
