@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test_bench_gemm_cli.sh — `mk-bench gemm` argument validation: impossible shapes (zero,
-# negative, not a multiple of 8, malformed), bad layouts, group counts and unknown flags are
+# negative, not a multiple of 8, malformed), bad layouts, group counts, group row lists and unknown flags are
 # refused with a message and exit 2 before any GPU work; --help succeeds. Without a GPU a
 # valid run says it is skipped and succeeds.
 set -u
@@ -27,12 +27,19 @@ expect 2 '--shape needs a value' --shape
 expect 2 "--layout 'tn' is not nk or kn" --layout tn
 expect 2 '--groups 0 is out of range' --groups 0
 expect 2 '--groups 513 is out of range' --groups 513
+expect 2 'is not the sum of --group-rows \(272\)' --group-rows 136,136 --shape 270x128x128
+expect 2 'is not the sum of --group-rows' --group-rows 8,8
+expect 2 'has an empty entry' --group-rows 8,,8 --shape 16x128x128
+expect 2 "'x' is not an integer" --group-rows 8,x --shape 16x128x128
+expect 2 'out of range' --group-rows 8,-1 --shape 7x128x128
+expect 2 '--group-rows needs a value' --group-rows
 expect 2 "unknown flag '--frobnicate'" --frobnicate
 expect 2 'iters' --iters 0
 expect 2 '--samples needs a file name' --samples
 expect 0 'interleave' --help
 if ! "$bench" --info 2>/dev/null | grep -qE '^GPUs +[1-9]'; then
   expect 0 'skipped: no GPU' --shape 128x128x128
+  expect 0 'skipped: no GPU' --shape 272x128x128 --group-rows 136,0,136
   expect 0 'skipped: no GPU' --shape 128x128x128 --interleave --samples /dev/null
 fi
 [ $fail -eq 0 ] && echo "ok"

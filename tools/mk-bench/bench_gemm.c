@@ -1,7 +1,8 @@
 /* bench_gemm.c — `mk-bench gemm`: the mkernel Hopper GEMM core (path "fused") against cuBLASLt
  * (path "unfused"), bf16 in, fp32 accumulate, bf16 out, on the same random inputs; each path's
  * result is checked against the fp32 reference GEMM on every run. --groups G times the
- * grouped (MoE) variant instead, with M rows split unevenly over G groups, some empty. */
+ * grouped (MoE) variant instead, with M rows split unevenly over G groups, some empty;
+ * --group-rows R,R,... gives each group's rows (M of every shape must be their sum). */
 #include <cuda_runtime_api.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,9 @@ typedef struct gemm_cfg {
   int nshapes;
   mk_gemm_b_layout layout;
   int groups; /* 0: plain GEMM */
+  int32_t group_rows[512]; /* --group-rows (set_rows): each group's rows; else split_rows */
+  int64_t rows_sum;
+  int set_rows;
 } gemm_cfg;
 
 /* The acceptance set: 8192^3, and M in {16, 128, 2048, 8192, 16384} x (N, K) of the
@@ -39,6 +43,8 @@ static void usage(FILE *out) {
           "                  x (N,K) in {(7168,8192),(8192,7168),(2560,8192)}); M >= 1, N and K multiples of 8\n"
           "  --layout L      how B is stored: nk ([N,K], checkpoints; default) or kn ([K,N])\n"
           "  --groups G      grouped GEMM: M rows split unevenly over G groups (1..512), B is G x [N,K]\n"
+          "  --group-rows R,R,...  grouped GEMM with these rows per group (1..512 groups, each >= 0);\n"
+          "                  every --shape's M must be their sum\n"
           "paths: fused = mkernel GEMM core, unfused = cuBLASLt (heuristic algorithm, 32 MiB workspace)\n");
   mk_bench_print_common_help(out);
 }
@@ -68,6 +74,37 @@ static int parse_shape(const char *text, gemm_shape *s) {
     fprintf(stderr, "mk-bench gemm: --shape '%s': N and K must be multiples of 8\n", text);
     return -1;
   }
+  return 0;
+}
+
+/* --group-rows R,R,...: the groups' row counts (c->groups, c->group_rows, c->rows_sum). */
+static int parse_group_rows(const char *text, gemm_cfg *c) {
+  if (!text || !*text) {
+    fprintf(stderr, "mk-bench gemm: --group-rows needs a value R,R,...\n");
+    return -1;
+  }
+  char buf[4096], *save = NULL;
+  if (strlen(text) >= sizeof buf) {
+    fprintf(stderr, "mk-bench gemm: --group-rows '%.40s...' is too long\n", text);
+    return -1;
+  }
+  strcpy(buf, text);
+  if (text[0] == ',' || text[strlen(text) - 1] == ',' || strstr(text, ",,")) {
+    fprintf(stderr, "mk-bench gemm: --group-rows '%s' has an empty entry\n", text);
+    return -1;
+  }
+  c->groups = 0, c->rows_sum = 0;
+  for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    int64_t r;
+    if (c->groups == 512) {
+      fprintf(stderr, "mk-bench gemm: --group-rows: at most 512 groups\n");
+      return -1;
+    }
+    if (mk_bench_parse_i64("--group-rows entry", t, 0, (int64_t)1 << 30, &r)) return -1;
+    c->group_rows[c->groups++] = (int32_t)r;
+    c->rows_sum += r;
+  }
+  c->set_rows = 1;
   return 0;
 }
 
@@ -108,6 +145,9 @@ static int parse(int argc, char **argv, mk_bench_opts *o, gemm_cfg *c) {
       if (mk_bench_parse_i64("--groups", v, 1, 512, &g)) return -1;
       c->groups = (int)g;
       i++;
+    } else if (!strcmp(a, "--group-rows")) {
+      if (parse_group_rows(v, c)) return -1;
+      i++;
     } else {
       fprintf(stderr, "mk-bench gemm: unknown flag '%s' (see mk-bench gemm --help)\n", a);
       return -1;
@@ -117,6 +157,12 @@ static int parse(int argc, char **argv, mk_bench_opts *o, gemm_cfg *c) {
     c->nshapes = (int)(sizeof k_default / sizeof k_default[0]);
     memcpy(c->shapes, k_default, sizeof k_default);
   }
+  for (int i = 0; c->set_rows && i < c->nshapes; i++)
+    if (c->shapes[i].m != c->rows_sum) {
+      fprintf(stderr, "mk-bench gemm: --shape M %lld is not the sum of --group-rows (%lld)\n",
+              (long long)c->shapes[i].m, (long long)c->rows_sum);
+      return -1;
+    }
   return 0;
 }
 
@@ -204,7 +250,8 @@ static int bench_shape(const mk_bench_opts *o, const gemm_cfg *c, gemm_shape sh,
   if (cudaMalloc((void **)&r.C, c_el * 2) != cudaSuccess || cudaMalloc((void **)&ref, c_el * 4) != cudaSuccess)
     goto done;
   if (groups) {
-    split_rows(sh.m, groups, r.rows_host);
+    if (c->set_rows) memcpy(r.rows_host, c->group_rows, (size_t)groups * sizeof *r.rows_host);
+    else split_rows(sh.m, groups, r.rows_host);
     if (cudaMalloc((void **)&r.rows, gb * sizeof(int32_t)) != cudaSuccess ||
         cudaMemcpy(r.rows, r.rows_host, gb * sizeof(int32_t), cudaMemcpyHostToDevice) != cudaSuccess)
       goto done;
