@@ -22,7 +22,7 @@ for r in 136 120; do
       --metrics $M -k regex:mk_gemm_core --launch-skip 2 --launch-count 1 mk-bench gemm --seed 7 \
       --group-rows $r,$r --shape ${m}x28672x4096 --path fused --warmup 2 --iters 3
   done
-  STEP_GREP=$G TAIL=40 step ncu_r${r}_lt 60 ncu --clock-control none --metrics $M --launch-skip 4 --launch-count 2 \
+  STEP_GREP=$G TAIL=40 step ncu_r${r}_lt 60 ncu --clock-control none --metrics $M -k 'regex:nvjet|xmma|cutlass' --launch-skip 4 --launch-count 2 \
     mk-bench gemm --seed 7 --group-rows $r,$r --shape ${m}x28672x4096 --path unfused --warmup 2 --iters 3
 done
 echo "end at $(( $(date +%s) - T0 )) s"
