@@ -172,9 +172,15 @@ struct mk_ag_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   }
 };
 
+/* MK_FUSED_AG_WIDTHS: 1 the GEMM part picks its tile width among 128, 160, 224 and 256 like the plain
+ * GEMM (mk_gemm_pick_width's wave model: 224 at M = 2048, N = 7168 on 132 SMs, where 448 tiles of 256
+ * fill 3.4 waves), 0 among 128 and 256 only (the other fused ops). The walk waits on A's rows, so the
+ * width changes no flag. */
+MK_PARAM_INT(fused_ag_widths, "FUSED_AG_WIDTHS", 1, 0, 1)
+
 extern "C" mk_status mk_fused_preload_ag(void) {
-  MK_CHECK(mk_gemm_core_preload<mk_ag_policy<false>>());
-  return mk_gemm_core_preload<mk_ag_policy<true>>();
+  MK_CHECK((mk_gemm_core_preload<mk_ag_policy<false>, true>()));
+  return mk_gemm_core_preload<mk_ag_policy<true>, true>();
 }
 
 extern "C" uint16_t *mk_ag_gemm_shard(mk_fused_t *f, int64_t m, int64_t k) {
@@ -214,8 +220,11 @@ static mk_status mk_ag_gemm_launch(mk_fused_t *f, const mk_fused_args *a, mk_str
   MK_CHECK(mk_fused_trace_begin(f, stream, &p.tr.buf));
   p.tr.cap = MK_TRACE_CAP;
   if (kCE) MK_CHECK(mk_fused_ag_ce_begin(f, a, inplace, stream));
-  MK_CHECK(mk_fused_launch(gathered, a->B, g, a->b_layout, p, mk_fused_compute_ctas(f, p.role_ctas),
-                           (cudaStream_t)stream));
+  const int compute = mk_fused_compute_ctas(f, p.role_ctas);
+  if (mk_param_fused_ag_widths())
+    MK_CHECK((mk_fused_launch<mk_ag_policy<kCE>, true>(gathered, a->B, g, a->b_layout, p, compute, (cudaStream_t)stream)));
+  else
+    MK_CHECK(mk_fused_launch(gathered, a->B, g, a->b_layout, p, compute, (cudaStream_t)stream));
   if (kCE) MK_CHECK(mk_fused_ce_join(f, stream));
   MK_CHECK(mk_fused_epoch_advance(f, MK_FUSED_AG_GEMM, stream));
   return mk_fused_trace_end(f, MK_FUSED_AG_GEMM, p.tr.buf, stream);

@@ -229,9 +229,10 @@ static inline mk_fused_view mk_fused_make_view(const mk_fused_t *f, mk_fused_op 
                        ws->arrive, ws->cnt, ws->buf, ws->xsig, ws->xbuf, f->calls + (int)op};
 }
 
-/* The GEMM core launch with the role CTAs of `policy` beside `compute` GEMM CTAs. */
-template <class Policy>
+/* The GEMM core launch with the role CTAs of `policy` beside `compute` GEMM CTAs. kAllWidths: the
+ * width is chosen among every width of mk_gemm_widths (AG+GEMM), else 128 and 256. */
+template <class Policy, bool kAllWidths = false>
 static mk_status mk_fused_launch(const uint16_t *A, const uint16_t *B, const mk_gemm_args &args,
                                  mk_gemm_b_layout layout, const Policy &policy, int compute, cudaStream_t stream) {
-  return mk_gemm_core_launch(A, B, args, layout, policy, compute, 0, stream);
+  return mk_gemm_core_launch<Policy, kAllWidths>(A, B, args, layout, policy, compute, 0, stream);
 }

@@ -933,14 +933,23 @@ static mk_status mk_gemm_core_launch(const uint16_t *A, const uint16_t *B, const
 }
 
 /* Loads every instantiation a launch of Policy may pick (CUDA lazy loading: a kernel that
- * spins on another must not wait behind a module load; see comm/mk_device.cuh). */
-template <class Policy>
-static mk_status mk_gemm_core_preload() {
+ * spins on another must not wait behind a module load; see comm/mk_device.cuh); kAllWidths as
+ * in mk_gemm_core_launch. */
+template <class Policy, int kBN>
+static mk_status mk_gemm_core_preload_bn() {
   cudaFuncAttributes fa;
-  MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_gemm_core_kernel<Policy, 0, 128>));
-  MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_gemm_core_kernel<Policy, 0, 256>));
-  MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_gemm_core_kernel<Policy, 1, 128>));
-  MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_gemm_core_kernel<Policy, 1, 256>));
+  MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_gemm_core_kernel<Policy, 0, kBN>));
+  MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_gemm_core_kernel<Policy, 1, kBN>));
+  return MK_STATUS_OK;
+}
+template <class Policy, bool kAllWidths = false>
+static mk_status mk_gemm_core_preload() {
+  MK_CHECK((mk_gemm_core_preload_bn<Policy, 128>()));
+  MK_CHECK((mk_gemm_core_preload_bn<Policy, 256>()));
+  if constexpr (kAllWidths) {
+    MK_CHECK((mk_gemm_core_preload_bn<Policy, 160>()));
+    MK_CHECK((mk_gemm_core_preload_bn<Policy, 224>()));
+  }
   return MK_STATUS_OK;
 }
 
