@@ -158,8 +158,8 @@ int main(int argc, char **argv) {
   CUDA_OK(cudaStreamCreateWithFlags(&x.s, cudaStreamNonBlocking));
   const int64_t W = x.W;
   /* odd: M/W = 1002 rows per rank (not a multiple of 128), N % 128 != 0; round; small (decode); then
-   * N = 1120 and 1344 at M = 1024 W, where AG+GEMM's wave model (MK_FUSED_AG_WIDTHS=1, 132 GEMM CTAs)
-   * picks the 160- and 224-wide tiles (2 or 4 ranks). */
+   * N = 1120 and 1344 at M = 1024 W, where AG+GEMM's wave model (MK_FUSED_AG_WIDTHS=1) picks the 160- and
+   * 224-wide tiles when all 132 SMs of an H200 compute (copy-engine mode, 2 or 4 ranks; mk_gemm_dp_cost). */
   const shape shapes[] = {{W * 1002, 1000, 776}, {W * 512, 1024, 512}, {W * 4, 2048, 1024}, {W * 1002, 1000, 776},
                           {W * 1024, 1120, 512},  {W * 1024, 1344, 512}};
   const int nshapes = sizeof shapes / sizeof shapes[0];

@@ -33,6 +33,8 @@ expect 2 'has an empty entry' --group-rows 8,,8 --shape 16x128x128
 expect 2 "'x' is not an integer" --group-rows 8,x --shape 16x128x128
 expect 2 'out of range' --group-rows 8,-1 --shape 7x128x128
 expect 2 '--group-rows needs a value' --group-rows
+expect 2 'give --groups or --group-rows, once' --group-rows 8,8 --groups 2 --shape 16x128x128
+expect 2 'give --groups or --group-rows, once' --groups 2 --group-rows 8,8 --shape 16x128x128
 expect 2 "unknown flag '--frobnicate'" --frobnicate
 expect 2 'iters' --iters 0
 expect 2 '--samples needs a file name' --samples

@@ -12,6 +12,7 @@
 #include "mk_bench.h"
 
 #define GEMM_MAX_SHAPES 64
+#define GEMM_MAX_GROUPS 512 /* the core's kMaxGroups */
 
 typedef struct gemm_shape {
   int64_t m, n, k;
@@ -22,7 +23,7 @@ typedef struct gemm_cfg {
   int nshapes;
   mk_gemm_b_layout layout;
   int groups; /* 0: plain GEMM */
-  int32_t group_rows[512]; /* --group-rows (set_rows): each group's rows; else split_rows */
+  int32_t group_rows[GEMM_MAX_GROUPS]; /* --group-rows (set_rows): each group's rows; else split_rows */
   int64_t rows_sum;
   int set_rows;
 } gemm_cfg;
@@ -96,8 +97,8 @@ static int parse_group_rows(const char *text, gemm_cfg *c) {
   c->groups = 0, c->rows_sum = 0;
   for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
     int64_t r;
-    if (c->groups == 512) {
-      fprintf(stderr, "mk-bench gemm: --group-rows: at most 512 groups\n");
+    if (c->groups == GEMM_MAX_GROUPS) {
+      fprintf(stderr, "mk-bench gemm: --group-rows: at most %d groups\n", GEMM_MAX_GROUPS);
       return -1;
     }
     if (mk_bench_parse_i64("--group-rows entry", t, 0, (int64_t)1 << 30, &r)) return -1;
@@ -140,9 +141,12 @@ static int parse(int argc, char **argv, mk_bench_opts *o, gemm_cfg *c) {
         return -1;
       }
       i++;
+    } else if ((!strcmp(a, "--groups") || !strcmp(a, "--group-rows")) && c->groups) {
+      fprintf(stderr, "mk-bench gemm: give --groups or --group-rows, once\n");
+      return -1;
     } else if (!strcmp(a, "--groups")) {
       int64_t g;
-      if (mk_bench_parse_i64("--groups", v, 1, 512, &g)) return -1;
+      if (mk_bench_parse_i64("--groups", v, 1, GEMM_MAX_GROUPS, &g)) return -1;
       c->groups = (int)g;
       i++;
     } else if (!strcmp(a, "--group-rows")) {
