@@ -10,7 +10,7 @@
  *                  global expert. Slots depend on timing; results do not (see below).
  *   exchange  (s)  one CTA: the count record {rows, pairs per local expert} to every rank d
  *                  (NVLink store + signal, or PUT + SIGNAL through the proxy), then waits for
- *                  every source's record (cnt_sig[s] >= epoch + 1), zeroing ready/done2 while
+ *                  every source's record (cnt_sig[s] >= epoch + 1), zeroing ready/done2/g2_out while
  *                  the records travel; then GEMM group sizes, row and
  *                  tile-row offsets, and cnt_done = target (release). Barrier point 1: nothing
  *                  below starts before all counts (GEMM1 by stream order, the dispatch by
@@ -25,8 +25,9 @@
  *                  Receive: CTA c takes the sources' chunk c in order of arrival (thread 0
  *                  polls every pending land_sig[s][c], paced), copies each landed row to A1
  *                  once per local expert of it, at exp_off[e] + atomicAdd(fill[e]) (grouped by
- *                  local expert), records the row in posmap, and adds 1 to ready[tile-row]
- *                  (release).
+ *                  local expert), records the row in posmap (and, push combine, in rowdst the
+ *                  address of its (token, top-k index) row in pland at home s), and adds 1 to
+ *                  ready[tile-row] (release).
  *                  Serial and hybrid schedules (mk_moe_schedule): on s, SMs - 4 CTAs, with
  *                  nothing beside them, and gemm1 after it on every SM.
  *   gemm1     (s)  the GEMM core over the groups on every SM with dynamic tile claims (g1_sync,
@@ -68,11 +69,12 @@ __device__ __forceinline__ void moe_plan_token(const mk_moe_dev &d, const int32_
     mk_moe_meta m;
     m.token = (int32_t)t;
     m.n = 0;
-    m.pad[0] = m.pad[1] = 0;
+    m.q = 0, m.pad = 0;
     for (int q = k; q < d.K; q++)
       if (dk[q] == r) {
         m.e[m.n] = e[q] % d.El;
         m.w[m.n] = w[q];
+        m.q |= q << (4 * m.n);
         m.n++;
         atomicAdd(&d.cnt_pairs[e[q]], 1);
       }
@@ -87,7 +89,7 @@ __global__ void moe_plan_kernel(mk_moe_dev d, const int32_t *ids, const float *w
   if (t < T) moe_plan_token(d, ids, wts, t);
 }
 
-/* One CTA, after the plan. Zeroes ready/done2 (read by gemm1, dispatch, gemm2 and combine,
+/* One CTA, after the plan. Zeroes ready/done2/g2_out (read by gemm1, dispatch, gemm2 and combine,
  * which all follow this kernel, or, the dispatch, wait for its cnt_done). The whole CTA builds
  * the W records {rows, pairs per local expert}; warp i sends the record of rank r = i (mod
  * warps), its lanes storing the words in parallel, lane 0 signalling after a __syncwarp (the
@@ -122,7 +124,7 @@ __device__ __forceinline__ void moe_exchange_cta(const mk_moe_dev &d) {
   }
   { /* while the records travel */
     uint64_t *rd = mk_local_ptr<uint64_t>(d.w, d.o_ready);
-    const int64_t words = 2 * (d.m_cap / 128 + d.El + 1);
+    const int64_t words = 2 * (d.m_cap / 128 + d.El + 1) + 1; /* ready, done2, g2_out */
     for (int64_t i = threadIdx.x; i < words; i += blockDim.x) rd[i] = 0;
   }
   int ok = 1;
@@ -301,6 +303,9 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_dispatch_kernel(mk_moe_de
       __syncwarp();
       if (lane < n) {
         d.posmap[((int64_t)s * d.Tm + j) * d.K + lane] = p;
+        if (d.push) /* GEMM2 stores row p straight into row (token, q) of pland at home s */
+          d.rowdst[p] = mk_peer_ptr<uint16_t>(d.w, moe_local(d, s), d.o_pland) +
+                        ((int64_t)lm[j].token * d.K + ((lm[j].q >> (4 * lane)) & 15)) * d.H;
         __threadfence();
         moe_red_add_gpu(mk_local_ptr<uint64_t>(d.w, d.o_ready) + moe_tile_of(d, e, p), 1);
       }

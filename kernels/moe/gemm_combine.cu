@@ -20,18 +20,57 @@
  *                 of comb[d][slot(t, d)] (fp32, one bf16 rounding; one 16-byte vector per
  *                 thread, the ranks' loads together): a fixed order, so results are
  *                 bit-identical across runs.
+ * Push combine (d.push, MK_MOE_PUSH: one node group, serial or overlapped schedule) instead of
+ * combine and reduce:
+ *   gemm2    (s)  on every SM; the epilogue stores row p of C2 not into C2 but straight into
+ *                 its home's pland row (token, q) (rowdst[p], written by the dispatch as the row
+ *                 landed), over NVLink as the tiles are produced. tail(): each CTA, past its last
+ *                 tile, fences (system) and counts itself out on g2_out (local, zeroed each call);
+ *                 the last one out fences again and adds psig[rank] += 1 at every rank.
+ *   reduce   (s)  waits for psig[d] >= epoch + 1 for all d, then out[t] = sum over q in top-k
+ *                 order of w[t, q] pland[t][q] (fp32, one bf16 rounding; pairs with an expert id
+ *                 outside [0, E) skipped, as the plan skips them): a fixed order.
+ *                 Rows cross NVLink once per (token, expert), not once per (token, rank) as the
+ *                 combine's partial sums do: AUTO pushes where top_k <= W.
  * The epoch advance after reduce closes the call (counters only grow; nothing is reset
- * except the local ready/done2 counters, which only this rank's kernels touch). */
+ * except the local ready/done2/g2_out counters, which only this rank's kernels touch). */
 #include "kernels/gemm/gemm_split.cuh"
 #include "kernels/moe/moe_common.cuh"
 
 namespace {
 
+template <bool kPush>
 struct moe_gemm2_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   static constexpr bool kAfterStore = true;
+  static constexpr bool kTail = kPush;
   uint64_t *done2;
   const int32_t *exp_off, *tile_base;
   uint64_t *prof;
+  /* push */
+  uint16_t *const *rowdst;
+  mk_dev_world w;
+  uint64_t *g2_out, o_psig;
+  int W, rank;
+  __device__ __forceinline__ uint16_t *out_row(const mk_gemm_args &a, int64_t row) const {
+    if constexpr (kPush) return rowdst[row]; /* rows past m_end: read (rowdst has m_cap + 128), never written */
+    return a.C + row * a.n;
+  }
+  /* The 256 consumer threads, after the CTA's last tile: every row this CTA stored happens before
+   * thread 128's system fence (named barrier), so its add on g2_out publishes them; the CTA that
+   * counts out last has read every other add, fences, and tells every rank (cumulative release). */
+  __device__ __forceinline__ void tail(uint8_t *, int) {
+    if constexpr (kPush) {
+      mk_sm90::named_bar_sync(1, 256);
+      if (threadIdx.x == 128) {
+        __threadfence_system();
+        if (atomicAdd((unsigned long long *)g2_out, 1ull) == (unsigned long long)gridDim.x - 1) {
+          __threadfence_system();
+          for (int r = 0; r < W; r++)
+            mk_red_add_relaxed_sys(mk_peer_ptr<uint64_t>(w, r, o_psig + (uint64_t)rank * 8), 1);
+        }
+      }
+    }
+  }
   __device__ __forceinline__ void before_load(const mk_gemm_tile &) { moe_stamp(prof, MK_MOE_PH_G2_FIRST); }
   __device__ __forceinline__ void after_store(const mk_gemm_tile &t) {
     const int tile = tile_base[t.group] + (t.m0 - exp_off[t.group]) / mk_gemm_config::kBM;
@@ -75,26 +114,13 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_combine_kernel(mk_moe_dev
 #pragma unroll
         for (int q = 0; q < MK_MOE_MAX_TOPK; q++)
           if (q < n) yv[q] = *(const uint4 *)(d.C2 + (int64_t)pm[q] * d.H + 8 * v);
-        float acc[8];
-#pragma unroll
-        for (int h = 0; h < 8; h++) acc[h] = 0.f;
+        float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
 #pragma unroll
         for (int q = 0; q < MK_MOE_MAX_TOPK; q++) {
           if (q >= n) break;
-          const float wq = lm[j].w[q];
-          const __nv_bfloat162 *y2 = (const __nv_bfloat162 *)&yv[q];
-#pragma unroll
-          for (int h = 0; h < 4; h++) {
-            const float2 f = __bfloat1622float2(y2[h]);
-            acc[2 * h] = __fadd_rn(acc[2 * h], __fmul_rn(wq, f.x));
-            acc[2 * h + 1] = __fadd_rn(acc[2 * h + 1], __fmul_rn(wq, f.y));
-          }
+          moe_axpy8(acc, lm[j].w[q], yv[q]);
         }
-        uint4 out;
-        __nv_bfloat162 *o2 = (__nv_bfloat162 *)&out;
-#pragma unroll
-        for (int h = 0; h < 4; h++) o2[h] = __floats2bfloat162_rn(acc[2 * h], acc[2 * h + 1]);
-        *(uint4 *)(dst + j * row_bytes + 16 * v) = out;
+        *(uint4 *)(dst + j * row_bytes + 16 * v) = moe_pack8(acc);
       }
     }
     __syncthreads();
@@ -107,22 +133,28 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_combine_kernel(mk_moe_dev
 
 constexpr int kReduceWarps = 8;
 
-__global__ void __launch_bounds__(kReduceWarps * 32) moe_reduce_kernel(mk_moe_dev d, int64_t T, uint16_t *out) {
+/* The whole CTA (barrier point 2): waits until each of the n counters at heap offset off (8 bytes
+ * apart) reaches this call's target, counter i from rank i / per (and CTA i % per where per > 1,
+ * for the error record); then the REDUCE_WAITED stamp. False on abort or timeout. */
+__device__ __forceinline__ bool moe_wait_home(const mk_moe_dev &d, uint64_t off, int n, int per) {
   const uint64_t target = moe_target(d);
   int ok = 1;
-  for (int i = threadIdx.x; i < d.W * d.Cc; i += blockDim.x)
-    ok &= mk_wait_ge(d.w, d.o_comb_sig + (uint64_t)i * 8, target, MK_OP_MOE, i / d.Cc, i % d.Cc);
-  if (!__syncthreads_and(ok)) return;
+  for (int i = threadIdx.x; i < n; i += blockDim.x)
+    ok &= mk_wait_ge(d.w, off + (uint64_t)i * 8, target, MK_OP_MOE, i / per, per > 1 ? i % per : -1);
+  if (!__syncthreads_and(ok)) return false;
   if (threadIdx.x == 0) moe_stamp(d.prof, MK_MOE_PH_REDUCE_WAITED);
+  return true;
+}
+
+__global__ void __launch_bounds__(kReduceWarps * 32) moe_reduce_kernel(mk_moe_dev d, int64_t T, uint16_t *out) {
+  if (!moe_wait_home(d, d.o_comb_sig, d.W * d.Cc, d.Cc)) return;
   /* One 16-byte vector of one token per thread, the rows of up to 8 ranks loaded together,
    * summed in increasing rank order. */
   const int64_t vecs = d.H / 8, n = T * vecs;
   const uint16_t *comb = mk_local_ptr<uint16_t>(d.w, d.o_comb);
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
     const int64_t t = i / vecs, v = i % vecs;
-    float acc[8];
-#pragma unroll
-    for (int q = 0; q < 8; q++) acc[q] = 0.f;
+    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     for (int r0 = 0; r0 < d.W; r0 += 8) {
       uint4 y[8];
       int j[8];
@@ -132,22 +164,10 @@ __global__ void __launch_bounds__(kReduceWarps * 32) moe_reduce_kernel(mk_moe_de
         if (j[q] >= 0) y[q] = *(const uint4 *)(comb + ((int64_t)(r0 + q) * d.Tm + j[q]) * d.H + 8 * v);
       }
 #pragma unroll
-      for (int q = 0; q < 8; q++) {
-        if (j[q] < 0) continue;
-        const __nv_bfloat162 *y2 = (const __nv_bfloat162 *)&y[q];
-#pragma unroll
-        for (int h = 0; h < 4; h++) {
-          const float2 f = __bfloat1622float2(y2[h]);
-          acc[2 * h] = __fadd_rn(acc[2 * h], f.x);
-          acc[2 * h + 1] = __fadd_rn(acc[2 * h + 1], f.y);
-        }
-      }
+      for (int q = 0; q < 8; q++)
+        if (j[q] >= 0) moe_axpy8(acc, 1.f, y[q]);
     }
-    uint4 o;
-    __nv_bfloat162 *o2 = (__nv_bfloat162 *)&o;
-#pragma unroll
-    for (int h = 0; h < 4; h++) o2[h] = __floats2bfloat162_rn(acc[2 * h], acc[2 * h + 1]);
-    *(uint4 *)(out + t * d.H + 8 * v) = o;
+    *(uint4 *)(out + t * d.H + 8 * v) = moe_pack8(acc);
   }
   if (d.prof) {
     __syncthreads();
@@ -155,15 +175,47 @@ __global__ void __launch_bounds__(kReduceWarps * 32) moe_reduce_kernel(mk_moe_de
   }
 }
 
-}  // namespace
+/* Push combine's reduce: one 16-byte vector of one token per thread, its K rows loaded together. */
+__global__ void __launch_bounds__(kReduceWarps * 32) moe_push_reduce_kernel(mk_moe_dev d, int64_t T,
+                                                                            const int32_t *ids, const float *wts,
+                                                                            uint16_t *out) {
+  if (!moe_wait_home(d, d.o_psig, d.W, 1)) return;
+  const int64_t vecs = d.H / 8, n = T * vecs;
+  const uint16_t *pland = mk_local_ptr<uint16_t>(d.w, d.o_pland);
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t t = i / vecs, v = i % vecs;
+    uint4 y[MK_MOE_MAX_TOPK];
+    bool on[MK_MOE_MAX_TOPK];
+#pragma unroll
+    for (int q = 0; q < MK_MOE_MAX_TOPK; q++) {
+      on[q] = q < d.K && (unsigned)ids[t * d.K + q] < (unsigned)d.E;
+      if (on[q]) y[q] = *(const uint4 *)(pland + ((t * d.K + q) * d.H + 8 * v));
+    }
+    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+#pragma unroll
+    for (int q = 0; q < MK_MOE_MAX_TOPK; q++)
+      if (on[q]) moe_axpy8(acc, wts[t * d.K + q], y[q]);
+    *(uint4 *)(out + t * d.H + 8 * v) = moe_pack8(acc);
+  }
+  if (d.prof) {
+    __syncthreads();
+    if (threadIdx.x == 0) moe_stamp(d.prof, MK_MOE_PH_DONE);
+  }
+}
 
-extern "C" mk_status mk_moe_launch_gemm2(const mk_moe_dev *d, int grid, void *stream) {
-  moe_gemm2_policy p;
+template <bool kPush>
+static mk_status launch_gemm2(const mk_moe_dev *d, int grid, cudaStream_t stream) {
+  moe_gemm2_policy<kPush> p;
   p.group_m = mk_gemm_config::kGroupM;
   p.done2 = (uint64_t *)(d->w.heap + d->o_done2);
   p.exp_off = d->exp_off;
   p.tile_base = d->tile_base;
   p.prof = d->prof;
+  p.rowdst = d->rowdst;
+  p.w = d->w;
+  p.g2_out = (uint64_t *)(d->w.heap + d->o_g2_out);
+  p.o_psig = d->o_psig;
+  p.W = d->W, p.rank = d->rank;
   mk_gemm_args args = {d->C2, d->m_cap, d->H, d->I, d->El, d->rows};
   args.wg_skip = d->wg_skip;
   /* Dynamic claims on GEMM1's counter (re-armed by GEMM1's last CTA; stream order): tiles start in
@@ -172,9 +224,25 @@ extern "C" mk_status mk_moe_launch_gemm2(const mk_moe_dev *d, int grid, void *st
   if (d->g1_sync && d->g2_claim) args.claim = (uint32_t *)(d->g1_sync + 1);
   if (d->split_k2) { /* k-slices of the last wave, planned on the device (gemm_split.cuh) */
     args.splits = -d->split_k2, args.split_mode = d->split_force, args.ws = d->sk_ws, args.flags = d->sk_flags;
-    return mk_gemm_core_launch_split(d->act, d->w2, args, MK_GEMM_B_NK, p, grid, d->bn2, (cudaStream_t)stream);
+    return mk_gemm_core_launch_split(d->act, d->w2, args, MK_GEMM_B_NK, p, grid, d->bn2, stream);
   }
-  return mk_gemm_core_launch(d->act, d->w2, args, MK_GEMM_B_NK, p, grid, d->bn2, (cudaStream_t)stream);
+  return mk_gemm_core_launch(d->act, d->w2, args, MK_GEMM_B_NK, p, grid, d->bn2, stream);
+}
+
+}  // namespace
+
+extern "C" mk_status mk_moe_launch_gemm2(const mk_moe_dev *d, int grid, void *stream) {
+  return d->push ? launch_gemm2<true>(d, grid, (cudaStream_t)stream) : launch_gemm2<false>(d, grid, (cudaStream_t)stream);
+}
+
+extern "C" mk_status mk_moe_launch_push_reduce(const mk_moe_dev *d, int64_t T, const int32_t *ids, const float *w,
+                                               uint16_t *out, void *stream) {
+  const int64_t per = kReduceWarps * 32, items = T * (int64_t)(d->H / 8);
+  int64_t blocks = items > 0 ? (items + per - 1) / per : 1;
+  if (blocks > 128) blocks = 128;
+  moe_push_reduce_kernel<<<(unsigned)blocks, kReduceWarps * 32, 0, (cudaStream_t)stream>>>(*d, T, ids, w, out);
+  MK_CUDA_LAUNCH_CHECK();
+  return MK_STATUS_OK;
 }
 
 extern "C" mk_status mk_moe_launch_combine(const mk_moe_dev *d, void *stream) {
@@ -202,16 +270,24 @@ extern "C" mk_status mk_moe_launch_advance(uint64_t *calls, void *stream) {
   return MK_STATUS_OK;
 }
 
+template <bool kPush>
+static mk_status preload_gemm2(int split_k) {
+  cudaFuncAttributes a;
+  MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)mk_gemm_core_kernel<moe_gemm2_policy<kPush>, 0, 256>));
+  MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)mk_gemm_core_kernel<moe_gemm2_policy<kPush>, 0, 128>));
+  if (split_k) {
+    MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)mk_gemm_core_kernel<moe_gemm2_policy<kPush>, 0, 256, true>));
+    MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)mk_gemm_core_kernel<moe_gemm2_policy<kPush>, 0, 128, true>));
+  }
+  return MK_STATUS_OK;
+}
+
 extern "C" mk_status mk_moe_preload_combine(int split_k) {
   cudaFuncAttributes a;
   MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)moe_advance_kernel));
   MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)moe_combine_kernel));
   MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)moe_reduce_kernel));
-  MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)mk_gemm_core_kernel<moe_gemm2_policy, 0, 256>));
-  MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)mk_gemm_core_kernel<moe_gemm2_policy, 0, 128>));
-  if (split_k) {
-    MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)mk_gemm_core_kernel<moe_gemm2_policy, 0, 256, true>));
-    MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)mk_gemm_core_kernel<moe_gemm2_policy, 0, 128, true>));
-  }
-  return MK_STATUS_OK;
+  MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)moe_push_reduce_kernel));
+  MK_CHECK(preload_gemm2<false>(split_k));
+  return preload_gemm2<true>(split_k);
 }

@@ -26,6 +26,13 @@ MK_PARAM_INT(moe_gemm2_claim, "MOE_GEMM2_CLAIM", 1, 0, 1)
  * go to GEMM1 once the dispatch is done. */
 MK_PARAM_INT(moe_dispatch_ctas, "MOE_DISPATCH_CTAS", 0, 0, 1024)
 
+/* Push combine (gemm_combine.cu): GEMM2's epilogue stores each row straight into its home rank, and
+ * a local reduce sums the top-k rows there, instead of the combine kernel's per-rank partial sums
+ * after (serial) or beside (overlapped) GEMM2. -1: where top_k <= ranks (each token's rows cross
+ * NVLink at most as often as ranks); 1: at any top_k; 0: never. Inside one node group only (the
+ * epilogue stores over NVLink), never in the hybrid schedule. */
+MK_PARAM_INT(moe_push, "MOE_PUSH", -1, -1, 1)
+
 static mk_status heap(mk_moe_t *m, uint64_t bytes, uint64_t *off) {
   return mk_comm_heap_alloc(m->comm, bytes ? bytes : 256, off);
 }
@@ -153,6 +160,10 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
       goto fail;
     }
   }
+  {
+    const int64_t p = mk_param_moe_push();
+    d->push = m->nnodes == 1 && m->sched != MK_MOE_SCHED_HYBRID && (p == 1 || (p == -1 && a->top_k <= W));
+  }
   const uint64_t Wu = (uint64_t)W, area = Wu * (uint64_t)d->Tm * (uint64_t)d->H * 2;
   const uint64_t metas = Wu * (uint64_t)d->Tm * sizeof(mk_moe_meta), far = m->nnodes > 1;
   const int64_t tiles = d->m_cap / 128 + El + 1;
@@ -168,9 +179,16 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
   MK_CHECK_GOTO(heap(m, Wu * d->cnt_stride * 4, &d->o_cnt_out), st, fail);
   MK_CHECK_GOTO(heap(m, far ? area : 0, &d->o_stage), st, fail);
   MK_CHECK_GOTO(heap(m, far ? area : 0, &d->o_cstage), st, fail);
-  MK_CHECK_GOTO(heap(m, (uint64_t)tiles * 16, &d->o_ready), st, fail);
+  MK_CHECK_GOTO(heap(m, (uint64_t)tiles * 16 + 8, &d->o_ready), st, fail);
   d->o_done2 = d->o_ready + (uint64_t)tiles * 8;
+  d->o_g2_out = d->o_done2 + (uint64_t)tiles * 8;
   MK_CHECK_GOTO(heap(m, 8, &d->o_cnt_done), st, fail);
+  { /* push: pland [Tm][K][H] in comb's area where it fits (top_k <= W), else its own */
+    const uint64_t pl = (uint64_t)d->Tm * (uint64_t)d->K * (uint64_t)d->H * 2;
+    d->o_pland = d->o_comb;
+    if (d->push && pl > area) MK_CHECK_GOTO(heap(m, pl, &d->o_pland), st, fail);
+    MK_CHECK_GOTO(heap(m, Wu * 8, &d->o_psig), st, fail);
+  }
   { /* GEMM1's L2 prefetch while rows are in flight: its first wave's B tiles, k-blocks of 64
        columns (128 bytes a row), at most half the L2 in all and 8 k-blocks a tile */
     int l2 = 0;
@@ -207,6 +225,7 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
   MK_CHECK_GOTO(dalloc((void **)&d->C1, (size_t)d->m_cap * d->I * 4), st, fail);
   MK_CHECK_GOTO(dalloc((void **)&d->act, (size_t)d->m_cap * d->I * 2), st, fail);
   MK_CHECK_GOTO(dalloc((void **)&d->C2, (size_t)d->m_cap * d->H * 2), st, fail);
+  if (d->push) MK_CHECK_GOTO(dalloc((void **)&d->rowdst, sizeof(uint16_t *) * (size_t)(d->m_cap + 128)), st, fail);
   if (d->glu && a->w1_from) { /* the same experts' interleaved copy, made by another handle */
     const mk_moe_t *o = a->w1_from;
     if (o->comm != comm || o->a.hidden != a->hidden || o->a.inter != a->inter || o->a.n_experts != a->n_experts ||
@@ -282,6 +301,7 @@ void mk_moe_destroy(mk_moe_t *m) {
   cudaFree(d->C1);
   cudaFree(d->act);
   cudaFree(d->C2);
+  cudaFree(d->rowdst);
   if (m->w1g_owned) cudaFree(d->w1g);
   cudaFree(d->prof);
   cudaFree(d->sk_ws);
@@ -325,8 +345,12 @@ static mk_status forward_fused(mk_moe_t *m, const uint16_t *x, int64_t T, const 
     MK_CHECK(mk_moe_launch_gemm1(d, m->sms, s));
     if (!d->glu) MK_CHECK(mk_moe_launch_swiglu(d, -1, s));
     MK_CHECK(mk_moe_launch_gemm2(d, m->sms, s));
-    MK_CHECK(mk_moe_launch_combine(d, s));
-    MK_CHECK(mk_moe_launch_reduce(d, T, out, s));
+    if (d->push) {
+      MK_CHECK(mk_moe_launch_push_reduce(d, T, ids, w, out, s));
+    } else {
+      MK_CHECK(mk_moe_launch_combine(d, s));
+      MK_CHECK(mk_moe_launch_reduce(d, T, out, s));
+    }
     return mk_moe_launch_advance(d->calls, s);
   }
   /* Overlapped (dispatch_early): the dispatch is forked before the plan and exchange, its CTAs
@@ -339,6 +363,13 @@ static mk_status forward_fused(mk_moe_t *m, const uint16_t *x, int64_t T, const 
   if (m->dispatch_early) MK_CHECK(mk_moe_launch_plan(d, ids, w, T, s)); /* barrier point 1 */
   MK_CHECK(mk_moe_launch_gemm1(d, d->g1_sync ? m->sms : m->sms - d->C, s)); /* g1_sync: the dispatch's SMs join */
   if (!d->glu) MK_CHECK(mk_moe_launch_swiglu(d, -1, s));
+  if (d->push) { /* GEMM2 on every SM stores the rows home; s2 (the dispatch) joins before the reduce */
+    MK_CUDA_CHECK(cudaEventRecord((cudaEvent_t)m->ev_join, s2));
+    MK_CHECK(mk_moe_launch_gemm2(d, m->sms, s));
+    MK_CUDA_CHECK(cudaStreamWaitEvent(s, (cudaEvent_t)m->ev_join, 0));
+    MK_CHECK(mk_moe_launch_push_reduce(d, T, ids, w, out, s)); /* barrier point 2: every row home */
+    return mk_moe_launch_advance(d->calls, s);
+  }
   /* The combine starts once GEMM1 is done, not when the dispatch is: its CTAs would otherwise
    * sit on their SMs for all of GEMM1 polling done2, which only GEMM2 advances. */
   MK_CUDA_CHECK(cudaEventRecord((cudaEvent_t)m->ev_g1, s));

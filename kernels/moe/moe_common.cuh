@@ -2,6 +2,7 @@
  * copies, the tile-row of a GEMM row, and the "send a chunk" step that goes over NVLink
  * inside a node group and through the proxy FIFO to other node groups. */
 #pragma once
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include "comm/mk_device.cuh"
@@ -61,6 +62,26 @@ __device__ __forceinline__ void moe_copy_row_multi(char *base, const int *pos, i
 __device__ __forceinline__ void moe_copy_row(void *dst, const void *src, int64_t bytes) {
   const int zero = 0;
   moe_copy_row_multi((char *)dst, &zero, 1, src, bytes);
+}
+
+/* acc[0..7] += w * the 8 bf16 of y, in fp32 with round-to-nearest multiply and add (w = 1: a plain
+ * sum, the same bits): every MoE weighted sum, fused and unfused, in its fixed order. */
+__device__ __forceinline__ void moe_axpy8(float (&acc)[8], float w, const uint4 &y) {
+  const __nv_bfloat162 *y2 = (const __nv_bfloat162 *)&y;
+#pragma unroll
+  for (int h = 0; h < 4; h++) {
+    const float2 f = __bfloat1622float2(y2[h]);
+    acc[2 * h] = __fadd_rn(acc[2 * h], __fmul_rn(w, f.x));
+    acc[2 * h + 1] = __fadd_rn(acc[2 * h + 1], __fmul_rn(w, f.y));
+  }
+}
+/* The 8 sums rounded to bf16. */
+__device__ __forceinline__ uint4 moe_pack8(const float (&acc)[8]) {
+  uint4 o;
+  __nv_bfloat162 *o2 = (__nv_bfloat162 *)&o;
+#pragma unroll
+  for (int h = 0; h < 4; h++) o2[h] = __floats2bfloat162_rn(acc[2 * h], acc[2 * h + 1]);
+  return o;
 }
 
 /* GEMM tile-row holding row `pos` of local expert e. */

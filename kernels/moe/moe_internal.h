@@ -20,7 +20,12 @@
  *                                  offsets and the ready/done2 zeroing are done; the dispatch,
  *                                  launched beside the exchange at decode, waits on it
  *   ready    [tiles] u64           local: rows of GEMM1 tile-row landed (reset each call)
- *   done2    [tiles] u64           local: GEMM2 tiles stored per tile-row (reset each call) */
+ *   done2    [tiles] u64           local: GEMM2 tiles stored per tile-row (reset each call)
+ *   g2_out   u64                   local: GEMM2 CTAs past their last tile (push; reset each call)
+ * Push combine (mk_moe_dev.push: one node group): GEMM2's epilogue stores each row straight home,
+ *   pland    [Tm][K][H] bf16       at home: row (t, q) = y of token t's q-th expert (o_comb when
+ *                                  Tm K <= W Tm, else its own area)
+ *   psig     [W] u64               +1 per call from expert rank d once all its GEMM2 CTAs stored */
 #ifndef MK_KERNELS_MOE_INTERNAL_H
 #define MK_KERNELS_MOE_INTERNAL_H
 
@@ -38,7 +43,8 @@ extern "C" {
 typedef struct mk_moe_meta {
   int32_t token; /* index at home */
   int32_t n;     /* experts of this token on the destination rank, in top-k order */
-  int32_t pad[2];
+  int32_t q;  /* 4 bits per entry i: the top-k index at home of e[i] (push combine) */
+  int32_t pad;
   int32_t e[MK_MOE_MAX_TOPK]; /* local expert ids */
   float w[MK_MOE_MAX_TOPK];   /* routing weights */
 } mk_moe_meta;
@@ -53,7 +59,9 @@ typedef struct mk_moe_dev {
   uint64_t *calls; /* device: this handle's fused calls so far (targets: calls + 1). Per handle, not
                       the comm's epoch slot, so handles of several layers may interleave */
   uint64_t o_cnt_in, o_cnt_sig, o_land, o_lmeta, o_land_sig, o_comb, o_comb_sig, o_smeta, o_cnt_out, o_stage,
-      o_cstage, o_ready, o_done2, o_cnt_done;
+      o_cstage, o_ready, o_done2, o_cnt_done, o_g2_out, o_pland, o_psig;
+  int push;          /* push combine: GEMM2 stores rows home (one node group, not hybrid; MK_MOE_PUSH) */
+  uint16_t **rowdst; /* push: [m_cap + 128] where row p of C2 goes (a pland row at its home), by the dispatch */
   /* local scratch (cudaMalloc) */
   int32_t *n_send;   /* [W] rows to rank d (zeroed each call) */
   int32_t *cnt_pairs;/* [E] pairs per global expert (zeroed each call) */
@@ -122,6 +130,9 @@ mk_status mk_moe_preload_dispatch(int split_k); /* split_k: also the split-K GEM
 mk_status mk_moe_launch_gemm2(const mk_moe_dev *d, int grid, void *stream);
 mk_status mk_moe_launch_combine(const mk_moe_dev *d, void *stream);
 mk_status mk_moe_launch_reduce(const mk_moe_dev *d, int64_t T, uint16_t *out, void *stream);
+/* push: out[t] = sum over q of w[t, q] pland[t][q] once every expert rank's GEMM2 is home */
+mk_status mk_moe_launch_push_reduce(const mk_moe_dev *d, int64_t T, const int32_t *ids, const float *w,
+                                    uint16_t *out, void *stream);
 mk_status mk_moe_preload_combine(int split_k);
 mk_status mk_moe_launch_advance(uint64_t *calls, void *stream); /* *calls += 1, stream-ordered */
 /* moe_permute.cu (unfused) */

@@ -5,7 +5,7 @@
 #include <cuda_runtime.h>
 
 #include "core/check.h"
-#include "kernels/moe/moe_internal.h"
+#include "kernels/moe/moe_common.cuh"
 
 namespace {
 
@@ -52,22 +52,9 @@ __global__ void moe_unpermute_kernel(const uint16_t *back, const int32_t *pairpo
   if (t >= T) return;
   for (int v = lane; v < H / 8; v += 32) {
     float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    for (int k = 0; k < K; k++) {
-      const float wk = w[t * K + k];
-      const uint4 y = *(const uint4 *)(back + (int64_t)pairpos[t * K + k] * H + 8 * v);
-      const __nv_bfloat162 *y2 = (const __nv_bfloat162 *)&y;
-#pragma unroll
-      for (int h = 0; h < 4; h++) {
-        const float2 f = __bfloat1622float2(y2[h]);
-        acc[2 * h] = __fadd_rn(acc[2 * h], __fmul_rn(wk, f.x));
-        acc[2 * h + 1] = __fadd_rn(acc[2 * h + 1], __fmul_rn(wk, f.y));
-      }
-    }
-    uint4 o;
-    __nv_bfloat162 *o2 = (__nv_bfloat162 *)&o;
-#pragma unroll
-    for (int h = 0; h < 4; h++) o2[h] = __floats2bfloat162_rn(acc[2 * h], acc[2 * h + 1]);
-    *(uint4 *)(out + t * H + 8 * v) = o;
+    for (int k = 0; k < K; k++)
+      moe_axpy8(acc, w[t * K + k], *(const uint4 *)(back + (int64_t)pairpos[t * K + k] * H + 8 * v));
+    *(uint4 *)(out + t * H + 8 * v) = moe_pack8(acc);
   }
 }
 

@@ -7,6 +7,7 @@
  * one with none); a decode-sized case (5-14 tokens of 4 KB rows: dispatch rows cut into parts);
  * a prefill-sized case (1100+ tokens: max_tokens >= 1024, so AUTO runs the serial schedule);
  * bit-identical repeat runs; CUDA-graph replay of the fused path; split-K of the grouped GEMMs;
+ * the push combine (GEMM2 storing rows home) and the combine kernel;
  * E % EP != 0 and split_k > 16 refused. */
 #include <cuda_runtime_api.h>
 #include <math.h>
@@ -104,19 +105,27 @@ static void run_case(mk_comm_t *c, const cfg *g, uint64_t seed, cudaStream_t s) 
    * 2 k-slices, GEMM2 in 3) under the overlapped schedule with the separate SwiGLU pass, and
    * under the serial schedule with SwiGLU in the epilogue, fused path only; variant 6: variant 0's
    * arguments with GEMM1's fixed tiles on SMs - C (MK_MOE_GEMM1_CLAIM=0; every other overlapped variant
-   * runs the default, GEMM1 on every SM with dynamic tile claims), fused path only */
-  static const char *const names[7] = {"fused",          "fused (SwiGLU pass)",           "fused (serial)",
-                                       "fused (hybrid)", "fused (split-K, SwiGLU pass)", "fused (serial, split-K)",
-                                       "fused (GEMM1 static tiles)"};
-  for (int variant = 0; variant < 7; variant++) {
+   * runs the default, GEMM1 on every SM with dynamic tile claims), fused path only. The push combine
+   * (GEMM2 stores rows home) runs by default where top_k <= ranks in one node group (every variant but
+   * the hybrid one); variants 7 and 8 run variant 0's and 2's arguments with the combine kernel instead
+   * (MK_MOE_PUSH=0), variant 9 variant 0's with the push at any top_k (MK_MOE_PUSH=1), fused path only */
+  static const char *const names[10] = {"fused",          "fused (SwiGLU pass)",           "fused (serial)",
+                                        "fused (hybrid)", "fused (split-K, SwiGLU pass)", "fused (serial, split-K)",
+                                        "fused (GEMM1 static tiles)", "fused (combine kernel)",
+                                        "fused (serial, combine kernel)", "fused (push at any top_k)"};
+  for (int variant = 0; variant < 10; variant++) {
     if (variant == 6) setenv("MK_MOE_GEMM1_CLAIM", "0", 1), mk_param_reset_cache();
+    if (variant >= 7) setenv("MK_MOE_PUSH", variant == 9 ? "1" : "0", 1), mk_param_reset_cache();
+    const int serial = variant == 2 || variant == 5 || variant == 8;
     mk_moe_args a = {.hidden = H, .inter = I, .n_experts = E, .top_k = K, .max_tokens = Tmax, .w1 = dw1, .w2 = dw2,
-                     .comm_ctas = variant == 2 || variant == 5 ? 0 : 4, .swiglu_pass = variant == 1 || variant == 4,
-                     .schedule = variant == 3                  ? MK_MOE_SCHED_HYBRID
-                                 : variant == 2 || variant == 5 ? MK_MOE_SCHED_SERIAL
-                                                                : MK_MOE_SCHED_OVERLAP,
+                     .comm_ctas = serial ? 0 : 4, .swiglu_pass = variant == 1 || variant == 4,
+                     .schedule = variant == 3 ? MK_MOE_SCHED_HYBRID : serial ? MK_MOE_SCHED_SERIAL : MK_MOE_SCHED_OVERLAP,
                      .profile = variant == 2,
-                     .split_k = variant == 4 ? -8 : variant == 5 ? -16 : variant % 6 ? 1 : 0}; /* < 0: wherever possible */
+                     .split_k = variant == 4   ? -8
+                                : variant == 5 ? -16
+                                : variant == 0 || variant == 6 || variant == 7 || variant == 9
+                                    ? 0
+                                    : 1}; /* < 0: wherever possible */
     mk_moe_t *m;
     ASSERT_OK(mk_moe_create(c, &a, &m));
     for (int path = 0; path < (variant ? 1 : 2); path++) {
@@ -179,6 +188,7 @@ static void run_case(mk_comm_t *c, const cfg *g, uint64_t seed, cudaStream_t s) 
     CUDA_OK(cudaGraphDestroy(graph));
     mk_moe_destroy(m);
     if (variant == 6) unsetenv("MK_MOE_GEMM1_CLAIM"), mk_param_reset_cache();
+    if (variant >= 7) unsetenv("MK_MOE_PUSH"), mk_param_reset_cache();
   }
   cudaFree(dw1), cudaFree(dw2), cudaFree(dx), cudaFree(dout), cudaFree(did), cudaFree(dtw);
   for (int e = 0; e < E; e++) free(gate[e]), free(up[e]), free(down[e]);
