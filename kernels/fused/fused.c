@@ -19,6 +19,12 @@ MK_PARAM_INT(fused_reduce_tma, "FUSED_REDUCE_TMA", 0, 0, 1)
  * every reducer taking the next block from a per-call counter (fused_reduce.cuh, tail); 0 = only
  * the role CTAs reduce, each a fixed stride of the blocks. */
 MK_PARAM_INT(fused_tail, "FUSED_TAIL", 1, 0, 1)
+/* RS / AR two-shot on SM roles, one node group: 1 = push mode (fused_reduce.cuh): the GEMM's epilogue
+ * stores the rows of other owners straight into their PX over NVLink as tiles are produced, and the
+ * owners' reducers read every partial locally; 0 = the partials stay in P and the reducers pull them
+ * from the peers. Needs 2 max_m max_n bf16 more of heap, allocated at create where the heap has room
+ * (the same answer on every rank), and read again by each call; without PX, 0. */
+MK_PARAM_INT(fused_push, "FUSED_PUSH", 1, 0, 1)
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -107,6 +113,11 @@ mk_status mk_fused_create(mk_comm_t *comm, unsigned ops, int64_t max_m, int64_t 
     if (op == MK_FUSED_GEMM_AR && f->nnodes == 1) { /* small-M one-shot slots (gemm_ar.cu) */
       const uint64_t rows = (uint64_t)(max_m < 128 ? max_m : 128); /* M <= 128 (kMaxM, gemm_skinny.cuh) */
       MK_CHECK_GOTO(mk_comm_heap_alloc(comm, 2ull * (uint64_t)f->world * rows * (uint64_t)max_n * 2, &ws->sk), st, fail);
+    }
+    if (f->nnodes == 1 && op != MK_FUSED_AG_GEMM && mk_param_fused_push()) { /* push mode's PX, where it fits */
+      ws->pxbytes = ((uint64_t)f->world * (uint64_t)cdiv(max_m, f->world) * (uint64_t)max_n * 2 + 255) & ~(uint64_t)255;
+      if (mk_comm_heap_left(comm) >= 2 * ws->pxbytes + (1u << 20))
+        MK_CHECK_GOTO(mk_comm_heap_alloc(comm, 2 * ws->pxbytes, &ws->px), st, fail);
     }
     if (f->nnodes > 1 && op != MK_FUSED_AG_GEMM) {
       const uint64_t rows = op == MK_FUSED_GEMM_RS ? (uint64_t)cdiv(max_m, f->world) : (uint64_t)max_m;
@@ -225,6 +236,10 @@ int mk_fused_reduce_tma_shapes(const mk_fused_t *f, mk_fused_op op) {
   int k = 0;
   for (int i = 0; i < MK_FUSED_RMAP_SLOTS; i++) k += f->rmap_key[op][i][0] != 0;
   return k;
+}
+
+int mk_fused_push_calls(const mk_fused_t *f, mk_fused_op op) {
+  return f && (unsigned)op <= MK_FUSED_GEMM_AR ? f->push_calls[op] : 0;
 }
 
 mk_status mk_fused_epoch_advance(mk_fused_t *f, mk_fused_op op, mk_stream_t stream) {

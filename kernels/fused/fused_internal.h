@@ -32,6 +32,10 @@ typedef struct mk_fused_ws {
                        one-shot path (gemm_ar.cu; 0: not allocated) */
   uint64_t xbuf;    /* several node groups: staging of data from other node groups (AG: unused;
                        RS: [W][ceil(max_m/W)][max_n]; AR: [W][max_m][max_n]) */
+  uint64_t px;      /* RS/AR push mode (MK_FUSED_PUSH, one node group): [2][W][ceil(max_m/W)][max_n] bf16,
+                       PX[e & 1][p] = rank p's partial of this rank's rows, stored by p's GEMM epilogue
+                       (0: not allocated) */
+  uint64_t pxbytes; /* bytes of one PX[e & 1] (256-byte multiple) */
 } mk_fused_ws;
 
 struct mk_fused {
@@ -65,6 +69,7 @@ struct mk_fused {
   void *rmaps[3];
   int64_t rmap_key[3][4][3];
   int rmap_next[3];
+  int push_calls[3];   /* RS/AR calls launched in push mode (mk_fused_push_calls) */
 };
 enum { MK_FUSED_RMAP_SLOTS = 4 };
 
@@ -80,6 +85,7 @@ int mk_fused_compute_ctas(const mk_fused_t *f, int roles);
 int64_t mk_param_fused_split_k(void);
 int64_t mk_param_fused_reduce_tma(void);
 int64_t mk_param_fused_tail(void);
+int64_t mk_param_fused_push(void); /* MK_FUSED_PUSH (fused.c), read at create (PX) and per call */
 int64_t mk_param_fused_ar_copy(void); /* MK_FUSED_AR_COPY (copy_engine.c) */
 /* AG+GEMM copy-engine mode (copy_engine.c): whether this call uses it (mk_fused_ce_select:
  * MK_FUSED_AG_COPY -1 or 1, one node group, W > 1); rows per piece (MK_FUSED_CE_ROWS, 128 times a power of two); begin = flag

@@ -84,6 +84,9 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   int64_t ce_rows;   /* rows per piece */
   int ce_np;         /* pieces per owner */
   int ce_own;        /* MK_FUSED_CE_OVERLAP: count the own rows too (the overlapped reduce waits for them) */
+  int push;          /* push mode (ws.px, MK_FUSED_PUSH; RS and AR two-shot on SM roles, one node group): the
+                        epilogue stores rows of owner o != me into o's PX[e & 1][me], the reducers read PX */
+  uint64_t px, pxbytes;
   bool entered = false;
   mk_fused_trace tr;    /* MK_TRACE */
   int tn = 0;           /* per thread: events recorded */
@@ -114,8 +117,18 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   }
   /* Heap offset of P of the call with this epoch. */
   __device__ __forceinline__ uint64_t pbuf(uint64_t epoch) const { return v.buf + (epoch & 1) * pbytes; }
-  /* The GEMM's C (args.C = P[0]) rows go to P[epoch & 1]. */
+  /* Heap offset of PX[p] (push mode) of the call with this epoch: [ms][n] rows of rank p's partial. */
+  __device__ __forceinline__ uint64_t pxbuf(uint64_t epoch, int p) const {
+    return px + (epoch & 1) * pxbytes + (uint64_t)p * ms * n * 2;
+  }
+  /* The GEMM's C (args.C = P[0]) rows go to P[epoch & 1]; push mode: rows of another owner o to o's
+   * PX[epoch & 1][me] (rows past m are never written: o is clipped, not checked). */
   __device__ __forceinline__ uint16_t *out_row(const mk_gemm_args &a, int64_t row) const {
+    if (push) {
+      const int o = (int)min(row / ms, (int64_t)v.W - 1);
+      if (o != v.me)
+        return mk_peer_ptr<uint16_t>(w, v.lp(o), pxbuf(mk_epoch(w, v.slot), v.me)) + (row - (int64_t)o * ms) * a.n;
+    }
     return a.C + (ce ? 0 : (mk_epoch(w, v.slot) & 1) * (pbytes / 2)) + row * a.n;
   }
   __device__ __forceinline__ void before_load(const mk_gemm_tile &) {
@@ -246,8 +259,9 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
       int cols;
       block_span(tm, cb, lo, hi, &r0, &r1, &c0, &cols);
       for (int p = 0; p < v.W; p++)
-        src[p] = v.local(p) ? mk_peer_ptr<uint16_t>(w, v.lp(p), pb) + r0 * n + c0
-                            : mk_local_ptr<uint16_t>(w, v.xbuf) + ((int64_t)p * xrows + r0 - lo) * n + c0;
+        src[p] = push && p != v.me ? mk_local_ptr<uint16_t>(w, pxbuf(epoch, p)) + (r0 - lo) * n + c0
+                 : v.local(p)      ? mk_peer_ptr<uint16_t>(w, v.lp(p), pb) + r0 * n + c0
+                                   : mk_local_ptr<uint16_t>(w, v.xbuf) + ((int64_t)p * xrows + r0 - lo) * n + c0;
       const uint64_t t1 = tr.buf ? mk_globaltimer() : 0;
       /* Two-shot: the sums also overwrite this rank's own partial of the block (read only
        * here), where the peers' gather CTAs pull them once the block's flag is set. */
@@ -672,11 +686,14 @@ static mk_status mk_reduce_launch(mk_fused_t *f, const mk_fused_args *a, uint16_
   p.ce = mk_fused_rs_ce_mode(f, fop, a->m, a->n);
   p.ce_cnt = ws->ce + mk_fused_ce_cnt_off();
   p.ce_own = 0;
+  p.push = !p.ce && !all_read && ws->px && f->nnodes == 1 && mk_param_fused_push();
+  f->push_calls[fop] += p.push;
+  p.px = ws->px, p.pxbytes = ws->pxbytes;
   p.reducers = p.ce ? 0 : mk_fused_ctas(f, fop, a);
   if (two && p.reducers < 2) p.reducers = 2;
   p.two = two ? p.reducers / 2 : 0; /* as many gather CTAs as reduce CTAs: each moves (W - 1) blocks per own block */
   p.role_ctas = p.reducers + (f->nnodes > 1 ? 1 : 0);
-  if (mk_param_fused_reduce_tma() && p.reducers && f->nnodes == 1 && f->world <= MK_MAX_LOCAL && !two)
+  if (mk_param_fused_reduce_tma() && p.reducers && f->nnodes == 1 && f->world <= MK_MAX_LOCAL && !two && !p.push)
     p.rmap = mk_fused_rmaps(f, fop, a->m, a->n, std::max(8, 128 / f->world), stream);
   p.claims = mk_param_fused_tail() && !p.ce && !p.rmap && p.reducers ? f->claims + 2 * kOp : NULL;
   p.pbytes = ws->pbytes;

@@ -118,6 +118,9 @@ int mk_fused_ar_two_shot(const mk_fused_t *f, int64_t m, int64_t n);
 /* GEMM+RS / GEMM+AR with MK_FUSED_REDUCE_TMA=1: how many (M, N) shapes this handle holds tensor maps
  * of the peers' partials for (0..4; 0 = every call so far used the register loads). */
 int mk_fused_reduce_tma_shapes(const mk_fused_t *f, mk_fused_op op);
+/* GEMM+RS / GEMM+AR: calls of this handle that ran in push mode (MK_FUSED_PUSH: on SM roles in one
+ * node group, the GEMM storing other owners' rows into their staging, the reducers reading it locally). */
+int mk_fused_push_calls(const mk_fused_t *f, mk_fused_op op);
 
 /* Phase stamps of GEMM+AR's small-M path (opt-in; mk-bench gemm_ar --breakdown). With
  * mk_fused_ar_profile(f, 1) (allocates; 0 turns it off) every later small-M call zeroes the

@@ -31,7 +31,8 @@
  *                 order of w[t, q] pland[t][q] (fp32, one bf16 rounding; pairs with an expert id
  *                 outside [0, E) skipped, as the plan skips them): a fixed order.
  *                 Rows cross NVLink once per (token, expert), not once per (token, rank) as the
- *                 combine's partial sums do: AUTO pushes where top_k <= W.
+ *                 combine's partial sums do, but beside GEMM2 rather than after it. Up to 1024
+ *                 CTAs (one node group: no proxy kernel needs SM room beside them).
  * The epoch advance after reduce closes the call (counters only grow; nothing is reset
  * except the local ready/done2/g2_out counters, which only this rank's kernels touch). */
 #include "kernels/gemm/gemm_split.cuh"
@@ -239,7 +240,7 @@ extern "C" mk_status mk_moe_launch_push_reduce(const mk_moe_dev *d, int64_t T, c
                                                uint16_t *out, void *stream) {
   const int64_t per = kReduceWarps * 32, items = T * (int64_t)(d->H / 8);
   int64_t blocks = items > 0 ? (items + per - 1) / per : 1;
-  if (blocks > 128) blocks = 128;
+  if (blocks > 1024) blocks = 1024; /* 128 (the combine's reduce) left ~1 TB/s of HBM: too few loads in flight */
   moe_push_reduce_kernel<<<(unsigned)blocks, kReduceWarps * 32, 0, (cudaStream_t)stream>>>(*d, T, ids, w, out);
   MK_CUDA_LAUNCH_CHECK();
   return MK_STATUS_OK;

@@ -28,10 +28,11 @@ MK_PARAM_INT(moe_dispatch_ctas, "MOE_DISPATCH_CTAS", 0, 0, 1024)
 
 /* Push combine (gemm_combine.cu): GEMM2's epilogue stores each row straight into its home rank, and
  * a local reduce sums the top-k rows there, instead of the combine kernel's per-rank partial sums
- * after (serial) or beside (overlapped) GEMM2. -1: where top_k <= ranks (each token's rows cross
- * NVLink at most as often as ranks); 1: at any top_k; 0: never. Inside one node group only (the
- * epilogue stores over NVLink), never in the hybrid schedule. */
-MK_PARAM_INT(moe_push, "MOE_PUSH", -1, -1, 1)
+ * after (serial) or beside (overlapped) GEMM2. 1: inside one node group (the epilogue stores over
+ * NVLink), never in the hybrid schedule; 0: never. Run daa81ae (4 x H200, docs/perf/NOTES.md moe
+ * session 15): faster at every decode shape and at the E = 8 and 128 prefill shapes, top_k 8 > 4
+ * ranks included, though rows then cross NVLink once per expert rather than once per rank. */
+MK_PARAM_INT(moe_push, "MOE_PUSH", 1, 0, 1)
 
 static mk_status heap(mk_moe_t *m, uint64_t bytes, uint64_t *off) {
   return mk_comm_heap_alloc(m->comm, bytes ? bytes : 256, off);
@@ -162,7 +163,7 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
   }
   {
     const int64_t p = mk_param_moe_push();
-    d->push = m->nnodes == 1 && m->sched != MK_MOE_SCHED_HYBRID && (p == 1 || (p == -1 && a->top_k <= W));
+    d->push = m->nnodes == 1 && m->sched != MK_MOE_SCHED_HYBRID && p == 1;
   }
   const uint64_t Wu = (uint64_t)W, area = Wu * (uint64_t)d->Tm * (uint64_t)d->H * 2;
   const uint64_t metas = Wu * (uint64_t)d->Tm * sizeof(mk_moe_meta), far = m->nnodes > 1;
@@ -183,9 +184,11 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
   d->o_done2 = d->o_ready + (uint64_t)tiles * 8;
   d->o_g2_out = d->o_done2 + (uint64_t)tiles * 8;
   MK_CHECK_GOTO(heap(m, 8, &d->o_cnt_done), st, fail);
-  { /* push: pland [Tm][K][H] in comb's area where it fits (top_k <= W), else its own */
+  { /* push: pland [Tm][K][H] in comb's area where it fits (top_k <= W), else an area of its own where the
+       heap has room (the same answer on every rank), else no push */
     const uint64_t pl = (uint64_t)d->Tm * (uint64_t)d->K * (uint64_t)d->H * 2;
     d->o_pland = d->o_comb;
+    if (d->push && pl > area && mk_comm_heap_left(comm) < pl + (4u << 20)) d->push = 0;
     if (d->push && pl > area) MK_CHECK_GOTO(heap(m, pl, &d->o_pland), st, fail);
     MK_CHECK_GOTO(heap(m, Wu * 8, &d->o_psig), st, fail);
   }

@@ -2,7 +2,7 @@
  * MK_FUSED_{AG,RS,AR}_COPY = 0; ag_ce, rs_ce, ar_ce: copy-engine transfers, = 1, then calls
  * that switch modes; rs_ceov, ar_ceov: the same with MK_FUSED_CE_OVERLAP=1 (the owner's reduce
  * beside the GEMM), then calls that alternate SM roles, overlapped and plain copy engines; rs_tma,
- * ar_tma, rs_tail, ar_tail: SM roles with a reducer variant, bits compared with the plain one;
+ * ar_tma, rs_tail, ar_tail, rs_push, ar_push: SM roles with a reducer variant, bits compared with the plain one;
  * ag_auto, rs_auto, ar_auto: the variable as the environment has it, by
  * default the mode chosen by shape, so that with low MK_FUSED_{RS,AR}_CE_MIN_MB the shapes
  * below run some calls on either path) on fresh
@@ -123,11 +123,12 @@ int main(int argc, char **argv) {
   for (int op = 0; op < 3; op++)
     if (!strncmp(opname, names[op], 2) && (!opname[2] || !strcmp(opname + 2, "_ce") || !strcmp(opname + 2, "_auto") ||
                                            (op != MK_FUSED_AG_GEMM && (!strcmp(opname + 2, "_ceov") || !strcmp(opname + 2, "_tma") ||
-                                                                      !strcmp(opname + 2, "_tail"))) ||
+                                                                      !strcmp(opname + 2, "_tail") || !strcmp(opname + 2, "_push"))) ||
                                            (op == MK_FUSED_GEMM_AR && !strcmp(opname + 2, "_two"))))
       x.op = op;
   if (x.op < 0)
-    MK_TEST_FAIL_("usage: test_fused ag|rs|ar[_ce|_auto], rs|ar_ceov, rs|ar_tma, rs|ar_tail, ar_two (got '%s')", opname);
+    MK_TEST_FAIL_("usage: test_fused ag|rs|ar[_ce|_auto], rs|ar_ceov, rs|ar_tma, rs|ar_tail, rs|ar_push, ar_two (got '%s')",
+                  opname);
   const char *ce_env = envs[x.op];
   const int ov = !strcmp(opname + 2, "_ceov"), ce = ov || !strcmp(opname + 2, "_ce");
   /* ar_two: the two-shot on SM roles wherever it applies (M a multiple of 128 W: the round
@@ -140,13 +141,17 @@ int main(int argc, char **argv) {
   if (x.op == MK_FUSED_GEMM_AR && (!opname[2] || ce)) setenv("MK_FUSED_AR_TWO_SHOT", "0", 1);
   /* *_tma: the reducers load with 2-D TMA boxes (MK_FUSED_REDUCE_TMA=1), SM roles. */
   const int tma = !strcmp(opname + 2, "_tma");
-  if (tma) setenv("MK_FUSED_REDUCE_TMA", "1", 1);
+  if (tma) setenv("MK_FUSED_REDUCE_TMA", "1", 1), setenv("MK_FUSED_PUSH", "0", 1); /* push mode reads no peer */
   /* *_tail: the GEMM CTAs join the reducers after their last tile (MK_FUSED_TAIL=1, the default),
    * bits compared with the role CTAs alone; ar_tail with the two-shot where it applies. */
   const int tail = !strcmp(opname + 2, "_tail");
   if (tail) setenv("MK_FUSED_TAIL", "1", 1);
   if (tail && x.op == MK_FUSED_GEMM_AR) setenv("MK_FUSED_AR_TWO_SHOT", "1", 1);
-  const char *cmp_env = tma ? "MK_FUSED_REDUCE_TMA" : tail ? "MK_FUSED_TAIL" : NULL;
+  /* *_push: the GEMM stores other owners' rows into their staging (MK_FUSED_PUSH=1, the default in one
+   * node group), bits compared with the reducers pulling the partials; ar_push with the two-shot. */
+  const int push = !strcmp(opname + 2, "_push");
+  if (push && x.op == MK_FUSED_GEMM_AR) setenv("MK_FUSED_AR_TWO_SHOT", "1", 1);
+  const char *cmp_env = tma ? "MK_FUSED_REDUCE_TMA" : tail ? "MK_FUSED_TAIL" : push ? "MK_FUSED_PUSH" : NULL;
   mk_test_require_gpus(2);
   ASSERT_OK(mk_comm_create(&x.c));
   const mk_world *w = mk_comm_world(x.c);
@@ -195,12 +200,18 @@ int main(int argc, char **argv) {
       mk_param_reset_cache();
       poison(&x, &shapes[i]);
       ASSERT_OK(call(&x, &shapes[i]));
-      check(&x, &shapes[i], t ? (tma ? "TMA reducers" : "GEMM CTAs join the reducers") : (tma ? "register reducers" : "role CTAs alone"));
+      check(&x, &shapes[i], t ? (tma ? "TMA reducers" : tail ? "GEMM CTAs join the reducers" : "push")
+                              : (tma ? "register reducers" : tail ? "role CTAs alone" : "pull"));
       h[t] = c_hash(&x, &shapes[i]);
     }
     ASSERT_UEQ(h[1], h[0]);
   }
   if (tma) ASSERT_TRUE(mk_fused_reduce_tma_shapes(x.f, (mk_fused_op)x.op) > 0); /* the TMA path did run */
+  if (push && x.f) { /* the push mode did run (in one node group: emulated nodes keep pulling) */
+    const int pushed = mk_fused_push_calls(x.f, (mk_fused_op)x.op);
+    printf("rank %d: %d calls in push mode\n", x.me, pushed);
+    ASSERT_TRUE(pushed > 0);
+  }
 
   /* 100 back-to-back calls (no host synchronisation between them), then the check. */
   const shape *sh = &shapes[two ? 1 : 0];

@@ -106,16 +106,16 @@ static void run_case(mk_comm_t *c, const cfg *g, uint64_t seed, cudaStream_t s) 
    * under the serial schedule with SwiGLU in the epilogue, fused path only; variant 6: variant 0's
    * arguments with GEMM1's fixed tiles on SMs - C (MK_MOE_GEMM1_CLAIM=0; every other overlapped variant
    * runs the default, GEMM1 on every SM with dynamic tile claims), fused path only. The push combine
-   * (GEMM2 stores rows home) runs by default where top_k <= ranks in one node group (every variant but
-   * the hybrid one); variants 7 and 8 run variant 0's and 2's arguments with the combine kernel instead
-   * (MK_MOE_PUSH=0), variant 9 variant 0's with the push at any top_k (MK_MOE_PUSH=1), fused path only */
-  static const char *const names[10] = {"fused",          "fused (SwiGLU pass)",           "fused (serial)",
+   * (GEMM2 stores rows home) runs by default in one node group (every variant but the hybrid one);
+   * variants 7 and 8 run variant 0's and 2's arguments with the combine kernel instead (MK_MOE_PUSH=0),
+   * fused path only */
+  static const char *const names[9] = {"fused",          "fused (SwiGLU pass)",           "fused (serial)",
                                         "fused (hybrid)", "fused (split-K, SwiGLU pass)", "fused (serial, split-K)",
                                         "fused (GEMM1 static tiles)", "fused (combine kernel)",
-                                        "fused (serial, combine kernel)", "fused (push at any top_k)"};
-  for (int variant = 0; variant < 10; variant++) {
+                                        "fused (serial, combine kernel)"};
+  for (int variant = 0; variant < 9; variant++) {
     if (variant == 6) setenv("MK_MOE_GEMM1_CLAIM", "0", 1), mk_param_reset_cache();
-    if (variant >= 7) setenv("MK_MOE_PUSH", variant == 9 ? "1" : "0", 1), mk_param_reset_cache();
+    if (variant >= 7) setenv("MK_MOE_PUSH", "0", 1), mk_param_reset_cache();
     const int serial = variant == 2 || variant == 5 || variant == 8;
     mk_moe_args a = {.hidden = H, .inter = I, .n_experts = E, .top_k = K, .max_tokens = Tmax, .w1 = dw1, .w2 = dw2,
                      .comm_ctas = serial ? 0 : 4, .swiglu_pass = variant == 1 || variant == 4,
@@ -123,7 +123,7 @@ static void run_case(mk_comm_t *c, const cfg *g, uint64_t seed, cudaStream_t s) 
                      .profile = variant == 2,
                      .split_k = variant == 4   ? -8
                                 : variant == 5 ? -16
-                                : variant == 0 || variant == 6 || variant == 7 || variant == 9
+                                : variant == 0 || variant == 6 || variant == 7
                                     ? 0
                                     : 1}; /* < 0: wherever possible */
     mk_moe_t *m;

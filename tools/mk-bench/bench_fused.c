@@ -237,6 +237,9 @@ static int bench_fused(mk_fused_op op, int argc, char **argv) {
   cudaStream_t s = NULL;
   mk_status st;
   int rc = 1;
+  /* P, the copy engines' staging and the push mode's PX live in the symmetric heap: make room unless the user
+   * chose (16384 x 8192: 512 + 256 + 512 MiB). */
+  setenv("MK_HEAP_BYTES", "4g", 0);
   MK_CHECK_GOTO(mk_comm_create(&x.c), st, fail);
   o.rank = wd.rank;
   x.W = wd.size;
