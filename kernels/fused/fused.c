@@ -116,7 +116,7 @@ mk_status mk_fused_create(mk_comm_t *comm, unsigned ops, int64_t max_m, int64_t 
     }
     if (f->nnodes == 1 && op != MK_FUSED_AG_GEMM && mk_param_fused_push()) { /* push mode's PX, where it fits */
       ws->pxbytes = ((uint64_t)f->world * (uint64_t)cdiv(max_m, f->world) * (uint64_t)max_n * 2 + 255) & ~(uint64_t)255;
-      if (mk_comm_heap_left(comm) >= 2 * ws->pxbytes + (1u << 20))
+      if (mk_comm_heap_left(comm) >= 2 * ws->pxbytes)
         MK_CHECK_GOTO(mk_comm_heap_alloc(comm, 2 * ws->pxbytes, &ws->px), st, fail);
     }
     if (f->nnodes > 1 && op != MK_FUSED_AG_GEMM) {

@@ -686,7 +686,7 @@ static mk_status mk_reduce_launch(mk_fused_t *f, const mk_fused_args *a, uint16_
   p.ce = mk_fused_rs_ce_mode(f, fop, a->m, a->n);
   p.ce_cnt = ws->ce + mk_fused_ce_cnt_off();
   p.ce_own = 0;
-  p.push = !p.ce && !all_read && ws->px && f->nnodes == 1 && mk_param_fused_push();
+  p.push = !p.ce && !all_read && ws->px && mk_param_fused_push(); /* px: one node group only */
   f->push_calls[fop] += p.push;
   p.px = ws->px, p.pxbytes = ws->pxbytes;
   p.reducers = p.ce ? 0 : mk_fused_ctas(f, fop, a);

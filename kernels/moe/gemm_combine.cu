@@ -74,8 +74,10 @@ struct moe_gemm2_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   }
   __device__ __forceinline__ void before_load(const mk_gemm_tile &) { moe_stamp(prof, MK_MOE_PH_G2_FIRST); }
   __device__ __forceinline__ void after_store(const mk_gemm_tile &t) {
-    const int tile = tile_base[t.group] + (t.m0 - exp_off[t.group]) / mk_gemm_config::kBM;
-    moe_red_add_gpu(done2 + tile, 1);
+    if constexpr (!kPush) { /* done2 is the combine kernel's; the push needs only the stamp */
+      const int tile = tile_base[t.group] + (t.m0 - exp_off[t.group]) / mk_gemm_config::kBM;
+      moe_red_add_gpu(done2 + tile, 1);
+    }
     moe_stamp(prof, MK_MOE_PH_G2_DONE);
   }
 };

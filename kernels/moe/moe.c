@@ -188,7 +188,7 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
        heap has room (the same answer on every rank), else no push */
     const uint64_t pl = (uint64_t)d->Tm * (uint64_t)d->K * (uint64_t)d->H * 2;
     d->o_pland = d->o_comb;
-    if (d->push && pl > area && mk_comm_heap_left(comm) < pl + (4u << 20)) d->push = 0;
+    if (d->push && pl > area && mk_comm_heap_left(comm) < pl) d->push = 0;
     if (d->push && pl > area) MK_CHECK_GOTO(heap(m, pl, &d->o_pland), st, fail);
     MK_CHECK_GOTO(heap(m, Wu * 8, &d->o_psig), st, fail);
   }
