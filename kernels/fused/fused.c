@@ -21,12 +21,10 @@ MK_PARAM_INT(fused_reduce_tma, "FUSED_REDUCE_TMA", 0, 0, 1)
 MK_PARAM_INT(fused_tail, "FUSED_TAIL", 1, 0, 1)
 /* RS / AR two-shot on SM roles, one node group: 1 = push mode (fused_reduce.cuh): the GEMM's epilogue
  * stores the rows of other owners straight into their PX over NVLink as tiles are produced, and the
- * owners' reducers read every partial locally; 2 = that, and AR two-shot's owners also store their
- * sums into every peer's heap, whose gather copies them into C locally (1: the gather pulls them);
- * 0 = the partials stay in P and the reducers pull them from the peers. Needs 2 max_m max_n bf16
- * more of heap, allocated at create where the heap has room (the same answer on every rank), and
- * read again by each call; without PX, 0. */
-MK_PARAM_INT(fused_push, "FUSED_PUSH", 2, 0, 2)
+ * owners' reducers read every partial locally; 0 = the partials stay in P and the reducers pull them
+ * from the peers. Needs 2 max_m max_n bf16 more of heap, allocated at create where the heap has room
+ * (the same answer on every rank), and read again by each call; without PX, 0. */
+MK_PARAM_INT(fused_push, "FUSED_PUSH", 1, 0, 1)
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 

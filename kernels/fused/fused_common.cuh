@@ -149,7 +149,7 @@ struct mk_crew {
  * non-inlined function gets few registers: more spills). */
 template <int W>
 __device__ __noinline__ void mk_fused_reduce_block_w(uint16_t *dst, const uint16_t *const *src, int rows, int cols,
-                                                        int64_t ld, uint16_t *const *dx, int nx, int tid, int nthr) {
+                                                        int64_t ld, uint16_t *dst2, int tid, int nthr) {
   constexpr int U = W >= 8 ? 1 : 8 / W;
   const int vec = cols / 8, total = rows * vec;
   const uint16_t *s[W];
@@ -176,29 +176,27 @@ __device__ __noinline__ void mk_fused_reduce_block_w(uint16_t *dst, const uint16
       for (int p = 0; p < W; p++) mk_fused_acc8(acc, v[u][p]);
       const uint4 o = mk_fused_pack8(acc);
       *reinterpret_cast<uint4 *>(dst + off[u]) = o;
-      for (int x = 0; x < nx; x++) *reinterpret_cast<uint4 *>(dx[x] + off[u]) = o;
+      if (dst2) *reinterpret_cast<uint4 *>(dst2 + off[u]) = o;
     }
   }
 }
 
 /* The rank count as a template argument (DeepEP-style switch); more than 8 ranks: one
  * position at a time. The sum order (0 + src_0 + src_1 + ...) is the same on every path.
- * dx[0 .. nx) (optional, same ld): more copies of the sums (the two-shot AR's owner keeps them
- * in its heap for the peers to pull, or stores them into the peers' heaps in push mode; a dx
- * may be one of the sources: each thread reads its positions of every source before it writes
- * them). W = 1 is a copy (bf16 -> fp32 -> bf16 is exact). */
+ * dst2 (optional, same ld): a second copy of the sums (the two-shot AR's owner keeps them in
+ * its heap for the peers; dst2 may be one of the sources: each thread reads its positions of
+ * every source before it writes them). W = 1 is a copy (bf16 -> fp32 -> bf16 is exact). */
 static __device__ __noinline__ void mk_fused_reduce_block(uint16_t *dst, const uint16_t *const *src, int W, int rows,
-                                                          int cols, int64_t ld, uint16_t *const *dx, int nx, int tid,
-                                                          int nthr) {
+                                                          int cols, int64_t ld, uint16_t *dst2, int tid, int nthr) {
   switch (W) {
-    case 1: mk_fused_reduce_block_w<1>(dst, src, rows, cols, ld, dx, nx, tid, nthr); break;
-    case 2: mk_fused_reduce_block_w<2>(dst, src, rows, cols, ld, dx, nx, tid, nthr); break;
-    case 3: mk_fused_reduce_block_w<3>(dst, src, rows, cols, ld, dx, nx, tid, nthr); break;
-    case 4: mk_fused_reduce_block_w<4>(dst, src, rows, cols, ld, dx, nx, tid, nthr); break;
-    case 5: mk_fused_reduce_block_w<5>(dst, src, rows, cols, ld, dx, nx, tid, nthr); break;
-    case 6: mk_fused_reduce_block_w<6>(dst, src, rows, cols, ld, dx, nx, tid, nthr); break;
-    case 7: mk_fused_reduce_block_w<7>(dst, src, rows, cols, ld, dx, nx, tid, nthr); break;
-    case 8: mk_fused_reduce_block_w<8>(dst, src, rows, cols, ld, dx, nx, tid, nthr); break;
+    case 1: mk_fused_reduce_block_w<1>(dst, src, rows, cols, ld, dst2, tid, nthr); break;
+    case 2: mk_fused_reduce_block_w<2>(dst, src, rows, cols, ld, dst2, tid, nthr); break;
+    case 3: mk_fused_reduce_block_w<3>(dst, src, rows, cols, ld, dst2, tid, nthr); break;
+    case 4: mk_fused_reduce_block_w<4>(dst, src, rows, cols, ld, dst2, tid, nthr); break;
+    case 5: mk_fused_reduce_block_w<5>(dst, src, rows, cols, ld, dst2, tid, nthr); break;
+    case 6: mk_fused_reduce_block_w<6>(dst, src, rows, cols, ld, dst2, tid, nthr); break;
+    case 7: mk_fused_reduce_block_w<7>(dst, src, rows, cols, ld, dst2, tid, nthr); break;
+    case 8: mk_fused_reduce_block_w<8>(dst, src, rows, cols, ld, dst2, tid, nthr); break;
     default: {
       const int vec = cols / 8, total = rows * vec;
       for (int i = tid; i < total; i += nthr) {
@@ -208,7 +206,7 @@ static __device__ __noinline__ void mk_fused_reduce_block(uint16_t *dst, const u
         for (int p = 0; p < W; p++) mk_fused_acc8(acc, *reinterpret_cast<const uint4 *>(src[p] + off));
         const uint4 o = mk_fused_pack8(acc);
         *reinterpret_cast<uint4 *>(dst + off) = o;
-        for (int x = 0; x < nx; x++) *reinterpret_cast<uint4 *>(dx[x] + off) = o;
+        if (dst2) *reinterpret_cast<uint4 *>(dst2 + off) = o;
       }
     }
   }

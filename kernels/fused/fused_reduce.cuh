@@ -86,9 +86,6 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   int ce_own;        /* MK_FUSED_CE_OVERLAP: count the own rows too (the overlapped reduce waits for them) */
   int push;          /* push mode (ws.px, MK_FUSED_PUSH; RS and AR two-shot on SM roles, one node group): the
                         epilogue stores rows of owner o != me into o's PX[e & 1][me], the reducers read PX */
-  int push_sums;     /* AR two-shot in push mode, MK_FUSED_PUSH = 2: each owner's reduce also stores its sums into
-                        every peer's P[e & 1] rows of the owner (free there: in push mode a rank's GEMM writes only
-                        its own rows of P), and the gather copies them from the local P into C */
   uint64_t px, pxbytes;
   bool entered = false;
   mk_fused_trace tr;    /* MK_TRACE */
@@ -267,17 +264,9 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
                                    : mk_local_ptr<uint16_t>(w, v.xbuf) + ((int64_t)p * xrows + r0 - lo) * n + c0;
       const uint64_t t1 = tr.buf ? mk_globaltimer() : 0;
       /* Two-shot: the sums also overwrite this rank's own partial of the block (read only
-       * here), where the peers' gather CTAs pull them once the block's flag is set; with
-       * push_sums they go into every peer's P[e & 1] rows of this owner instead (gather). */
-      uint16_t *dx[MK_FUSED_ARRIVE_SLOTS];
-      int nx = 0;
-      if (two && push_sums) {
-        for (int q = 0; q < v.W; q++)
-          if (q != v.me) dx[nx++] = mk_peer_ptr<uint16_t>(w, v.lp(q), pb) + r0 * n + c0;
-      } else if (two) {
-        dx[nx++] = mk_local_ptr<uint16_t>(w, pb) + r0 * n + c0;
-      }
-      mk_fused_reduce_block(out + (r0 - lo) * n + c0, src, v.W, (int)(r1 - r0), cols, n, dx, nx, c.t, c.n);
+       * here), where the peers' gather CTAs pull them once the block's flag is set. */
+      mk_fused_reduce_block(out + (r0 - lo) * n + c0, src, v.W, (int)(r1 - r0), cols, n,
+                            two ? mk_local_ptr<uint16_t>(w, pb) + r0 * n + c0 : nullptr, c.t, c.n);
       if (two) {
         c.sync(); /* every thread's sums are stored before thread 0's system fence */
         if (c.t == 0) {
@@ -292,15 +281,12 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
 
   /* AR two-shot, crew c gathers (tasks first, first + stride, ... or claimed; hand_over through
    * box[2], box[3]): copy every other owner o's sums of its blocks (left in
-   * o's P[e & 1] by o's reduce crews; with push_sums stored by them into this rank's P[e & 1]
-   * rows of o, read here locally) into C, in the order the owners finish them (block t of
+   * o's P[e & 1] by o's reduce crews) into C, in the order the owners finish them (block t of
    * each owner in the GEMM's order, owners from me + 1 on), each once o has set flag(o, tm, cb)
    * = epoch + 1 here. That flag index is free on this rank for a row block of o: with whole
    * 128-row tile-rows per owner (the mode's condition), producers flag a block only on its
    * owner and on themselves. Gather waits depend on the owners' reduce CTAs, which depend only
-   * on GEMM tiles: no cycle between CTAs or ranks. push_sums reuses this rank's P[e & 1] by P's
-   * argument (top of the file): o's call e stores there after o's call e - 1 waited for this
-   * rank's call-(e - 1) tiles, which began after this rank's call e - 2 (its last read) ended. */
+   * on GEMM tiles: no cycle between CTAs or ranks. */
   __device__ bool gather(const mk_crew &c, int first, int stride, uint64_t epoch, int *box) {
     const int ntm = (int)(ms / 128), O = v.W - 1, gm = perm_q ? group_m / v.W : group_m, total = ntm * ncb * O;
     const uint64_t pb = pbuf(epoch);
@@ -321,10 +307,9 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
       int64_t r0, r1, c0;
       int cols;
       block_span(tm, cb, o * ms, (o + 1) * ms, &r0, &r1, &c0, &cols);
-      const uint16_t *src = (push_sums ? mk_local_ptr<uint16_t>(w, pb) : mk_peer_ptr<uint16_t>(w, v.lp(o), pb)) +
-                            r0 * n + c0;
+      const uint16_t *src = mk_peer_ptr<uint16_t>(w, v.lp(o), pb) + r0 * n + c0;
       const uint64_t t1 = tr.buf ? mk_globaltimer() : 0;
-      mk_fused_reduce_block(c_all + r0 * n + c0, &src, 1, (int)(r1 - r0), cols, n, nullptr, 0, c.t, c.n);
+      mk_fused_reduce_block(c_all + r0 * n + c0, &src, 1, (int)(r1 - r0), cols, n, nullptr, c.t, c.n);
       trace_task(c, MK_TRACE_SEND, t0, t1);
     }
   }
@@ -482,7 +467,7 @@ static __global__ void __launch_bounds__(256) mk_rs_ce_reduce_kernel(mk_dev_worl
   for (int64_t r0 = (int64_t)blockIdx.x * rb; r0 < ms; r0 += (int64_t)gridDim.x * rb) {
     for (int s = 0; s < v.W; s++)
       src[s] = s == v.me ? P + ((int64_t)v.me * ms + r0) * n : mk_local_ptr<uint16_t>(w, x) + ((int64_t)s * ms + r0) * n;
-    mk_fused_reduce_block(C + r0 * n, src, v.W, (int)min((int64_t)rb, ms - r0), (int)n, n, nullptr, 0, threadIdx.x,
+    mk_fused_reduce_block(C + r0 * n, src, v.W, (int)min((int64_t)rb, ms - r0), (int)n, n, nullptr, threadIdx.x,
                           blockDim.x);
   }
 }
@@ -703,7 +688,6 @@ static mk_status mk_reduce_launch(mk_fused_t *f, const mk_fused_args *a, uint16_
   p.ce_own = 0;
   p.push = !p.ce && !all_read && ws->px && mk_param_fused_push(); /* px: one node group only */
   f->push_calls[fop] += p.push;
-  p.push_sums = p.push && two && mk_param_fused_push() == 2;
   p.px = ws->px, p.pxbytes = ws->pxbytes;
   p.reducers = p.ce ? 0 : mk_fused_ctas(f, fop, a);
   if (two && p.reducers < 2) p.reducers = 2;

@@ -34,11 +34,8 @@ MK_PARAM_INT(gemm_skinny_bn, "GEMM_SKINNY_BN", 64, 64, 128)
  * be placed while the previous kernel on the stream finishes; they wait (griddepcontrol.wait) for
  * it before any global access (gemm_skinny.cuh). */
 MK_PARAM_INT(gemm_skinny_pdl, "GEMM_SKINNY_PDL", 1, 0, 1)
-/* Skinny kernel's weight stream (gemm_skinny.cuh, producer): PF > 0 prefetches each weight row into
- * L2 PF k-steps (of 64 columns) ahead of the ring's loads, 1 KiB of the row per prefetch (each DRAM
- * access a long run of one row instead of the ring's 128-byte box rows); BATCH issues the ring's
- * loads in groups of that many k-steps once all their stages are free. */
-MK_PARAM_INT(gemm_skinny_pf, "GEMM_SKINNY_PF", 0, 0, 256)
+/* Skinny kernel's producer (gemm_skinny.cuh): issues the ring's loads in groups of this many k-steps,
+ * once all their stages are free; 1: each as its stage frees. */
 MK_PARAM_INT(gemm_skinny_batch, "GEMM_SKINNY_BATCH", 1, 1, 8)
 /* Skinny kernel: no k-slices where a tile's weights (bn x K x 2 bytes) are under this many KiB
  * (0: split wherever the tiles leave SMs idle; mk_gemm_skinny_splits). */

@@ -77,15 +77,8 @@ struct mk_gemm_skinny_args {
   int splits;       /* k-slices per tile, >= 1 */
   float *ws;        /* [splits - 1][tiles][2][BN T / 1024][128] float4 */
   uint32_t *flags;  /* [splits - 1][tiles][2]: 1 once written; 0 between launches */
-  const uint16_t *B; /* the weights [n, k], for the L2 prefetch */
-  int pf;           /* MK_GEMM_SKINNY_PF: L2 prefetch distance in k-steps (0: none) */
   int batch;        /* MK_GEMM_SKINNY_BATCH: ring loads issued in groups of this many k-steps (1..kStages) */
 };
-
-/* L2 prefetch of `bytes` (a multiple of 16) from 16-byte aligned global memory (no completion). */
-__device__ __forceinline__ void mk_prefetch_l2_bulk(const void *p, uint32_t bytes) {
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
-}
 
 /* The thread holding accumulators d (warpgroup cw, warp, lane of weight tile `tile`) hands
  * put(t, ne, v) every bf16x2 pair v = C[t][ne..ne+1] it owns after one shuffle: acc d[4j +
@@ -204,17 +197,18 @@ __global__ void __launch_bounds__(384, 1)
     for (int u = blockIdx.x; u < units; u += gridDim.x) {
       const int sl = u / args.tiles, tile = u - sl * args.tiles;
       const int k0 = (int)((int64_t)k_iters * sl / args.splits), k1 = (int)((int64_t)k_iters * (sl + 1) / args.splits);
-      const int rows = min(Cfg::kBN, args.n - tile * Cfg::kBN);
-      const uint16_t *wt = args.B + (int64_t)tile * Cfg::kBN * args.k;
-      int pf_next = k0; /* first k-step not yet prefetched */
-      for (int kb = k0; kb < k1;) {
-        /* L2 prefetch (MK_GEMM_SKINNY_PF): k-steps up to kb + pf, in runs of 8 (1 KiB of each row) */
-        while (args.pf && pf_next < min(k1, kb + args.pf)) {
-          const int e = min(k1, pf_next + 8);
-          const uint32_t bytes = (uint32_t)(min(e * Cfg::kBK, args.k) - pf_next * Cfg::kBK) * 2;
-          for (int r = 0; r < rows; r++) mk_prefetch_l2_bulk(wt + (int64_t)r * args.k + pf_next * Cfg::kBK, bytes);
-          pf_next = e;
+      for (int kb = k0; batch == 1 && kb < k1; kb++) {
+        mbar_wait(&empty[s], phase ^ 1);
+        uint8_t *sw = smem + s * Cfg::kStageBytes;
+        mbar_expect_tx(&full[s], Cfg::kStageBytes);
+        tma_load_3d(sw, &tma_w, &full[s], kb * Cfg::kBK, tile * Cfg::kBN, 0);
+        tma_load_3d(sw + Cfg::kWBytes, &tma_t, &full[s], kb * Cfg::kBK, 0, 0);
+        if (++s == Cfg::kStages) {
+          s = 0;
+          phase ^= 1;
         }
+      }
+      for (int kb = k0; batch > 1 && kb < k1;) {
         /* the next g k-steps' stages, once all of them are free (MK_GEMM_SKINNY_BATCH) */
         const int g = min(batch, k1 - kb);
         int ss = s;
@@ -362,8 +356,8 @@ static mk_status mk_gemm_skinny_launch(const uint16_t *A, const uint16_t *B, uin
                   "gemm: skinny GEMM needs 1 <= M <= 128 (got %lld), tiles of 64 or 128 rows (%d) and a workspace "
                   "when split (%d)",
                   (long long)M, bn, splits);
-  mk_gemm_skinny_args args = {C,  (int)M, (int)N, (int)K, (int)((N + bn - 1) / bn), splits, ws, flags, B,
-                              (int)mk_param_gemm_skinny_pf(), (int)mk_param_gemm_skinny_batch()};
+  mk_gemm_skinny_args args = {C,     (int)M, (int)N, (int)K, (int)((N + bn - 1) / bn), splits, ws, flags,
+                              (int)mk_param_gemm_skinny_batch()};
   const int64_t units = (int64_t)args.tiles * splits;
   const int grid = (int)std::min<int64_t>(units, sms);
   if (splits > 1 && units > sms)

@@ -38,7 +38,7 @@ __global__ void __launch_bounds__(384) reduce_alone_kernel(uint16_t *dst, const 
     const int64_t off = (int64_t)(b / ncb) * 128 * n + (int64_t)(b % ncb) * 128;
     const uint16_t *src[4] = {s0 + off, s1 + off, s2 + off, s3 + off};
     __syncthreads();
-    mk_fused_reduce_block(dst + off, src, 4, 128, 128, n, nullptr, 0, threadIdx.x, blockDim.x);
+    mk_fused_reduce_block(dst + off, src, 4, 128, 128, n, nullptr, threadIdx.x, blockDim.x);
   }
 }
 
