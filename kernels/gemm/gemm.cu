@@ -34,9 +34,6 @@ MK_PARAM_INT(gemm_skinny_bn, "GEMM_SKINNY_BN", 64, 64, 128)
  * be placed while the previous kernel on the stream finishes; they wait (griddepcontrol.wait) for
  * it before any global access (gemm_skinny.cuh). */
 MK_PARAM_INT(gemm_skinny_pdl, "GEMM_SKINNY_PDL", 1, 0, 1)
-/* Skinny kernel's producer (gemm_skinny.cuh): issues the ring's loads in groups of this many k-steps,
- * once all their stages are free; 1: each as its stage frees. */
-MK_PARAM_INT(gemm_skinny_batch, "GEMM_SKINNY_BATCH", 1, 1, 8)
 /* Skinny kernel: no k-slices where a tile's weights (bn x K x 2 bytes) are under this many KiB
  * (0: split wherever the tiles leave SMs idle; mk_gemm_skinny_splits). */
 MK_PARAM_INT(gemm_skinny_split_kb, "GEMM_SKINNY_SPLIT_KB", 256, 0, 1 << 20)

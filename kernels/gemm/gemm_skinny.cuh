@@ -77,7 +77,6 @@ struct mk_gemm_skinny_args {
   int splits;       /* k-slices per tile, >= 1 */
   float *ws;        /* [splits - 1][tiles][2][BN T / 1024][128] float4 */
   uint32_t *flags;  /* [splits - 1][tiles][2]: 1 once written; 0 between launches */
-  int batch;        /* MK_GEMM_SKINNY_BATCH: ring loads issued in groups of this many k-steps (1..kStages) */
 };
 
 /* The thread holding accumulators d (warpgroup cw, warp, lane of weight tile `tile`) hands
@@ -193,11 +192,10 @@ __global__ void __launch_bounds__(384, 1)
     tma_prefetch_desc(&tma_t);
     int s = 0;
     uint32_t phase = 0;
-    const int batch = min(max(args.batch, 1), Cfg::kStages);
     for (int u = blockIdx.x; u < units; u += gridDim.x) {
       const int sl = u / args.tiles, tile = u - sl * args.tiles;
       const int k0 = (int)((int64_t)k_iters * sl / args.splits), k1 = (int)((int64_t)k_iters * (sl + 1) / args.splits);
-      for (int kb = k0; batch == 1 && kb < k1; kb++) {
+      for (int kb = k0; kb < k1; kb++) {
         mbar_wait(&empty[s], phase ^ 1);
         uint8_t *sw = smem + s * Cfg::kStageBytes;
         mbar_expect_tx(&full[s], Cfg::kStageBytes);
@@ -206,26 +204,6 @@ __global__ void __launch_bounds__(384, 1)
         if (++s == Cfg::kStages) {
           s = 0;
           phase ^= 1;
-        }
-      }
-      for (int kb = k0; batch > 1 && kb < k1;) {
-        /* the next g k-steps' stages, once all of them are free (MK_GEMM_SKINNY_BATCH) */
-        const int g = min(batch, k1 - kb);
-        int ss = s;
-        uint32_t ph = phase;
-        for (int j = 0; j < g; j++) {
-          mbar_wait(&empty[ss], ph ^ 1);
-          if (++ss == Cfg::kStages) ss = 0, ph ^= 1;
-        }
-        for (int j = 0; j < g; j++, kb++) {
-          uint8_t *sw = smem + s * Cfg::kStageBytes;
-          mbar_expect_tx(&full[s], Cfg::kStageBytes);
-          tma_load_3d(sw, &tma_w, &full[s], kb * Cfg::kBK, tile * Cfg::kBN, 0);
-          tma_load_3d(sw + Cfg::kWBytes, &tma_t, &full[s], kb * Cfg::kBK, 0, 0);
-          if (++s == Cfg::kStages) {
-            s = 0;
-            phase ^= 1;
-          }
         }
       }
     }
@@ -356,8 +334,7 @@ static mk_status mk_gemm_skinny_launch(const uint16_t *A, const uint16_t *B, uin
                   "gemm: skinny GEMM needs 1 <= M <= 128 (got %lld), tiles of 64 or 128 rows (%d) and a workspace "
                   "when split (%d)",
                   (long long)M, bn, splits);
-  mk_gemm_skinny_args args = {C,     (int)M, (int)N, (int)K, (int)((N + bn - 1) / bn), splits, ws, flags,
-                              (int)mk_param_gemm_skinny_batch()};
+  mk_gemm_skinny_args args = {C, (int)M, (int)N, (int)K, (int)((N + bn - 1) / bn), splits, ws, flags};
   const int64_t units = (int64_t)args.tiles * splits;
   const int grid = (int)std::min<int64_t>(units, sms);
   if (splits > 1 && units > sms)

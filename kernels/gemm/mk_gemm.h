@@ -52,9 +52,6 @@ int64_t mk_param_gemm_skinny(void);
 int64_t mk_param_gemm_skinny_bn(void);
 /* MK_GEMM_SKINNY_PDL as loaded (1: the skinny kernel is launched as a programmatic dependent). */
 int64_t mk_param_gemm_skinny_pdl(void);
-/* MK_GEMM_SKINNY_BATCH as loaded (the skinny kernel's ring loads issued in groups of this many
- * k-steps; gemm.cu). */
-int64_t mk_param_gemm_skinny_batch(void);
 /* MK_GEMM_SKINNY_SPLIT_KB as loaded (no k-slices for tiles of fewer weight bytes, KiB; gemm.cu). */
 int64_t mk_param_gemm_skinny_split_kb(void);
 

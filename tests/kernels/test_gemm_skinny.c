@@ -8,8 +8,7 @@
  * reference (rel. Frobenius <= 1e-2, NaN fails), poisoned C with 3 extra rows left untouched,
  * and the skinny runs twice, bit-identical. The tile height is the environment's
  * MK_GEMM_SKINNY_BN (ctest: test_gemm_skinny at the default 64, test_gemm_skinny_bn128 at
- * 128, test_gemm_skinny_batch with MK_GEMM_SKINNY_BATCH=3: the producer's grouped loads over
- * slices and K tails); argument "skinny" runs MK_GEMM_SKINNY=1 only (the variant: the core and auto are
+ * 128); argument "skinny" runs MK_GEMM_SKINNY=1 only (the variant: the core and auto are
  * covered by the default run). MK_GEMM_SKINNY_SPLIT_KB=0 (split wherever the tiles leave SMs idle), so
  * the small shapes keep their k-slices; then (4096, 1024) and (1000, 776) once more at the default
  * (256 KiB: unsplit). */
@@ -27,8 +26,7 @@ int main(int argc, char **argv) {
   const int only_skinny = argc > 1 && !strcmp(argv[1], "skinny");
   static const char *const modes[] = {"-1", "1", "0"};
   int failed = 0, runs = 0;
-  printf("MK_GEMM_SKINNY_BN in effect: %lld; _BATCH %lld\n", (long long)mk_param_gemm_skinny_bn(),
-         (long long)mk_param_gemm_skinny_batch());
+  printf("MK_GEMM_SKINNY_BN in effect: %lld\n", (long long)mk_param_gemm_skinny_bn());
   setenv("MK_GEMM_SKINNY_SPLIT_KB", "0", 1);
   for (int i = 0; i < (int)(sizeof k_nk / sizeof k_nk[0]); i++)
     for (int j = 0; j < (int)(sizeof k_m / sizeof k_m[0]); j++)
