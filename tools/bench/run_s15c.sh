@@ -4,6 +4,7 @@
 # with its parts in turns (--interleave); the 4-rank and 2 x 2 tests under CTEST_ARGS:
 #   MK_CALL_LIMIT=570 CTEST_ARGS="-R test_moe_block_(ep4|2x2)|test_fused_.*_(4|2nodes)$|test_model_gpu_(fused_4|fused_2nodes|fused_2nodes_moedec|agree_tp4_moedec|fused_tp4)$|test_layers" \
 #     CTEST_TIMEOUT=150 CTEST_WALL=300 tools/gpu-check.sh -- 'bash ../../tools/bench/run_s15c.sh'
+# Session 16 ran it again at 4152e44 with CTEST_ARGS="-R nothing" MK_CALL_LIMIT=420 (docs/perf/raw/run-4152e44/).
 set -uo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 . "$REPO/tools/bench/bench_step.sh"

@@ -3,7 +3,8 @@
 # (MK_GEMM_SKINNY_PF, k-steps ahead) and batched ring loads (MK_GEMM_SKINNY_BATCH), back to back (--batch 20),
 # cuBLASLt beside; (2) GEMM+AR M = 16 / 128 with the prefetch; (3) GEMM+AR 1024 with the owners' sums pushed
 # (MK_FUSED_PUSH=2) against session 15's push (1), in turns, twice; AR 4096 two-shot on SM roles with push 2
-# against the default copy engines. Tests under CTEST_ARGS:
+# against the default copy engines. Ran at f0629aa: MK_GEMM_SKINNY_PF / _BATCH and MK_FUSED_PUSH=2 were removed after
+# it (docs/perf/NOTES.md, session 16). Tests under CTEST_ARGS:
 #   MK_CALL_LIMIT=560 CTEST_ARGS="-R test_fused_(ar|rs)_push_(2|4)$|test_fused_ar_(4|tail_4|two_4)$|test_gemm_skinny(_pf)?$" \
 #     CTEST_TIMEOUT=150 CTEST_WALL=200 tools/gpu-check.sh -- 'bash ../../tools/bench/run_s16a.sh'
 set -uo pipefail

@@ -4,7 +4,9 @@
 # 1 (the same loop as aee143e), 2, 4, 8 k-steps (MK_GEMM_SKINNY_BATCH), back to back (--batch 20), twice;
 # GEMM+AR M = 16, 128, 1024 at aee143e and here (batch 1 and 4), in turns; (2) the MoE block's schedules at
 # prefill since the push combine: serial (AUTO at T >= 1024) against overlap with 16 and 32 dispatch CTAs
-# (--seed 7), E = 128 twice, E = 8 once. Tests under CTEST_ARGS:
+# (--seed 7), E = 128 twice, E = 8 once. Ran at 763b0fc (MK_GEMM_SKINNY_BATCH was removed after it), with
+#   mkdir -p .carry/old-aee143e && git archive aee143e | tar x -C .carry/old-aee143e --exclude=docs
+# and .carry/old-aee143e in the device call's carry. Tests under CTEST_ARGS:
 #   MK_CALL_LIMIT=570 CTEST_ARGS="-R test_gemm_skinny(_batch)?$|test_fused_ar_(4|push_4)$" CTEST_TIMEOUT=150 \
 #     CTEST_WALL=150 tools/gpu-check.sh -- 'bash ../../tools/bench/run_s16c.sh'
 set -uo pipefail
