@@ -88,9 +88,10 @@ int64_t mk_param_fused_reduce_tma(void);
 int64_t mk_param_fused_tail(void);
 int64_t mk_param_fused_push(void); /* MK_FUSED_PUSH (fused.c), read at create (PX) and per call */
 int64_t mk_param_fused_ar_copy(void); /* MK_FUSED_AR_COPY (copy_engine.c) */
-/* GEMM+AR pipelined two-shot (gemm_ar.cu): role CTAs, queue lag between a block's reduce and its copy-out. */
+/* GEMM+AR pipelined two-shot (gemm_ar.cu): role CTAs, queue lag between a chunk's reduce and its copy-out, chunk width. */
 int64_t mk_param_fused_ar_pipe_ctas(void);
 int64_t mk_param_fused_ar_pipe_lag(void);
+int64_t mk_param_fused_ar_pipe_cols(void);
 /* AG+GEMM copy-engine mode (copy_engine.c): whether this call uses it (mk_fused_ce_select:
  * MK_FUSED_AG_COPY -1 or 1, one node group, W > 1); rows per piece (MK_FUSED_CE_ROWS, 128 times a power of two); begin = flag
  * resets, arrival, the fork and the peer copies on the side streams, and the local copy

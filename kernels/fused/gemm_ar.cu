@@ -234,10 +234,12 @@ MK_PARAM_INT(fused_ar_two_shot, "FUSED_AR_TWO_SHOT", -1, -1, 1)
 MK_PARAM_INT(fused_ar_two_max_mb, "FUSED_AR_TWO_MAX_MB", 32, 0, 1ll << 20)
 
 /* GEMM+AR pipelined two-shot (fused_reduce.cuh, pipe_run): 0 off, 1 where it applies, -1 by shape. Its role CTAs
- * (--ctas / comm_ctas overrides) and the queue positions between a block's send or reduce and its copy-out. */
+ * (--ctas / comm_ctas overrides), the queue positions between a chunk's send or reduce and its copy-out, and the
+ * chunk's width in columns (128 rows x this; rounded down to a multiple of 128). */
 MK_PARAM_INT(fused_ar_pipe, "FUSED_AR_PIPE", 0, -1, 1)
 MK_PARAM_INT(fused_ar_pipe_ctas, "FUSED_AR_PIPE_CTAS", 16, 1, 64)
-MK_PARAM_INT(fused_ar_pipe_lag, "FUSED_AR_PIPE_LAG", 128, 0, 1 << 20)
+MK_PARAM_INT(fused_ar_pipe_lag, "FUSED_AR_PIPE_LAG", 16, 0, 1 << 20)
+MK_PARAM_INT(fused_ar_pipe_cols, "FUSED_AR_PIPE_COLS", 1024, 128, 1 << 20)
 
 extern "C" int mk_fused_ar_pipe(const mk_fused_t *f, int64_t m, int64_t n) {
   const int64_t mode = mk_param_fused_ar_pipe();

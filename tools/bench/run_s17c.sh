@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# tools/bench/run_s17c.sh — session 17, 4 x H200: the pipelined GEMM+AR two-shot in chunks (MK_FUSED_AR_PIPE=1,
+# MK_FUSED_AR_PIPE_COLS columns a chunk, flags waited by a warp's lanes at once) at the layer's O projection (M = 8192,
+# N = 4096 / 2048, K = 1024) and at M = 1024, 4096 (N = 8192, K = 7168): comm CTAs, chunk width and queue lag, each
+# --interleave (GEMM alone, NCCL alone, unfused, fused in turns), the default modes beside; one MK_TRACE:
+#   MK_CALL_LIMIT=480 CTEST_ARGS="-R test_fused_(ar_pipe|ar_two_4|ar_4|rs_4)" tools/gpu-check.sh -- \
+#     'bash ../../tools/bench/run_s17c.sh'
+set -uo pipefail
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+STEP_GREP='^\[0\] gemm|FAIL|rror'
+. "$REPO/tools/bench/bench_step.sh"
+echo "LIMIT $LIMIT s"
+ar() { # NAME ENV... -- mk-bench args; prints the fused line
+  local name=$1; shift
+  local envs=()
+  while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+  shift
+  TAIL=2 step "$name" 40 env "${envs[@]}" mk-launch -n 4 -- mk-bench gemm_ar --interleave --json "$RES/$name.json" "$@"
+}
+P=MK_FUSED_AR_PIPE=1
+for n in 4096 2048; do
+  ar o${n}_default MK_X=0 -- --m 8192 --n $n --k 1024
+  for c in 16 32; do
+    for w in 512 1024 2048; do ar o${n}_pipe_c${c}_w$w $P MK_FUSED_AR_PIPE_COLS=$w -- --m 8192 --n $n --k 1024 --ctas $c; done
+  done
+  for l in 4 64; do ar o${n}_pipe_c16_l$l $P MK_FUSED_AR_PIPE_LAG=$l -- --m 8192 --n $n --k 1024 --ctas 16; done
+done
+for m in 1024 4096; do
+  ar ar${m}_default MK_X=0 -- --m $m
+  for c in 8 16 32; do ar ar${m}_pipe_c$c $P -- --m $m --ctas $c; done
+  ar ar${m}_pipe_c16_w2048 $P MK_FUSED_AR_PIPE_COLS=2048 -- --m $m --ctas 16
+done
+step trace_o4096 30 env $P MK_TRACE="$RES/trace_o4096" mk-launch -n 4 -- mk-bench gemm_ar --m 8192 \
+  --n 4096 --k 1024 --ctas 16 --warmup 5 --iters 3 --path fused
+python3 "$REPO/tools/bench/trace_stats.py" "$RES"/trace_o4096.rank*.json 2>&1 | tail -44
+echo "end at $(( $(date +%s) - T0 )) s"
