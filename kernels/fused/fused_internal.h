@@ -92,6 +92,7 @@ int64_t mk_param_fused_ar_copy(void); /* MK_FUSED_AR_COPY (copy_engine.c) */
 int64_t mk_param_fused_ar_pipe_ctas(void);
 int64_t mk_param_fused_ar_pipe_lag(void);
 int64_t mk_param_fused_ar_pipe_cols(void);
+int64_t mk_param_fused_ar_pipe_poll_ns(void);
 /* AG+GEMM copy-engine mode (copy_engine.c): whether this call uses it (mk_fused_ce_select:
  * MK_FUSED_AG_COPY -1 or 1, one node group, W > 1); rows per piece (MK_FUSED_CE_ROWS, 128 times a power of two); begin = flag
  * resets, arrival, the fork and the peer copies on the side streams, and the local copy

@@ -90,6 +90,7 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   int pipe;          /* AR pipelined two-shot (MK_FUSED_AR_PIPE, pipe_run): P local, every transfer a store by the crews */
   int pipe_lag;      /* pipe: queue positions (chunks) between a chunk's send / reduce entry and its copy-out entry */
   int pipe_g;        /* pipe: 128-column blocks per chunk (MK_FUSED_AR_PIPE_COLS / 128) */
+  unsigned pipe_poll_ns; /* pipe: pause between two polls of a flag (MK_FUSED_AR_PIPE_POLL_NS) */
   bool entered = false;
   mk_fused_trace tr;    /* MK_TRACE */
   int tn = 0;           /* per thread: events recorded */
@@ -378,7 +379,7 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
       const int cb0 = k * pipe_g, gb = min(pipe_g, ncb - cb0), np = kind == 2 ? v.W : kind ? 1 : 0;
       for (int l = c.t; l < np * gb && ok; l += 32) {
         const int p = kind == 2 ? l / gb : kind == 1 ? v.me : o, cb = cb0 + l % gb;
-        ok = mk_wait_ge(w, flag(p, tm, cb), epoch + 1, op, p, tm * ncb + cb);
+        ok = mk_wait_ge_paced(w, flag(p, tm, cb), epoch + 1, op, p, tm * ncb + cb, pipe_poll_ns);
       }
       ok = __all_sync(0xffffffffu, ok);
       if (c.t == 0) slot[it & 1] = j >= entries || ok ? j : -1;
@@ -809,6 +810,7 @@ static mk_status mk_reduce_launch(mk_fused_t *f, const mk_fused_args *a, uint16_
   p.pipe = pipe;
   p.pipe_lag = pipe ? (int)mk_param_fused_ar_pipe_lag() : 0;
   p.pipe_g = (int)std::max<int64_t>(1, mk_param_fused_ar_pipe_cols() / 128);
+  p.pipe_poll_ns = (unsigned)mk_param_fused_ar_pipe_poll_ns();
   f->pipe_calls += pipe;
   p.px = ws->px, p.pxbytes = ws->pxbytes;
   p.reducers = p.ce ? 0 : pipe && !a->comm_ctas ? (int)mk_param_fused_ar_pipe_ctas() : mk_fused_ctas(f, fop, a);

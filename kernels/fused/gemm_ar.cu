@@ -240,6 +240,8 @@ MK_PARAM_INT(fused_ar_pipe, "FUSED_AR_PIPE", 0, -1, 1)
 MK_PARAM_INT(fused_ar_pipe_ctas, "FUSED_AR_PIPE_CTAS", 16, 1, 64)
 MK_PARAM_INT(fused_ar_pipe_lag, "FUSED_AR_PIPE_LAG", 16, 0, 1 << 20)
 MK_PARAM_INT(fused_ar_pipe_cols, "FUSED_AR_PIPE_COLS", 1024, 128, 1 << 20)
+/* Pause (ns, __nanosleep) between two polls of a flag by a waiting lane; 0 = spin. */
+MK_PARAM_INT(fused_ar_pipe_poll_ns, "FUSED_AR_PIPE_POLL_NS", 0, 0, 100000)
 
 extern "C" int mk_fused_ar_pipe(const mk_fused_t *f, int64_t m, int64_t n) {
   const int64_t mode = mk_param_fused_ar_pipe();
