@@ -212,66 +212,6 @@ static __device__ __noinline__ void mk_fused_reduce_block(uint16_t *dst, const u
   }
 }
 
-/* Crew (threads t of n): the sums of mk_fused_reduce_block (the same bits: fp32, ranks in order 0..W-1) stored
- * to all W destinations dst[0..W-1] (each rows x cols at ld; the AR pipe: C here, the peers' partials over NVLink).
- * The W destination bases are held in registers, loaded once. */
-template <int W>
-__device__ __noinline__ void mk_fused_reduce_bcast_w(uint16_t *const *dst, const uint16_t *const *src, int rows, int cols,
-                                                     int64_t ld, int tid, int nthr) {
-  constexpr int U = W >= 8 ? 1 : 8 / W;
-  const int vec = cols / 8, total = rows * vec;
-  const uint16_t *s[W];
-  uint16_t *d[W];
-#pragma unroll
-  for (int p = 0; p < W; p++) s[p] = src[p], d[p] = dst[p];
-  for (int base = tid; base < total; base += nthr * U) {
-    uint4 v[U][W];
-    int64_t off[U];
-#pragma unroll
-    for (int u = 0; u < U; u++) {
-      const int i = base + u * nthr;
-      const int r = i / vec, c = (i - r * vec) * 8;
-      off[u] = (int64_t)r * ld + c;
-      if (i < total) {
-#pragma unroll
-        for (int p = 0; p < W; p++) v[u][p] = *reinterpret_cast<const uint4 *>(s[p] + off[u]);
-      }
-    }
-#pragma unroll
-    for (int u = 0; u < U; u++) {
-      if (base + u * nthr >= total) break;
-      float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-#pragma unroll
-      for (int p = 0; p < W; p++) mk_fused_acc8(acc, v[u][p]);
-      const uint4 o = mk_fused_pack8(acc);
-#pragma unroll
-      for (int p = 0; p < W; p++) *reinterpret_cast<uint4 *>(d[p] + off[u]) = o;
-    }
-  }
-}
-
-/* W = 2, 3, 4, 8 as above; other rank counts one position at a time. */
-static __device__ __noinline__ void mk_fused_reduce_bcast(uint16_t *const *dst, const uint16_t *const *src, int W, int rows,
-                                                          int cols, int64_t ld, int tid, int nthr) {
-  switch (W) {
-    case 2: mk_fused_reduce_bcast_w<2>(dst, src, rows, cols, ld, tid, nthr); break;
-    case 3: mk_fused_reduce_bcast_w<3>(dst, src, rows, cols, ld, tid, nthr); break;
-    case 4: mk_fused_reduce_bcast_w<4>(dst, src, rows, cols, ld, tid, nthr); break;
-    case 8: mk_fused_reduce_bcast_w<8>(dst, src, rows, cols, ld, tid, nthr); break;
-    default: {
-      const int vec = cols / 8, total = rows * vec;
-      for (int i = tid; i < total; i += nthr) {
-        const int r = i / vec, c = (i - r * vec) * 8;
-        const int64_t off = (int64_t)r * ld + c;
-        float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-        for (int p = 0; p < W; p++) mk_fused_acc8(acc, *reinterpret_cast<const uint4 *>(src[p] + off));
-        const uint4 o = mk_fused_pack8(acc);
-        for (int p = 0; p < W; p++) *reinterpret_cast<uint4 *>(dst[p] + off) = o;
-      }
-    }
-  }
-}
-
 /* Reducer task t -> (tile-row tm, 128-column block cb) over tile-rows [tm_lo, tm_lo + ntm) and
  * ncb column blocks, in the order the default GEMM tile order (mk_gemm_order_grouped) finishes
  * them: groups of group_m tile-rows, column by column within a group. */

@@ -335,8 +335,8 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
    *   entry 2 t       o != me: send, P's chunk -> o's PX[e & 1][me] (NVLink stores), then its flags(me) on o;
    *                   o == me: reduce, once the chunk's W x pipe_g flags are set here (the own GEMM's, the
    *                   peers' sends): the W partials (own P, PX[e & 1][p]) summed in rank order 0..W-1 in
-   *                   fp32 (the bits of mk_fused_reduce_block) into C and into every peer's P[e & 1] (the
-   *                   peer's own partial of those rows was sent already: the flags say so), then its
+   *                   fp32 (mk_fused_reduce_block) into C, then copied from C into every peer's P[e & 1]
+   *                   (the peer's own partial of those rows was sent already: the flags say so), then its
    *                   flags(me) on each peer;
    *   entry 2 t + 1   chunk t - lag, if another owner o's: copy, once its flags(o) are set here, o's sums from
    *                   the local P[e & 1] into C (C is the caller's memory, not in the heap).
@@ -392,7 +392,6 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
     const int entries = 2 * (tiles_m * ((ncb + pipe_g - 1) / pipe_g) + pipe_lag);
     const uint64_t pb = pbuf(epoch);
     const uint16_t *src[MK_FUSED_ARRIVE_SLOTS];
-    uint16_t *dsts[MK_FUSED_ARRIVE_SLOTS];
     int next = first;
     for (int it = 0;; it++) {
       int o = 0, tm = 0, k = 0;
@@ -407,12 +406,16 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
       const uint64_t t1 = tr.buf ? mk_globaltimer() : 0;
       const uint16_t *mine = mk_local_ptr<uint16_t>(w, pb) + r0 * n + c0;
       if (kind == 2) {
-        for (int p = 0; p < v.W; p++) {
+        for (int p = 0; p < v.W; p++)
           src[p] = p == v.me ? mine : mk_local_ptr<uint16_t>(w, pxbuf(epoch, p)) + (r0 - (int64_t)v.me * ms) * n + c0;
-          dsts[p] = mk_peer_ptr<uint16_t>(w, v.lp(p), pb) + r0 * n + c0;
-        }
-        dsts[v.me] = c_all + r0 * n + c0; /* the sums: into C here, into P[e & 1] of every peer */
-        mk_fused_reduce_bcast(dsts, src, v.W, rows, cols, n, c.t, c.n);
+        uint16_t *sums = c_all + r0 * n + c0;
+        mk_fused_reduce_block(sums, src, v.W, rows, cols, n, nullptr, c.t, c.n); /* into C here */
+        c.sync();
+        const uint16_t *from = sums;
+        for (int q = 0; q < v.W; q++) /* then from C into P[e & 1] of every peer */
+          if (q != v.me)
+            mk_fused_reduce_block(mk_peer_ptr<uint16_t>(w, v.lp(q), pb) + r0 * n + c0, &from, 1, rows, cols, n, nullptr,
+                                  c.t, c.n);
       } else {
         uint16_t *dst = kind == 1 ? mk_peer_ptr<uint16_t>(w, v.lp(o), pxbuf(epoch, v.me)) + (r0 - (int64_t)o * ms) * n + c0
                                   : c_all + r0 * n + c0;

@@ -4,6 +4,8 @@
 #   step NAME SECONDS COMMAND...   runs COMMAND under timeout into $RES/NAME.log (skipped when
 #                                  fewer than 15 s are left, clipped to what is left), then prints
 #                                  its rc and the lines of the log matching $STEP_GREP (last $TAIL).
+#   ar_step NAME ENV... -- ARGS...  one `mk-bench gemm_ar --interleave` under 4 ranks with the
+#                                  environment ENV (at least one VAR=VALUE), JSON into $RES/NAME.json.
 # Needs RES (the output folder, set by tools/gpu-check.sh).
 RES=${RES:?set RES to the output folder}
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -23,4 +25,11 @@ step() {
   timeout "$t" "$@" > "$RES/$name.log" 2>&1
   echo "$name rc=$? at $(( $(date +%s) - T0 )) s"
   grep -E "$STEP_GREP" "$RES/$name.log" | grep -v autotune | tail -"${TAIL:-16}"
+}
+ar_step() {
+  local name=$1 envs=()
+  shift
+  while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+  shift
+  step "$name" 40 env "${envs[@]}" mk-launch -n 4 -- mk-bench gemm_ar --interleave --json "$RES/$name.json" "$@"
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tools/bench/run_s17c.sh — session 17, 4 x H200: the pipelined GEMM+AR two-shot in chunks (MK_FUSED_AR_PIPE=1,
+# tools/bench/run_s17c.sh (its ar() helper became ar_step in bench_step.sh after the run: the same commands) — session 17, 4 x H200: the pipelined GEMM+AR two-shot in chunks (MK_FUSED_AR_PIPE=1,
 # MK_FUSED_AR_PIPE_COLS columns a chunk, flags waited by a warp's lanes at once) at the layer's O projection (M = 8192,
 # N = 4096 / 2048, K = 1024) and at M = 1024, 4096 (N = 8192, K = 7168): comm CTAs, chunk width and queue lag, each
 # --interleave (GEMM alone, NCCL alone, unfused, fused in turns), the default modes beside; one MK_TRACE:
@@ -10,13 +10,7 @@ REPO=$(cd "$(dirname "$0")/../.." && pwd)
 STEP_GREP='^\[0\] gemm|FAIL|rror'
 . "$REPO/tools/bench/bench_step.sh"
 echo "LIMIT $LIMIT s"
-ar() { # NAME ENV... -- mk-bench args; prints the fused line
-  local name=$1; shift
-  local envs=()
-  while [ "$1" != "--" ]; do envs+=("$1"); shift; done
-  shift
-  TAIL=2 step "$name" 40 env "${envs[@]}" mk-launch -n 4 -- mk-bench gemm_ar --interleave --json "$RES/$name.json" "$@"
-}
+ar() { TAIL=2 ar_step "$@"; }
 P=MK_FUSED_AR_PIPE=1
 for n in 4096 2048; do
   ar o${n}_default MK_X=0 -- --m 8192 --n $n --k 1024

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tools/bench/run_s17d.sh — session 17, 4 x H200: the pipelined GEMM+AR two-shot (MK_FUSED_AR_PIPE=1) with a pause
+# tools/bench/run_s17d.sh (its ar() helper became ar_step in bench_step.sh after the run: the same commands) — session 17, 4 x H200: the pipelined GEMM+AR two-shot (MK_FUSED_AR_PIPE=1) with a pause
 # between flag polls (MK_FUSED_AR_PIPE_POLL_NS: run 67bddc6 had up to 32 lanes a crew spinning on acquire loads, and
 # even local 256 KiB copies took 30-50 us), at the O projection (8192 x 4096 / 2048 x 1024) and M = 1024 (N = 8192,
 # K = 7168), each --interleave; the two-shot's default beside; one MK_TRACE:
@@ -9,13 +9,7 @@ REPO=$(cd "$(dirname "$0")/../.." && pwd)
 STEP_GREP='^\[0\] gemm_ar +fused|FAIL|rror'
 . "$REPO/tools/bench/bench_step.sh"
 echo "LIMIT $LIMIT s"
-ar() { # NAME ENV... -- mk-bench args; prints the fused line
-  local name=$1; shift
-  local envs=()
-  while [ "$1" != "--" ]; do envs+=("$1"); shift; done
-  shift
-  TAIL=1 step "$name" 40 env "${envs[@]}" mk-launch -n 4 -- mk-bench gemm_ar --interleave --json "$RES/$name.json" "$@"
-}
+ar() { TAIL=1 ar_step "$@"; }
 P="MK_FUSED_AR_PIPE=1 MK_FUSED_AR_PIPE_LAG=64"
 for ns in 0 128 512 2048; do
   ar o4096_pipe_p$ns $P MK_FUSED_AR_PIPE_POLL_NS=$ns -- --m 8192 --n 4096 --k 1024 --ctas 16
