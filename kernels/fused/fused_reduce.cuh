@@ -411,15 +411,12 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
         uint16_t *sums = c_all + r0 * n + c0;
         mk_fused_reduce_block(sums, src, v.W, rows, cols, n, nullptr, c.t, c.n); /* into C here */
         c.sync();
-        const uint16_t *from = sums;
         for (int q = 0; q < v.W; q++) /* then from C into P[e & 1] of every peer */
-          if (q != v.me)
-            mk_fused_reduce_block(mk_peer_ptr<uint16_t>(w, v.lp(q), pb) + r0 * n + c0, &from, 1, rows, cols, n, nullptr,
-                                  c.t, c.n);
+          if (q != v.me) mk_fused_copy_block(mk_peer_ptr<uint16_t>(w, v.lp(q), pb) + r0 * n + c0, sums, rows, cols, n, c.t, c.n);
       } else {
         uint16_t *dst = kind == 1 ? mk_peer_ptr<uint16_t>(w, v.lp(o), pxbuf(epoch, v.me)) + (r0 - (int64_t)o * ms) * n + c0
                                   : c_all + r0 * n + c0;
-        mk_fused_reduce_block(dst, &mine, 1, rows, cols, n, nullptr, c.t, c.n);
+        mk_fused_copy_block(dst, mine, rows, cols, n, c.t, c.n);
       }
       if (kind != 3) {
         c.sync(); /* every thread's stores are performed for thread 0 before its system fence */

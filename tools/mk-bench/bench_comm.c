@@ -97,7 +97,8 @@ int mk_bench_comm(int argc, char **argv) {
   mk_bench_opts o;
   mk_bench_opts_default(&o);
   int64_t max_bytes = 256ll << 20;
-  int per_cta = 0;
+  int per_cta = 0, ldcg = 0;
+  int64_t smem_kb = 0;
   for (int i = 1; i < argc; i++) {
     int used = mk_bench_parse_common(&o, argc, argv, i);
     if (used < 0) return 2;
@@ -109,9 +110,16 @@ int mk_bench_comm(int argc, char **argv) {
       if (mk_bench_parse_i64("--max-bytes", argv[++i], 4096, 1ll << 32, &max_bytes)) return 2;
     } else if (!strcmp(argv[i], "--per-cta")) {
       per_cta = 1;
+    } else if (!strcmp(argv[i], "--smem-kb") && i + 1 < argc) {
+      if (mk_bench_parse_i64("--smem-kb", argv[++i], 0, 227, &smem_kb)) return 2;
+    } else if (!strcmp(argv[i], "--ldcg")) {
+      ldcg = 1;
     } else if (!strcmp(argv[i], "--help")) {
-      printf("usage: mk-launch -n N [--nodes K] -- mk-bench comm [--max-bytes B] [--per-cta] [common flags]\n"
-             "  --per-cta  NVLink push and pull rates by CTA count (1 .. SMs), 64 MiB, instead of the puts\n");
+      printf("usage: mk-launch -n N [--nodes K] -- mk-bench comm [--max-bytes B] [--per-cta [--smem-kb K] [--ldcg]] [common flags]\n"
+             "  --per-cta  NVLink push and pull rates by CTA count (1 .. SMs), 64 MiB, instead of the puts\n"
+             "  --smem-kb K  with --per-cta: each CTA also holds K KiB of dynamic shared memory (0..227; a fused\n"
+             "             kernel's CTAs hold ~200, which leaves the L1 cache the rest)\n"
+             "  --ldcg     with --per-cta: the copies load with ld.global.cg (L1 bypassed)\n");
       mk_bench_print_common_help(stdout);
       return 0;
     } else {
@@ -142,6 +150,7 @@ int mk_bench_comm(int argc, char **argv) {
   /* 1. NVLink one-way put bandwidth, rank 0 to each peer of its node group. */
   if (me == 0) printf("NVLink put (rank 0 -> peer), %d ranks per node group\n", L);
   static const char *const names[3] = {"nvlink_sm", "nvlink_tma", "nvlink_ce"};
+  mk_bench_comm_per_cta_opts((int)smem_kb << 10, ldcg);
   if (per_cta && L >= 2 && me == 0) {
     static const int cand[] = {1, 2, 4, 8, 16, 32, 64, 132};
     static char paths[2][8][32]; /* rows keep a pointer to their path until the report is written */

@@ -14,6 +14,8 @@ mk_status mk_bench_comm_put(const mk_dev_world *w, int method, int lp, uint64_t 
  * threads, 8 16-byte loads in flight per thread: pull = 1 reads the peer's src_off into this
  * rank's dst_off, pull = 0 writes this rank's src_off into the peer's dst_off (the per-SM rate
  * of the fused reducers' pulls against stores). */
+/* --per-cta --smem-kb / --ldcg: the per-CTA kernels' dynamic shared memory (bytes) and L1-bypassing loads. */
+void mk_bench_comm_per_cta_opts(int smem_bytes, int ldcg);
 mk_status mk_bench_comm_xfer(const mk_dev_world *w, int lp, int pull, int ctas, uint64_t src_off, uint64_t dst_off,
                              uint64_t bytes, void *stream);
 /* Local rank 0 only (4+ ranks a node group): the fused reducers' inner loop alone with `ctas` CTAs
