@@ -387,8 +387,9 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
     c.sync();
     return slot[it & 1];
   }
-  /* Crew c takes queue entries until none is left; false after a failed wait (recorded). */
-  __device__ bool pipe_run(const mk_crew &c, int first, int stride, uint64_t epoch, int *box) {
+  /* Crew c takes queue entries until none is left; false after a failed wait (recorded). Not inlined into run_role
+   * and tail_run: there it cost the two-shot's reduce / gather 4 us at AR 1024 (run f3a469f, against 1880ca5). */
+  __device__ __noinline__ bool pipe_run(const mk_crew &c, int first, int stride, uint64_t epoch, int *box) {
     const int entries = 2 * (tiles_m * ((ncb + pipe_g - 1) / pipe_g) + pipe_lag);
     const uint64_t pb = pbuf(epoch);
     const uint16_t *src[MK_FUSED_ARRIVE_SLOTS];
