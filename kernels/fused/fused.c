@@ -238,8 +238,6 @@ int mk_fused_reduce_tma_shapes(const mk_fused_t *f, mk_fused_op op) {
   return k;
 }
 
-int mk_fused_ar_pipe_calls(const mk_fused_t *f) { return f ? f->pipe_calls : 0; }
-
 int mk_fused_push_calls(const mk_fused_t *f, mk_fused_op op) {
   return f && (unsigned)op <= MK_FUSED_GEMM_AR ? f->push_calls[op] : 0;
 }

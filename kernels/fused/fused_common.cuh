@@ -212,28 +212,6 @@ static __device__ __noinline__ void mk_fused_reduce_block(uint16_t *dst, const u
   }
 }
 
-/* Crew (threads t of n): dst[r][c] = src[r][c] for rows r < rows, columns c < cols (cols % 8 == 0, 16-byte aligned
- * rows, both at ld elements a row), 8 16-byte loads in flight a thread, loaded with ld.global.cg (L2 only: a fused
- * kernel's CTAs hold ~200 KiB of shared memory, which leaves the L1 little room). */
-static __device__ __forceinline__ void mk_fused_copy_block(uint16_t *dst, const uint16_t *src, int rows, int cols, int64_t ld, int tid,
-                                                           int nthr) {
-  constexpr int U = 8;
-  const int vec = cols / 8, total = rows * vec;
-  for (int base = tid; base < total; base += nthr * U) {
-    uint4 v[U];
-    int64_t off[U];
-#pragma unroll
-    for (int u = 0; u < U; u++) {
-      const int i = base + u * nthr, r = i / vec;
-      off[u] = (int64_t)r * ld + (i - r * vec) * 8;
-      if (i < total) v[u] = __ldcg(reinterpret_cast<const uint4 *>(src + off[u]));
-    }
-#pragma unroll
-    for (int u = 0; u < U; u++)
-      if (base + u * nthr < total) *reinterpret_cast<uint4 *>(dst + off[u]) = v[u];
-  }
-}
-
 /* Reducer task t -> (tile-row tm, 128-column block cb) over tile-rows [tm_lo, tm_lo + ntm) and
  * ncb column blocks, in the order the default GEMM tile order (mk_gemm_order_grouped) finishes
  * them: groups of group_m tile-rows, column by column within a group. */

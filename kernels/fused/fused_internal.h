@@ -12,7 +12,7 @@ extern "C" {
 
 enum { MK_FUSED_EPOCH_SLOT0 = 10, MK_FUSED_ARRIVE_SLOTS = 16, MK_FUSED_SPLIT_FLAG_BYTES = 65536 };
 /* Trace event kinds (MK_TRACE). */
-enum { MK_TRACE_COMPUTE = 1, MK_TRACE_WAIT = 2, MK_TRACE_SEND = 3, MK_TRACE_REDUCE = 4, MK_TRACE_COPY = 5, MK_TRACE_CAP = 1024 };
+enum { MK_TRACE_COMPUTE = 1, MK_TRACE_WAIT = 2, MK_TRACE_SEND = 3, MK_TRACE_REDUCE = 4, MK_TRACE_CAP = 1024 };
 
 /* One op's workspace in the symmetric heap (same offsets on every rank). */
 typedef struct mk_fused_ws {
@@ -70,7 +70,6 @@ struct mk_fused {
   int64_t rmap_key[3][4][3];
   int rmap_next[3];
   int push_calls[3];   /* RS/AR calls launched in push mode (mk_fused_push_calls) */
-  int pipe_calls;      /* AR calls launched pipelined (mk_fused_ar_pipe_calls) */
 };
 enum { MK_FUSED_RMAP_SLOTS = 4 };
 
@@ -88,11 +87,6 @@ int64_t mk_param_fused_reduce_tma(void);
 int64_t mk_param_fused_tail(void);
 int64_t mk_param_fused_push(void); /* MK_FUSED_PUSH (fused.c), read at create (PX) and per call */
 int64_t mk_param_fused_ar_copy(void); /* MK_FUSED_AR_COPY (copy_engine.c) */
-/* GEMM+AR pipelined two-shot (gemm_ar.cu): role CTAs, queue lag between a chunk's reduce and its copy-out, chunk width. */
-int64_t mk_param_fused_ar_pipe_ctas(void);
-int64_t mk_param_fused_ar_pipe_lag(void);
-int64_t mk_param_fused_ar_pipe_cols(void);
-int64_t mk_param_fused_ar_pipe_poll_ns(void);
 /* AG+GEMM copy-engine mode (copy_engine.c): whether this call uses it (mk_fused_ce_select:
  * MK_FUSED_AG_COPY -1 or 1, one node group, W > 1); rows per piece (MK_FUSED_CE_ROWS, 128 times a power of two); begin = flag
  * resets, arrival, the fork and the peer copies on the side streams, and the local copy

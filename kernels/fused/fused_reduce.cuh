@@ -87,10 +87,6 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   int push;          /* push mode (ws.px, MK_FUSED_PUSH; RS and AR two-shot on SM roles, one node group): the
                         epilogue stores rows of owner o != me into o's PX[e & 1][me], the reducers read PX */
   uint64_t px, pxbytes;
-  int pipe;          /* AR pipelined two-shot (MK_FUSED_AR_PIPE, pipe_run): P local, every transfer a store by the crews */
-  int pipe_lag;      /* pipe: queue positions (chunks) between a chunk's send / reduce entry and its copy-out entry */
-  int pipe_g;        /* pipe: 128-column blocks per chunk (MK_FUSED_AR_PIPE_COLS / 128) */
-  unsigned pipe_poll_ns; /* pipe: pause between two polls of a flag (MK_FUSED_AR_PIPE_POLL_NS) */
   bool entered = false;
   mk_fused_trace tr;    /* MK_TRACE */
   int tn = 0;           /* per thread: events recorded */
@@ -153,11 +149,6 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
     }
     const int tm = t.m0 / 128;
     const uint64_t e1 = mk_epoch(w, v.slot) + 1;
-    if (pipe) { /* only this GPU's crews read P: a GPU-scope fence, the flags here */
-      __threadfence();
-      for (int cb = t.n0 / 128; cb * 128 < t.n_end; cb++) mk_st_relaxed_sys(mk_local_ptr<uint64_t>(w, flag(v.me, tm, cb)), e1);
-      return;
-    }
     __threadfence_system(); /* one fence for every flag of the tile (mk_st_relaxed_sys) */
     for (int p = v.node * v.L; p < (v.node + 1) * v.L && p < v.W; p++) {
       if (p != v.me && !all_read && (p + 1) * ms <= t.m0) continue; /* RS: p owns none of the rows */
@@ -191,10 +182,6 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
     }
     const mk_crew c = {(int)threadIdx.x, (int)blockDim.x, 0, 0};
     int *box = reinterpret_cast<int *>(smem);
-    if (pipe) {
-      pipe_run(c, i, reducers, epoch, box);
-      return;
-    }
     if (two && i >= two) {
       gather(c, i - two, reducers - two, epoch, box);
       return;
@@ -215,8 +202,7 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
     const uint64_t epoch = mk_epoch(w, v.slot);
     int *box = reinterpret_cast<int *>(smem);
     c.sync(); /* after a split-K slice without a store, the other warpgroup may still read the ring */
-    if (pipe) pipe_run(c, 0, 1, epoch, box);
-    else if (reduce(c, 0, 1, epoch, box) && two) gather(c, 0, 1, epoch, box);
+    if (reduce(c, 0, 1, epoch, box) && two) gather(c, 0, 1, epoch, box);
   }
 
   /* The task hand-over of a crew: its thread 0 takes the next task of queue q (0 reduce, 1 gather):
@@ -325,111 +311,6 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
       const uint64_t t1 = tr.buf ? mk_globaltimer() : 0;
       mk_fused_reduce_block(c_all + r0 * n + c0, &src, 1, (int)(r1 - r0), cols, n, nullptr, c.t, c.n);
       trace_task(c, MK_TRACE_SEND, t0, t1);
-    }
-  }
-
-  /* AR pipelined two-shot (MK_FUSED_AR_PIPE; one node group, whole 128-row tile-rows per owner, push mode's PX).
-   * The GEMM stores the whole partial into the local P[e & 1] and flags each 128 x 128 block here (after_store).
-   * The crews (role CTAs; GEMM CTAs past their last tile, through the claims) take the entries of one queue, the
-   * same on every rank, walking chunks of 128 rows x pipe_g column blocks in the GEMM's order (chunk t of owner o):
-   *   entry 2 t       o != me: send, P's chunk -> o's PX[e & 1][me] (NVLink stores), then its flags(me) on o;
-   *                   o == me: reduce, once the chunk's W x pipe_g flags are set here (the own GEMM's, the
-   *                   peers' sends): the W partials (own P, PX[e & 1][p]) summed in rank order 0..W-1 in
-   *                   fp32 (mk_fused_reduce_block) into C, then copied from C into every peer's P[e & 1]
-   *                   (the peer's own partial of those rows was sent already: the flags say so), then its
-   *                   flags(me) on each peer;
-   *   entry 2 t + 1   chunk t - lag, if another owner o's: copy, once its flags(o) are set here, o's sums from
-   *                   the local P[e & 1] into C (C is the caller's memory, not in the heap).
-   * Every transfer over NVLink is a store beside the GEMM: each rank sends 2 (W - 1) / W of a partial, the
-   * sends to all owners at once, the owners' sums as soon as a chunk is summed; every element is summed by one
-   * owner, so every rank holds the same bits. Flags (value e + 1, only growing) in rank r's heap: flag(r, .)
-   * its GEMM's; flag(p != r, tm in r's rows) p's send; flag(o != r, tm in o's rows) o's sums: disjoint.
-   * Reuse: P[e & 1] and PX[e & 1] follow push mode's argument (a rank's call e - 1 waited for every owner's
-   * sums of call e - 1, which that owner set after its call e - 2 ended), and an owner writes its sums into
-   * a peer's P only after that peer's send of the chunk, which read it. No cycle: an entry waits only for
-   * entries of a lower position (or a send of the same position, which waits for the GEMM only) on any rank,
-   * and the GEMM waits for nothing.
-   * Chunks of several blocks and the flags waited for by the 32 lanes of the crew's first warp at once (not
-   * one after the other by one thread): run 02415f8 moved single 128 x 128 blocks, ~11 us a send (a claim,
-   * W flag round trips in a row, one load round trip, the fence), 3 GB/s a crew, so almost nothing moved
-   * beside the GEMM. */
-  __device__ __forceinline__ int pipe_entry(int j, int *o, int *tm, int *k) const {
-    const int nch = (ncb + pipe_g - 1) / pipe_g, t = (j >> 1) - ((j & 1) ? pipe_lag : 0);
-    if (t < 0 || t >= tiles_m * nch) return 0;
-    int q;
-    mk_fused_task_block(t, 0, tiles_m, nch, group_m, &q, k);
-    *tm = perm_q ? (q % v.W) * perm_q + q / v.W : q;
-    *o = (int)((int64_t)*tm * 128 / ms);
-    if (j & 1) return *o == v.me ? 0 : 3; /* copy-out */
-    return *o == v.me ? 2 : 1;             /* reduce : send */
-  }
-  /* The crew's first warp takes entry j (claims[0]++, or *next) and waits, a flag per lane, for the entry's
-   * flags (send: the own GEMM's; reduce: every rank's; copy: the owner's); the crew gets j, or -1 after a failed
-   * wait (recorded), through slot[it & 1] (rewritten two crew barriers later, as hand_over's). */
-  __device__ __forceinline__ int pipe_claim(const mk_crew &c, int *next, int stride, int it, int entries, int *slot,
-                                            uint64_t epoch) const {
-    if (c.t < 32) {
-      int j = 0;
-      if (c.t == 0) j = claims ? (int)atomicAdd(claims, 1u) : *next;
-      j = __shfl_sync(0xffffffffu, j, 0);
-      *next = j + stride;
-      bool ok = true;
-      int o = 0, tm = 0, k = 0;
-      const int kind = j < entries ? pipe_entry(j, &o, &tm, &k) : 0;
-      const int cb0 = k * pipe_g, gb = min(pipe_g, ncb - cb0), np = kind == 2 ? v.W : kind ? 1 : 0;
-      for (int l = c.t; l < np * gb && ok; l += 32) {
-        const int p = kind == 2 ? l / gb : kind == 1 ? v.me : o, cb = cb0 + l % gb;
-        ok = mk_wait_ge_paced(w, flag(p, tm, cb), epoch + 1, op, p, tm * ncb + cb, pipe_poll_ns);
-      }
-      ok = __all_sync(0xffffffffu, ok);
-      if (c.t == 0) slot[it & 1] = j >= entries || ok ? j : -1;
-    }
-    c.sync();
-    return slot[it & 1];
-  }
-  /* Crew c takes queue entries until none is left; false after a failed wait (recorded). Not inlined into run_role
-   * and tail_run: there it cost the two-shot's reduce / gather 4 us at AR 1024 (run f3a469f, against 1880ca5). */
-  __device__ __noinline__ bool pipe_run(const mk_crew &c, int first, int stride, uint64_t epoch, int *box) {
-    const int entries = 2 * (tiles_m * ((ncb + pipe_g - 1) / pipe_g) + pipe_lag);
-    const uint64_t pb = pbuf(epoch);
-    const uint16_t *src[MK_FUSED_ARRIVE_SLOTS];
-    int next = first;
-    for (int it = 0;; it++) {
-      int o = 0, tm = 0, k = 0;
-      const uint64_t t0 = tr.buf ? mk_globaltimer() : 0;
-      const int j = pipe_claim(c, &next, stride, it, entries, box, epoch);
-      if (j < 0) return false;
-      if (j >= entries) return true;
-      const int kind = pipe_entry(j, &o, &tm, &k);
-      if (!kind) continue;
-      const int64_t r0 = (int64_t)tm * 128, c0 = (int64_t)k * pipe_g * 128;
-      const int rows = (int)min((int64_t)128, m - r0), cols = (int)min((int64_t)pipe_g * 128, n - c0);
-      const uint64_t t1 = tr.buf ? mk_globaltimer() : 0;
-      const uint16_t *mine = mk_local_ptr<uint16_t>(w, pb) + r0 * n + c0;
-      if (kind == 2) {
-        for (int p = 0; p < v.W; p++)
-          src[p] = p == v.me ? mine : mk_local_ptr<uint16_t>(w, pxbuf(epoch, p)) + (r0 - (int64_t)v.me * ms) * n + c0;
-        uint16_t *sums = c_all + r0 * n + c0;
-        mk_fused_reduce_block(sums, src, v.W, rows, cols, n, nullptr, c.t, c.n); /* into C here */
-        c.sync();
-        for (int q = 0; q < v.W; q++) /* then from C into P[e & 1] of every peer */
-          if (q != v.me) mk_fused_copy_block(mk_peer_ptr<uint16_t>(w, v.lp(q), pb) + r0 * n + c0, sums, rows, cols, n, c.t, c.n);
-      } else {
-        uint16_t *dst = kind == 1 ? mk_peer_ptr<uint16_t>(w, v.lp(o), pxbuf(epoch, v.me)) + (r0 - (int64_t)o * ms) * n + c0
-                                  : c_all + r0 * n + c0;
-        mk_fused_copy_block(dst, mine, rows, cols, n, c.t, c.n);
-      }
-      if (kind != 3) {
-        c.sync(); /* every thread's stores are performed for thread 0 before its system fence */
-        if (c.t == 0) {
-          __threadfence_system();
-          for (int q = 0; q < v.W; q++)
-            if (kind == 2 ? q != v.me : q == o)
-              for (int cb = k * pipe_g; cb < ncb && cb < (k + 1) * pipe_g; cb++)
-                mk_st_relaxed_sys(mk_peer_ptr<uint64_t>(w, v.lp(q), flag(v.me, tm, cb)), epoch + 1);
-        }
-      }
-      trace_task(c, kind == 1 ? MK_TRACE_SEND : kind == 2 ? MK_TRACE_REDUCE : MK_TRACE_COPY, t0, t1);
     }
   }
 
@@ -786,9 +667,8 @@ static const CUtensorMap *mk_fused_rmaps(mk_fused_t *f, mk_fused_op op, int64_t 
 template <int kOp>
 static mk_status mk_reduce_launch(mk_fused_t *f, const mk_fused_args *a, uint16_t *out, cudaStream_t stream) {
   const mk_fused_op fop = (mk_fused_op)kOp;
-  const int pipe = kOp == MK_FUSED_GEMM_AR && mk_fused_ar_pipe(f, a->m, a->n);
-  const int two = kOp == MK_FUSED_GEMM_AR && !pipe && mk_fused_ar_two_shot(f, a->m, a->n);
-  const int all_read = kOp == MK_FUSED_GEMM_AR && !two && !pipe;
+  const int two = kOp == MK_FUSED_GEMM_AR && mk_fused_ar_two_shot(f, a->m, a->n);
+  const int all_read = kOp == MK_FUSED_GEMM_AR && !two;
   const mk_fused_ws *ws = &f->ws[fop];
   mk_reduce_policy<kOp> p;
   p.w = f->w;
@@ -803,22 +683,17 @@ static mk_status mk_reduce_launch(mk_fused_t *f, const mk_fused_args *a, uint16_
   p.tiles_m = (int)((a->m + 127) / 128);
   p.op = fop == MK_FUSED_GEMM_RS ? MK_OP_GEMM_RS : MK_OP_GEMM_AR;
   p.all_read = all_read;
-  p.ce = !pipe && mk_fused_rs_ce_mode(f, fop, a->m, a->n);
+  p.ce = mk_fused_rs_ce_mode(f, fop, a->m, a->n);
   p.ce_cnt = ws->ce + mk_fused_ce_cnt_off();
   p.ce_own = 0;
-  p.push = !p.ce && !all_read && !pipe && ws->px && mk_param_fused_push(); /* px: one node group only */
+  p.push = !p.ce && !all_read && ws->px && mk_param_fused_push(); /* px: one node group only */
   f->push_calls[fop] += p.push;
-  p.pipe = pipe;
-  p.pipe_lag = pipe ? (int)mk_param_fused_ar_pipe_lag() : 0;
-  p.pipe_g = (int)std::max<int64_t>(1, mk_param_fused_ar_pipe_cols() / 128);
-  p.pipe_poll_ns = (unsigned)mk_param_fused_ar_pipe_poll_ns();
-  f->pipe_calls += pipe;
   p.px = ws->px, p.pxbytes = ws->pxbytes;
-  p.reducers = p.ce ? 0 : pipe && !a->comm_ctas ? (int)mk_param_fused_ar_pipe_ctas() : mk_fused_ctas(f, fop, a);
+  p.reducers = p.ce ? 0 : mk_fused_ctas(f, fop, a);
   if (two && p.reducers < 2) p.reducers = 2;
   p.two = two ? p.reducers / 2 : 0; /* as many gather CTAs as reduce CTAs: each moves (W - 1) blocks per own block */
   p.role_ctas = p.reducers + (f->nnodes > 1 ? 1 : 0);
-  if (mk_param_fused_reduce_tma() && p.reducers && f->nnodes == 1 && f->world <= MK_MAX_LOCAL && !two && !p.push && !pipe)
+  if (mk_param_fused_reduce_tma() && p.reducers && f->nnodes == 1 && f->world <= MK_MAX_LOCAL && !two && !p.push)
     p.rmap = mk_fused_rmaps(f, fop, a->m, a->n, std::max(8, 128 / f->world), stream);
   p.claims = mk_param_fused_tail() && !p.ce && !p.rmap && p.reducers ? f->claims + 2 * kOp : NULL;
   p.pbytes = ws->pbytes;

@@ -8,11 +8,6 @@
  * to every peer; the other half pull the other owners' summed blocks into C as they are flagged
  * (fused_reduce.cuh, gather). Traffic: each rank reads 2 (W - 1) M N / W bf16 instead of
  * (W - 1) M N; one owner computes each sum, so every rank holds the same bits.
- * Pipelined two-shot (MK_FUSED_AR_PIPE=1, one node group, M a multiple of 128 W; fused_reduce.cuh,
- * pipe_run): the GEMM keeps its partial local; the comm CTAs send each finished block to its owner,
- * the owner sums it and stores the sums into every peer's partial, and each rank copies the owners'
- * sums into C: every NVLink transfer is a store issued beside the GEMM, the same traffic as the
- * two-shot, with the sums' all-gather as pushes instead of pulls after the reduce.
  *
  * Small M (1 <= M <= 128, B [N, K], one node group, MK_GEMM_SKINNY != 0, not the copy-engine
  * mode): the skinny GEMM (kernels/gemm/gemm_skinny.cuh) with a pushing epilogue, no role CTAs.
@@ -232,25 +227,6 @@ struct mk_ar_skinny_epi {
  * 1024 0.300 ms against 0.362 on copy engines; M = 4096 1.111 against 1.079). */
 MK_PARAM_INT(fused_ar_two_shot, "FUSED_AR_TWO_SHOT", -1, -1, 1)
 MK_PARAM_INT(fused_ar_two_max_mb, "FUSED_AR_TWO_MAX_MB", 32, 0, 1ll << 20)
-
-/* GEMM+AR pipelined two-shot (fused_reduce.cuh, pipe_run): 0 off, 1 where it applies, -1 by shape. Its role CTAs
- * (--ctas / comm_ctas overrides), the queue positions between a chunk's send or reduce and its copy-out, and the
- * chunk's width in columns (128 rows x this; rounded down to a multiple of 128). */
-MK_PARAM_INT(fused_ar_pipe, "FUSED_AR_PIPE", 0, -1, 1)
-MK_PARAM_INT(fused_ar_pipe_ctas, "FUSED_AR_PIPE_CTAS", 16, 1, 64)
-MK_PARAM_INT(fused_ar_pipe_lag, "FUSED_AR_PIPE_LAG", 16, 0, 1 << 20)
-MK_PARAM_INT(fused_ar_pipe_cols, "FUSED_AR_PIPE_COLS", 1024, 128, 1 << 20)
-/* Pause (ns, __nanosleep) between two polls of a flag by a waiting lane; 0 = spin. */
-MK_PARAM_INT(fused_ar_pipe_poll_ns, "FUSED_AR_PIPE_POLL_NS", 0, 0, 100000)
-
-extern "C" int mk_fused_ar_pipe(const mk_fused_t *f, int64_t m, int64_t n) {
-  const int64_t mode = mk_param_fused_ar_pipe();
-  (void)n;
-  /* Whole 128-row tile-rows per owner (the flags' disjointness), one node group, PX for the sends. */
-  if (!mode || f->nnodes != 1 || f->world < 2 || m % f->world || (m / f->world) % 128 || !f->ws[MK_FUSED_GEMM_AR].px)
-    return 0;
-  return 1;
-}
 
 extern "C" int mk_fused_ar_two_shot(const mk_fused_t *f, int64_t m, int64_t n) {
   const int64_t mode = mk_param_fused_ar_two_shot();

@@ -115,13 +115,6 @@ int mk_fused_ar_small_m(const mk_fused_t *f, const mk_fused_args *a);
  * MK_FUSED_AR_TWO_MAX_MB with MK_FUSED_TAIL=1, MK_FUSED_AR_COPY not 1). It takes precedence over
  * the copy-engine mode. */
 int mk_fused_ar_two_shot(const mk_fused_t *f, int64_t m, int64_t n);
-/* 1 when a GEMM+AR call at M x N on this handle runs the pipelined two-shot (gemm_ar.cu): the GEMM keeps its
- * partial local, comm CTAs send each finished block to its owner, the owner sums it and sends the sums to every
- * rank, all by NVLink stores beside the GEMM. One node group, M a multiple of 128 x W, push mode's staging
- * allocated, and MK_FUSED_AR_PIPE=1 (or -1, by shape). It takes precedence over the other two-shots. */
-int mk_fused_ar_pipe(const mk_fused_t *f, int64_t m, int64_t n);
-/* GEMM+AR: calls of this handle that ran pipelined (mk_fused_ar_pipe). */
-int mk_fused_ar_pipe_calls(const mk_fused_t *f);
 /* GEMM+RS / GEMM+AR with MK_FUSED_REDUCE_TMA=1: how many (M, N) shapes this handle holds tensor maps
  * of the peers' partials for (0..4; 0 = every call so far used the register loads). */
 int mk_fused_reduce_tma_shapes(const mk_fused_t *f, mk_fused_op op);

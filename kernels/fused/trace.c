@@ -1,7 +1,7 @@
 /* trace.c — MK_TRACE=FILE for the fused ops: a device buffer of per-CTA events (recorded by
  * the kernels with %globaltimer, fused_common.cuh) written after the op as a Chrome trace
  * (chrome://tracing, Perfetto): one process per rank, one track per CTA named by its role,
- * events compute / wait / send / reduce / copy. Tracing synchronises the stream after each traced
+ * events compute / wait / send / reduce. Tracing synchronises the stream after each traced
  * op (a debugging mode); it is skipped while a stream is being captured into a graph. */
 #include <cuda_runtime_api.h>
 #include <stdio.h>
@@ -14,7 +14,7 @@
 /* Chrome trace JSON of the fused ops' CTA roles over time (FILE.rankN.json with several ranks). */
 MK_PARAM_STR(trace, "TRACE", "")
 
-static const char *const k_kind[6] = {"?", "compute", "wait", "send", "reduce", "copy"};
+static const char *const k_kind[5] = {"?", "compute", "wait", "send", "reduce"};
 static const char *const k_op[3] = {"ag_gemm", "gemm_rs", "gemm_ar"};
 
 mk_status mk_fused_trace_begin(mk_fused_t *f, mk_stream_t stream, uint64_t **buf) {
@@ -71,7 +71,7 @@ mk_status mk_fused_trace_end(mk_fused_t *f, mk_fused_op op, uint64_t *buf, mk_st
     for (int e = 0; e < MK_TRACE_CAP; e++) {
       const uint64_t *ev = h + ((size_t)c * MK_TRACE_CAP + e) * 2;
       const int kind = (int)(ev[1] & 0xff);
-      if (kind < 1 || kind > 5) continue;
+      if (kind < 1 || kind > 4) continue;
       fprintf(fp, ",\n{\"name\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f}", k_kind[kind], f->me,
               c, (double)(ev[0] - t0) / 1e3, (double)(ev[1] >> 8) / 1e3);
     }

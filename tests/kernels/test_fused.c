@@ -2,8 +2,7 @@
  * MK_FUSED_{AG,RS,AR}_COPY = 0; ag_ce, rs_ce, ar_ce: copy-engine transfers, = 1, then calls
  * that switch modes; rs_ceov, ar_ceov: the same with MK_FUSED_CE_OVERLAP=1 (the owner's reduce
  * beside the GEMM), then calls that alternate SM roles, overlapped and plain copy engines; rs_tma,
- * ar_tma, rs_tail, ar_tail, rs_push, ar_push, ar_pipe: SM roles with a reducer variant, bits compared with the
- * plain one (ar_pipe: the pipelined two-shot against the two-shot);
+ * ar_tma, rs_tail, ar_tail, rs_push, ar_push: SM roles with a reducer variant, bits compared with the plain one;
  * ag_auto, rs_auto, ar_auto: the variable as the environment has it, by
  * default the mode chosen by shape, so that with low MK_FUSED_{RS,AR}_CE_MIN_MB the shapes
  * below run some calls on either path) on fresh
@@ -125,11 +124,10 @@ int main(int argc, char **argv) {
     if (!strncmp(opname, names[op], 2) && (!opname[2] || !strcmp(opname + 2, "_ce") || !strcmp(opname + 2, "_auto") ||
                                            (op != MK_FUSED_AG_GEMM && (!strcmp(opname + 2, "_ceov") || !strcmp(opname + 2, "_tma") ||
                                                                       !strcmp(opname + 2, "_tail") || !strcmp(opname + 2, "_push"))) ||
-                                           (op == MK_FUSED_GEMM_AR && (!strcmp(opname + 2, "_two") || !strcmp(opname + 2, "_pipe")))))
+                                           (op == MK_FUSED_GEMM_AR && !strcmp(opname + 2, "_two"))))
       x.op = op;
   if (x.op < 0)
-    MK_TEST_FAIL_("usage: test_fused ag|rs|ar[_ce|_auto], rs|ar_ceov, rs|ar_tma, rs|ar_tail, rs|ar_push, ar_two, ar_pipe "
-                  "(got '%s')",
+    MK_TEST_FAIL_("usage: test_fused ag|rs|ar[_ce|_auto], rs|ar_ceov, rs|ar_tma, rs|ar_tail, rs|ar_push, ar_two (got '%s')",
                   opname);
   const char *ce_env = envs[x.op];
   const int ov = !strcmp(opname + 2, "_ceov"), ce = ov || !strcmp(opname + 2, "_ce");
@@ -153,14 +151,7 @@ int main(int argc, char **argv) {
    * node group), bits compared with the reducers pulling the partials; ar_push with the two-shot. */
   const int push = !strcmp(opname + 2, "_push");
   if (push && x.op == MK_FUSED_GEMM_AR) setenv("MK_FUSED_AR_TWO_SHOT", "1", 1);
-  /* ar_pipe: the pipelined two-shot (MK_FUSED_AR_PIPE=1) where it applies, bits compared with the two-shot on SM
-   * roles (=0); the back-to-back calls and replays at the round shape, where it runs. */
-  const int pipe = !strcmp(opname + 2, "_pipe");
-  const char *cmp_env = tma    ? "MK_FUSED_REDUCE_TMA"
-                        : tail ? "MK_FUSED_TAIL"
-                        : push ? "MK_FUSED_PUSH"
-                        : pipe ? "MK_FUSED_AR_PIPE"
-                               : NULL;
+  const char *cmp_env = tma ? "MK_FUSED_REDUCE_TMA" : tail ? "MK_FUSED_TAIL" : push ? "MK_FUSED_PUSH" : NULL;
   mk_test_require_gpus(2);
   ASSERT_OK(mk_comm_create(&x.c));
   const mk_world *w = mk_comm_world(x.c);
@@ -209,8 +200,8 @@ int main(int argc, char **argv) {
       mk_param_reset_cache();
       poison(&x, &shapes[i]);
       ASSERT_OK(call(&x, &shapes[i]));
-      check(&x, &shapes[i], t ? (tma ? "TMA reducers" : tail ? "GEMM CTAs join the reducers" : push ? "push" : "pipelined")
-                              : (tma ? "register reducers" : tail ? "role CTAs alone" : push ? "pull" : "two-shot"));
+      check(&x, &shapes[i], t ? (tma ? "TMA reducers" : tail ? "GEMM CTAs join the reducers" : "push")
+                              : (tma ? "register reducers" : tail ? "role CTAs alone" : "pull"));
       h[t] = c_hash(&x, &shapes[i]);
     }
     ASSERT_UEQ(h[1], h[0]);
@@ -222,15 +213,8 @@ int main(int argc, char **argv) {
     ASSERT_TRUE(pushed > 0);
   }
 
-  if (pipe) { /* the pipelined path did run (compared above), and runs from here on */
-    printf("rank %d: %d calls pipelined\n", x.me, mk_fused_ar_pipe_calls(x.f));
-    ASSERT_TRUE(mk_fused_ar_pipe_calls(x.f) > 0);
-    setenv("MK_FUSED_AR_PIPE", "1", 1);
-    mk_param_reset_cache();
-    ASSERT_TRUE(mk_fused_ar_pipe(x.f, shapes[1].m, shapes[1].n) && !mk_fused_ar_pipe(x.f, shapes[0].m, shapes[0].n));
-  }
   /* 100 back-to-back calls (no host synchronisation between them), then the check. */
-  const shape *sh = &shapes[two || pipe ? 1 : 0];
+  const shape *sh = &shapes[two ? 1 : 0];
   if (two) ASSERT_TRUE(mk_fused_ar_two_shot(x.f, sh->m, sh->n) && !mk_fused_ar_two_shot(x.f, shapes[0].m, shapes[0].n));
   x.inplace = 0;
   prepare(&x, sh, 7);

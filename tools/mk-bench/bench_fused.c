@@ -333,9 +333,6 @@ static int bench_fused(mk_fused_op op, int argc, char **argv) {
     if (x.me == 0 && mk_fused_uses_ce(x.f, op, x.m, n))
       printf("  %s M=%lld: fused on copy engines (MK_FUSED_%s_COPY; no comm CTAs)\n", x.name, (long long)x.m,
              op == MK_FUSED_AG_GEMM ? "AG" : op == MK_FUSED_GEMM_RS ? "RS" : "AR");
-    else if (x.me == 0 && op == MK_FUSED_GEMM_AR && mk_fused_ar_pipe(x.f, x.m, n))
-      printf("  %s M=%lld: fused pipelined two-shot on SM roles (MK_FUSED_AR_PIPE), %s comm CTAs\n", x.name,
-             (long long)x.m, best ? (o.autotune ? "autotuned" : "--ctas") : "MK_FUSED_AR_PIPE_CTAS");
     else if (x.me == 0 && op == MK_FUSED_GEMM_AR && mk_fused_ar_two_shot(x.f, x.m, n))
       printf("  %s M=%lld: fused two-shot on SM roles, split %d comm CTAs (%s; half reduce, half gather)\n", x.name,
              (long long)x.m, best ? best : mk_fused_default_ctas(op, x.m, n, k, x.W),
