@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
-# test_bench_gemm_cli.sh — `mk-bench gemm` argument validation: impossible shapes (zero,
+# test_bench_gemm_cli.sh — `mk-bench gemm` (and `mk-bench comm --per-cta`'s options) argument validation: impossible shapes (zero,
 # negative, not a multiple of 8, malformed), bad layouts, group counts, group row lists and unknown flags are
 # refused with a message and exit 2 before any GPU work; --help succeeds. Without a GPU a
 # valid run says it is skipped and succeeds.
 set -u
 bench=${1:?usage: test_bench_gemm_cli.sh MK_BENCH}
 fail=0
-expect() { # expect CODE PATTERN ARGS...
+sub=gemm
+expect() { # expect CODE PATTERN ARGS...   (of `mk-bench $sub`)
   local code=$1 pat=$2; shift 2
-  out=$("$bench" gemm "$@" 2>&1); rc=$?
-  if [ "$rc" -ne "$code" ]; then echo "FAIL: mk-bench gemm $* exited $rc, want $code"; echo "$out"; fail=1; return; fi
-  if ! grep -qE -- "$pat" <<<"$out"; then echo "FAIL: mk-bench gemm $* output lacks /$pat/"; echo "$out"; fail=1; fi
+  out=$("$bench" $sub "$@" 2>&1); rc=$?
+  if [ "$rc" -ne "$code" ]; then echo "FAIL: mk-bench $sub $* exited $rc, want $code"; echo "$out"; fail=1; return; fi
+  if ! grep -qE -- "$pat" <<<"$out"; then echo "FAIL: mk-bench $sub $* output lacks /$pat/"; echo "$out"; fail=1; fi
 }
 expect 0 'usage: mk-bench gemm' --help
 expect 2 'M 0 is out of range' --shape 0x8x8
@@ -44,5 +45,11 @@ if ! "$bench" --info 2>/dev/null | grep -qE '^GPUs +[1-9]'; then
   expect 0 'skipped: no GPU' --shape 272x128x128 --group-rows 136,0,136
   expect 0 'skipped: no GPU' --shape 128x128x128 --interleave --samples /dev/null
 fi
+# mk-bench comm: the --per-cta options are refused without --per-cta, and out of range.
+sub=comm
+expect 0 'smem-kb' --help
+expect 2 'apply to --per-cta only' --smem-kb 200
+expect 2 'apply to --per-cta only' --ldcg
+expect 2 'out of range' --per-cta --smem-kb 300
 [ $fail -eq 0 ] && echo "ok"
 exit $fail

@@ -6,6 +6,9 @@
 #                                  its rc and the lines of the log matching $STEP_GREP (last $TAIL).
 #   ar_step NAME ENV... -- ARGS...  one `mk-bench gemm_ar --interleave` under 4 ranks with the
 #                                  environment ENV (at least one VAR=VALUE), JSON into $RES/NAME.json.
+#   old_build COMMIT               builds mk-bench and mk-launch of the tree copied to $REPO/.carry/old-COMMIT
+#                                  (git archive COMMIT | tar x -C .carry/old-COMMIT --exclude=docs; carried) into
+#                                  /tmp/oldb and sets OB to its bin folder, for A/B runs in one call.
 # Needs RES (the output folder, set by tools/gpu-check.sh).
 RES=${RES:?set RES to the output folder}
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -32,4 +35,12 @@ ar_step() {
   while [ "$1" != "--" ]; do envs+=("$1"); shift; done
   shift
   step "$name" 40 env "${envs[@]}" mk-launch -n 4 -- mk-bench gemm_ar --interleave --json "$RES/$name.json" "$@"
+}
+old_build() {
+  local c=$1
+  (export MKERNEL_BUILD_COMMIT=$c
+   cmake -S "${REPO:?}/.carry/old-$c" -B /tmp/oldb -G Ninja -DCMAKE_PREFIX_PATH=/tmp/mkprefix/usr > "$RES/old_configure.log" 2>&1 &&
+     cmake --build /tmp/oldb -j "$(nproc)" --target mk-bench mk-launch > "$RES/old_build.log" 2>&1)
+  echo "old build rc=$? at $(( $(date +%s) - T0 )) s"
+  OB=/tmp/oldb/bin
 }

@@ -9,17 +9,13 @@
 # and .carry/old-aee143e in the device call's carry. Tests under CTEST_ARGS:
 #   MK_CALL_LIMIT=570 CTEST_ARGS="-R test_gemm_skinny(_batch)?$|test_fused_ar_(4|push_4)$" CTEST_TIMEOUT=150 \
 #     CTEST_WALL=150 tools/gpu-check.sh -- 'bash ../../tools/bench/run_s16c.sh'
+# (Its old-tree build became old_build in bench_step.sh after the run: the same commands.)
 set -uo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 STEP_GREP='^\[0\] gemm|^gemm|FAIL|rror'
 . "$REPO/tools/bench/bench_step.sh"
 echo "LIMIT $LIMIT s"
-OLD=/tmp/oldb
-(export MKERNEL_BUILD_COMMIT=aee143e
- cmake -S "$REPO/.carry/old-aee143e" -B $OLD -G Ninja -DCMAKE_PREFIX_PATH=/tmp/mkprefix/usr > "$RES/old_configure.log" 2>&1 &&
-   cmake --build $OLD -j "$(nproc)" --target mk-bench mk-launch > "$RES/old_build.log" 2>&1)
-echo "old build rc=$? at $(( $(date +%s) - T0 )) s"
-OB=$OLD/bin
+old_build aee143e
 SK="--shape 16x8192x7168 --shape 128x8192x7168 --batch 20"
 for r in 1 2; do
   TAIL=4 step sk_old_$r 15 env MK_GEMM_SKINNY=1 $OB/mk-bench gemm $SK --json "$RES/sk_old_$r.json"

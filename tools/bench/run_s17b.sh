@@ -5,18 +5,15 @@
 # turns), the default modes beside; one MK_TRACE of the O projection pipelined:
 #   MK_CALL_LIMIT=480 CTEST_ARGS="-R test_fused_(ar_pipe|ar_two_4|ar_push_4|ar_tail_4|ar_4|rs_4|rs_push_4)" \
 #     tools/gpu-check.sh -- 'bash ../../tools/bench/run_s17b.sh'
+# (Its ar() helper became ar_step in bench_step.sh after the run: the same commands.)
+# Ran at 02415f8. MK_FUSED_AR_PIPE was removed after run 5717005 (NOTES, fused, session 17): to rerun, check out 02415f8
+# and run that commit's copy of this script.
 set -uo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 STEP_GREP='^\[0\] gemm|FAIL|rror'
 . "$REPO/tools/bench/bench_step.sh"
 echo "LIMIT $LIMIT s"
-ar() { # NAME ENV... -- mk-bench args: the fused line
-  local name=$1; shift
-  local envs=()
-  while [ "$1" != "--" ]; do envs+=("$1"); shift; done
-  shift
-  TAIL=2 step "$name" 40 env "${envs[@]}" mk-launch -n 4 -- mk-bench gemm_ar --interleave --json "$RES/$name.json" "$@"
-}
+ar() { TAIL=2 ar_step "$@"; }
 for n in 4096 2048; do
   ar o${n}_default MK_X=0 -- --m 8192 --n $n --k 1024
   for c in 8 16 32 48; do ar o${n}_pipe_c$c MK_FUSED_AR_PIPE=1 -- --m 8192 --n $n --k 1024 --ctas $c; done

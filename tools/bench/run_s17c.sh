@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# tools/bench/run_s17c.sh (its ar() helper became ar_step in bench_step.sh after the run: the same commands) — session 17, 4 x H200: the pipelined GEMM+AR two-shot in chunks (MK_FUSED_AR_PIPE=1,
+# tools/bench/run_s17c.sh — session 17, 4 x H200: the pipelined GEMM+AR two-shot in chunks (MK_FUSED_AR_PIPE=1,
 # MK_FUSED_AR_PIPE_COLS columns a chunk, flags waited by a warp's lanes at once) at the layer's O projection (M = 8192,
 # N = 4096 / 2048, K = 1024) and at M = 1024, 4096 (N = 8192, K = 7168): comm CTAs, chunk width and queue lag, each
 # --interleave (GEMM alone, NCCL alone, unfused, fused in turns), the default modes beside; one MK_TRACE:
 #   MK_CALL_LIMIT=480 CTEST_ARGS="-R test_fused_(ar_pipe|ar_two_4|ar_4|rs_4)" tools/gpu-check.sh -- \
 #     'bash ../../tools/bench/run_s17c.sh'
+# (Its ar() helper became ar_step in bench_step.sh after the run: the same commands.)
+# Ran at 67bddc6. MK_FUSED_AR_PIPE was removed after run 5717005 (NOTES, fused, session 17): to rerun, check out 67bddc6
+# and run that commit's copy of this script.
 set -uo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 STEP_GREP='^\[0\] gemm|FAIL|rror'

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# tools/bench/run_s17d.sh (its ar() helper became ar_step in bench_step.sh after the run: the same commands) — session 17, 4 x H200: the pipelined GEMM+AR two-shot (MK_FUSED_AR_PIPE=1) with a pause
+# tools/bench/run_s17d.sh — session 17, 4 x H200: the pipelined GEMM+AR two-shot (MK_FUSED_AR_PIPE=1) with a pause
 # between flag polls (MK_FUSED_AR_PIPE_POLL_NS: run 67bddc6 had up to 32 lanes a crew spinning on acquire loads, and
 # even local 256 KiB copies took 30-50 us), at the O projection (8192 x 4096 / 2048 x 1024) and M = 1024 (N = 8192,
 # K = 7168), each --interleave; the two-shot's default beside; one MK_TRACE:
 #   MK_CALL_LIMIT=360 CTEST_ARGS="-R test_fused_ar_pipe1" tools/gpu-check.sh -- 'bash ../../tools/bench/run_s17d.sh'
+# (Its ar() helper became ar_step in bench_step.sh after the run: the same commands.)
+# Ran at 94592b7. MK_FUSED_AR_PIPE was removed after run 5717005 (NOTES, fused, session 17): to rerun, check out 94592b7
+# and run that commit's copy of this script.
 set -uo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 STEP_GREP='^\[0\] gemm_ar +fused|FAIL|rror'

@@ -4,6 +4,8 @@
 # O projection (8192 x 4096 x 1024), and the plain per-CTA NVLink push / pull rates (mk-bench comm --per-cta) on the
 # same machine:
 #   MK_CALL_LIMIT=300 CTEST_ARGS="-R nothing" tools/gpu-check.sh -- 'bash ../../tools/bench/run_s17e.sh'
+# Ran at 407436a. MK_FUSED_AR_PIPE was removed after run 5717005 (NOTES, fused, session 17): to rerun, check out 407436a
+# and run that commit's copy of this script.
 set -uo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 STEP_GREP='^\[0\] gemm_ar +fused|nvlink|FAIL|rror'

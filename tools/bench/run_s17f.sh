@@ -4,6 +4,8 @@
 # M = 1024, --interleave, beside the default mode:
 #   MK_CALL_LIMIT=300 CTEST_ARGS="-R test_fused_(ar_pipe|ar_4|ar_two_4|rs_4|ag_4)" tools/gpu-check.sh -- \
 #     'bash ../../tools/bench/run_s17f.sh'
+# Ran at 80a8941. MK_FUSED_AR_PIPE was removed after run 5717005 (NOTES, fused, session 17): to rerun, check out 80a8941
+# and run that commit's copy of this script.
 set -uo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 STEP_GREP='^\[0\] gemm_ar +(un)?fused|FAIL|rror'

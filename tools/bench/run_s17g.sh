@@ -5,6 +5,8 @@
 # loads; then the pipelined GEMM+AR two-shot with its copies loading through ld.global.cg (mk_fused_copy_block) at the
 # O projection and M = 1024, --interleave (80a8941, plain loads: 0.532 / 0.337 ms):
 #   MK_CALL_LIMIT=300 CTEST_ARGS="-R test_fused_ar_pipe" tools/gpu-check.sh -- 'bash ../../tools/bench/run_s17g.sh'
+# Ran at e03b514. MK_FUSED_AR_PIPE was removed after run 5717005 (NOTES, fused, session 17): to rerun, check out e03b514
+# and run that commit's copy of this script.
 set -uo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 STEP_GREP='^\[0\] gemm_ar +(un)?fused|nvlink|reduce4|FAIL|rror'

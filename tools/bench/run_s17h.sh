@@ -7,17 +7,14 @@
 # and .carry/old-1880ca5 in the device call's carry. Tests under CTEST_ARGS:
 #   MK_CALL_LIMIT=420 CTEST_ARGS="-R test_fused" CTEST_TIMEOUT=90 CTEST_WALL=200 tools/gpu-check.sh -- \
 #     'bash ../../tools/bench/run_s17h.sh'
+# (Its old-tree build became old_build in bench_step.sh after the run: the same commands.)
+# Ran at f3a469f, whose tree still held MK_FUSED_AR_PIPE (removed after run 5717005; NOTES, fused, session 17).
 set -uo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 STEP_GREP='^\[0\] gemm_(ar|rs) +(un)?fused|FAIL|rror'
 . "$REPO/tools/bench/bench_step.sh"
 echo "LIMIT $LIMIT s"
-OLD=/tmp/oldb
-(export MKERNEL_BUILD_COMMIT=1880ca5
- cmake -S "$REPO/.carry/old-1880ca5" -B $OLD -G Ninja -DCMAKE_PREFIX_PATH=/tmp/mkprefix/usr > "$RES/old_configure.log" 2>&1 &&
-   cmake --build $OLD -j "$(nproc)" --target mk-bench mk-launch > "$RES/old_build.log" 2>&1)
-echo "old build rc=$? at $(( $(date +%s) - T0 )) s"
-OB=$OLD/bin
+old_build 1880ca5
 AR="gemm_ar --m 16 --m 128 --m 1024 --m 4096 --interleave"
 RS="gemm_rs --m 2048 --m 8192 --interleave"
 for r in 1 2; do

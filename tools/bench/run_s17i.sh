@@ -4,17 +4,15 @@
 # 0.2584 ms at M = 1024). Old tree as in run_s17h.sh (.carry/old-1880ca5 carried). Tests under CTEST_ARGS:
 #   MK_CALL_LIMIT=300 CTEST_ARGS="-R test_fused_ar_(pipe|tail_4|push_4)" CTEST_TIMEOUT=90 CTEST_WALL=100 \
 #     tools/gpu-check.sh -- 'bash ../../tools/bench/run_s17i.sh'
+# (Its old-tree build became old_build in bench_step.sh after the run: the same commands.)
+# Ran at 5717005. MK_FUSED_AR_PIPE was removed after run 5717005 (NOTES, fused, session 17): to rerun, check out 5717005
+# and run that commit's copy of this script.
 set -uo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 STEP_GREP='^\[0\] gemm_ar +(un)?fused|FAIL|rror'
 . "$REPO/tools/bench/bench_step.sh"
 echo "LIMIT $LIMIT s"
-OLD=/tmp/oldb
-(export MKERNEL_BUILD_COMMIT=1880ca5
- cmake -S "$REPO/.carry/old-1880ca5" -B $OLD -G Ninja -DCMAKE_PREFIX_PATH=/tmp/mkprefix/usr > "$RES/old_configure.log" 2>&1 &&
-   cmake --build $OLD -j "$(nproc)" --target mk-bench mk-launch > "$RES/old_build.log" 2>&1)
-echo "old build rc=$? at $(( $(date +%s) - T0 )) s"
-OB=$OLD/bin
+old_build 1880ca5
 AR="gemm_ar --m 1024 --m 4096 --interleave"
 for r in 1 2 3; do
   TAIL=4 step ar_old_$r 30 $OB/mk-launch -n 4 -- $OB/mk-bench $AR --json "$RES/ar_old_$r.json"

@@ -127,6 +127,10 @@ int mk_bench_comm(int argc, char **argv) {
       return 2;
     }
   }
+  if (!per_cta && (smem_kb || ldcg)) {
+    fprintf(stderr, "mk-bench comm: --smem-kb and --ldcg apply to --per-cta only\n");
+    return 2;
+  }
   mk_world wd;
   const int early = mk_bench_multi_rank("comm", argc, &wd);
   if (early >= 0) return early;
@@ -150,8 +154,8 @@ int mk_bench_comm(int argc, char **argv) {
   /* 1. NVLink one-way put bandwidth, rank 0 to each peer of its node group. */
   if (me == 0) printf("NVLink put (rank 0 -> peer), %d ranks per node group\n", L);
   static const char *const names[3] = {"nvlink_sm", "nvlink_tma", "nvlink_ce"};
-  mk_bench_comm_per_cta_opts((int)smem_kb << 10, ldcg);
   if (per_cta && L >= 2 && me == 0) {
+    MK_CHECK_GOTO(mk_bench_comm_per_cta_opts((int)smem_kb << 10, ldcg), st, fail);
     static const int cand[] = {1, 2, 4, 8, 16, 32, 64, 132};
     static char paths[2][8][32]; /* rows keep a pointer to their path until the report is written */
     int sms = 132, dev = 0;

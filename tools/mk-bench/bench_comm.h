@@ -10,12 +10,13 @@ enum { MK_BENCH_PUT_SM = 0, MK_BENCH_PUT_TMA = 1 };
 /* Copy bytes from this rank's heap (src_off) to local peer lp's heap (dst_off) with all SMs. */
 mk_status mk_bench_comm_put(const mk_dev_world *w, int method, int lp, uint64_t src_off, uint64_t dst_off,
                             uint64_t bytes, void *stream);
+/* --per-cta --smem-kb / --ldcg, set once before the per-CTA kernels run: their dynamic shared memory (bytes; the
+ * kernels' attribute is raised to it here) and L1-bypassing loads in mk_bench_comm_xfer. */
+mk_status mk_bench_comm_per_cta_opts(int smem_bytes, int ldcg);
 /* bytes (a multiple of 16) between this rank's heap and local peer lp's with `ctas` CTAs of 512
  * threads, 8 16-byte loads in flight per thread: pull = 1 reads the peer's src_off into this
  * rank's dst_off, pull = 0 writes this rank's src_off into the peer's dst_off (the per-SM rate
  * of the fused reducers' pulls against stores). */
-/* --per-cta --smem-kb / --ldcg: the per-CTA kernels' dynamic shared memory (bytes) and L1-bypassing loads. */
-void mk_bench_comm_per_cta_opts(int smem_bytes, int ldcg);
 mk_status mk_bench_comm_xfer(const mk_dev_world *w, int lp, int pull, int ctas, uint64_t src_off, uint64_t dst_off,
                              uint64_t bytes, void *stream);
 /* Local rank 0 only (4+ ranks a node group): the fused reducers' inner loop alone with `ctas` CTAs

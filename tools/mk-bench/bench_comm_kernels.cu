@@ -16,7 +16,6 @@ __global__ void put_sm_kernel(char *dst, const char *src, uint64_t bytes) {
 /* --per-cta's launch options (mk_bench_comm_per_cta_opts): dynamic shared memory of the per-CTA kernels (a
  * fused kernel's CTAs hold ~200 KiB of it, which leaves the L1 the rest), loads that bypass L1 (ld.global.cg). */
 static int g_smem_bytes, g_ldcg;
-extern "C" void mk_bench_comm_per_cta_opts(int smem_bytes, int ldcg) { g_smem_bytes = smem_bytes, g_ldcg = ldcg; }
 
 /* dst[i] = src[i] for n 16-byte vectors with `ctas` CTAs of 512 threads, 8 loads in flight per
  * thread (the fused reducers' depth): pull when src is a peer's memory, push when dst is. */
@@ -52,8 +51,6 @@ extern "C" mk_status mk_bench_comm_reduce4(const mk_dev_world *w, int ctas, uint
                                            int64_t rows, int64_t n, void *stream) {
   const uint16_t *s[4];
   for (int p = 0; p < 4; p++) s[p] = (const uint16_t *)(w->peer_heap[p] + src_off);
-  if (g_smem_bytes)
-    MK_CUDA_CHECK(cudaFuncSetAttribute(reduce_alone_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, g_smem_bytes));
   reduce_alone_kernel<<<ctas, 384, g_smem_bytes, (cudaStream_t)stream>>>((uint16_t *)(w->heap + dst_off), s[0], s[1], s[2], s[3],
                                                                (int)(rows / 128), (int)(n / 128), n);
   MK_CUDA_LAUNCH_CHECK();
@@ -99,9 +96,17 @@ extern "C" mk_status mk_bench_comm_xfer(const mk_dev_world *w, int lp, int pull,
   const uint4 *src = (const uint4 *)((pull ? w->peer_heap[lp] : w->heap) + src_off);
   uint4 *dst = (uint4 *)((pull ? w->heap : w->peer_heap[lp]) + dst_off);
   auto kern = g_ldcg ? xfer_kernel<true> : xfer_kernel<false>;
-  if (g_smem_bytes) MK_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, g_smem_bytes));
   kern<<<ctas, 512, g_smem_bytes, (cudaStream_t)stream>>>(dst, src, bytes / 16);
   MK_CUDA_LAUNCH_CHECK();
+  return MK_STATUS_OK;
+}
+
+extern "C" mk_status mk_bench_comm_per_cta_opts(int smem_bytes, int ldcg) {
+  const int attr = cudaFuncAttributeMaxDynamicSharedMemorySize;
+  MK_CUDA_CHECK(cudaFuncSetAttribute(xfer_kernel<false>, (cudaFuncAttribute)attr, smem_bytes));
+  MK_CUDA_CHECK(cudaFuncSetAttribute(xfer_kernel<true>, (cudaFuncAttribute)attr, smem_bytes));
+  MK_CUDA_CHECK(cudaFuncSetAttribute(reduce_alone_kernel, (cudaFuncAttribute)attr, smem_bytes));
+  g_smem_bytes = smem_bytes, g_ldcg = ldcg;
   return MK_STATUS_OK;
 }
 
