@@ -40,6 +40,8 @@ struct mk_model_gpu {
   mk_fused_t *fused;                       /* GEMM+AR over the whole comm; NULL when tp == 1 */
   mk_gather_t *gather;                     /* fused path: the MoE output's all-gather over the TP group
                                               on the SMs (NULL: tp == 1 or MK_TP_GATHER_SM=0: NCCL) */
+  int sp_ok;                               /* sequence parallel allowed (model_gpu; MK_LAYER_SP != 0) */
+  int fused_sp;                            /* g->fused has AG+GEMM and GEMM+RS (sp_ok, tp == world) */
   int ar_zero;                             /* fused, tp < world: this rank is outside TP group 0 and
                                               adds zeros (see ar_linear in model_gpu.c) */
   uint16_t *zeros;                         /* [max_seq, widest K] zeros for ar_zero ranks */
@@ -58,8 +60,10 @@ struct mk_model_gpu {
 
 /* model_gpu.c: the blocks, shared with model_batch.c */
 mk_status mk_layers_create_(const mk_model_t *m, const mk_model_config_t *c, uint64_t seed, mk_comm_t *comm,
-                           const mk_layout_t *layout, int max_seq, int logit_rows, mk_model_gpu_t **out);
-mk_status mk_layers_attn_qkv_(mk_model_gpu_t *g, gpu_layer *L, int n, uint16_t *k, uint16_t *v);
+                           const mk_layout_t *layout, int max_seq, int logit_rows, int sp_ok, mk_model_gpu_t **out);
+mk_status mk_layers_attn_qkv_(mk_model_gpu_t *g, gpu_layer *L, int n, uint16_t *k, uint16_t *v, int comm);
+/* 1 when a model_gpu call of n tokens runs sequence parallel (model_gpu.c; same on every rank) */
+int mk_layers_sp_(const mk_model_gpu_t *g, int n);
 mk_status mk_layers_attn_out_(mk_model_gpu_t *g, gpu_layer *L, int n, int reduce);
 mk_status mk_layers_ffn_(mk_model_gpu_t *g, gpu_layer *L, int n);
 /* layout.c: the decode-sized MoE handle (pure host logic, test_layers_moe_dec). The MoE handle of

@@ -122,13 +122,22 @@ mk_status mk_model_batch_forward(mk_model_batch_t *b, const mk_model_batch_seq *
 mk_status mk_model_gpu_create_random(const mk_model_config_t *c, mk_comm_t *comm, const mk_layout_t *layout,
                                      int max_seq, uint64_t seed, mk_model_gpu_t **out);
 
+/* How a forward (or layer part) of n tokens runs between the TP linears: 0 tensor parallel (the
+ * O / down projections all-reduced), 1 sequence parallel with NCCL collectives, 2 sequence
+ * parallel on the fused ops (mk_ag_gemm / mk_gemm_rs: the fused path, one TP group). Sequence
+ * parallel needs tp > 1 and n a multiple of tp; MK_LAYER_SP (-1: from MK_LAYER_SP_MIN tokens, 0
+ * off, 1 on) decides, with the instance's path. Same value on every rank. */
+int mk_model_gpu_sp_mode(const mk_model_gpu_t *g, int n);
+
 typedef enum mk_layer_part {
   MK_PART_ATTN = 0,      /* the attention block (norm ... residual) on the instance's path */
   MK_PART_FFN,           /* the MoE (or dense MLP) block on the instance's path */
   MK_PART_ATTN_COMPUTE,  /* the attention block without its TP reduction (compute alone) */
-  MK_PART_ATTN_COMM,     /* the TP all-reduce of [n, H] bf16 alone (NCCL; nothing when tp == 1) */
+  MK_PART_ATTN_COMM,     /* the TP all-reduce of [n, H] bf16 alone (NCCL; nothing when tp == 1); sequence
+                            parallel: the all-gather of the normed rows and the reduce-scatter */
   MK_PART_FFN_COMPUTE,   /* norm, router, the MoE grouped GEMMs alone (+ shared expert GEMMs) */
-  MK_PART_FFN_COMM       /* the MoE all-to-allv + TP all-gather alone (+ the shared expert's all-reduce) */
+  MK_PART_FFN_COMM       /* the MoE all-to-allv + TP all-gather alone (+ the shared expert's all-reduce);
+                            sequence parallel: no TP all-gather, the shared expert's gather and reduce-scatter */
 } mk_layer_part;
 /* Collective. Enqueue one part of one layer for n tokens at KV position pos on the instance's
  * stream (mk_model_gpu_stream); the position is not advanced. The FFN_COMPUTE / FFN_COMM

@@ -72,7 +72,7 @@ static mk_status batch_create(const mk_model_t *m, const mk_model_config_t *c, u
   mk_status st = MK_STATUS_OK;
   b->max_tokens = bc->max_tokens, b->max_seqs = bc->max_seqs, b->n_pages = bc->n_pages, b->bs = bc->block_size;
   b->max_seq_len = bc->max_seq_len, b->max_blocks = (bc->max_seq_len + bc->block_size - 1) / bc->block_size;
-  MK_CHECK_GOTO(mk_layers_create_(m, c, seed, comm, layout, bc->max_tokens, bc->max_seqs, &b->g), st, fail);
+  MK_CHECK_GOTO(mk_layers_create_(m, c, seed, comm, layout, bc->max_tokens, bc->max_seqs, 0, &b->g), st, fail);
   mk_model_gpu_t *g = b->g;
   if (c->n_heads / c->n_kv_heads > 16) {
     st = MK_STATUS_UNSUPPORTED;
@@ -208,7 +208,7 @@ static mk_status attn_layer(mk_model_batch_t *b, int l, int reduce) {
   const int32_t *d = b->dints;
   gpu_layer *L = &g->layers[l];
   uint16_t *kn = L->kc, *vn = L->vc; /* the new tokens' K / V rows [T, kw_r] */
-  MK_CHECK(mk_layers_attn_qkv_(g, L, T, kn, vn));
+  MK_CHECK(mk_layers_attn_qkv_(g, L, T, kn, vn, 1));
   /* RoPE at each token's own position (one launch each for q and k) */
   MK_CHECK(mk_rope_neox_pos_bf16(g->q, T, g->nh_r, hd, d + b->o_pos, c->rope_theta, S_(g)));
   MK_CHECK(mk_rope_neox_pos_bf16(kn, T, g->nkv_r, hd, d + b->o_pos, c->rope_theta, S_(g)));

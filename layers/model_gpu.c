@@ -7,7 +7,16 @@
  * the TP group splits them (moe_split: each rank dispatches 1/tp of them, an all-gather over
  * the TP group follows), so every rank ends with the same logits. The fused path swaps
  * the row-parallel GEMM + all-reduce for mk_gemm_ar, the MoE block's path for FUSED (decode-sized
- * calls on a second, decode-sized handle) and the NCCL all-gather for mk_gather_rows. */
+ * calls on a second, decode-sized handle) and the NCCL all-gather for mk_gather_rows.
+ * Sequence parallel (prefill; mk_layers_sp_): between the TP linears each rank of a TP group
+ * holds only its n / tp rows of the residual stream. The norms, residuals, router and MoE block
+ * run on those rows; the column-parallel q/k/v (gate/up) projections start with an all-gather of
+ * the normed rows, the row-parallel O (down) projections end with a reduce-scatter instead of an
+ * all-reduce (same bytes as the all-reduce together, and the MoE block's all-gather is gone);
+ * the forward all-gathers x once after the last layer. Fused (tp == world): mk_ag_gemm (the
+ * normed rows written straight into its gathered buffer; k, v and up read that buffer) and
+ * mk_gemm_rs; unfused, or fused with several TP groups: NCCL all-gather / reduce-scatter and
+ * cuBLASLt. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,20 +88,106 @@ static mk_status attend(mk_model_gpu_t *g, gpu_layer *L, int n, int pos0) {
 /* reduce 0: without the TP reduction of the O projection (the block's compute alone). */
 /* In-place all-gather over the TP group: rank r's count elements at buf + r count -> every
  * rank's buf[tp count]; mine = buf + tp_rank count. */
-static mk_status tp_gather(mk_model_gpu_t *g, uint16_t *mine, size_t count) {
+static mk_status tp_gather_t(mk_model_gpu_t *g, void *mine, size_t count, mk_dtype t, size_t esize) {
   if (!g->tp_nccl) return MK_STATUS_OK;
-  return mk_nccl_all_gather(g->tp_nccl, mine, mine - (size_t)g->tp_rank * count, count, MK_DTYPE_BF16, S_(g));
+  return mk_nccl_all_gather(g->tp_nccl, mine, (char *)mine - (size_t)g->tp_rank * count * esize, count, t, S_(g));
+}
+static mk_status tp_gather(mk_model_gpu_t *g, uint16_t *mine, size_t count) {
+  return tp_gather_t(g, mine, count, MK_DTYPE_BF16, 2);
+}
+
+/* ---- sequence parallel between the TP linears (see the top of the file) ---------------------- */
+/* -1: from MK_LAYER_SP_MIN tokens; 0: off; 1: every call whose tokens divide by tp. */
+MK_PARAM_INT(layer_sp, "LAYER_SP", -1, -1, 1)
+MK_PARAM_INT(layer_sp_min, "LAYER_SP_MIN", 1024, 1, 1 << 30)
+
+int mk_layers_sp_(const mk_model_gpu_t *g, int n) {
+  const int tp = g->lay.tp;
+  if (!g->sp_ok || tp < 2 || !g->tp_nccl || n % tp) return 0;
+  const int64_t p = mk_param_layer_sp();
+  return p == 1 || (p == -1 && n >= mk_param_layer_sp_min());
+}
+int mk_model_gpu_sp_mode(const mk_model_gpu_t *g, int n) {
+  if (!g || !mk_layers_sp_(g, n)) return 0;
+  return g->path == MK_PATH_FUSED && g->fused_sp ? 2 : 1;
+}
+static int sp_r0(const mk_model_gpu_t *g, int n) { return g->tp_rank * (n / g->lay.tp); }
+static int sp_fused(const mk_model_gpu_t *g) { return g->path == MK_PATH_FUSED && g->fused_sp; }
+
+/* Where this rank's normed rows [r0, r0 + n / tp) go: into the AG+GEMM's gathered buffer
+ * (fused: nothing is copied locally), else hb's rows. */
+static uint16_t *sp_shard(mk_model_gpu_t *g, int n) {
+  const int H = g->cfg.hidden;
+  uint16_t *s = sp_fused(g) ? mk_ag_gemm_shard(g->fused, n, H) : NULL;
+  return s ? s : g->hb + (size_t)sp_r0(g, n) * H;
+}
+
+/* Column-parallel GEMMs of the gathered rows: the shard (sp_shard) gathered over the TP group,
+ * then c[i][n, ncol[i]] = gathered @ w[i]^T. Fused, shard in the op's buffer: the first GEMM is
+ * one mk_ag_gemm and the others read its gathered buffer (no peer stores into it before this
+ * rank enters its next AG call); else an NCCL all-gather into hb and cuBLASLt. comm 0: the GEMMs
+ * alone, on hb (the compute-alone parts). */
+static mk_status sp_column(mk_model_gpu_t *g, int n, uint16_t *shard, int cnt, const uint16_t *const *w,
+                           uint16_t *const *c, const int64_t *ncol, int comm) {
+  const int H = g->cfg.hidden;
+  const uint16_t *all = g->hb;
+  int i = 0;
+  if (comm && sp_fused(g) && shard == mk_ag_gemm_shard(g->fused, n, H)) {
+    mk_fused_args f = {.A = shard, .B = w[0], .C = c[0], .m = n, .n = ncol[0], .k = H, .b_layout = MK_GEMM_B_NK};
+    MK_CHECK(mk_ag_gemm(g->fused, &f, S_(g)));
+    all = shard - (size_t)sp_r0(g, n) * H;
+    i = 1;
+  } else if (comm) {
+    MK_CHECK(tp_gather(g, shard, (size_t)(n / g->lay.tp) * H));
+  }
+  for (; i < cnt; i++) MK_CHECK(gemm(g, all, w[i], c[i], n, ncol[i], H));
+  return MK_STATUS_OK;
+}
+
+/* Row-parallel linear, reduce-scattered: rows [r0, r0 + n / tp) of the sum over the TP group of
+ * a[n, K] @ w[N, K]^T into out + r0 N. Fused: mk_gemm_rs; else cuBLASLt into out and an NCCL
+ * reduce-scatter in place. comm 0: the GEMM alone. */
+static mk_status sp_row(mk_model_gpu_t *g, const uint16_t *a, const uint16_t *w, uint16_t *out, int n, int64_t N,
+                        int64_t K, int comm) {
+  uint16_t *mine = out + (size_t)sp_r0(g, n) * N;
+  if (comm && sp_fused(g)) {
+    mk_fused_args f = {.A = a, .B = w, .C = mine, .m = n, .n = N, .k = K, .b_layout = MK_GEMM_B_NK};
+    return mk_gemm_rs(g->fused, &f, S_(g));
+  }
+  MK_CHECK(gemm(g, a, w, out, n, N, K));
+  if (!comm) return MK_STATUS_OK;
+  return mk_nccl_reduce_scatter(g->tp_nccl, out, mine, (size_t)(n / g->lay.tp) * N, MK_DTYPE_BF16, S_(g));
+}
+
+/* The SP communication alone (NCCL, the compute-alone parts' complement): the all-gather of the
+ * normed rows and the reduce-scatter of out [n, H]. */
+static mk_status sp_comm(mk_model_gpu_t *g, int n, uint16_t *out) {
+  const int H = g->cfg.hidden;
+  const size_t cnt = (size_t)(n / g->lay.tp) * H;
+  MK_CHECK(tp_gather(g, g->hb + (size_t)sp_r0(g, n) * H, cnt));
+  return mk_nccl_reduce_scatter(g->tp_nccl, out, out + (size_t)sp_r0(g, n) * H, cnt, MK_DTYPE_BF16, S_(g));
 }
 
 /* The attention block's first part: norm, q/k/v projections (q -> g->q; k, v -> [n, kw_r] at
- * k and v), bias, q/k norm; no RoPE. */
-mk_status mk_layers_attn_qkv_(mk_model_gpu_t *g, gpu_layer *L, int n, uint16_t *k, uint16_t *v) {
+ * k and v), bias, q/k norm; no RoPE. Sequence parallel (mk_layers_sp_): the norm of this rank's
+ * rows, gathered (comm 0: not gathered, the compute alone). */
+mk_status mk_layers_attn_qkv_(mk_model_gpu_t *g, gpu_layer *L, int n, uint16_t *k, uint16_t *v, int comm) {
   const mk_model_config_t *c = &g->cfg;
   const int H = c->hidden, hd = c->head_dim;
-  MK_CHECK(mk_rmsnorm_f32(g->x, L->attn_norm, n, H, c->rms_eps, g->hb, NULL, S_(g)));
-  MK_CHECK(gemm(g, g->hb, L->wq, g->q, n, g->qw_r, H));
-  MK_CHECK(gemm(g, g->hb, L->wk, k, n, g->kw_r, H));
-  MK_CHECK(gemm(g, g->hb, L->wv, v, n, g->kw_r, H));
+  if (mk_layers_sp_(g, n)) {
+    uint16_t *shard = comm ? sp_shard(g, n) : g->hb + (size_t)sp_r0(g, n) * H;
+    const uint16_t *const w[3] = {L->wq, L->wk, L->wv};
+    uint16_t *const out[3] = {g->q, k, v};
+    const int64_t ncol[3] = {g->qw_r, g->kw_r, g->kw_r};
+    MK_CHECK(mk_rmsnorm_f32(g->x + (size_t)sp_r0(g, n) * H, L->attn_norm, n / g->lay.tp, H, c->rms_eps, shard, NULL,
+                            S_(g)));
+    MK_CHECK(sp_column(g, n, shard, 3, w, out, ncol, comm));
+  } else {
+    MK_CHECK(mk_rmsnorm_f32(g->x, L->attn_norm, n, H, c->rms_eps, g->hb, NULL, S_(g)));
+    MK_CHECK(gemm(g, g->hb, L->wq, g->q, n, g->qw_r, H));
+    MK_CHECK(gemm(g, g->hb, L->wk, k, n, g->kw_r, H));
+    MK_CHECK(gemm(g, g->hb, L->wv, v, n, g->kw_r, H));
+  }
   if (L->bq) MK_CHECK(mk_bias_add_bf16(g->q, n, g->qw_r, L->bq, S_(g)));
   if (L->bk) MK_CHECK(mk_bias_add_bf16(k, n, g->kw_r, L->bk, S_(g)));
   if (L->bv) MK_CHECK(mk_bias_add_bf16(v, n, g->kw_r, L->bv, S_(g)));
@@ -117,6 +212,11 @@ mk_status mk_layers_attn_qkv_(mk_model_gpu_t *g, gpu_layer *L, int n, uint16_t *
  * and the residual. */
 mk_status mk_layers_attn_out_(mk_model_gpu_t *g, gpu_layer *L, int n, int reduce) {
   const int H = g->cfg.hidden;
+  if (mk_layers_sp_(g, n)) { /* this rank's rows, reduce-scattered */
+    const size_t r0 = (size_t)sp_r0(g, n) * H;
+    MK_CHECK(sp_row(g, g->o, L->wo, g->y, n, H, g->qw_r, reduce));
+    return mk_residual_add(g->x + r0, g->y + r0, NULL, n / g->lay.tp, H, S_(g));
+  }
   if (reduce) MK_CHECK(row_linear(g, g->o, L->wo, g->y, n, H, g->qw_r));
   else MK_CHECK(gemm(g, g->o, L->wo, g->y, n, H, g->qw_r));
   return mk_residual_add(g->x, g->y, NULL, n, H, S_(g));
@@ -126,16 +226,26 @@ static mk_status attn_block(mk_model_gpu_t *g, gpu_layer *L, int n, int reduce) 
   const mk_model_config_t *c = &g->cfg;
   const int hd = c->head_dim, pos0 = g->pos;
   uint16_t *k = L->kc + (size_t)pos0 * g->kw_r, *v = L->vc + (size_t)pos0 * g->kw_r;
-  MK_CHECK(mk_layers_attn_qkv_(g, L, n, k, v));
+  MK_CHECK(mk_layers_attn_qkv_(g, L, n, k, v, reduce));
   MK_CHECK(mk_rope_neox_bf16(g->q, n, g->nh_r, hd, pos0, c->rope_theta, S_(g)));
   MK_CHECK(mk_rope_neox_bf16(k, n, g->nkv_r, hd, pos0, c->rope_theta, S_(g)));
   MK_CHECK(attend(g, L, n, pos0));
   return mk_layers_attn_out_(g, L, n, reduce);
 }
 
-/* SwiGLU MLP on g->hb, column/row parallel, summed over the TP group -> out [n, H]. */
-static mk_status mlp(mk_model_gpu_t *g, const gpu_mlp *p, int n, uint16_t *out) {
+/* SwiGLU MLP on g->hb, column/row parallel, summed over the TP group -> out [n, H]. Sequence
+ * parallel: on the gathered rows of shard (sp_shard), this rank's rows of out reduce-scattered
+ * (comm 0: neither, the compute alone). */
+static mk_status mlp(mk_model_gpu_t *g, const gpu_mlp *p, int n, uint16_t *out, uint16_t *shard, int comm) {
   const int H = g->cfg.hidden;
+  if (mk_layers_sp_(g, n)) {
+    const uint16_t *const w[2] = {p->gate, p->up};
+    uint16_t *const c[2] = {g->g, g->u};
+    const int64_t ncol[2] = {p->inter_r, p->inter_r};
+    MK_CHECK(sp_column(g, n, shard, 2, w, c, ncol, comm));
+    MK_CHECK(mk_swiglu_bf16(g->g, g->u, g->g, (int64_t)n * p->inter_r, S_(g)));
+    return sp_row(g, g->g, p->down, out, n, H, p->inter_r, comm);
+  }
   MK_CHECK(gemm(g, g->hb, p->gate, g->g, n, p->inter_r, H));
   MK_CHECK(gemm(g, g->hb, p->up, g->u, n, p->inter_r, H));
   MK_CHECK(mk_swiglu_bf16(g->g, g->u, g->g, (int64_t)n * p->inter_r, S_(g)));
@@ -164,12 +274,44 @@ static mk_status moe_split(mk_model_gpu_t *g, gpu_layer *L, int n) {
   return tp_gather(g, mine, (size_t)cw * H);
 }
 
+/* The MoE block sequence parallel: norm, router and experts on this rank's rows, which were the
+ * TP group's split for the experts anyway, so no all-gather of the block's output follows; the
+ * shared expert (a TP MLP) on the gathered rows. comm 0 (FFN_COMPUTE): the norm, router and, for
+ * the shared expert or a dense MLP, the GEMMs alone; the MoE block itself is not run. */
+static mk_status ffn_sp(mk_model_gpu_t *g, gpu_layer *L, int n, int comm) {
+  const mk_model_config_t *c = &g->cfg;
+  const int H = c->hidden, E = c->n_experts, k = c->top_k, cnt = n / g->lay.tp;
+  const size_t r0 = (size_t)sp_r0(g, n);
+  float *xs = g->x + r0 * H;
+  uint16_t *shard = comm ? sp_shard(g, n) : g->hb + r0 * H;
+  MK_CHECK(mk_rmsnorm_f32(xs, L->mlp_norm, cnt, H, c->rms_eps, shard, g->hf + r0 * H, S_(g)));
+  if (!L->is_moe) {
+    MK_CHECK(mlp(g, &L->dense, n, g->y, shard, comm));
+    return comm ? mk_residual_add(xs, g->y + r0 * H, NULL, cnt, H, S_(g)) : MK_STATUS_OK;
+  }
+  MK_CHECK(mk_linear_f32out(g->hf + r0 * H, cnt, H, L->router, E, g->router_logits + r0 * E, S_(g)));
+  if (L->seg) MK_CHECK(mk_linear_f32out(g->hf + r0 * H, cnt, H, L->seg, 1, g->shared_logit + r0, S_(g)));
+  MK_CHECK(mk_moe_route(g->router_logits + r0 * E, cnt, E, k, c->norm_topk_prob, L->seg ? g->shared_logit + r0 : NULL,
+                        g->topk_ids + r0 * k, g->topk_w + r0 * k, L->seg ? g->shared_w + r0 : NULL, NULL, S_(g)));
+  if (comm) {
+    const int fused = g->path == MK_PATH_FUSED;
+    mk_moe_t *h = L->moe_dec && mk_layers_moe_use_dec_(g->moe_dec_cap, fused, n, g->lay.tp) ? L->moe_dec : L->moe;
+    MK_CHECK(mk_moe_forward(h, fused ? MK_MOE_FUSED : MK_MOE_UNFUSED, shard, cnt, g->topk_ids + r0 * k,
+                            g->topk_w + r0 * k, g->y + r0 * H, S_(g)));
+    MK_CHECK(mk_residual_add(xs, g->y + r0 * H, NULL, cnt, H, S_(g)));
+  }
+  if (!L->seg) return MK_STATUS_OK;
+  MK_CHECK(mlp(g, &L->shared, n, g->y2, shard, comm));
+  return comm ? mk_residual_add(xs, g->y2 + r0 * H, g->shared_w + r0, cnt, H, S_(g)) : MK_STATUS_OK;
+}
+
 mk_status mk_layers_ffn_(mk_model_gpu_t *g, gpu_layer *L, int n) {
   const mk_model_config_t *c = &g->cfg;
   const int H = c->hidden, E = c->n_experts;
+  if (mk_layers_sp_(g, n)) return ffn_sp(g, L, n, 1);
   MK_CHECK(mk_rmsnorm_f32(g->x, L->mlp_norm, n, H, c->rms_eps, g->hb, g->hf, S_(g)));
   if (!L->is_moe) {
-    MK_CHECK(mlp(g, &L->dense, n, g->y));
+    MK_CHECK(mlp(g, &L->dense, n, g->y, g->hb, 1));
     return mk_residual_add(g->x, g->y, NULL, n, H, S_(g));
   }
   MK_CHECK(mk_linear_f32out(g->hf, n, H, L->router, E, g->router_logits, S_(g)));
@@ -179,7 +321,7 @@ mk_status mk_layers_ffn_(mk_model_gpu_t *g, gpu_layer *L, int n) {
   MK_CHECK(moe_split(g, L, n));
   MK_CHECK(mk_residual_add(g->x, g->y, NULL, n, H, S_(g)));
   if (!L->seg) return MK_STATUS_OK;
-  MK_CHECK(mlp(g, &L->shared, n, g->y2));
+  MK_CHECK(mlp(g, &L->shared, n, g->y2, g->hb, 1));
   return mk_residual_add(g->x, g->y2, g->shared_w, n, H, S_(g));
 }
 
@@ -197,11 +339,19 @@ mk_status mk_model_gpu_run_part(mk_model_gpu_t *g, int layer, mk_layer_part part
   case MK_PART_ATTN: st = attn_block(g, L, n, 1); break;
   case MK_PART_FFN: st = mk_layers_ffn_(g, L, n); break;
   case MK_PART_ATTN_COMPUTE: st = attn_block(g, L, n, 0); break;
-  case MK_PART_ATTN_COMM: st = tp_sum(g, g->y, (size_t)n * H, MK_DTYPE_BF16); break;
+  case MK_PART_ATTN_COMM:
+    st = mk_layers_sp_(g, n) ? sp_comm(g, n, g->y) : tp_sum(g, g->y, (size_t)n * H, MK_DTYPE_BF16);
+    break;
   case MK_PART_FFN_COMPUTE:
   case MK_PART_FFN_COMM: {
     const int compute = part == MK_PART_FFN_COMPUTE;
     const gpu_mlp *p = L->is_moe ? (L->seg ? &L->shared : NULL) : &L->dense;
+    if (mk_layers_sp_(g, n)) { /* no all-gather of the MoE output; the TP MLP's gather and reduce-scatter */
+      if (compute) st = ffn_sp(g, L, n, 0);
+      if (!st && L->is_moe) st = mk_moe_time_parts(L->moe, compute, S_(g));
+      if (!st && !compute && p) st = sp_comm(g, n, L->is_moe ? g->y2 : g->y);
+      break;
+    }
     if (compute) st = mk_rmsnorm_f32(g->x, L->mlp_norm, n, H, c->rms_eps, g->hb, g->hf, S_(g));
     if (!st && compute && L->is_moe) st = mk_linear_f32out(g->hf, n, H, L->router, c->n_experts, g->router_logits, S_(g));
     if (!st && compute && L->is_moe)
@@ -239,13 +389,18 @@ mk_status mk_model_gpu_forward(mk_model_gpu_t *g, const int32_t *ids, int n, flo
                     (int)ids[t], c->vocab);
   MK_CUDA_CHECK(cudaMemcpyAsync(g->ids, ids, sizeof(int32_t) * (size_t)n, cudaMemcpyHostToDevice, g->stream));
   MK_CHECK(mk_embed_gather(g->ids, n, g->embed, c->vocab, c->hidden, g->x, S_(g)));
+  const int sp = mk_layers_sp_(g, n);
+  const size_t cnt = sp ? (size_t)(n / g->lay.tp) : 0, r0 = sp ? (size_t)sp_r0(g, n) : 0;
   for (int l = 0; l < c->n_layers; l++) {
     MK_CHECK(attn_block(g, &g->layers[l], n, 1));
     MK_CHECK(mk_layers_ffn_(g, &g->layers[l], n));
+    if (g->routes && g->layers[l].is_moe && sp) /* the other ranks' rows of the top-k ids */
+      MK_CHECK(tp_gather_t(g, g->topk_ids + r0 * c->top_k, cnt * c->top_k, MK_DTYPE_I32, 4));
     if (g->routes && g->layers[l].is_moe) /* this layer's top-k ids, before the next layer's routing */
       MK_CUDA_CHECK(cudaMemcpyAsync(g->routes + ((size_t)l * g->max_seq + g->pos) * c->top_k, g->topk_ids,
                                     sizeof(int32_t) * (size_t)n * c->top_k, cudaMemcpyDeviceToHost, g->stream));
   }
+  if (sp) MK_CHECK(tp_gather_t(g, g->x + r0 * c->hidden, cnt * c->hidden, MK_DTYPE_F32, 4)); /* every row again */
   MK_CHECK(mk_rmsnorm_f32(g->x, g->final_norm, n, c->hidden, c->rms_eps, NULL, g->hf, S_(g)));
   MK_CHECK(mk_linear_f32out(g->hf, n, c->hidden, g->lm_head, c->vocab, g->logits, S_(g)));
   if (logits)
@@ -352,7 +507,7 @@ MK_PARAM_INT(tp_gather_sm, "TP_GATHER_SM", 1, 0, 1)
 
 /* m NULL: random weights from seed (mk_model_gpu_create_random); logit_rows: rows of g->logits. */
 mk_status mk_layers_create_(const mk_model_t *m, const mk_model_config_t *c, uint64_t seed, mk_comm_t *comm,
-                           const mk_layout_t *layout, int max_seq, int logit_rows, mk_model_gpu_t **out) {
+                           const mk_layout_t *layout, int max_seq, int logit_rows, int sp_ok, mk_model_gpu_t **out) {
   *out = NULL;
   if (!c || !comm || !layout || max_seq < 1 || logit_rows < 1 || logit_rows > max_seq)
     MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_MODEL, "model_gpu: bad create arguments");
@@ -368,6 +523,7 @@ mk_status mk_layers_create_(const mk_model_t *m, const mk_model_config_t *c, uin
   mk_status st = MK_STATUS_OK;
   g->path = mk_path_default();
   g->cfg = *c, g->lay = chk, g->comm = comm, g->rank = w->rank, g->tp_rank = w->rank % chk.tp, g->max_seq = max_seq;
+  g->sp_ok = sp_ok && mk_param_layer_sp() != 0;
   g->nh_r = c->n_heads / chk.tp, g->nkv_r = c->n_kv_heads / chk.tp;
   g->qw_r = g->nh_r * c->head_dim, g->kw_r = g->nkv_r * c->head_dim;
   MK_CUDA_CHECK_GOTO(cudaSetDevice(mk_comm_device(comm)), st, fail);
@@ -399,8 +555,15 @@ mk_status mk_layers_create_(const mk_model_t *m, const mk_model_config_t *c, uin
   HALLOC(g->g, S * (wide ? wide : 8) * 2);
   if (chk.tp > 1) { /* GEMM+AR for the row-parallel projections (K = this rank's slice width) */
     const size_t maxk = wide > (size_t)g->qw_r ? wide : (size_t)g->qw_r;
-    MK_CHECK_GOTO(mk_fused_create(comm, 1u << MK_FUSED_GEMM_AR, max_seq, (int64_t)H, (int64_t)maxk, &g->fused), st,
-                  fail);
+    unsigned ops = 1u << MK_FUSED_GEMM_AR;
+    size_t fn = H, fk = maxk;
+    /* sequence parallel over one TP group: AG+GEMM (N = q or gate/up width, K = H) and GEMM+RS too */
+    g->fused_sp = g->sp_ok && chk.tp == w->size;
+    if (g->fused_sp) {
+      ops |= 1u << MK_FUSED_AG_GEMM | 1u << MK_FUSED_GEMM_RS;
+      fn = fk = maxk > H ? maxk : H;
+    }
+    MK_CHECK_GOTO(mk_fused_create(comm, ops, max_seq, (int64_t)fn, (int64_t)fk, &g->fused), st, fail);
     if (mk_param_tp_gather_sm()) /* collective: heap counters */
       MK_CHECK_GOTO(mk_gather_create(comm, w->rank / chk.tp * chk.tp, chk.tp, &g->gather), st, fail);
     if (chk.tp < w->size && w->rank / chk.tp != 0) {
@@ -444,10 +607,10 @@ fail:
 mk_status mk_model_gpu_create(const mk_model_t *m, mk_comm_t *comm, const mk_layout_t *layout, int max_seq,
                               mk_model_gpu_t **out) {
   if (!m) MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_MODEL, "model_gpu: no model");
-  return mk_layers_create_(m, mk_model_config(m), 0, comm, layout, max_seq, max_seq, out);
+  return mk_layers_create_(m, mk_model_config(m), 0, comm, layout, max_seq, max_seq, 1, out);
 }
 
 mk_status mk_model_gpu_create_random(const mk_model_config_t *c, mk_comm_t *comm, const mk_layout_t *layout,
                                      int max_seq, uint64_t seed, mk_model_gpu_t **out) {
-  return mk_layers_create_(NULL, c, seed, comm, layout, max_seq, max_seq, out);
+  return mk_layers_create_(NULL, c, seed, comm, layout, max_seq, max_seq, 1, out);
 }

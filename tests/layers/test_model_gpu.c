@@ -13,7 +13,9 @@
  * HEAD_DIM 64 or 128 takes the flash-attention kernel (other head dims: the generic KV-cache one).
  * Several families (a comma list, or all) run one after another on one comm (one process
  * start and bootstrap per launch configuration), each with a fresh model and GPU instance.
- *   test_model_gpu FAMILY[,FAMILY...]|all fused|unfused|both [KV_HEADS [HEAD_DIM]] */
+ * PROMPT: prompt tokens (default 7; 1..64). sp: MK_LAYER_SP=1, and with PROMPT a multiple of tp
+ * the prefill must run sequence parallel (mk_model_gpu_sp_mode), the decode steps tensor parallel.
+ *   test_model_gpu FAMILY[,FAMILY...]|all fused|unfused|both [KV_HEADS [HEAD_DIM [PROMPT [sp]]]] */
 #include <math.h>
 #include <string.h>
 #include <unistd.h>
@@ -102,7 +104,7 @@ static void check_path(mk_model_gpu_t *g, const mk_ref_t *ref, mk_path path, int
 
 /* One family on this comm: a fresh tiny model, the reference, the GPU model on one or both paths. */
 static void check_family(mk_comm_t *comm, mk_model_family fam, const char *name, int both, mk_path path,
-                         uint64_t seed, int kv_heads, int head_dim) {
+                         uint64_t seed, int kv_heads, int head_dim, int np, int want_sp) {
   const mk_world *w = mk_comm_world(comm);
   mk_gen_params p;
   mk_gen_params_default(fam, &p);
@@ -122,8 +124,8 @@ static void check_family(mk_comm_t *comm, mk_model_family fam, const char *name,
   mk_model_t *m = NULL;
   ASSERT_OK(mk_model_open(dir, &m));
   const mk_model_config_t *c = mk_model_config(m);
-  const int np = 7, nn = 32, total = np + nn - 1, V = c->vocab;
-  int32_t prompt[7], ref_ids[32], gpu_ids[32];
+  const int nn = 32, total = np + nn - 1, V = c->vocab;
+  int32_t prompt[64], ref_ids[32], gpu_ids[32];
   for (int i = 0; i < np; i++) prompt[i] = (int32_t)(mk_rng_uniform(seed, 1000 + i, 0, (float)V)) % V;
   float *ref_lg = malloc(sizeof(float) * total * V), *gpu_lg = malloc(sizeof(float) * total * V);
   ASSERT_TRUE(ref_lg && gpu_lg);
@@ -134,7 +136,10 @@ static void check_family(mk_comm_t *comm, mk_model_family fam, const char *name,
   ASSERT_OK(mk_layers_layout_choose(c, w, 0, &lay));
   mk_model_gpu_t *g = NULL;
   ASSERT_OK(mk_model_gpu_create(m, comm, &lay, total, &g));
-  printf("rank %d: %s, world %d, tp %d, ep %d\n", w->rank, name, w->size, lay.tp, lay.ep);
+  const int sp = mk_model_gpu_sp_mode(g, np);
+  printf("rank %d: %s, world %d, tp %d, ep %d, prefill of %d tokens: %s\n", w->rank, name, w->size, lay.tp, lay.ep, np,
+         sp ? "sequence parallel" : "tensor parallel");
+  if (want_sp && lay.tp > 1 && np % lay.tp == 0) ASSERT_TRUE(sp > 0); /* the mode asked for runs */
   if (both) {
     float *un_lg = malloc(sizeof(float) * total * V);
     int32_t un_ids[32];
@@ -169,7 +174,7 @@ static void check_family(mk_comm_t *comm, mk_model_family fam, const char *name,
 int main(int argc, char **argv) {
   mk_test_init(argc, argv, 600);
   if (argc < 3)
-    MK_TEST_FAIL_("usage: test_model_gpu FAMILY[,FAMILY...]|all fused|unfused|both [KV_HEADS [HEAD_DIM]]");
+    MK_TEST_FAIL_("usage: test_model_gpu FAMILY[,FAMILY...]|all fused|unfused|both [KV_HEADS [HEAD_DIM [PROMPT [sp]]]]");
   const int both = !strcmp(argv[2], "both");
   mk_path path = MK_PATH_UNFUSED;
   if (!both && mk_path_parse(argv[2], &path)) MK_TEST_FAIL_("bad path '%s'", argv[2]);
@@ -178,13 +183,21 @@ int main(int argc, char **argv) {
   mk_model_family fams[8];
   const int nf = test_families(argv[1], list, sizeof list, names, fams);
   const int kv_heads = argc > 3 ? atoi(argv[3]) : 0, head_dim = argc > 4 ? atoi(argv[4]) : 0;
+  const int np = argc > 5 ? atoi(argv[5]) : 7;
+  if (np < 1 || np > 64) MK_TEST_FAIL_("PROMPT %d: want 1..64 tokens", np);
+  const int want_sp = argc > 6 && !strcmp(argv[6], "sp");
+  if (argc > 6 && !want_sp) MK_TEST_FAIL_("bad mode '%s': want sp", argv[6]);
+  if (want_sp) { /* before anything reads it */
+    setenv("MK_LAYER_SP", "1", 1);
+    mk_param_reset_cache();
+  }
   mk_test_require_gpus(1);
   mk_comm_t *comm = NULL;
   ASSERT_OK(mk_comm_create(&comm));
   uint64_t seed = mk_test_seed();
   ASSERT_OK(mk_comm_bcast(comm, &seed, sizeof seed, 0)); /* one model and prompt for every rank */
   for (int f = 0; f < nf; f++) /* one comm for all: a fresh model and GPU instance per family */
-    check_family(comm, fams[f], names[f], both, path, seed + (uint64_t)f, kv_heads, head_dim);
+    check_family(comm, fams[f], names[f], both, path, seed + (uint64_t)f, kv_heads, head_dim, np, want_sp);
   mk_comm_destroy(comm);
   printf("ok\n");
   return 0;

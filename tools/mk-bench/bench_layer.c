@@ -12,9 +12,11 @@
  *            positions and one new token: the attention block runs paged decode over B x C.
  * Rows per phase and path: `layer_attn` and `layer_moe` (each block, with its overlap bound:
  * compute_ms = the block without its communication, comm_ms = the communication alone (NCCL:
- * the O projection's all-reduce; the MoE all-to-allv + the TP all-gather of its output),
+ * the O projection's all-reduce; the MoE all-to-allv + the TP all-gather of its output; sequence
+ * parallel, extra field sp > 0 (mk_model_gpu_sp_mode: the prefill by default): the all-gather of
+ * the normed rows + the O projection's reduce-scatter; the MoE all-to-allv alone),
  * bound_ms = their maximum) and `layer` (both blocks back to back;
- * bound = the sum of the block bounds; extra JSON fields attn_ms, moe_ms, tokens_per_s).
+ * bound = the sum of the block bounds; extra JSON fields attn_ms, moe_ms, tokens_per_s, sp).
  * Times are the maximum over ranks of each rank's median. Only the config is read from
  * --config FILE / --model DIR (its config.json): weights are random, the vocabulary is cut
  * to 256 (the layer does not use it), and the layer is the first MoE layer's shape. */
@@ -140,6 +142,11 @@ static mk_status bench_phase(mk_comm_t *comm, const layer_model *m, const mk_ben
   for (int path = 0; path < 2; path++) { /* 0 unfused, 1 fused */
     if (!(o->paths & (path ? MK_BENCH_PATH_FUSED : MK_BENCH_PATH_UNFUSED))) continue;
     const int ia = path ? P_ATTN_F : P_ATTN_U, iff = path ? P_FFN_F : P_FFN_U, il = path ? P_LAYER_F : P_LAYER_U;
+    int sp = 0; /* mk_model_gpu_sp_mode of this path */
+    if (m->g) {
+      MK_CHECK_GOTO(mk_model_gpu_set_path(m->g, path ? MK_PATH_FUSED : MK_PATH_UNFUSED), st, fail);
+      sp = mk_model_gpu_sp_mode(m->g, n);
+    }
     const struct {
       const char *op;
       int i;
@@ -160,7 +167,7 @@ static mk_status bench_phase(mk_comm_t *comm, const layer_model *m, const mk_ben
       row.tflops = rows[k].flops / W / (row.t.median_ms * 1e9);
       row.compute_ms = rows[k].compute, row.comm_ms = rows[k].comm;
       row.bound_ms = k == 0 ? b_attn : k == 1 ? b_ffn : b_attn + b_ffn;
-      snprintf(row.extra, sizeof row.extra, "{\"tokens_per_s\":%.6g%s", n / (row.t.median_ms * 1e-3),
+      snprintf(row.extra, sizeof row.extra, "{\"tokens_per_s\":%.6g,\"sp\":%d%s", n / (row.t.median_ms * 1e-3), sp,
                k == 2 ? "" : "}");
       if (k == 2)
         snprintf(row.extra + strlen(row.extra), sizeof row.extra - strlen(row.extra),
