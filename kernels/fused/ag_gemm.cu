@@ -232,5 +232,5 @@ static mk_status mk_ag_gemm_launch(mk_fused_t *f, const mk_fused_args *a, mk_str
 
 extern "C" mk_status mk_ag_gemm(mk_fused_t *f, const mk_fused_args *a, mk_stream_t stream) {
   MK_CHECK(mk_fused_check(f, MK_FUSED_AG_GEMM, a));
-  return mk_fused_ag_ce_mode(f) ? mk_ag_gemm_launch<true>(f, a, stream) : mk_ag_gemm_launch<false>(f, a, stream);
+  return mk_fused_ag_ce_mode(f, a->n) ? mk_ag_gemm_launch<true>(f, a, stream) : mk_ag_gemm_launch<false>(f, a, stream);
 }

@@ -44,6 +44,11 @@ MK_PARAM_INT(fused_ar_copy, "FUSED_AR_COPY", -1, -1, 1)
  * 2 MB, copy engines at 16 MB. Session 9 (run 5bdcff7, the owner-sequential order): RS at 32 MB
  * on copy engines 0.379 ms against 0.428 on SM roles. */
 MK_PARAM_INT(fused_rs_ce_min_mb, "FUSED_RS_CE_MIN_MB", 32, 0, 1ll << 20)
+/* AG by shape (-1): copy engines from N columns on; below, the op is bound by its transfer (the GEMM
+ * per gathered byte is short) and the SM pushers win. Run 22aa710 (4 H200s, M = 8192, N = 1024):
+ * K = 4096 0.222 ms with 16 pushers against 0.350 on copy engines (NCCL + cuBLASLt 0.283); K = 2048
+ * 0.129 against 0.257 (0.157). */
+MK_PARAM_INT(fused_ag_ce_min_n, "FUSED_AG_CE_MIN_N", 2048, 0, 1ll << 30)
 MK_PARAM_INT(fused_ar_ce_min_mb, "FUSED_AR_CE_MIN_MB", 8, 0, 1ll << 20)
 /* Side streams of the copies: peer j (j = 1 .. W-1 in push order) goes to stream (j - 1) mod
  * this (at most W - 1): 1 = all pushes in one ordered stream; W - 1 = one per peer, in parallel. */
@@ -130,7 +135,7 @@ mk_status mk_fused_ce_join(mk_fused_t *f, mk_stream_t stream) {
 int mk_fused_ce_select(mk_fused_op op, int64_t m, int64_t n, int world, int nnodes, int copy, int64_t min_mb,
                        int provision) {
   if (world < 2 || nnodes != 1 || copy == 0 || (unsigned)op > MK_FUSED_GEMM_AR) return 0;
-  if (op == MK_FUSED_AG_GEMM) return 1; /* faster at every measured shape; no staging */
+  if (op == MK_FUSED_AG_GEMM) return copy > 0 || provision || n >= min_mb; /* min_mb: columns here; no staging */
   if (m < 1 || n < 1) return 0;
   const int64_t big = 1ll << 30; /* beyond any shape the ops take: no overflow below */
   const int64_t bytes = m > big || n > big ? INT64_MAX : m * n * 2;
@@ -151,9 +156,11 @@ static int64_t ce_min_mb(mk_fused_op op) {
   return op == MK_FUSED_GEMM_RS ? mk_param_fused_rs_ce_min_mb() : mk_param_fused_ar_ce_min_mb();
 }
 
-int mk_fused_ag_ce_mode(const mk_fused_t *f) {
-  return mk_fused_ce_select(MK_FUSED_AG_GEMM, f->max_m, f->max_n, f->world, f->nnodes, ce_copy(MK_FUSED_AG_GEMM), 0, 0);
+int mk_fused_ag_ce_mode(const mk_fused_t *f, int64_t n) {
+  return mk_fused_ce_select(MK_FUSED_AG_GEMM, f->max_m, n, f->world, f->nnodes, ce_copy(MK_FUSED_AG_GEMM),
+                            mk_param_fused_ag_ce_min_n(), 0);
 }
+int mk_fused_ag_ce_min_n(void) { return (int)mk_param_fused_ag_ce_min_n(); }
 
 int mk_fused_ce_overlap(const mk_fused_t *f) {
   if (!mk_param_fused_ce_overlap() || !f->ce_red) return 0;
@@ -291,7 +298,7 @@ int mk_fused_rs_ce_mode(const mk_fused_t *f, mk_fused_op op, int64_t m, int64_t 
 
 int mk_fused_uses_ce(const mk_fused_t *f, mk_fused_op op, int64_t m, int64_t n) {
   if (!f || (unsigned)op > MK_FUSED_GEMM_AR || !f->ws[op].ready) return 0;
-  return op == MK_FUSED_AG_GEMM ? mk_fused_ag_ce_mode(f) : mk_fused_rs_ce_mode(f, op, m, n);
+  return op == MK_FUSED_AG_GEMM ? mk_fused_ag_ce_mode(f, n) : mk_fused_rs_ce_mode(f, op, m, n);
 }
 
 /* Staging of the RS/AR copy-engine mode (protocol above): heap X (AR: and Y) and the local P.

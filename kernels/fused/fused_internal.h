@@ -91,7 +91,8 @@ int64_t mk_param_fused_ar_copy(void); /* MK_FUSED_AR_COPY (copy_engine.c) */
  * MK_FUSED_AG_COPY -1 or 1, one node group, W > 1); rows per piece (MK_FUSED_CE_ROWS, 128 times a power of two); begin = flag
  * resets, arrival, the fork and the peer copies on the side streams, and the local copy
  * (unless inplace), all stream-ordered before the GEMM; mk_fused_ce_join after the GEMM. */
-int mk_fused_ag_ce_mode(const mk_fused_t *f);
+int mk_fused_ag_ce_mode(const mk_fused_t *f, int64_t n); /* AG+GEMM of N columns on copy engines */
+int mk_fused_ag_ce_min_n(void);                           /* MK_FUSED_AG_CE_MIN_N */
 int mk_fused_ce_rows(void);
 /* RS/AR copy-engine mode: rows per piece of a call with ms rows per owner; seq: the owner-sequential order
  * (MK_FUSED_CE_SEQ_ROWS, default one piece per owner), else mk_fused_ce_rows(). */

@@ -25,7 +25,8 @@
  * (cudaMemcpyAsync peer copies on side streams of the handle, flags by stream memory
  * operations; the GEMM takes every SM and comm_ctas is ignored; AR runs two-shot). Chosen per
  * call by shape (mk_fused_ce_select; measured on 4 H200s, docs/perf/NOTES.md "Session 4"):
- * AG copy engines; RS from M x N x 2 >= MK_FUSED_RS_CE_MIN_MB MiB; AR from M x N x 2 >=
+ * AG copy engines from N >= MK_FUSED_AG_CE_MIN_N columns (below, 16 SM pushers); RS from M x N x 2 >=
+ * MK_FUSED_RS_CE_MIN_MB MiB; AR from M x N x 2 >=
  * MK_FUSED_AR_CE_MIN_MB MiB with M a multiple of W; else SM roles. MK_FUSED_AG_COPY,
  * MK_FUSED_RS_COPY, MK_FUSED_AR_COPY = 0 / 1 force one mode (-1 = by shape); RS and AR need
  * staging that mk_fused_create allocates (see there), without it they run on SM roles.
@@ -96,7 +97,7 @@ mk_status mk_gemm_ar(mk_fused_t *f, const mk_fused_args *a, mk_stream_t stream);
 /* The transfer mode of a call, a pure function of values equal on every rank (no GPU): 1 = copy
  * engines, 0 = SM roles, for op at M x N with `world` ranks in `nnodes` node groups; copy =
  * MK_FUSED_{AG,RS,AR}_COPY (-1 by shape, 0 SM, 1 copy engines), min_mb = MK_FUSED_{RS,AR}_CE_MIN_MB
- * (RS/AR with copy = -1). provision = 1 asks instead whether mk_fused_create allocates the RS/AR
+ * (RS/AR with copy = -1; AG: MK_FUSED_AG_CE_MIN_N, in columns). provision = 1 asks instead whether mk_fused_create allocates the RS/AR
  * staging for shapes up to M x N (M % W is not tested then). A call of RS/AR also needs that
  * staging to be there. */
 int mk_fused_ce_select(mk_fused_op op, int64_t m, int64_t n, int world, int nnodes, int copy, int64_t min_mb,

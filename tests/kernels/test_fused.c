@@ -4,7 +4,7 @@
  * beside the GEMM), then calls that alternate SM roles, overlapped and plain copy engines; rs_tma,
  * ar_tma, rs_tail, ar_tail, rs_push, ar_push: SM roles with a reducer variant, bits compared with the plain one;
  * ag_auto, rs_auto, ar_auto: the variable as the environment has it, by
- * default the mode chosen by shape, so that with low MK_FUSED_{RS,AR}_CE_MIN_MB the shapes
+ * default the mode chosen by shape, so that with low MK_FUSED_{RS,AR}_CE_MIN_MB (AG: MK_FUSED_AG_CE_MIN_N) the shapes
  * below run some calls on either path) on fresh
  * random inputs against the fp32 reference GEMM (GPU), at odd shapes (rows per rank not a
  * multiple of the 128-row tile, N not a multiple of 128) and a round one, in an order that

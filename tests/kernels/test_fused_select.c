@@ -1,5 +1,5 @@
 /* test_fused_select.c (unit, no GPU) — the fused ops' transfer mode (mk_fused_ce_select): AG
- * on copy engines by shape everywhere it can run; RS and AR from their M x N x 2 thresholds on
+ * on copy engines by shape from N >= its column threshold; RS and AR from their M x N x 2 thresholds on
  * (at, just below, and 0 / huge thresholds), AR and RS only with M a multiple of W; the forced
  * values 0 and 1 override the shape; one rank or several node groups always the SM path; the
  * create-time question (provision) ignores M % W; the defaults of the measured shapes (NOTES,
@@ -18,10 +18,17 @@ int main(int argc, char **argv) {
   mk_test_init(argc, argv, 30);
   const int64_t MiB = 1 << 20;
 
-  /* AG: copy engines at every shape with one node group and W > 1, unless forced to SM. */
+  /* AG: copy engines from N >= the threshold (min_mb is MK_FUSED_AG_CE_MIN_N there: columns) with one node
+   * group and W > 1, unless forced; narrower N on the SM pushers. */
   for (int w = 2; w <= 8; w++) {
     ASSERT_EQ(sel(AG, 2048, 7168, w, 1, AUTO, 0), CE);
-    ASSERT_EQ(sel(AG, 8, 8, w, 1, AUTO, 1 << 20), CE); /* the RS/AR threshold does not apply */
+    ASSERT_EQ(sel(AG, 2048, 7168, w, 1, AUTO, 2048), CE);
+    ASSERT_EQ(sel(AG, 8192, 2048, w, 1, AUTO, 2048), CE); /* at the threshold */
+    ASSERT_EQ(sel(AG, 8192, 2040, w, 1, AUTO, 2048), SM); /* just below */
+    ASSERT_EQ(sel(AG, 8192, 1024, w, 1, AUTO, 2048), SM);
+    ASSERT_EQ(sel(AG, 8192, 1024, w, 1, CE, 2048), CE);   /* forced */
+    ASSERT_EQ(sel(AG, 8, 8, w, 1, AUTO, 0), CE);          /* threshold 0: always */
+    ASSERT_EQ(mk_fused_ce_select(AG, 8, 8, w, 1, AUTO, 1 << 20, 1), CE); /* provision: nothing to stage */
     ASSERT_EQ(sel(AG, 2048, 7168, w, 1, CE, 0), CE);
     ASSERT_EQ(sel(AG, 2048, 7168, w, 1, SM, 0), SM);
     ASSERT_EQ(sel(AG, 2048, 7168, w, 2, AUTO, 0), SM); /* several node groups */
