@@ -45,10 +45,11 @@ MK_PARAM_INT(fused_ar_copy, "FUSED_AR_COPY", -1, -1, 1)
  * on copy engines 0.379 ms against 0.428 on SM roles. */
 MK_PARAM_INT(fused_rs_ce_min_mb, "FUSED_RS_CE_MIN_MB", 32, 0, 1ll << 20)
 /* AG by shape (-1): copy engines from N columns on; below, the op is bound by its transfer (the GEMM
- * per gathered byte is short) and the SM pushers win. Run 22aa710 (4 H200s, M = 8192, N = 1024):
- * K = 4096 0.222 ms with 16 pushers against 0.350 on copy engines (NCCL + cuBLASLt 0.283); K = 2048
- * 0.129 against 0.257 (0.157). */
-MK_PARAM_INT(fused_ag_ce_min_n, "FUSED_AG_CE_MIN_N", 2048, 0, 1ll << 30)
+ * per gathered byte is short) and the SM pushers win. 4 H200s, M = 8192, ms with 16 pushers / on copy
+ * engines / NCCL + cuBLASLt: N = 1024, K = 4096 0.222 / 0.350 / 0.283 and K = 2048 0.129 / 0.257 / 0.157
+ * (run 22aa710); N = 2048, K = 4096 0.283 / 0.353 / 0.367; N = 4096 0.432 / 0.423-0.436 / 0.542; the
+ * acceptance shape 2048 x 7168 x 8192 0.370 / 0.354-0.364 / 0.411 (run 57bc3c2). */
+MK_PARAM_INT(fused_ag_ce_min_n, "FUSED_AG_CE_MIN_N", 4096, 0, 1ll << 30)
 MK_PARAM_INT(fused_ar_ce_min_mb, "FUSED_AR_CE_MIN_MB", 8, 0, 1ll << 20)
 /* Side streams of the copies: peer j (j = 1 .. W-1 in push order) goes to stream (j - 1) mod
  * this (at most W - 1): 1 = all pushes in one ordered stream; W - 1 = one per peer, in parallel. */

@@ -202,7 +202,8 @@ int mk_fused_default_ctas(mk_fused_op op, int64_t m, int64_t n, int64_t k, int w
     sms = 132;
   /* AG: pushers (16 where the SM pushers run by shape, N below MK_FUSED_AG_CE_MIN_N: the op is bound by its
    * transfer; run 22aa710, M = 8192, N = 1024, K = 4096 / 2048: 0.222 / 0.129 ms with 16, 0.226 / 0.126 with 32,
-   * 0.284 / 0.162 with 8); RS/AR: reducers (pulling over NVLink is latency-bound: more CTAs). */
+   * 0.284 / 0.162 with 8; 8 otherwise: several node groups); RS/AR: reducers (pulling over NVLink is
+   * latency-bound: more CTAs). */
   int c = op == MK_FUSED_AG_GEMM ? (n < mk_fused_ag_ce_min_n() ? 16 : 8) : 16;
   if (op != MK_FUSED_AG_GEMM && mk_param_fused_tail()) {
     /* The GEMM CTAs join the reducers after their last tile, so role CTAs only pull what the GEMM's

@@ -22,11 +22,11 @@ int main(int argc, char **argv) {
    * group and W > 1, unless forced; narrower N on the SM pushers. */
   for (int w = 2; w <= 8; w++) {
     ASSERT_EQ(sel(AG, 2048, 7168, w, 1, AUTO, 0), CE);
-    ASSERT_EQ(sel(AG, 2048, 7168, w, 1, AUTO, 2048), CE);
-    ASSERT_EQ(sel(AG, 8192, 2048, w, 1, AUTO, 2048), CE); /* at the threshold */
-    ASSERT_EQ(sel(AG, 8192, 2040, w, 1, AUTO, 2048), SM); /* just below */
-    ASSERT_EQ(sel(AG, 8192, 1024, w, 1, AUTO, 2048), SM);
-    ASSERT_EQ(sel(AG, 8192, 1024, w, 1, CE, 2048), CE);   /* forced */
+    ASSERT_EQ(sel(AG, 2048, 7168, w, 1, AUTO, 4096), CE); /* the default threshold, measured shapes */
+    ASSERT_EQ(sel(AG, 8192, 4096, w, 1, AUTO, 4096), CE); /* at the threshold */
+    ASSERT_EQ(sel(AG, 8192, 4088, w, 1, AUTO, 4096), SM); /* just below */
+    ASSERT_EQ(sel(AG, 8192, 1024, w, 1, AUTO, 4096), SM);
+    ASSERT_EQ(sel(AG, 8192, 1024, w, 1, CE, 4096), CE);   /* forced */
     ASSERT_EQ(sel(AG, 8, 8, w, 1, AUTO, 0), CE);          /* threshold 0: always */
     ASSERT_EQ(mk_fused_ce_select(AG, 8, 8, w, 1, AUTO, 1 << 20, 1), CE); /* provision: nothing to stage */
     ASSERT_EQ(sel(AG, 2048, 7168, w, 1, CE, 0), CE);

@@ -110,6 +110,7 @@ static mk_status time_fns(const mk_bench_opts *o, int nf, const mk_bench_fn *fns
     for (int f = 0; f < nf; f++) {
       cudaEvent_t *e = ev + 2 * ((size_t)f * n + i);
       if (flush) MK_CUDA_CHECK_GOTO(cudaMemsetAsync(flush, i & 0xff, flush_bytes, s), st, fail);
+      if (o->pre) MK_CHECK_GOTO(o->pre(o->pre_ctx, stream), st, fail);
       MK_CUDA_CHECK_GOTO(cudaEventRecord(e[0], s), st, fail);
       const double h0 = now_ms();
       for (int b = 0; b < nb; b++) { /* --batch: back to back, nothing between the calls */
