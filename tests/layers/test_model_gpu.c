@@ -5,11 +5,15 @@
  * 32 tokens. Prefill logits: relative Frobenius error <= 2e-2 (or, where the reference's routing
  * has a near tie inside the prompt, <= 2e-2 per position before it and < 0.5 from it on, printed);
  * generated ids identical. A
- * differing id is accepted only at a near tie of the reference (top-2 margin below 1e-3 of
- * the logits' spread), reported, and the comparison stops there (the sequences diverge).
+ * differing id is accepted only where the step's own logits explain it: a near tie of the reference
+ * (top-2 margin below 1e-3 of the logits' spread), or logits within 2e-2 whose largest element error
+ * is at least half the reference's gap between its pick and the GPU's, or a routing near tie of the
+ * reference at that position (logits error < 0.5, as for the decode logits); reported, and the
+ * comparison stops there (the sequences diverge).
  * PATH both: one model instance runs the unfused then the fused path (same weights, same
  * layout); each is checked as above, and the two paths' prefill logits must agree within
- * 1e-2 (relative Frobenius) with identical greedy tokens up to a near tie (acceptance 2).
+ * 1e-2 (relative Frobenius) with identical greedy tokens up to a flip their logits explain (as against
+ * the reference, with 1e-2; acceptance 2).
  * HEAD_DIM 64 or 128 takes the flash-attention kernel (other head dims: the generic KV-cache one).
  * Several families (a comma list, or all) run one after another on one comm (one process
  * start and bootstrap per launch configuration), each with a fresh model and GPU instance.
@@ -38,6 +42,22 @@ static double margin(const float *v, int n) { /* top-1 minus top-2 */
     else if (v[i] > b) b = v[i];
   }
   return a - b;
+}
+
+/* Whether a differing greedy token at one step is explained by that step's logits a (picked id_a) against
+ * b (picked id_b): a near tie of b (top-2 margin below 1e-3 of its spread), or a within tol of b (relative
+ * Frobenius) with a largest element error at least half of b's gap between its pick and a's (both logits
+ * moved), or a routing near tie of the reference there (route margin below MK_TEST_ROUTE_TIE, error < 0.5).
+ * Prints the numbers. */
+static int flip_explained(const float *a, const float *b, int V, int id_a, int id_b, double tol, double route_margin,
+                          int rank, const char *what) {
+  const double mg = margin(b, V), sp = spread(b, V), es = mk_test_rel_err_f32(a, b, V);
+  double dmax = 0;
+  for (int i = 0; i < V; i++) dmax = fmax(dmax, fabs((double)a[i] - b[i]));
+  const double gap = (double)b[id_b] - b[id_a];
+  printf("rank %d: %s: top-2 margin %.3g of spread %.3g, the other pick %.3g below the top; logits rel err %.3g "
+         "(largest error %.3g), reference routing margin %.3g\n", rank, what, mg, sp, gap, es, dmax, route_margin);
+  return mg <= 1e-3 * sp || (es <= tol && gap <= 2 * dmax) || (route_margin < MK_TEST_ROUTE_TIE && es < 0.5);
 }
 
 /* The prefill logits got [np, V] against want: rel. Frobenius error e <= bound, or else a routing
@@ -92,12 +112,11 @@ static void check_path(mk_model_gpu_t *g, const mk_ref_t *ref, mk_path path, int
   printf("rank %d: decode logits over %d steps: %d above 2e-2 (%d at routing near ties), worst other %.3g\n", rank,
          same, bad + ties, ties, worst);
   ASSERT_TRUE(bad == 0);
-  if (same < nn) {
-    const float *b = ref_lg + (size_t)(np - 1 + same) * V;
-    double mg = margin(b, V), sp = spread(b, V);
-    printf("rank %d: token %d differs (gpu %d, ref %d); reference top-2 margin %.3g of spread %.3g\n", rank, same,
-           gpu_ids[same], ref_ids[same], mg, sp);
-    ASSERT_DBL_LE(mg, 1e-3 * sp);
+  if (same < nn) { /* the sequences part here: accepted where the step's own logits explain it */
+    const int pos = np - 1 + same;
+    printf("rank %d: token %d differs (gpu %d, ref %d)\n", rank, same, gpu_ids[same], ref_ids[same]);
+    ASSERT_TRUE(flip_explained(gpu_lg + (size_t)pos * V, ref_lg + (size_t)pos * V, V, gpu_ids[same], ref_ids[same], 2e-2,
+                               mk_ref_route_margin(ref, pos), rank, "GPU against the reference"));
   }
   printf("rank %d: %d/%d greedy tokens identical\n", rank, same, nn);
 }
@@ -151,10 +170,11 @@ static void check_family(mk_comm_t *comm, mk_model_family fam, const char *name,
     prefill_check(gpu_lg, un_lg, np, V, ref, e, 1e-2, w->rank);
     int same = 0;
     for (; same < nn && gpu_ids[same] == un_ids[same]; same++) {}
-    if (same < nn) { /* fused and unfused both matched the reference up to near ties only */
-      const float *b = un_lg + (size_t)(np - 1 + same) * V;
+    if (same < nn) { /* fused and unfused both matched the reference up to explained flips only */
+      const int pos = np - 1 + same;
       printf("rank %d: fused and unfused differ at token %d (%d vs %d)\n", w->rank, same, gpu_ids[same], un_ids[same]);
-      ASSERT_DBL_LE(margin(b, V), 1e-3 * spread(b, V));
+      ASSERT_TRUE(flip_explained(gpu_lg + (size_t)pos * V, un_lg + (size_t)pos * V, V, gpu_ids[same], un_ids[same], 1e-2,
+                                 mk_ref_route_margin(ref, pos), w->rank, "fused against unfused"));
     }
     printf("rank %d: %s: fused and unfused: %d/%d greedy tokens identical\n", w->rank, name, same, nn);
     free(un_lg);
