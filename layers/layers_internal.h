@@ -62,8 +62,6 @@ struct mk_model_gpu {
 mk_status mk_layers_create_(const mk_model_t *m, const mk_model_config_t *c, uint64_t seed, mk_comm_t *comm,
                            const mk_layout_t *layout, int max_seq, int logit_rows, int sp_ok, mk_model_gpu_t **out);
 mk_status mk_layers_attn_qkv_(mk_model_gpu_t *g, gpu_layer *L, int n, uint16_t *k, uint16_t *v, int comm);
-/* 1 when a model_gpu call of n tokens runs sequence parallel (model_gpu.c; same on every rank) */
-int mk_layers_sp_(const mk_model_gpu_t *g, int n);
 mk_status mk_layers_attn_out_(mk_model_gpu_t *g, gpu_layer *L, int n, int reduce);
 mk_status mk_layers_ffn_(mk_model_gpu_t *g, gpu_layer *L, int n);
 /* layout.c: the decode-sized MoE handle (pure host logic, test_layers_moe_dec). The MoE handle of

@@ -8,7 +8,7 @@
  * the TP group follows), so every rank ends with the same logits. The fused path swaps
  * the row-parallel GEMM + all-reduce for mk_gemm_ar, the MoE block's path for FUSED (decode-sized
  * calls on a second, decode-sized handle) and the NCCL all-gather for mk_gather_rows.
- * Sequence parallel (prefill; mk_layers_sp_): between the TP linears each rank of a TP group
+ * Sequence parallel (prefill; sp_on): between the TP linears each rank of a TP group
  * holds only its n / tp rows of the residual stream. The norms, residuals, router and MoE block
  * run on those rows; the column-parallel q/k/v (gate/up) projections start with an all-gather of
  * the normed rows, the row-parallel O (down) projections end with a reduce-scatter instead of an
@@ -101,18 +101,24 @@ static mk_status tp_gather(mk_model_gpu_t *g, uint16_t *mine, size_t count) {
 MK_PARAM_INT(layer_sp, "LAYER_SP", -1, -1, 1)
 MK_PARAM_INT(layer_sp_min, "LAYER_SP_MIN", 1024, 1, 1 << 30)
 
-int mk_layers_sp_(const mk_model_gpu_t *g, int n) {
+/* 1 when a call of n tokens runs sequence parallel (same on every rank). */
+static int sp_on(const mk_model_gpu_t *g, int n) {
   const int tp = g->lay.tp;
   if (!g->sp_ok || tp < 2 || !g->tp_nccl || n % tp) return 0;
   const int64_t p = mk_param_layer_sp();
   return p == 1 || (p == -1 && n >= mk_param_layer_sp_min());
 }
-int mk_model_gpu_sp_mode(const mk_model_gpu_t *g, int n) {
-  if (!g || !mk_layers_sp_(g, n)) return 0;
-  return g->path == MK_PATH_FUSED && g->fused_sp ? 2 : 1;
-}
 static int sp_r0(const mk_model_gpu_t *g, int n) { return g->tp_rank * (n / g->lay.tp); }
 static int sp_fused(const mk_model_gpu_t *g) { return g->path == MK_PATH_FUSED && g->fused_sp; }
+int mk_model_gpu_sp_mode(const mk_model_gpu_t *g, int n) {
+  return !g || !sp_on(g, n) ? 0 : sp_fused(g) ? 2 : 1;
+}
+
+/* In-place NCCL reduce-scatter of out [n, N] over the TP group: this rank's rows at out + r0 N. */
+static mk_status sp_reduce_scatter(mk_model_gpu_t *g, uint16_t *out, int n, int64_t N) {
+  return mk_nccl_reduce_scatter(g->tp_nccl, out, out + (size_t)sp_r0(g, n) * N, (size_t)(n / g->lay.tp) * N,
+                                MK_DTYPE_BF16, S_(g));
+}
 
 /* Where this rank's normed rows [r0, r0 + n / tp) go: into the AG+GEMM's gathered buffer
  * (fused: nothing is copied locally), else hb's rows. */
@@ -149,32 +155,30 @@ static mk_status sp_column(mk_model_gpu_t *g, int n, uint16_t *shard, int cnt, c
  * reduce-scatter in place. comm 0: the GEMM alone. */
 static mk_status sp_row(mk_model_gpu_t *g, const uint16_t *a, const uint16_t *w, uint16_t *out, int n, int64_t N,
                         int64_t K, int comm) {
-  uint16_t *mine = out + (size_t)sp_r0(g, n) * N;
   if (comm && sp_fused(g)) {
-    mk_fused_args f = {.A = a, .B = w, .C = mine, .m = n, .n = N, .k = K, .b_layout = MK_GEMM_B_NK};
+    mk_fused_args f = {.A = a, .B = w, .C = out + (size_t)sp_r0(g, n) * N, .m = n, .n = N, .k = K,
+                       .b_layout = MK_GEMM_B_NK};
     return mk_gemm_rs(g->fused, &f, S_(g));
   }
   MK_CHECK(gemm(g, a, w, out, n, N, K));
-  if (!comm) return MK_STATUS_OK;
-  return mk_nccl_reduce_scatter(g->tp_nccl, out, mine, (size_t)(n / g->lay.tp) * N, MK_DTYPE_BF16, S_(g));
+  return comm ? sp_reduce_scatter(g, out, n, N) : MK_STATUS_OK;
 }
 
 /* The SP communication alone (NCCL, the compute-alone parts' complement): the all-gather of the
  * normed rows and the reduce-scatter of out [n, H]. */
 static mk_status sp_comm(mk_model_gpu_t *g, int n, uint16_t *out) {
   const int H = g->cfg.hidden;
-  const size_t cnt = (size_t)(n / g->lay.tp) * H;
-  MK_CHECK(tp_gather(g, g->hb + (size_t)sp_r0(g, n) * H, cnt));
-  return mk_nccl_reduce_scatter(g->tp_nccl, out, out + (size_t)sp_r0(g, n) * H, cnt, MK_DTYPE_BF16, S_(g));
+  MK_CHECK(tp_gather(g, g->hb + (size_t)sp_r0(g, n) * H, (size_t)(n / g->lay.tp) * H));
+  return sp_reduce_scatter(g, out, n, H);
 }
 
 /* The attention block's first part: norm, q/k/v projections (q -> g->q; k, v -> [n, kw_r] at
- * k and v), bias, q/k norm; no RoPE. Sequence parallel (mk_layers_sp_): the norm of this rank's
+ * k and v), bias, q/k norm; no RoPE. Sequence parallel (sp_on): the norm of this rank's
  * rows, gathered (comm 0: not gathered, the compute alone). */
 mk_status mk_layers_attn_qkv_(mk_model_gpu_t *g, gpu_layer *L, int n, uint16_t *k, uint16_t *v, int comm) {
   const mk_model_config_t *c = &g->cfg;
   const int H = c->hidden, hd = c->head_dim;
-  if (mk_layers_sp_(g, n)) {
+  if (sp_on(g, n)) {
     uint16_t *shard = comm ? sp_shard(g, n) : g->hb + (size_t)sp_r0(g, n) * H;
     const uint16_t *const w[3] = {L->wq, L->wk, L->wv};
     uint16_t *const out[3] = {g->q, k, v};
@@ -212,7 +216,7 @@ mk_status mk_layers_attn_qkv_(mk_model_gpu_t *g, gpu_layer *L, int n, uint16_t *
  * and the residual. */
 mk_status mk_layers_attn_out_(mk_model_gpu_t *g, gpu_layer *L, int n, int reduce) {
   const int H = g->cfg.hidden;
-  if (mk_layers_sp_(g, n)) { /* this rank's rows, reduce-scattered */
+  if (sp_on(g, n)) { /* this rank's rows, reduce-scattered */
     const size_t r0 = (size_t)sp_r0(g, n) * H;
     MK_CHECK(sp_row(g, g->o, L->wo, g->y, n, H, g->qw_r, reduce));
     return mk_residual_add(g->x + r0, g->y + r0, NULL, n / g->lay.tp, H, S_(g));
@@ -238,7 +242,7 @@ static mk_status attn_block(mk_model_gpu_t *g, gpu_layer *L, int n, int reduce) 
  * (comm 0: neither, the compute alone). */
 static mk_status mlp(mk_model_gpu_t *g, const gpu_mlp *p, int n, uint16_t *out, uint16_t *shard, int comm) {
   const int H = g->cfg.hidden;
-  if (mk_layers_sp_(g, n)) {
+  if (sp_on(g, n)) {
     const uint16_t *const w[2] = {p->gate, p->up};
     uint16_t *const c[2] = {g->g, g->u};
     const int64_t ncol[2] = {p->inter_r, p->inter_r};
@@ -308,7 +312,7 @@ static mk_status ffn_sp(mk_model_gpu_t *g, gpu_layer *L, int n, int comm) {
 mk_status mk_layers_ffn_(mk_model_gpu_t *g, gpu_layer *L, int n) {
   const mk_model_config_t *c = &g->cfg;
   const int H = c->hidden, E = c->n_experts;
-  if (mk_layers_sp_(g, n)) return ffn_sp(g, L, n, 1);
+  if (sp_on(g, n)) return ffn_sp(g, L, n, 1);
   MK_CHECK(mk_rmsnorm_f32(g->x, L->mlp_norm, n, H, c->rms_eps, g->hb, g->hf, S_(g)));
   if (!L->is_moe) {
     MK_CHECK(mlp(g, &L->dense, n, g->y, g->hb, 1));
@@ -340,13 +344,13 @@ mk_status mk_model_gpu_run_part(mk_model_gpu_t *g, int layer, mk_layer_part part
   case MK_PART_FFN: st = mk_layers_ffn_(g, L, n); break;
   case MK_PART_ATTN_COMPUTE: st = attn_block(g, L, n, 0); break;
   case MK_PART_ATTN_COMM:
-    st = mk_layers_sp_(g, n) ? sp_comm(g, n, g->y) : tp_sum(g, g->y, (size_t)n * H, MK_DTYPE_BF16);
+    st = sp_on(g, n) ? sp_comm(g, n, g->y) : tp_sum(g, g->y, (size_t)n * H, MK_DTYPE_BF16);
     break;
   case MK_PART_FFN_COMPUTE:
   case MK_PART_FFN_COMM: {
     const int compute = part == MK_PART_FFN_COMPUTE;
     const gpu_mlp *p = L->is_moe ? (L->seg ? &L->shared : NULL) : &L->dense;
-    if (mk_layers_sp_(g, n)) { /* no all-gather of the MoE output; the TP MLP's gather and reduce-scatter */
+    if (sp_on(g, n)) { /* no all-gather of the MoE output; the TP MLP's gather and reduce-scatter */
       if (compute) st = ffn_sp(g, L, n, 0);
       if (!st && L->is_moe) st = mk_moe_time_parts(L->moe, compute, S_(g));
       if (!st && !compute && p) st = sp_comm(g, n, L->is_moe ? g->y2 : g->y);
@@ -389,7 +393,7 @@ mk_status mk_model_gpu_forward(mk_model_gpu_t *g, const int32_t *ids, int n, flo
                     (int)ids[t], c->vocab);
   MK_CUDA_CHECK(cudaMemcpyAsync(g->ids, ids, sizeof(int32_t) * (size_t)n, cudaMemcpyHostToDevice, g->stream));
   MK_CHECK(mk_embed_gather(g->ids, n, g->embed, c->vocab, c->hidden, g->x, S_(g)));
-  const int sp = mk_layers_sp_(g, n);
+  const int sp = sp_on(g, n);
   const size_t cnt = sp ? (size_t)(n / g->lay.tp) : 0, r0 = sp ? (size_t)sp_r0(g, n) : 0;
   for (int l = 0; l < c->n_layers; l++) {
     MK_CHECK(attn_block(g, &g->layers[l], n, 1));
