@@ -34,8 +34,10 @@ typedef struct cfg {
 static void run_case(mk_comm_t *c, const cfg *g, uint64_t seed, cudaStream_t s) {
   const mk_world *wd = mk_comm_world(c);
   const int W = wd->size, me = wd->rank, H = g->H ? g->H : 256, I = 384, E = g->E, K = g->K, El = E / W;
-  /* g->T > 1024: prefill-sized (the serial schedule); the heap is sized alike on every rank */
-  const int Tmax = g->T > 300 ? g->T + 3 * (W - 1) : 300;
+  /* g->T > 1024: prefill-sized (the serial schedule); the heap is sized alike on every rank: the
+     default counts reach 64 + 61 * (W - 1) + 13 tokens on the last rank (321 at W = 8) */
+  const int Tdef = 64 + 61 * (W - 1) + 13;
+  const int Tmax = g->T > 300 ? g->T + 3 * (W - 1) : Tdef > 300 ? Tdef : 300;
   /* hot routing: the last rank has 1 token (E = 8) or none at all (E = 16); g->T <= 300: decode-sized,
      a few rows per dispatch CTA, each cut into parts over several warps */
   const int T = g->T                                         ? g->T + 3 * me
