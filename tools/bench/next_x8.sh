@@ -29,7 +29,7 @@
 # per shape, default 20), SKIP_SERVE=1, SKIP_LAYER=1.
 # Every command sets NCCL_NVLS_ENABLE=0 (no NVLink multicast anywhere).
 set -uo pipefail
-PART=${1:?usage: next_x8.sh 1|2|3}
+PART=${1:?usage: next_x8.sh 1|2|3|4}
 RES=${RES:?set RES to the output folder (gpu-check.sh does)}
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export MK_BOOTSTRAP_TIMEOUT_MS=120000
@@ -108,8 +108,19 @@ case "$PART" in
     [ -s "$RES/$f.json" ] && mk-bench plot "$RES/$f.json" -o "$RES/$f.png" > /dev/null 2>&1 && save "$RES/$f.png"
   done
   ;;
+4)
+  # what part 3 left when run with SKIP_LAYER=1 SKIP_SERVE=1 (session 19: the device time left after
+  # the MoE test fixes): the layer benchmark on 8, then mk-serve on 2 x 4 (DUR default 30 here)
+  for preset in mixtral qwen3; do
+    step "layer_${preset}_h200x8_$C" 100 $L8 mk-bench layer --preset $preset --warmup 3 --iters 5 \
+      --json "$RES/layer_${preset}_h200x8_$C.json"
+    [ -s "$RES/layer_${preset}_h200x8_$C.json" ] && mk-bench plot "$RES/layer_${preset}_h200x8_$C.json" \
+      -o "$RES/layer_${preset}_h200x8_$C.png" > /dev/null 2>&1 && save "$RES/layer_${preset}_h200x8_$C.png"
+  done
+  DUR=${DUR:-30} CFGS="8 2 unfused,8 2 fused" SKIP_TESTS=1 bash "$BIN/../../tools/bench/next_serve3.sh"
+  ;;
 *)
-  echo "usage: next_x8.sh 1|2|3"
+  echo "usage: next_x8.sh 1|2|3|4"
   exit 2
   ;;
 esac
