@@ -332,13 +332,16 @@ __device__ __forceinline__ bool mk_gemm_split_fixup(float (&d)[kR], float *ws, u
  * Depends on the row counts and the grid only. A row's sums depend on whether its tile was
  * split, and grouped GEMMs (MoE) fill a group's rows in arrival order, so a split of only part
  * of the tiles (more tiles than CTAs) is taken only where no group spans two tile-rows
- * (one_row): then which tiles a row's outputs fall in depends on its group alone, and repeated
- * calls are bit-identical (at 8 ranks a split cutting through an expert's tile-rows was not:
- * test_moe_block_ep8, run c27cd12-x8). */
-__device__ __forceinline__ void mk_gemm_dev_split(mk_gemm_args &args, int total, int k_iters, int ncta, bool one_row) {
+ * (tile_off: the groups' tile-row offsets): then which tiles a row's outputs fall in depends on
+ * its group alone, and repeated calls are bit-identical (at 8 ranks a split cutting through an
+ * expert's tile-rows was not: test_moe_block_ep8, run c27cd12-x8). */
+__device__ __forceinline__ void mk_gemm_dev_split(mk_gemm_args &args, int total, int k_iters, int ncta,
+                                                  const int *tile_off) {
   if (args.splits >= 0) return;
   const int last = total > 0 ? total - (total - 1) / ncta * ncta : 0;
-  const int smax = last > 0 && (one_row || last == total) ? min(min(-args.splits, k_iters / 2), 1 + 2 * ncta / last) : 0;
+  bool one_row = true;
+  for (int g = 0; last < total && g < args.groups && one_row; g++) one_row = tile_off[g + 1] - tile_off[g] <= 1;
+  const int smax = last > 0 && one_row ? min(min(-args.splits, k_iters / 2), 1 + 2 * ncta / last) : 0;
   int best = 1;
   float best_cost = 0.95f * (float)k_iters;
   for (int s = 2; s <= smax; s++) {
@@ -530,11 +533,7 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
   sched.bn = Cfg::kBN;
   sched.n = (int)args.n;
   const int k_iters = (int)((args.k + Cfg::kBK - 1) / Cfg::kBK);
-  if constexpr (kSplitK) {
-    int span = 0; /* the most tile-rows of one group */
-    for (int g = 0; g < args.groups; g++) span = max(span, tile_off[g + 1] - tile_off[g]);
-    mk_gemm_dev_split(args, sched.total(), k_iters, ncta, span <= 1);
-  }
+  if constexpr (kSplitK) mk_gemm_dev_split(args, sched.total(), k_iters, ncta, tile_off);
 
   if (wg == 0) {
     /* ---- producer ---- */
