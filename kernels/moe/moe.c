@@ -259,7 +259,7 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
   MK_CHECK_GOTO(mk_moe_preload_combine(d->split_k2), st, fail);
   if (a->fused_only) goto ready;
   /* Unfused path. */
-  if (mk_nccl_create(comm, &m->nccl) != MK_STATUS_OK) m->nccl = NULL;
+  if (mk_nccl_shared(comm, &m->nccl) != MK_STATUS_OK) m->nccl = NULL;
   MK_CHECK_GOTO(mk_cublaslt_create(&m->lt), st, fail);
   MK_CHECK_GOTO(dalloc((void **)&m->sendbuf, (size_t)d->Tm * d->K * d->H * 2), st, fail);
   MK_CHECK_GOTO(dalloc((void **)&m->recvbuf, (size_t)d->m_cap * d->H * 2), st, fail);
