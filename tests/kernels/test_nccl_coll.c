@@ -123,7 +123,10 @@ int main(int argc, char **argv) {
   ASSERT_EQ(mk_nccl_size(sa), R);
   mk_nccl_destroy(sa);
   for (int k = 0; k < 2; k++) { /* sb still alive after sa's drop; then a fresh one */
-    if (k) mk_nccl_destroy(sb), sb = NULL, ASSERT_OK(mk_nccl_shared(c, &sc2));
+    if (k) {
+      mk_nccl_destroy(sb);
+      ASSERT_OK(mk_nccl_shared(c, &sc2));
+    }
     CUDA_OK(cudaMemset(recvf, 0xff, m * 4));
     ASSERT_OK(mk_nccl_all_reduce(k ? sc2 : sb, sendf, recvf, m, MK_DTYPE_F32, (mk_stream_t)s));
     CUDA_OK(cudaStreamSynchronize(s));
