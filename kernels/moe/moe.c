@@ -34,6 +34,15 @@ MK_PARAM_INT(moe_dispatch_ctas, "MOE_DISPATCH_CTAS", 0, 0, 1024)
  * ranks included, though rows then cross NVLink once per expert rather than once per rank. */
 MK_PARAM_INT(moe_push, "MOE_PUSH", 1, 0, 1)
 
+/* Across node groups, each dispatch / combine CTA sent its chunk for a remote rank as its own PUTs and
+ * SIGNAL: ~3 C + 2 Cc proxy commands per remote rank and call (~2500 at T = 4096 on 2 x 4, where the
+ * fused MoE ran 4.4-8x its unfused path through the loopback proxy: docs/perf/NOTES.md session 19).
+ * 1: every CTA counts its chunk, and the last one of the call PUTs the whole area for that rank at
+ * once, then signals every chunk (2 PUTs and C signals for the dispatch, 1 and Cc for the combine):
+ * the receiver's per-chunk waits are unchanged, though chunks no longer arrive one by one. 0: per
+ * chunk, as before. */
+MK_PARAM_INT(moe_remote_whole, "MOE_REMOTE_WHOLE", 1, 0, 1)
+
 static mk_status heap(mk_moe_t *m, uint64_t bytes, uint64_t *off) {
   return mk_comm_heap_alloc(m->comm, bytes ? bytes : 256, off);
 }
@@ -207,6 +216,10 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
     MK_CUDA_CHECK_GOTO(cudaMemset(d->g1_sync, 0, 2 * sizeof(uint64_t)), st, fail);
     d->g2_claim = (int)mk_param_moe_gemm2_claim();
   }
+  if (m->nnodes > 1 && mk_param_moe_remote_whole()) {
+    MK_CHECK_GOTO(dalloc((void **)&d->pub_cnt, 2 * sizeof(uint64_t) * (size_t)W), st, fail);
+    MK_CUDA_CHECK_GOTO(cudaMemset(d->pub_cnt, 0, 2 * sizeof(uint64_t) * (size_t)W), st, fail);
+  }
   if (d->split_k || d->split_k2) { /* at most two partial tiles per GEMM CTA (mk_gemm_dev_split) */
     MK_CHECK_GOTO(dalloc((void **)&d->sk_ws, (size_t)2 * m->sms * 128 * 256 * 4), st, fail);
     MK_CHECK_GOTO(dalloc((void **)&d->sk_flags, sizeof(uint32_t) * 4 * (size_t)m->sms), st, fail);
@@ -310,6 +323,7 @@ void mk_moe_destroy(mk_moe_t *m) {
   cudaFree(d->sk_ws);
   cudaFree(d->sk_flags);
   cudaFree(d->g1_sync);
+  cudaFree(d->pub_cnt);
   if (m->s2) cudaStreamDestroy((cudaStream_t)m->s2);
   if (m->ev_fork) cudaEventDestroy((cudaEvent_t)m->ev_fork);
   if (m->ev_join) cudaEventDestroy((cudaEvent_t)m->ev_join);
