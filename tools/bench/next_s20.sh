@@ -3,14 +3,15 @@
 # present, "2 nodes" = 2 x G/2 through the loopback proxy). Run through tools/gpu-check.sh from the
 # repository root (it configures, builds, runs ctest with CTEST_ARGS, then this in build-gpu/bin):
 #  call 1, correctness of the three changes (~6 min on 4 GPUs):
-#    MK_CALL_LIMIT=560 CTEST_ARGS="-R test_comm_put_signal|test_nccl_coll|test_moe_block_2x|test_model_gpu_unfused|test_serve_gpu_.x2|test_fused_.*_2x|test_fused_.*_2nodes" \
+#    MK_CALL_LIMIT=560 CTEST_ARGS="-R test_comm_put_signal|test_nccl_coll|test_moe_block_2x|test_model_gpu_.*(2nodes|2x4)|test_model_gpu_unfused|test_serve_gpu_.x2|test_fused_.*_2x|test_fused_.*_2nodes" \
 #      CTEST_TIMEOUT=200 CTEST_WALL=500 tools/gpu-check.sh
 #    (on 8 GPUs add _8 / _tp8 / _2x4 tests: the same regex matches them)
 #  call 2, A/B measurements (~8 min):
 #    MK_CALL_LIMIT=560 CTEST_ARGS="-R ^none$" tools/gpu-check.sh -- 'bash ../../tools/bench/next_s20.sh'
 # What it measures, each A/B in one call:
 #  1. loopback signals batched (MK_LOOPBACK_SIG_BATCH=1, the branch's default) against one kernel per
-#     signal (=0, main's behaviour): mk-bench moe (2 shapes) and gemm_ar / gemm_rs at 2 nodes; the
+#     signal (=0, main's behaviour), and the MoE's whole-area PUTs across node groups
+#     (MK_MOE_REMOTE_WHOLE): mk-bench moe (2 shapes) and gemm_ar / gemm_rs at 2 nodes; the
 #     session-19 prediction: the fused MoE at 2 x 4 within 1.5x of 1 x 8 (it was 4.4-8x).
 #  2. the shared NCCL communicator of the MoE handles and the serving warm-up: mk-serve unfused at
 #     2 nodes, DUR s of load (default 30): the first wave's TTFT (27 s at 2 x 4 in session 19) and
@@ -22,9 +23,14 @@ export PATH=$BIN:$PATH
 G=$(nvidia-smi -L | grep -c '^GPU')
 L2="mk-launch -n $G --nodes 2 --"
 TAG=h200_2x$((G / 2))
+# the MoE at 2 nodes: main's behaviour (per-chunk PUTs, a kernel per signal), signals batched, and
+# signals batched with whole-area PUTs (the branch's defaults)
+for cfg in "0 0" "1 0" "1 1"; do
+  set -- $cfg
+  TAIL=8 step "moe_${TAG}_sig$1_whole$2" 120 env MK_LOOPBACK_SIG_BATCH=$1 MK_MOE_REMOTE_WHOLE=$2 $L2 mk-bench moe \
+    --shape 4096,4096,8,2,14336 --shape 16,4096,8,2,14336 --iters 20 --json "$RES/moe_${TAG}_sig$1_whole$2.json"
+done
 for sb in 0 1; do
-  TAIL=8 step "moe_${TAG}_sig$sb" 120 env MK_LOOPBACK_SIG_BATCH=$sb $L2 mk-bench moe --shape 4096,4096,8,2,14336 \
-    --shape 16,4096,8,2,14336 --iters 20 --json "$RES/moe_${TAG}_sig$sb.json"
   TAIL=8 step "gemm_ar_${TAG}_sig$sb" 90 env MK_LOOPBACK_SIG_BATCH=$sb $L2 mk-bench gemm_ar --n 8192 --k 3584 \
     --iters 20 --json "$RES/gemm_ar_${TAG}_sig$sb.json"
   TAIL=8 step "gemm_rs_${TAG}_sig$sb" 90 env MK_LOOPBACK_SIG_BATCH=$sb $L2 mk-bench gemm_rs --n 8192 --k 3584 \
