@@ -37,6 +37,10 @@ for sb in 0 1; do
     --iters 20 --json "$RES/gemm_rs_${TAG}_sig$sb.json"
 done
 TAIL=30 step "layer_$TAG" 150 $L2 mk-bench layer --interleave --warmup 3 --iters 20 --seed 7 --json "$RES/layer_$TAG.json"
+# on 8 GPUs, the layer in one node again, in turns and with 20 calls: session 19's unfused MoE block inside the
+# layer (15.6 ms for Qwen3, p10-p90 13.6-25.2, from 5 calls not in turns) with the shared communicator
+[ "$G" -ge 8 ] && TAIL=30 step layer_h200x8_il 150 mk-launch -n 8 -- mk-bench layer --interleave --warmup 3 --iters 20 \
+  --seed 7 --json "$RES/layer_h200x8_il.json"
 DUR=${DUR:-30} CFGS="$G 2 unfused,$G 2 fused" SKIP_TESTS=1 bash "$BIN/../../tools/bench/next_serve3.sh"
 grep -hE 'mk_engine_forward_seconds_bucket\{le="(0.5|1|10|30|\+Inf)"\}' "$RES"/serve_qwen3_*.metrics.txt 2>/dev/null
 grep -h 'listening on' "$RES"/serve_qwen3_*.server.log 2>/dev/null | cut -c1-80
