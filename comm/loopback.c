@@ -17,7 +17,9 @@
  *                          ~1000 commands a call (docs/perf/NOTES.md, session 19).
  *               flush      launches the waiting signals, then records an event per batch;
  *                          progress = the last finished batch.
- *   host heaps: memcpy, then __atomic_fetch_add(release) — for CPU tests.
+ *   host heaps: memcpy, then __atomic_fetch_add(release) — for CPU tests; with
+ *               MK_LOOPBACK_SIG_BATCH the adds wait in the same list until flush (a command
+ *               completes once flushed), so CPU tests run the batching too.
  * Shaping (emulate a NIC): MK_LOOPBACK_GBPS paces the data (GB/s, 0 = off) and
  * MK_LOOPBACK_LAT_US delays each command; the proxy thread waits before issuing.
  * Note: the signal kernel needs a free SM slot: a persistent kernel that wants proxied
@@ -50,12 +52,31 @@ typedef struct loopback {
   mk_signal_batch sigs;         /* signals posted since the last launch (sig_batch) */
 } loopback;
 
-/* The waiting signals, in one kernel after every copy posted so far. */
+/* The waiting signals, after every copy posted so far: one kernel on the proxy's stream, or the
+ * host adds in order. */
 static mk_status lb_launch_signals(loopback *l) {
   if (!l->sigs.n) return MK_STATUS_OK;
-  mk_status st = mk_comm_launch_signal_batch(&l->sigs, l->stream);
+  mk_status st = MK_STATUS_OK;
+  if (l->on_gpu) {
+    st = mk_comm_launch_signal_batch(&l->sigs, l->stream);
+  } else {
+    for (int i = 0; i < l->sigs.n; i++) __atomic_fetch_add(l->sigs.counter[i], l->sigs.add[i], __ATOMIC_RELEASE);
+  }
   l->sigs.n = 0;
   return st;
+}
+
+/* A signal: now (MK_LOOPBACK_SIG_BATCH=0), or into the list (launched first when it is full). */
+static mk_status lb_signal(loopback *l, uint64_t *counter, uint64_t add) {
+  if (!l->sig_batch) {
+    if (l->on_gpu) return mk_comm_launch_signal_add(counter, add, l->stream);
+    __atomic_fetch_add(counter, add, __ATOMIC_RELEASE);
+    return MK_STATUS_OK;
+  }
+  if (l->sigs.n == MK_SIGNAL_BATCH) MK_CHECK(lb_launch_signals(l));
+  l->sigs.counter[l->sigs.n] = counter;
+  l->sigs.add[l->sigs.n++] = add;
+  return MK_STATUS_OK;
 }
 
 static double now_ns(void) {
@@ -80,18 +101,12 @@ static mk_status lb_post(void *ctx, const mk_fifo_cmd *c) {
   if (l->on_gpu) {
     if (data && c->bytes)
       MK_CUDA_CHECK(cudaMemcpyAsync(dst + c->dst_off, src + c->src_off, c->bytes, cudaMemcpyDeviceToDevice, l->stream));
-    if (sig && !l->sig_batch) MK_CHECK(mk_comm_launch_signal_add((uint64_t *)(dst + c->sig_off), c->sig_add, l->stream));
-    if (sig && l->sig_batch) {
-      if (l->sigs.n == MK_SIGNAL_BATCH) MK_CHECK(lb_launch_signals(l));
-      l->sigs.counter[l->sigs.n] = (uint64_t *)(dst + c->sig_off);
-      l->sigs.add[l->sigs.n++] = c->sig_add;
-    }
-  } else {
-    if (data && c->bytes) memcpy(dst + c->dst_off, src + c->src_off, c->bytes);
-    if (sig) __atomic_fetch_add((uint64_t *)(dst + c->sig_off), c->sig_add, __ATOMIC_RELEASE);
+  } else if (data && c->bytes) {
+    memcpy(dst + c->dst_off, src + c->src_off, c->bytes);
   }
+  if (sig) MK_CHECK(lb_signal(l, (uint64_t *)(dst + c->sig_off), c->sig_add));
   l->posted++;
-  if (!l->on_gpu) l->completed = l->posted;
+  if (!l->on_gpu && !l->sigs.n) l->completed = l->posted; /* host: done unless a signal waits for flush */
   return MK_STATUS_OK;
 }
 
@@ -111,8 +126,12 @@ static mk_status lb_progress(void *ctx, uint64_t *completed) {
 
 static mk_status lb_flush(void *ctx) {
   loopback *l = ctx;
-  if (!l->on_gpu || l->flushed == l->posted) return MK_STATUS_OK;
+  if (l->flushed == l->posted) return MK_STATUS_OK;
   MK_CHECK(lb_launch_signals(l));
+  if (!l->on_gpu) {
+    l->completed = l->flushed = l->posted;
+    return MK_STATUS_OK;
+  }
   if (l->ev_len == RING) { /* the oldest batch must finish first */
     MK_CUDA_CHECK(cudaEventSynchronize(l->ev[l->ev_head]));
     uint64_t dummy;
