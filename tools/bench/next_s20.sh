@@ -39,6 +39,16 @@ done
 TAIL=30 step "layer_$TAG" 150 $L2 mk-bench layer --interleave --warmup 3 --iters 20 --seed 7 --json "$RES/layer_$TAG.json"
 # on 8 GPUs, the layer in one node again, in turns and with 20 calls: session 19's unfused MoE block inside the
 # layer (15.6 ms for Qwen3, p10-p90 13.6-25.2, from 5 calls not in turns) with the shared communicator
+# on 8 GPUs, Mixtral's attention linears at tp 8 (session 19: the block 7 % behind unfused, both linears
+# communication-bound): AG+GEMM N 768 K 4096 and GEMM+RS N 4096 K 512, each transfer mode, in turns
+if [ "$G" -ge 8 ]; then
+  for m in 0 1; do
+    TAIL=8 step "ag_gemm_tp8_qkv_ce$m" 90 env MK_FUSED_AG_COPY=$m mk-launch -n 8 -- mk-bench ag_gemm --m 8192 --n 768 \
+      --k 4096 --interleave --iters 20 --json "$RES/ag_gemm_tp8_qkv_ce$m.json"
+    TAIL=8 step "gemm_rs_tp8_o_ce$m" 90 env MK_FUSED_RS_COPY=$m mk-launch -n 8 -- mk-bench gemm_rs --m 8192 --n 4096 \
+      --k 512 --interleave --iters 20 --json "$RES/gemm_rs_tp8_o_ce$m.json"
+  done
+fi
 [ "$G" -ge 8 ] && TAIL=30 step layer_h200x8_il 150 mk-launch -n 8 -- mk-bench layer --interleave --warmup 3 --iters 20 \
   --seed 7 --json "$RES/layer_h200x8_il.json"
 DUR=${DUR:-30} CFGS="$G 2 unfused,$G 2 fused" SKIP_TESTS=1 bash "$BIN/../../tools/bench/next_serve3.sh"
