@@ -378,7 +378,12 @@ static mk_status forward_fused(mk_moe_t *m, const uint16_t *x, int64_t T, const 
   MK_CUDA_CHECK(cudaStreamWaitEvent(s2, (cudaEvent_t)m->ev_fork, 0));
   MK_CHECK(mk_moe_launch_dispatch(d, x, s2));
   if (m->dispatch_early) MK_CHECK(mk_moe_launch_plan(d, ids, w, T, s)); /* barrier point 1 */
-  MK_CHECK(mk_moe_launch_gemm1(d, d->g1_sync ? m->sms : m->sms - d->C, s)); /* g1_sync: the dispatch's SMs join */
+  /* g1_sync: the dispatch's SMs join. Across node groups one SM stays free of GEMM1 and the dispatch:
+     the loopback proxy adds this rank's signals (counts, rows) with a kernel, and with every SM taken
+     by a dispatch CTA (512 threads x 128 registers fill an SM's register file) or by a GEMM1 CTA
+     waiting for rows, the peers wait for those signals forever (2 x 2 at T = 16, run dba0e56) */
+  const int g1_grid = m->nnodes > 1 ? m->sms - d->C - 1 : d->g1_sync ? m->sms : m->sms - d->C;
+  MK_CHECK(mk_moe_launch_gemm1(d, g1_grid, s));
   if (!d->glu) MK_CHECK(mk_moe_launch_swiglu(d, -1, s));
   if (d->push) { /* GEMM2 on every SM stores the rows home; s2 (the dispatch) joins before the reduce */
     MK_CUDA_CHECK(cudaEventRecord((cudaEvent_t)m->ev_join, s2));
