@@ -246,9 +246,9 @@ int main(int argc, char **argv) {
   /* the last case: decode-sized with enough gate/up tiles (2 x 16896 / 256 = 132 a local expert) for GEMM1's CTAs to
      fill every SM the dispatch leaves, each waiting for rows; across node groups the rows' and counts'
      signals need an SM for the loopback proxy's kernel (the fused MoE deadlocked there, run dba0e56) */
-  const cfg cases[] = {{8, 2, 1, "uniform", 0, 0},       {16, 4, 0, "zipf", 0, 0},
-                       {8, 2, 0, "hot", 0, 0},           {16, 4, 1, "hot", 0, 0},
-                       {8, 2, 1, "uniform", 2048, 5},    {8, 2, 1, "uniform", 0, 1100},
+  const cfg cases[] = {{8, 2, 1, "uniform", 0, 0, 0, 0},    {16, 4, 0, "zipf", 0, 0, 0, 0},
+                       {8, 2, 0, "hot", 0, 0, 0, 0},        {16, 4, 1, "hot", 0, 0, 0, 0},
+                       {8, 2, 1, "uniform", 2048, 5, 0, 0}, {8, 2, 1, "uniform", 0, 1100, 0, 0},
                        {8, 2, 1, "uniform", 0, 5, 16896, 16}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(c, &cases[i], seed + 7919 * i, s);
   mk_comm_destroy(c);

@@ -15,6 +15,7 @@
 #       communicator and the warm-up; prediction: the unfused first wave's TTFT < 2 s (27 s in session
 #       19), no mk_engine_forward_seconds observation above 1 s.
 #    3. the layer benchmark at 2 nodes (#11; not run in session 19), in turns.
+#  part c: the layer at 2 nodes alone (3. of part a).
 #  call 3, part b (~8 min, 8 GPUs): MK_CALL_LIMIT=560 CTEST_ARGS="-R test_serve_gpu_8x1_fused|test_serve_gpu_8x2_unfused" \
 #      CTEST_TIMEOUT=150 CTEST_WALL=260 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s20.sh b'
 #    4. the layer on 8 in one node, in turns, 20 calls (session 19's unfused MoE block inside it);
@@ -28,7 +29,9 @@ export PATH=$BIN:$PATH
 G=$(nvidia-smi -L | grep -c '^GPU')
 L2="mk-launch -n $G --nodes 2 --"
 TAG=h200_2x$((G / 2))
-if [ "$PART" = a ]; then
+if [ "$PART" = c ]; then # the layer at 2 nodes alone (after mk_fused_create_group: the TP groups' ops on NVLink)
+  TAIL=30 step "layer_$TAG" 200 $L2 mk-bench layer --interleave --warmup 3 --iters 20 --seed 7 --json "$RES/layer_$TAG.json"
+elif [ "$PART" = a ]; then
   for cfg in "0 0" "1 0" "1 1"; do
     set -- $cfg
     TAIL=8 step "moe_${TAG}_sig$1_whole$2" 120 env MK_LOOPBACK_SIG_BATCH=$1 MK_MOE_REMOTE_WHOLE=$2 $L2 mk-bench moe \
