@@ -87,6 +87,15 @@ int64_t mk_param_timeout_ms(void);
 
 /* ---- tiny kernels (comm_kernels.cu) ---------------------------------------------------- */
 mk_status mk_comm_launch_signal_add(uint64_t *counter, uint64_t add, void *stream);
+/* Up to MK_SIGNAL_BATCH signals in one one-CTA kernel (passed by value: 2 KB of parameters),
+ * each as mk_comm_launch_signal_add's; n = 0 launches nothing. */
+enum { MK_SIGNAL_BATCH = 128 };
+typedef struct mk_signal_batch {
+  uint64_t *counter[MK_SIGNAL_BATCH];
+  uint64_t add[MK_SIGNAL_BATCH];
+  int n;
+} mk_signal_batch;
+mk_status mk_comm_launch_signal_batch(const mk_signal_batch *b, void *stream);
 mk_status mk_comm_launch_epoch_advance(uint64_t *epoch, void *stream);
 /* Load both kernels now (lazy module loading would otherwise load them at a first launch
  * that may wait behind a kernel spinning on the proxy: a deadlock). scratch: a device u64. */

@@ -13,6 +13,8 @@
 
 /* The logits buffer handed to the engine: page-locked (cudaHostAlloc), else pageable. */
 MK_PARAM_INT(serve_pinned_logits, "SERVE_PINNED_LOGITS", 1, 0, 1)
+/* Warm-up passes at create, before the server takes requests. */
+MK_PARAM_INT(serve_warmup, "SERVE_WARMUP", 1, 0, 1)
 
 typedef struct gpu_backend {
   mk_model_batch_t *mb;
@@ -40,6 +42,41 @@ static mk_status gpu_forward(void *self, const mk_batch_seq *seqs, int n, float 
     b->seqs[i] = (mk_model_batch_seq){.tokens = seqs[i].tokens, .n_tokens = seqs[i].n_tokens, .pos = seqs[i].pos,
                                       .pages = seqs[i].pages, .n_pages = seqs[i].n_pages};
   return mk_model_batch_forward(b->mb, b->seqs, n, logits);
+}
+
+/* Two passes of token 0 through the model at create (MK_SERVE_WARMUP), so that what a path sets up
+ * at its first use (NCCL connections, cuBLASLt plans, lazily loaded kernels) is not paid by the
+ * first requests (the unfused server at 2 x 4 spent 10-30 s in its first step, docs/perf/NOTES.md
+ * session 19): a step of max_tokens new tokens at position 0, cut into sequences of at most
+ * max_seq tokens, then a decode-sized step of one token per slot. Pages 0, 1, ... hold their KV:
+ * a sequence reads only positions it wrote itself, so nothing of it is ever read later. The same
+ * batches on every rank (from the config alone), as a forward requires. */
+static mk_status gpu_warmup(gpu_backend *b, const mk_backend_gpu_config *c, int max_tokens, int vocab) {
+  const int bs = c->block_size > 0 ? c->block_size : 1;
+  int32_t *tok = calloc((size_t)max_tokens, sizeof *tok), *pages = malloc(sizeof *pages * (size_t)c->kv_pages);
+  float *logits = b->logits ? b->logits : malloc(sizeof(float) * (size_t)c->max_slots * (size_t)vocab);
+  mk_status st = MK_STATUS_OK;
+  if (!tok || !pages || !logits) {
+    st = MK_STATUS_OUT_OF_MEMORY;
+    goto done;
+  }
+  for (int i = 0; i < c->kv_pages; i++) pages[i] = i;
+  for (int decode = 0; decode < 2 && st == MK_STATUS_OK; decode++) {
+    int n = 0, used = 0, total = 0;
+    while (n < b->max_slots && total < max_tokens) {
+      int len = decode ? 1 : b->max_seq < max_tokens - total ? b->max_seq : max_tokens - total;
+      if ((len + bs - 1) / bs > c->kv_pages - used) len = (c->kv_pages - used) * bs;
+      if (len < 1) break;
+      const int np = (len + bs - 1) / bs;
+      b->seqs[n++] = (mk_model_batch_seq){.tokens = tok, .n_tokens = len, .pos = 0, .pages = pages + used, .n_pages = np};
+      used += np, total += len;
+    }
+    if (n) st = mk_model_batch_forward(b->mb, b->seqs, n, logits);
+  }
+done:
+  if (logits != b->logits) free(logits);
+  free(tok), free(pages);
+  return st;
 }
 
 static void gpu_destroy(void *self) {
@@ -81,6 +118,8 @@ mk_status mk_backend_gpu_create(const mk_model_t *m, mk_comm_t *comm, const mk_b
     b->logits = NULL; /* the engine allocates a pageable one */
     MK_WARN(MK_SUBSYS_ENGINE, "gpu backend: cannot page-lock the logits buffer; using pageable memory");
   }
+  if (mk_param_serve_warmup())
+    MK_CHECK_GOTO(gpu_warmup(b, c, bc.max_tokens, mk_model_config(m)->vocab), st, fail);
   *out = (mk_backend_t){.ops = &k_gpu_ops, .self = b, .vocab = mk_model_config(m)->vocab, .max_slots = c->max_slots,
                         .max_seq_len = c->max_seq_len, .logits = b->logits};
   return MK_STATUS_OK;

@@ -37,14 +37,11 @@ struct mk_model_gpu {
   mk_cublaslt_t *lt;
   mk_nccl_t *tp_nccl;                      /* NULL when tp == 1 */
   mk_path path;                            /* per instance; both paths over the same weights */
-  mk_fused_t *fused;                       /* GEMM+AR over the whole comm; NULL when tp == 1 */
+  mk_fused_t *fused;                       /* GEMM+AR over this rank's TP group; NULL when tp == 1 */
   mk_gather_t *gather;                     /* fused path: the MoE output's all-gather over the TP group
                                               on the SMs (NULL: tp == 1 or MK_TP_GATHER_SM=0: NCCL) */
   int sp_ok;                               /* sequence parallel allowed (model_gpu; MK_LAYER_SP != 0) */
-  int fused_sp;                            /* g->fused has AG+GEMM and GEMM+RS (sp_ok, tp == world) */
-  int ar_zero;                             /* fused, tp < world: this rank is outside TP group 0 and
-                                              adds zeros (see ar_linear in model_gpu.c) */
-  uint16_t *zeros;                         /* [max_seq, widest K] zeros for ar_zero ranks */
+  int fused_sp;                            /* g->fused has AG+GEMM and GEMM+RS (sp_ok) */
   uint16_t *embed, *lm_head;               /* [V, H] (lm_head may alias embed) */
   float *final_norm;
   gpu_layer *layers;

@@ -15,17 +15,16 @@
  *   FUSED    the row-parallel O projection (and dense-MLP / shared-expert down projection) as
  *            one mk_gemm_ar each; the MoE block as mk_moe_forward(MK_MOE_FUSED). The QKV and
  *            gate/up projections stay plain GEMMs (every rank holds every token). The fused ops
- *            span the whole comm: with several TP groups (tp < world) the all-reduce runs over
- *            every rank and ranks outside TP group 0 add zeros (same result, bit-identical on
- *            every rank; more traffic than a TP-group op). Their activations (inputs and
- *            outputs) live in the symmetric heap.
+ *            run over this rank's TP group alone (mk_fused_create_group; a TP group lies in one
+ *            node group, so over NVLink even with several node groups). Their activations
+ *            (inputs and outputs) live in the symmetric heap.
  * Sequence parallel (both paths; model_gpu calls of n >= MK_LAYER_SP_MIN tokens, n a multiple of
  * tp, MK_LAYER_SP; not the serving model): each rank of a TP group keeps n / tp rows of the
  * residual stream; the q/k/v and gate/up projections start with an all-gather of the normed rows,
  * the O and down projections end with a reduce-scatter, the MoE block runs on the rank's rows with
- * no all-gather after it, and the forward gathers x once after the last layer. FUSED with one TP
- * group (tp = world): mk_ag_gemm (the normed rows written into its gathered buffer) and
- * mk_gemm_rs; otherwise NCCL and cuBLASLt (mk_model_gpu_sp_mode says which).
+ * no all-gather after it, and the forward gathers x once after the last layer. FUSED: mk_ag_gemm
+ * over the TP group (the normed rows written into its gathered buffer) and mk_gemm_rs; UNFUSED:
+ * NCCL and cuBLASLt (mk_model_gpu_sp_mode says which).
  * Both paths, tensor parallel: the ranks of a TP group split the tokens for the MoE block (each dispatches
  * ceil(n / tp) of them) and an all-gather over the TP group brings the block's output back to
  * every rank (it moves n x H bf16 once): NCCL on the unfused path; on the fused one SM stores

@@ -13,10 +13,9 @@
  * run on those rows; the column-parallel q/k/v (gate/up) projections start with an all-gather of
  * the normed rows, the row-parallel O (down) projections end with a reduce-scatter instead of an
  * all-reduce (same bytes as the all-reduce together, and the MoE block's all-gather is gone);
- * the forward all-gathers x once after the last layer. Fused (tp == world): mk_ag_gemm (the
+ * the forward all-gathers x once after the last layer. Fused: mk_ag_gemm over the TP group (the
  * normed rows written straight into its gathered buffer; k, v and up read that buffer) and
- * mk_gemm_rs; unfused, or fused with several TP groups: NCCL all-gather / reduce-scatter and
- * cuBLASLt. */
+ * mk_gemm_rs; unfused: NCCL all-gather / reduce-scatter and cuBLASLt. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,15 +54,14 @@ mk_path mk_path_default(void) {
 }
 
 /* Row-parallel linear out[n, N] = sum over the TP group of a[n, K] @ w[N, K]^T. Unfused:
- * cuBLASLt + NCCL all-reduce; fused: one mk_gemm_ar (over the whole comm: ranks outside TP
- * group 0 contribute zeros when there are several groups). */
+ * cuBLASLt + NCCL all-reduce; fused: one mk_gemm_ar over the TP group (g->fused is the group's). */
 static mk_status row_linear(mk_model_gpu_t *g, const uint16_t *a, const uint16_t *w, uint16_t *out, int64_t n,
                             int64_t N, int64_t K) {
   if (g->path == MK_PATH_UNFUSED || !g->fused) {
     MK_CHECK(gemm(g, a, w, out, n, N, K));
     return tp_sum(g, out, (size_t)(n * N), MK_DTYPE_BF16);
   }
-  mk_fused_args f = {.A = g->ar_zero ? g->zeros : a, .B = w, .C = out, .m = n, .n = N, .k = K,
+  mk_fused_args f = {.A = a, .B = w, .C = out, .m = n, .n = N, .k = K,
                      .b_layout = MK_GEMM_B_NK};
   return mk_gemm_ar(g->fused, &f, S_(g));
 }
@@ -561,19 +559,18 @@ mk_status mk_layers_create_(const mk_model_t *m, const mk_model_config_t *c, uin
     const size_t maxk = wide > (size_t)g->qw_r ? wide : (size_t)g->qw_r;
     unsigned ops = 1u << MK_FUSED_GEMM_AR;
     size_t fn = H, fk = maxk;
-    /* sequence parallel over one TP group: AG+GEMM (N = q or gate/up width, K = H) and GEMM+RS too */
-    g->fused_sp = g->sp_ok && chk.tp == w->size;
+    /* sequence parallel: AG+GEMM (N = q or gate/up width, K = H) and GEMM+RS too */
+    g->fused_sp = g->sp_ok;
     if (g->fused_sp) {
       ops |= 1u << MK_FUSED_AG_GEMM | 1u << MK_FUSED_GEMM_RS;
       fn = fk = maxk > H ? maxk : H;
     }
-    MK_CHECK_GOTO(mk_fused_create(comm, ops, max_seq, (int64_t)fn, (int64_t)fk, &g->fused), st, fail);
+    /* over this rank's TP group alone (collective: every rank creates its group's handle) */
+    MK_CHECK_GOTO(mk_fused_create_group(comm, w->rank / chk.tp * chk.tp, chk.tp, ops, max_seq, (int64_t)fn, (int64_t)fk,
+                                        &g->fused),
+                  st, fail);
     if (mk_param_tp_gather_sm()) /* collective: heap counters */
       MK_CHECK_GOTO(mk_gather_create(comm, w->rank / chk.tp * chk.tp, chk.tp, &g->gather), st, fail);
-    if (chk.tp < w->size && w->rank / chk.tp != 0) {
-      g->ar_zero = 1;
-      DALLOC(g->zeros, S * maxk * 2);
-    }
   }
   if (!m) MK_CHECK_GOTO(mk_fill_uniform_f32(g->x, S * H, seed + 17, -1.0f, 1.0f, S_(g)), st, fail); /* a state */
   g->moe_dec_cap = mk_layers_moe_dec_cap_(max_seq, (int)mk_param_moe_decode_tokens());

@@ -48,6 +48,12 @@ mk_status mk_cublaslt_gemm_grouped_bf16(mk_cublaslt_t *lt, const uint16_t *A, co
 
 typedef struct mk_nccl mk_nccl_t;
 mk_status mk_nccl_create(mk_comm_t *comm, mk_nccl_t **out);
+/* The world communicator of comm shared by every caller with the same comm (the MoE handles: two
+ * per layer of the GPU model, where one communicator each set up its own NCCL connections at its
+ * first all-to-all); collective the first time only, so every rank must make the same calls.
+ * mk_nccl_destroy drops one use; the last one destroys it. Issue its operations in the same order
+ * on every rank, as for any NCCL communicator. */
+mk_status mk_nccl_shared(mk_comm_t *comm, mk_nccl_t **out);
 /* Collective over all ranks of comm: a communicator of the ranks that pass the same color
  * (ranks ordered by their global rank), e.g. the tensor-parallel group of a node. */
 mk_status mk_nccl_create_group(mk_comm_t *comm, int color, mk_nccl_t **out);

@@ -13,11 +13,19 @@
 #if MK_HAVE_NCCL
 #include <cuda_runtime_api.h>
 #include <nccl.h>
+#include <pthread.h>
 
 struct mk_nccl {
   ncclComm_t comm;
   int rank, size;
+  mk_comm_t *shared_of; /* mk_nccl_shared: the comm it serves, with refs users; NULL: private */
+  int refs;
+  struct mk_nccl *next; /* the shared list */
 };
+
+/* The shared world communicators (mk_nccl_shared), one per mk_comm_t in use. */
+static pthread_mutex_t g_shared_mu = PTHREAD_MUTEX_INITIALIZER;
+static mk_nccl_t *g_shared;
 
 static mk_status nccl_type(mk_dtype t, ncclDataType_t *out) {
   switch (t) {
@@ -55,6 +63,27 @@ fail:
   return st;
 }
 
+mk_status mk_nccl_shared(mk_comm_t *comm, mk_nccl_t **out) {
+  *out = NULL;
+  pthread_mutex_lock(&g_shared_mu);
+  for (mk_nccl_t *n = g_shared; n; n = n->next)
+    if (n->shared_of == comm) {
+      n->refs++;
+      *out = n;
+      break;
+    }
+  pthread_mutex_unlock(&g_shared_mu);
+  if (*out) return MK_STATUS_OK;
+  mk_nccl_t *n;
+  MK_CHECK(mk_nccl_create(comm, &n));
+  pthread_mutex_lock(&g_shared_mu);
+  n->shared_of = comm, n->refs = 1, n->next = g_shared;
+  g_shared = n;
+  pthread_mutex_unlock(&g_shared_mu);
+  *out = n;
+  return MK_STATUS_OK;
+}
+
 mk_status mk_nccl_create_group(mk_comm_t *comm, int color, mk_nccl_t **out) {
   *out = NULL;
   const mk_world *w = mk_comm_world(comm);
@@ -90,6 +119,18 @@ fail:
 
 void mk_nccl_destroy(mk_nccl_t *n) {
   if (!n) return;
+  if (n->shared_of) { /* the last user destroys it */
+    pthread_mutex_lock(&g_shared_mu);
+    const int left = --n->refs;
+    if (!left)
+      for (mk_nccl_t **p = &g_shared; *p; p = &(*p)->next)
+        if (*p == n) {
+          *p = n->next;
+          break;
+        }
+    pthread_mutex_unlock(&g_shared_mu);
+    if (left) return;
+  }
   ncclCommDestroy(n->comm);
   free(n);
 }
@@ -162,6 +203,11 @@ mk_status mk_nccl_all_to_all(mk_nccl_t *n, const void *send, void *recv, size_t 
                 "the NCCL baselines are not built (NCCL was not found at configure time; set NCCL_HOME)")
 
 mk_status mk_nccl_create(mk_comm_t *comm, mk_nccl_t **out) {
+  (void)comm;
+  *out = NULL;
+  MK_NO_NCCL_();
+}
+mk_status mk_nccl_shared(mk_comm_t *comm, mk_nccl_t **out) {
   (void)comm;
   *out = NULL;
   MK_NO_NCCL_();

@@ -40,6 +40,15 @@ static uint64_t ncounters(mk_fused_op op, int world, int64_t m, int64_t n) {
 
 mk_status mk_fused_create(mk_comm_t *comm, unsigned ops, int64_t max_m, int64_t max_n, int64_t max_k,
                           mk_fused_t **out) {
+  if (!comm) {
+    if (out) *out = NULL;
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "fused: create needs a comm");
+  }
+  return mk_fused_create_group(comm, 0, mk_comm_world(comm)->size, ops, max_m, max_n, max_k, out);
+}
+
+mk_status mk_fused_create_group(mk_comm_t *comm, int first, int n, unsigned ops, int64_t max_m, int64_t max_n,
+                                int64_t max_k, mk_fused_t **out) {
   if (!out) return MK_STATUS_INVALID_ARGUMENT;
   *out = NULL;
   if (!comm || max_m < 1 || max_n < 8 || max_k < 8 || max_n % 8 || max_k % 8 || max_m > (1ll << 30) ||
@@ -54,15 +63,30 @@ mk_status mk_fused_create(mk_comm_t *comm, unsigned ops, int64_t max_m, int64_t 
   if (!f) return MK_STATUS_OUT_OF_MEMORY;
   f->comm = comm;
   const mk_world *w = mk_comm_world(comm);
-  f->world = w->size;
-  f->me = w->rank;
-  f->local_size = w->local_size;
-  f->node = w->node;
-  f->nnodes = w->nnodes;
+  const int whole = first == 0 && n == w->size;
+  if (!whole && (n < 2 || first < 0 || first + n > w->size || w->rank < first || w->rank >= first + n ||
+                 first / w->local_size != (first + n - 1) / w->local_size)) {
+    free(f);
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL,
+                  "fused: group of ranks %d .. %d for rank %d: want 2 or more consecutive ranks of one node group "
+                  "(%d ranks per node group, %d in all) that include this one, or the whole comm",
+                  first, first + n - 1, w->rank, w->local_size, w->size);
+  }
+  f->wrank = w->rank;
+  f->world = whole ? w->size : n;
+  f->me = w->rank - (whole ? 0 : first);
+  f->local_size = whole ? w->local_size : n;
+  f->node = whole ? w->node : 0;
+  f->nnodes = whole ? w->nnodes : 1;
   f->max_m = max_m;
   f->max_n = max_n;
   f->max_k = max_k;
   MK_CHECK_GOTO(mk_comm_dev_world(comm, &f->w), st, fail);
+  if (!whole) { /* the group's view: peer i is rank first + i (every transfer is over NVLink / IPC) */
+    char *peers[MK_MAX_LOCAL];
+    for (int i = 0; i < n; i++) peers[i] = f->w.peer_heap[(first + i) % w->local_size];
+    for (int i = 0; i < MK_MAX_LOCAL; i++) f->w.peer_heap[i] = i < n ? peers[i] : NULL;
+  }
   int dev = mk_comm_device(comm);
   MK_CUDA_CHECK_GOTO(cudaDeviceGetAttribute(&f->sms, cudaDevAttrMultiProcessorCount, dev), st, fail);
   MK_CUDA_CHECK_GOTO(cudaMalloc((void **)&f->calls, 3 * sizeof(uint64_t)), st, fail);

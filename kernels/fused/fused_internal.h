@@ -41,7 +41,8 @@ typedef struct mk_fused_ws {
 struct mk_fused {
   mk_comm_t *comm;
   mk_dev_world w;
-  int world, me, sms, local_size, node, nnodes;
+  int world, me, sms, local_size, node, nnodes; /* the group's (mk_fused_create_group) */
+  int wrank;                                    /* this rank in the communicator */
   int64_t max_m, max_n, max_k;
   mk_fused_ws ws[3];
   void *split_ws[3];   /* RS/AR: split-K workspace (local device memory): 64 KiB of flags, then partials */

@@ -84,6 +84,14 @@ mk_status mk_gather_rows(mk_gather_t *h, void *buf, uint64_t slice_bytes, mk_str
 
 mk_status mk_fused_create(mk_comm_t *comm, unsigned ops, int64_t max_m, int64_t max_n, int64_t max_k,
                           mk_fused_t **out);
+/* The same over the group of ranks first .. first + n - 1 (2 <= n; consecutive ranks of one node
+ * group, or first = 0 and n = every rank): the ops then run over the group alone, W = n, this
+ * rank's index in it rank - first, and every M, shard and owner rule above is the group's
+ * (several TP groups in one communicator, e.g. tp < ranks in layers/). Collective over the whole
+ * comm: every rank calls it, each with its own group, the same n, ops and maxima (the heap's
+ * offsets match everywhere). */
+mk_status mk_fused_create_group(mk_comm_t *comm, int first, int n, unsigned ops, int64_t max_m, int64_t max_n,
+                                int64_t max_k, mk_fused_t **out);
 void mk_fused_destroy(mk_fused_t *f); /* NULL: no-op */
 
 mk_status mk_ag_gemm(mk_fused_t *f, const mk_fused_args *a, mk_stream_t stream);

@@ -42,7 +42,7 @@ mk_status mk_fused_trace_end(mk_fused_t *f, mk_fused_op op, uint64_t *buf, mk_st
   MK_CUDA_CHECK_GOTO(cudaMemcpy(h, buf, n * 8, cudaMemcpyDeviceToHost), st, done);
   char path[1024];
   const char *base = mk_param_trace();
-  if (f->world > 1) snprintf(path, sizeof path, "%s.rank%d.json", base, f->me);
+  if (f->world > 1) snprintf(path, sizeof path, "%s.rank%d.json", base, f->wrank);
   else snprintf(path, sizeof path, "%s", base);
   FILE *fp = fopen(path, "w");
   if (!fp) {
@@ -54,8 +54,8 @@ mk_status mk_fused_trace_end(mk_fused_t *f, mk_fused_op op, uint64_t *buf, mk_st
   for (size_t i = 0; i < n; i += 2)
     if ((h[i + 1] & 0xff) && h[i] < t0) t0 = h[i];
   fprintf(fp, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"op\":\"%s\",\"rank\":%d,\"call\":%d},\"traceEvents\":[\n",
-          k_op[op], f->me, f->trace_calls);
-  fprintf(fp, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":\"rank %d %s\"}}", f->me, f->me,
+          k_op[op], f->wrank, f->trace_calls);
+  fprintf(fp, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":\"rank %d %s\"}}", f->wrank, f->wrank,
           k_op[op]);
   for (int c = 0; c < ctas; c++) { /* a track's name: the kinds it recorded */
     unsigned kinds = 0;
@@ -65,14 +65,14 @@ mk_status mk_fused_trace_end(mk_fused_t *f, mk_fused_op op, uint64_t *buf, mk_st
                        : kinds & (1u << MK_TRACE_SEND)   ? "send"
                                                           : "idle";
     fprintf(fp, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"CTA %03d %s\"}}",
-            f->me, c, c, role);
+            f->wrank, c, c, role);
   }
   for (int c = 0; c < ctas; c++)
     for (int e = 0; e < MK_TRACE_CAP; e++) {
       const uint64_t *ev = h + ((size_t)c * MK_TRACE_CAP + e) * 2;
       const int kind = (int)(ev[1] & 0xff);
       if (kind < 1 || kind > 4) continue;
-      fprintf(fp, ",\n{\"name\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f}", k_kind[kind], f->me,
+      fprintf(fp, ",\n{\"name\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f}", k_kind[kind], f->wrank,
               c, (double)(ev[0] - t0) / 1e3, (double)(ev[1] >> 8) / 1e3);
     }
   fprintf(fp, "\n]}\n");

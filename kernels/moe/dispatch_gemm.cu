@@ -22,6 +22,9 @@
  *                  lmeta[rank][j] there, all destinations' rows at once (a row cut into parts
  *                  over several warps when the CTA has few), then one barrier and thread d of
  *                  the CTA adds land_sig[rank][c] += 1 at rank d (the W fences in parallel).
+ *                  Across node groups the rows are staged here and PUT by the proxy: per chunk,
+ *                  or (MK_MOE_REMOTE_WHOLE) the whole area for d by the call's last CTA, then
+ *                  every chunk's land_sig (moe_publish).
  *                  Receive: CTA c takes the sources' chunk c in order of arrival (thread 0
  *                  polls every pending land_sig[s][c], paced), copies each landed row to A1
  *                  once per local expert of it, at exp_off[e] + atomicAdd(fill[e]) (grouped by
@@ -272,10 +275,13 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_dispatch_kernel(mk_moe_de
     const int r = (d.rank + 1 + k) % d.W;
     const int64_t j0 = s_j0[k], n = s_pre[k + 1] - s_pre[k];
     const uint64_t msz = sizeof(mk_moe_meta);
+    const moe_whole wh = {d.pub_cnt ? d.pub_cnt + r : NULL, d.C, d.n_send[r], d.o_stage + r * area,
+                          d.o_land + d.rank * area, row_bytes, d.o_smeta + (uint64_t)r * d.Tm * msz,
+                          d.o_lmeta + (uint64_t)d.rank * d.Tm * msz, msz, d.o_land_sig + (uint64_t)d.rank * d.C * 8};
     moe_publish(d, r, d.o_stage + r * area + j0 * row_bytes, d.o_land + d.rank * area + j0 * row_bytes,
                 n * row_bytes, d.o_smeta + ((uint64_t)r * d.Tm + j0) * msz,
                 d.o_lmeta + ((uint64_t)d.rank * d.Tm + j0) * msz, n * msz,
-                d.o_land_sig + ((uint64_t)d.rank * d.C + c) * 8);
+                d.o_land_sig + ((uint64_t)d.rank * d.C + c) * 8, wh);
   }
   if (threadIdx.x == 0) moe_stamp(d.prof, MK_MOE_PH_SENT);
   /* ---- receive: chunk c of each source in order of arrival, grouped by local expert into A1 ---- */

@@ -127,9 +127,12 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_combine_kernel(mk_moe_dev
       }
     }
     __syncthreads();
-    if (threadIdx.x == 0)
+    if (threadIdx.x == 0) {
+      const moe_whole wh = {d.pub_cnt ? d.pub_cnt + d.W + s : NULL, d.Cc, d.n_from[s], d.o_cstage + s * area,
+                            d.o_comb + d.rank * area, row_bytes, 0, 0, 0, d.o_comb_sig + (uint64_t)d.rank * d.Cc * 8};
       moe_publish(d, s, d.o_cstage + s * area + j0 * row_bytes, d.o_comb + d.rank * area + j0 * row_bytes,
-                  (j1 - j0) * row_bytes, 0, 0, 0, d.o_comb_sig + ((uint64_t)d.rank * d.Cc + c) * 8);
+                  (j1 - j0) * row_bytes, 0, 0, 0, d.o_comb_sig + ((uint64_t)d.rank * d.Cc + c) * 8, wh);
+    }
   }
   if (threadIdx.x == 0) moe_stamp(d.prof, MK_MOE_PH_COMBINED);
 }

@@ -34,6 +34,15 @@ MK_PARAM_INT(moe_dispatch_ctas, "MOE_DISPATCH_CTAS", 0, 0, 1024)
  * ranks included, though rows then cross NVLink once per expert rather than once per rank. */
 MK_PARAM_INT(moe_push, "MOE_PUSH", 1, 0, 1)
 
+/* Across node groups, each dispatch / combine CTA sent its chunk for a remote rank as its own PUTs and
+ * SIGNAL: ~3 C + 2 Cc proxy commands per remote rank and call (~2500 at T = 4096 on 2 x 4, where the
+ * fused MoE ran 4.4-8x its unfused path through the loopback proxy: docs/perf/NOTES.md session 19).
+ * 1: every CTA counts its chunk, and the last one of the call PUTs the whole area for that rank at
+ * once, then signals every chunk (2 PUTs and C signals for the dispatch, 1 and Cc for the combine):
+ * the receiver's per-chunk waits are unchanged, though chunks no longer arrive one by one. 0: per
+ * chunk, as before. */
+MK_PARAM_INT(moe_remote_whole, "MOE_REMOTE_WHOLE", 1, 0, 1)
+
 static mk_status heap(mk_moe_t *m, uint64_t bytes, uint64_t *off) {
   return mk_comm_heap_alloc(m->comm, bytes ? bytes : 256, off);
 }
@@ -207,6 +216,10 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
     MK_CUDA_CHECK_GOTO(cudaMemset(d->g1_sync, 0, 2 * sizeof(uint64_t)), st, fail);
     d->g2_claim = (int)mk_param_moe_gemm2_claim();
   }
+  if (m->nnodes > 1 && mk_param_moe_remote_whole()) {
+    MK_CHECK_GOTO(dalloc((void **)&d->pub_cnt, 2 * sizeof(uint64_t) * (size_t)W), st, fail);
+    MK_CUDA_CHECK_GOTO(cudaMemset(d->pub_cnt, 0, 2 * sizeof(uint64_t) * (size_t)W), st, fail);
+  }
   if (d->split_k || d->split_k2) { /* at most two partial tiles per GEMM CTA (mk_gemm_dev_split) */
     MK_CHECK_GOTO(dalloc((void **)&d->sk_ws, (size_t)2 * m->sms * 128 * 256 * 4), st, fail);
     MK_CHECK_GOTO(dalloc((void **)&d->sk_flags, sizeof(uint32_t) * 4 * (size_t)m->sms), st, fail);
@@ -259,7 +272,7 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
   MK_CHECK_GOTO(mk_moe_preload_combine(d->split_k2), st, fail);
   if (a->fused_only) goto ready;
   /* Unfused path. */
-  if (mk_nccl_create(comm, &m->nccl) != MK_STATUS_OK) m->nccl = NULL;
+  if (mk_nccl_shared(comm, &m->nccl) != MK_STATUS_OK) m->nccl = NULL;
   MK_CHECK_GOTO(mk_cublaslt_create(&m->lt), st, fail);
   MK_CHECK_GOTO(dalloc((void **)&m->sendbuf, (size_t)d->Tm * d->K * d->H * 2), st, fail);
   MK_CHECK_GOTO(dalloc((void **)&m->recvbuf, (size_t)d->m_cap * d->H * 2), st, fail);
@@ -310,6 +323,7 @@ void mk_moe_destroy(mk_moe_t *m) {
   cudaFree(d->sk_ws);
   cudaFree(d->sk_flags);
   cudaFree(d->g1_sync);
+  cudaFree(d->pub_cnt);
   if (m->s2) cudaStreamDestroy((cudaStream_t)m->s2);
   if (m->ev_fork) cudaEventDestroy((cudaEvent_t)m->ev_fork);
   if (m->ev_join) cudaEventDestroy((cudaEvent_t)m->ev_join);
@@ -364,7 +378,12 @@ static mk_status forward_fused(mk_moe_t *m, const uint16_t *x, int64_t T, const 
   MK_CUDA_CHECK(cudaStreamWaitEvent(s2, (cudaEvent_t)m->ev_fork, 0));
   MK_CHECK(mk_moe_launch_dispatch(d, x, s2));
   if (m->dispatch_early) MK_CHECK(mk_moe_launch_plan(d, ids, w, T, s)); /* barrier point 1 */
-  MK_CHECK(mk_moe_launch_gemm1(d, d->g1_sync ? m->sms : m->sms - d->C, s)); /* g1_sync: the dispatch's SMs join */
+  /* g1_sync: the dispatch's SMs join. Across node groups one SM stays free of GEMM1 and the dispatch:
+     the loopback proxy adds this rank's signals (counts, rows) with a kernel, and with every SM taken
+     by a dispatch CTA (512 threads x 128 registers fill an SM's register file) or by a GEMM1 CTA
+     waiting for rows, the peers wait for those signals forever (2 x 2 at T = 16, run dba0e56) */
+  const int g1_grid = m->nnodes > 1 ? m->sms - d->C - 1 : d->g1_sync ? m->sms : m->sms - d->C;
+  MK_CHECK(mk_moe_launch_gemm1(d, g1_grid, s));
   if (!d->glu) MK_CHECK(mk_moe_launch_swiglu(d, -1, s));
   if (d->push) { /* GEMM2 on every SM stores the rows home; s2 (the dispatch) joins before the reduce */
     MK_CUDA_CHECK(cudaEventRecord((cudaEvent_t)m->ev_join, s2));

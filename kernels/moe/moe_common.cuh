@@ -102,27 +102,53 @@ __device__ __forceinline__ void moe_red_add_gpu(uint64_t *p, uint64_t v) {
   asm volatile("red.release.gpu.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 
+/* This call's target for the counters that grow by 1 per call: the handle's counters and its
+ * call count both started at 0 (each handle counts its own calls, so handles may interleave). */
+__device__ __forceinline__ uint64_t moe_target(const mk_moe_dev &d) { return mk_ld_volatile(d.calls) + 1; }
+
+/* Where a phase's chunks to rank r go across node groups as one area (d.pub_cnt, MK_MOE_REMOTE_WHOLE):
+ * cnt counts the chunks published to r so far, n_cta per call; the whole area is rows [0, rows) of
+ * each of the two staged areas (area1 / area2 bytes per row at src / dst offsets), and chunk c's
+ * signal is at sig0 + 8 c. */
+struct moe_whole {
+  uint64_t *cnt;
+  int n_cta;
+  int64_t rows;
+  uint64_t src1, dst1, row1, src2, dst2, row2, sig0;
+};
+
 /* Thread 0, after the CTA wrote a chunk (rows [j0, j1) of a [W][Tm] area at rank r, either into
  * the peer directly or into this rank's staging copies at src offsets) and __syncthreads():
  * publish it and add 1 to the signal at rank r. Inter-node: PUTs of the staged rows (and the
- * optional second area, e.g. metadata) then a SIGNAL, in FIFO order. */
+ * optional second area, e.g. metadata) then a SIGNAL, in FIFO order; with wh.cnt (the whole area
+ * at once), the chunk is counted instead (system fence first: the copy engine or NIC reads what
+ * every CTA staged), and the CTA that completes the call's count posts the PUTs of the whole area
+ * and then every chunk's SIGNAL. */
 __device__ __forceinline__ bool moe_publish(const mk_moe_dev &d, int r, uint64_t src1, uint64_t dst1,
                                             uint64_t bytes1, uint64_t src2, uint64_t dst2, uint64_t bytes2,
-                                            uint64_t sig_off) {
+                                            uint64_t sig_off, const moe_whole &wh) {
   if (moe_same_node(d, r)) {
     mk_signal_add(d.w, moe_local(d, r), sig_off, 1);
     return true;
   }
   bool ok = true;
+  if (wh.cnt) {
+    __threadfence_system();
+    const unsigned long long last = (unsigned long long)moe_target(d) * (unsigned long long)wh.n_cta - 1;
+    if (atomicAdd((unsigned long long *)wh.cnt, 1ull) != last) return true;
+    __threadfence_system(); /* every other CTA's rows: their adds came before ours */
+    if (wh.rows > 0 && wh.row1)
+      ok = ok && mk_post(d.w, MK_CMD_PUT, r, wh.src1, wh.dst1, (uint64_t)wh.rows * wh.row1, 0, 0);
+    if (wh.rows > 0 && wh.row2)
+      ok = ok && mk_post(d.w, MK_CMD_PUT, r, wh.src2, wh.dst2, (uint64_t)wh.rows * wh.row2, 0, 0);
+    for (int c = 0; c < wh.n_cta && ok; c++) ok = mk_post(d.w, MK_CMD_SIGNAL, r, 0, 0, 0, wh.sig0 + 8 * (uint64_t)c, 1);
+    return ok;
+  }
   if (bytes1) ok = ok && mk_post(d.w, MK_CMD_PUT, r, src1, dst1, bytes1, 0, 0);
   if (bytes2) ok = ok && mk_post(d.w, MK_CMD_PUT, r, src2, dst2, bytes2, 0, 0);
   ok = ok && mk_post(d.w, MK_CMD_SIGNAL, r, 0, 0, 0, sig_off, 1);
   return ok;
 }
-
-/* This call's target for the counters that grow by 1 per call: the handle's counters and its
- * call count both started at 0 (each handle counts its own calls, so handles may interleave). */
-__device__ __forceinline__ uint64_t moe_target(const mk_moe_dev &d) { return mk_ld_volatile(d.calls) + 1; }
 
 /* Chunk c of n rows split over C CTAs. */
 __device__ __forceinline__ void moe_chunk(int64_t n, int c, int C, int64_t *j0, int64_t *j1) {

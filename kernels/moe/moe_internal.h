@@ -89,6 +89,9 @@ typedef struct mk_moe_dev {
   int g2_claim;      /* GEMM2 claims its tiles on g1_sync[1] too (MK_MOE_GEMM2_CLAIM) */
   int pf_kblocks;  /* GEMM1: 64-wide k-blocks of its first B tile each CTA prefetches into L2 while
                       the tile's rows are in flight (0 = off; moe.c sizes it to half the L2) */
+  uint64_t *pub_cnt; /* several node groups with MK_MOE_REMOTE_WHOLE, else NULL: [2][W] chunks published
+                        to rank r so far (dispatch, then combine), zeroed at create; the CTA whose add
+                        completes a call's count PUTs the whole area for r (moe_publish) */
 } mk_moe_dev;
 
 struct mk_moe {

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "comm/proxy.h"
+#include "core/rng.h"
 #include "tests/mk_test.h"
 
 enum { R = 4, ELEMS = 1024, ROUNDS = 500 };
@@ -109,6 +110,36 @@ int main(int argc, char **argv) {
     ASSERT_EQ(g_err_status, MK_STATUS_INVALID_ARGUMENT);
     ASSERT_EQ(g_err_dst, bad[i].dst_rank);
   }
+
+  /* The transport alone, n signals to rank 1 without a flush: batched (MK_LOOPBACK_SIG_BATCH=1),
+     the full lists of MK_SIGNAL_BATCH are added as the next one starts and the rest wait for the
+     flush, nothing counted complete before it; one at a time (=0), every add at once. */
+  for (int batched = 0; batched < 2; batched++) {
+    setenv("MK_LOOPBACK_SIG_BATCH", batched ? "1" : "0", 1);
+    mk_param_reset_cache();
+    mk_transport tr;
+    ASSERT_OK(mk_loopback_create(0, R, g_heaps, HEAP, 0, &tr));
+    uint64_t *ctr = (uint64_t *)(g_heaps[1] + EXTRA + 8), done = 0;
+    const uint64_t before = *ctr, n = 2 * MK_SIGNAL_BATCH + 1 + mk_rng_hash(g_seed, 7) % (MK_SIGNAL_BATCH - 1);
+    for (uint64_t i = 0; i < n; i++) {
+      mk_fifo_cmd sg = {MK_CMD_SIGNAL, 1, 0, 0, 0, EXTRA + 8, 1 + i % 3, 0, 0};
+      ASSERT_OK(tr.post(tr.ctx, &sg));
+    }
+    uint64_t want = 0, want_early = 0;
+    for (uint64_t i = 0; i < n; i++) want += 1 + i % 3;
+    for (uint64_t i = 0; i < 2 * MK_SIGNAL_BATCH; i++) want_early += 1 + i % 3;
+    ASSERT_OK(tr.progress(tr.ctx, &done));
+    ASSERT_UEQ(*ctr - before, batched ? want_early : want);
+    ASSERT_UEQ(done, batched ? 0 : n);
+    ASSERT_OK(tr.flush(tr.ctx));
+    ASSERT_OK(tr.progress(tr.ctx, &done));
+    ASSERT_UEQ(*ctr - before, want);
+    ASSERT_UEQ(done, n);
+    tr.destroy(tr.ctx);
+  }
+  unsetenv("MK_LOOPBACK_SIG_BATCH");
+  mk_param_reset_cache();
+  printf("signal batches ok\n");
   for (int r = 0; r < R; r++) {
     mk_fifo_destroy(g_fifo[r]);
     free(g_heaps[r]);

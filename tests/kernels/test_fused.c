@@ -13,6 +13,9 @@
  * (hashes compared through the bootstrap); AR also at M = 1 .. 128 (its small-M path on one
  * node group; repeats bit-identical), 100 calls and 100 replays at M = 16 and 128; bad arguments are refused. AG also with the shard
  * written in place (mk_ag_gemm_shard). Under --nodes 2 the same checks cover the proxy path.
+ * argv[2] = groupN: the op over groups of N consecutive ranks (mk_fused_create_group), every group
+ * at once on its own data (the reference reduced over the group alone, AR's bits compared within
+ * the group), and groups that leave this rank out or cross a node group refused.
  * Outputs are poisoned
  * (NaN) before every checked run; relative Frobenius error <= 1e-2, NaN fails. */
 #include <cuda_runtime_api.h>
@@ -33,7 +36,8 @@ typedef struct ctx {
   mk_fused_t *f;
   mk_nccl_t *nc;
   cudaStream_t s;
-  int op, W, me, inplace; /* inplace: AG input written into mk_ag_gemm_shard */
+  int op, W, me, inplace; /* inplace: AG input written into mk_ag_gemm_shard; W, me: the group's */
+  int first, gid;         /* the group: ranks first .. first + W - 1, group index gid */
   uint64_t seed;
   uint16_t *A, *Afull, *B, *C;
   float *ref;
@@ -51,7 +55,7 @@ static int64_t out_rows(const ctx *x, const shape *sh) { return x->op == MK_FUSE
 
 /* Fresh inputs for shape `id` and the fp32 reference of this rank's output. */
 static void prepare(ctx *x, const shape *sh, int id) {
-  const uint64_t base = x->seed + 1000ull * (uint64_t)id;
+  const uint64_t base = x->seed + 1000ull * (uint64_t)id + 7919ull * (uint64_t)x->gid; /* each group its data */
   const int64_t ms = sh->m / x->W;
   mk_stream_t s = (mk_stream_t)x->s;
   ASSERT_OK(mk_fill_uniform_bf16(x->B, (size_t)(sh->n * sh->k), base + 100 + (uint64_t)x->me, -1.0f, 1.0f, s));
@@ -107,7 +111,7 @@ static void check(ctx *x, const shape *sh, const char *what) {
   if (x->op == MK_FUSED_GEMM_AR) {
     uint64_t hash = c_hash(x, sh), all[64];
     ASSERT_OK(mk_comm_allgather(x->c, &hash, all, sizeof hash));
-    for (int p = 0; p < x->W; p++) ASSERT_UEQ(all[p], all[0]);
+    for (int p = 0; p < x->W; p++) ASSERT_UEQ(all[x->first + p], all[x->first]);
   }
 }
 
@@ -155,11 +159,17 @@ int main(int argc, char **argv) {
   mk_test_require_gpus(2);
   ASSERT_OK(mk_comm_create(&x.c));
   const mk_world *w = mk_comm_world(x.c);
-  x.W = w->size;
-  x.me = w->rank;
+  const int gsize = argc > 2 && !strncmp(argv[2], "group", 5) ? atoi(argv[2] + 5) : 0;
+  if (argc > 2 && (gsize < 2 || w->size % gsize))
+    MK_TEST_FAIL_("argv[2]: want groupN, N >= 2 dividing the %d ranks (got '%s')", w->size, argv[2]);
+  x.W = gsize ? gsize : w->size;
+  x.first = gsize ? w->rank / gsize * gsize : 0;
+  x.gid = gsize ? w->rank / gsize : 0;
+  x.me = w->rank - x.first;
   x.seed = mk_test_seed();
   ASSERT_OK(mk_comm_bcast(x.c, &x.seed, sizeof x.seed, 0));
-  ASSERT_OK(mk_nccl_create(x.c, &x.nc));
+  if (gsize) ASSERT_OK(mk_nccl_create_group(x.c, x.gid, &x.nc));
+  else ASSERT_OK(mk_nccl_create(x.c, &x.nc));
   CUDA_OK(cudaStreamCreateWithFlags(&x.s, cudaStreamNonBlocking));
   const int64_t W = x.W;
   /* odd: M/W = 1002 rows per rank (not a multiple of 128), N % 128 != 0; round; small (decode); then
@@ -174,8 +184,19 @@ int main(int argc, char **argv) {
     if (shapes[i].n > mn) mn = shapes[i].n;
     if (shapes[i].k > mk) mk = shapes[i].k;
   }
-  ASSERT_OK(mk_fused_create(x.c, 1u << x.op, mm, mn, mk, &x.f));
-  printf("rank %d: %d ranks in %d node group(s)\n", x.me, x.W, w->nnodes);
+  if (gsize && gsize < w->size) { /* refused before any collective step: a group without this rank, one across
+                                    node groups */
+    mk_fused_t *no = NULL;
+    ASSERT_STATUS(mk_fused_create_group(x.c, (x.first + gsize) % w->size, gsize, 1u << x.op, mm, mn, mk, &no),
+                  MK_STATUS_INVALID_ARGUMENT);
+    const int f0 = w->local_size - 1; /* ranks f0, f0 + 1: the last of node group 0 and the first of 1 */
+    if (w->nnodes > 1 && (w->rank == f0 || w->rank == f0 + 1))
+      ASSERT_STATUS(mk_fused_create_group(x.c, f0, 2, 1u << x.op, mm, mn, mk, &no), MK_STATUS_INVALID_ARGUMENT);
+    ASSERT_TRUE(no == NULL);
+  }
+  ASSERT_OK(mk_fused_create_group(x.c, x.first, x.W, 1u << x.op, mm, mn, mk, &x.f));
+  printf("rank %d: %d ranks (group %d of ranks %d .. %d) in %d node group(s)\n", w->rank, w->size, x.gid, x.first,
+         x.first + x.W - 1, w->nnodes);
   CUDA_OK(cudaMalloc((void **)&x.A, (size_t)(mm * mk) * 2));
   CUDA_OK(cudaMalloc((void **)&x.Afull, (size_t)(mm * mk) * 2));
   CUDA_OK(cudaMalloc((void **)&x.B, (size_t)(mn * mk) * 2));
@@ -335,7 +356,7 @@ int main(int argc, char **argv) {
    * (its proxied counters start at zero while the comm's epoch of the op has advanced). */
   {
     mk_fused_t *f1 = x.f, *f2 = NULL;
-    ASSERT_OK(mk_fused_create(x.c, 1u << x.op, mm, mn, mk, &f2));
+    ASSERT_OK(mk_fused_create_group(x.c, x.first, x.W, 1u << x.op, mm, mn, mk, &f2));
     for (int i = 0; i < 4; i++) {
       x.f = i & 1 ? f1 : f2;
       prepare(&x, &shapes[2 - (i & 1)], 20 + i);

@@ -6,6 +6,7 @@
  * both sides route identically. Odd token counts differing per rank (one rank with 1 token,
  * one with none); a decode-sized case (5-14 tokens of 4 KB rows: dispatch rows cut into parts);
  * a prefill-sized case (1100+ tokens: max_tokens >= 1024, so AUTO runs the serial schedule);
+ * a decode-sized case whose gate/up tiles fill every SM (16 calls back to back);
  * bit-identical repeat runs; CUDA-graph replay of the fused path; split-K of the grouped GEMMs;
  * the push combine (GEMM2 storing rows home) and the combine kernel;
  * E % EP != 0 and split_k > 16 refused. */
@@ -47,11 +48,12 @@ typedef struct cfg {
   int E, K, renorm;
   const char *routing; /* uniform, zipf, hot */
   int H, T;            /* hidden size (0: 256); tokens of rank 0, + 3 per rank (0: the defaults below) */
+  int I, reps;         /* expert size (0: 384); reps > 0: variant 0's fused path only, reps calls back to back */
 } cfg;
 
 static void run_case(mk_comm_t *c, const cfg *g, uint64_t seed, cudaStream_t s) {
   const mk_world *wd = mk_comm_world(c);
-  const int W = wd->size, me = wd->rank, H = g->H ? g->H : 256, I = 384, E = g->E, K = g->K, El = E / W;
+  const int W = wd->size, me = wd->rank, H = g->H ? g->H : 256, I = g->I ? g->I : 384, E = g->E, K = g->K, El = E / W;
   /* g->T > 1024: prefill-sized (the serial schedule); the heap is sized alike on every rank: the
      default counts reach 64 + 61 * (W - 1) + 13 tokens on the last rank (321 at W = 8) */
   const int Tdef = 64 + 61 * (W - 1) + 13;
@@ -133,7 +135,7 @@ static void run_case(mk_comm_t *c, const cfg *g, uint64_t seed, cudaStream_t s) 
                                         "fused (hybrid)", "fused (split-K, SwiGLU pass)", "fused (serial, split-K)",
                                         "fused (GEMM1 static tiles)", "fused (combine kernel)",
                                         "fused (serial, combine kernel)"};
-  for (int variant = 0; variant < 9; variant++) {
+  for (int variant = 0; variant < (g->reps ? 1 : 9); variant++) {
     if (variant == 6) setenv("MK_MOE_GEMM1_CLAIM", "0", 1), mk_param_reset_cache();
     if (variant >= 7) setenv("MK_MOE_PUSH", "0", 1), mk_param_reset_cache();
     const int serial = variant == 2 || variant == 5 || variant == 8;
@@ -148,8 +150,8 @@ static void run_case(mk_comm_t *c, const cfg *g, uint64_t seed, cudaStream_t s) 
                                     : 1}; /* < 0: wherever possible */
     mk_moe_t *m;
     ASSERT_OK(mk_moe_create(c, &a, &m));
-    for (int path = 0; path < (variant ? 1 : 2); path++) {
-      for (int rep = 0; rep < 3; rep++) {
+    for (int path = 0; path < (variant || g->reps ? 1 : 2); path++) {
+      for (int rep = 0; rep < (g->reps ? g->reps : 3); rep++) {
         CUDA_OK(cudaMemsetAsync(dout, 0xff, 2 * (size_t)Tmax * H, s)); /* poison: NaN */
         const mk_status st = mk_moe_forward(m, (mk_moe_path)path, dx, T, did, dtw, dout, (mk_stream_t)s);
         if (path == MK_MOE_UNFUSED && st == MK_STATUS_UNSUPPORTED) {
@@ -241,8 +243,13 @@ int main(int argc, char **argv) {
   bad.n_experts = 2 * wd.size, bad.split_k = 17; /* at most 16 k-slices */
   ASSERT_STATUS(mk_moe_create(c, &bad, &m), MK_STATUS_INVALID_ARGUMENT);
   ASSERT_TRUE(m == NULL);
-  const cfg cases[] = {{8, 2, 1, "uniform", 0, 0}, {16, 4, 0, "zipf", 0, 0}, {8, 2, 0, "hot", 0, 0},
-                       {16, 4, 1, "hot", 0, 0},      {8, 2, 1, "uniform", 2048, 5}, {8, 2, 1, "uniform", 0, 1100}};
+  /* the last case: decode-sized with enough gate/up tiles (2 x 16896 / 256 = 132 a local expert) for GEMM1's CTAs to
+     fill every SM the dispatch leaves, each waiting for rows; across node groups the rows' and counts'
+     signals need an SM for the loopback proxy's kernel (the fused MoE deadlocked there, run dba0e56) */
+  const cfg cases[] = {{8, 2, 1, "uniform", 0, 0, 0, 0},    {16, 4, 0, "zipf", 0, 0, 0, 0},
+                       {8, 2, 0, "hot", 0, 0, 0, 0},        {16, 4, 1, "hot", 0, 0, 0, 0},
+                       {8, 2, 1, "uniform", 2048, 5, 0, 0}, {8, 2, 1, "uniform", 0, 1100, 0, 0},
+                       {8, 2, 1, "uniform", 0, 5, 16896, 16}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(c, &cases[i], seed + 7919 * i, s);
   mk_comm_destroy(c);
   printf("OK\n");

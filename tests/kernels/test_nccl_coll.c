@@ -114,6 +114,26 @@ int main(int argc, char **argv) {
 
   ASSERT_STATUS(mk_nccl_all_gather(nc, send16, recv16, 1, MK_DTYPE_BOOL, (mk_stream_t)s), MK_STATUS_INVALID_ARGUMENT);
   mk_nccl_destroy(nc);
+  /* the shared communicator: one per comm while any user holds it, usable by each; a new one once the
+     last user dropped it */
+  mk_nccl_t *sa, *sb, *sc2;
+  ASSERT_OK(mk_nccl_shared(c, &sa));
+  ASSERT_OK(mk_nccl_shared(c, &sb));
+  ASSERT_TRUE(sa == sb);
+  ASSERT_EQ(mk_nccl_size(sa), R);
+  mk_nccl_destroy(sa);
+  for (int k = 0; k < 2; k++) { /* sb still alive after sa's drop; then a fresh one */
+    if (k) {
+      mk_nccl_destroy(sb);
+      ASSERT_OK(mk_nccl_shared(c, &sc2));
+    }
+    CUDA_OK(cudaMemset(recvf, 0xff, m * 4));
+    ASSERT_OK(mk_nccl_all_reduce(k ? sc2 : sb, sendf, recvf, m, MK_DTYPE_F32, (mk_stream_t)s));
+    CUDA_OK(cudaStreamSynchronize(s));
+    CUDA_OK(cudaMemcpy(hf, recvf, m * 4, cudaMemcpyDeviceToHost));
+    ASSERT_DBL_LE(mk_test_rel_err_f32(hf, ref, m), 1e-6);
+  }
+  mk_nccl_destroy(sc2);
   CUDA_OK(cudaFree(send16));
   CUDA_OK(cudaFree(recv16));
   CUDA_OK(cudaFree(sendf));
