@@ -1,6 +1,7 @@
 /* mk_fused.h — the fused tensor/sequence-parallel linear layers: one persistent launch each,
  * communication overlapped with the Hopper GEMM core tile by tile. Included by
- * kernels/mk_kernels.h. W = ranks of the communicator (the group is the whole mk_comm_t).
+ * kernels/mk_kernels.h. W = ranks of the handle's group: the whole mk_comm_t (mk_fused_create) or
+ * consecutive ranks of one node group (mk_fused_create_group), r = this rank's index in it.
  *
  *   mk_ag_gemm   C[M, N]      = AllGather_rows(A_r[M/W, K]) @ B_r        (column-parallel)
  *   mk_gemm_rs   C_r[M/W, N]  = rows [r M/W, (r+1) M/W) of sum_r A_r[M, K] @ B_r  (row-parallel, SP)

@@ -1,26 +1,30 @@
 #!/usr/bin/env bash
-# next_s20.sh — what branch lbsig needs from the next GPU session, on 4 or 8 GPUs (G = the GPUs
+# next_s20.sh — the GPU runs of the loopback / multi-node changes (signal batches, whole-area MoE PUTs, the
+# shared NCCL communicator, the serving warm-up, the fused ops over TP groups), on 4 or 8 GPUs (G = the GPUs
 # present; "2 nodes" = 2 x G/2 through the loopback proxy). Run through tools/gpu-check.sh from the
-# repository root (it configures, builds, runs ctest with CTEST_ARGS, then this in build-gpu/bin):
-#  call 1, correctness of the branch's four changes (~6-8 min):
-#    MK_CALL_LIMIT=560 CTEST_ARGS="-R test_comm_put_signal|test_nccl_coll|test_loopback|test_moe_block_2x|test_model_gpu_.*(2nodes|2x4)|test_model_gpu_unfused|test_serve_gpu_.x2|test_fused_.*_2x|test_fused_.*_2nodes" \
-#      CTEST_TIMEOUT=200 CTEST_WALL=500 tools/gpu-check.sh
-#    (on 8 GPUs the regex also takes the _2x4 and 8-rank unfused model tests)
-#  call 2, part a (~8 min): MK_CALL_LIMIT=560 CTEST_ARGS="-R ^none$" tools/gpu-check.sh -- 'bash ../../tools/bench/next_s20.sh a'
-#    1. the MoE at 2 nodes in three configurations: main's (per-chunk PUTs, a kernel per signal:
-#       MK_LOOPBACK_SIG_BATCH=0 MK_MOE_REMOTE_WHOLE=0), signals batched, and signals batched with
-#       whole-area PUTs (the branch's defaults). Prediction (NOTES session 19): T = 4096 from 21.3 ms
-#       to 5.5-7 at 2 x 4, T = 16 from 1.49 to 0.3-0.5.
-#    2. mk-serve at 2 nodes, unfused then fused, DUR s of load (default 30): the shared NCCL
-#       communicator and the warm-up; prediction: the unfused first wave's TTFT < 2 s (27 s in session
-#       19), no mk_engine_forward_seconds observation above 1 s.
-#    3. the layer benchmark at 2 nodes (#11; not run in session 19), in turns.
+# repository root (it configures, builds, runs ctest with CTEST_ARGS, then this in build-gpu/bin).
+# Session 20 ran the tests, parts a, b and c on 4 GPUs (2 x 2; docs/perf/NOTES.md "Session 20"). What #11
+# still needs, on 8 GPUs (nvidia-h200-x8):
+#  call 1, the 8-rank tests after sessions 19-20's changes (~8 min):
+#    MK_CALL_LIMIT=560 CTEST_ARGS="-R test_(fused|moe_block|ring_attn)_.*(_8|_2x4|_ep8)$|test_fused_.*group2|test_serve_gpu_8x" \
+#      CTEST_TIMEOUT=200 CTEST_WALL=520 tools/gpu-check.sh
+#  call 2, the 8-rank model tests: CTEST_ARGS="-R test_model_gpu_.*(_8|_tp8|_2x4)$" (the unfused ones took 56-60 s
+#    each in session 19; the shared NCCL communicator predicts 20-30 s)
+#  call 3, part a (~8 min): MK_CALL_LIMIT=560 CTEST_ARGS="-R ^none$" tools/gpu-check.sh -- 'bash ../../tools/bench/next_s20.sh a'
+#    1. the MoE at 2 nodes in three configurations: main's before session 20 (per-chunk PUTs, a kernel per
+#       signal: MK_LOOPBACK_SIG_BATCH=0 MK_MOE_REMOTE_WHOLE=0), signals batched, and signals batched with
+#       whole-area PUTs (the defaults). At 2 x 2: T = 4096 10.4-13.2 -> 6.1 ms, T = 16 0.85 -> 0.51-0.54.
+#       Prediction at 2 x 4 (NOTES session 19): T = 4096 from 21.3 ms to 5.5-7, T = 16 from 1.49 to 0.5-0.8.
+#    2. mk-serve at 2 nodes, unfused then fused, DUR s of load (default 30); at 2 x 2 both paths served with a
+#       median TTFT of 74-78 ms and no engine step above 0.5 s: the same at 2 x 4 (27 s unfused in session 19).
+#    3. the layer benchmark at 2 nodes (#11), in turns.
 #  part c: the layer at 2 nodes alone (3. of part a).
-#  call 3, part b (~8 min, 8 GPUs): MK_CALL_LIMIT=560 CTEST_ARGS="-R test_serve_gpu_8x1_fused|test_serve_gpu_8x2_unfused" \
-#      CTEST_TIMEOUT=150 CTEST_WALL=260 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s20.sh b'
-#    4. the layer on 8 in one node, in turns, 20 calls (session 19's unfused MoE block inside it);
+#  call 4, part b (~6 min, 8 GPUs): MK_CALL_LIMIT=560 CTEST_ARGS="-R ^none$" tools/gpu-check.sh -- 'bash ../../tools/bench/next_s20.sh b'
+#    4. the layer on 8 in one node, in turns, 20 calls (session 19's unfused MoE block inside it; Qwen3's
+#       attention at tp 4 now over its TP group: its decode block at or below unfused, 0.182 / 0.175 before);
 #    5. Mixtral's attention linears at tp 8 in both transfer modes (AG N 768 K 4096, RS N 4096 K 512);
-#    6. gemm_ar / gemm_rs at 2 nodes with and without the signal batches (prediction: 10-30 % faster).
+#    6. (4 GPUs only) gemm_ar / gemm_rs at 2 nodes with and without the signal batches (session 20 at 2 x 2:
+#       no difference).
 # Steps that would pass the call's limit are skipped (bench_step.sh).
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-a}
@@ -51,7 +55,7 @@ else
         --k 512 --interleave --iters 20 --json "$RES/gemm_rs_tp8_o_ce$m.json"
     done
   fi
-  for sb in 0 1; do
+  for sb in $([ "$G" -ge 8 ] || echo 0 1); do
     TAIL=8 step "gemm_ar_${TAG}_sig$sb" 90 env MK_LOOPBACK_SIG_BATCH=$sb $L2 mk-bench gemm_ar --n 8192 --k 3584 \
       --iters 20 --json "$RES/gemm_ar_${TAG}_sig$sb.json"
     TAIL=8 step "gemm_rs_${TAG}_sig$sb" 90 env MK_LOOPBACK_SIG_BATCH=$sb $L2 mk-bench gemm_rs --n 8192 --k 3584 \
