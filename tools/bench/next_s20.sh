@@ -43,11 +43,12 @@ elif [ "$PART" = a ]; then
   done
   DUR=${DUR:-30} CFGS="$G 2 unfused,$G 2 fused" SKIP_TESTS=1 bash "$BIN/../../tools/bench/next_serve3.sh"
   grep -HE 'mk_engine_forward_seconds_bucket\{le="(0.5|1|10|30|\+Inf)"\}' "$RES"/serve_qwen3_*.metrics.txt 2>/dev/null
-  TAIL=30 step "layer_$TAG" 150 $L2 mk-bench layer --interleave --warmup 3 --iters 20 --seed 7 --json "$RES/layer_$TAG.json"
+  TAIL=30 step "layer_$TAG" 150 $L2 mk-bench layer --interleave --warmup 3 --iters 20 --seed 7 --json "$RES/layer_$TAG.json" \
+    --samples "$RES/layer_$TAG.samples"
 else
   if [ "$G" -ge 8 ]; then
     TAIL=30 step layer_h200x8_il 150 mk-launch -n 8 -- mk-bench layer --interleave --warmup 3 --iters 20 --seed 7 \
-      --json "$RES/layer_h200x8_il.json"
+      --json "$RES/layer_h200x8_il.json" --samples "$RES/layer_h200x8_il.samples"
     for m in 0 1; do
       TAIL=8 step "ag_gemm_tp8_qkv_ce$m" 90 env MK_FUSED_AG_COPY=$m mk-launch -n 8 -- mk-bench ag_gemm --m 8192 --n 768 \
         --k 4096 --interleave --iters 20 --json "$RES/ag_gemm_tp8_qkv_ce$m.json"

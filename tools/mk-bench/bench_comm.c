@@ -141,7 +141,7 @@ int mk_bench_comm(int argc, char **argv) {
   int rc = 1;
   mk_status st;
   MK_CHECK_GOTO(mk_comm_create(&x.c), st, fail);
-  o.rank = wd.rank;
+  o.rank = wd.rank, o.nranks = wd.size;
   MK_CHECK_GOTO(mk_comm_dev_world(x.c, &x.w), st, fail);
   MK_CHECK_GOTO(mk_comm_heap_alloc(x.c, (uint64_t)max_bytes, &x.src), st, fail);
   MK_CHECK_GOTO(mk_comm_heap_alloc(x.c, (uint64_t)max_bytes, &x.dst), st, fail);

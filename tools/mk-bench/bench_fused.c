@@ -241,7 +241,7 @@ static int bench_fused(mk_fused_op op, int argc, char **argv) {
    * chose (16384 x 8192: 512 + 256 + 512 MiB). */
   setenv("MK_HEAP_BYTES", "4g", 0);
   MK_CHECK_GOTO(mk_comm_create(&x.c), st, fail);
-  o.rank = wd.rank;
+  o.rank = wd.rank, o.nranks = wd.size;
   x.W = wd.size;
   x.me = wd.rank;
   MK_CHECK_GOTO(mk_nccl_create(x.c, &x.nc), st, fail);

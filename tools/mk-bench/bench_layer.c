@@ -339,7 +339,7 @@ int mk_bench_layer(int argc, char **argv) {
   MK_CUDA_CHECK_GOTO(cudaMalloc((void **)&bar.zero, sizeof(float)), st, fail);
   MK_CUDA_CHECK_GOTO(cudaMemset(bar.zero, 0, sizeof(float)), st, fail);
   o.pre = barrier_pre, o.pre_ctx = &bar;
-  o.rank = wd.rank;
+  o.rank = wd.rank, o.nranks = wd.size;
   MK_CHECK_GOTO(mk_comm_bcast(comm, &o.seed, sizeof o.seed, 0), st, fail);
   MK_CHECK_GOTO(mk_bench_report_create(&o, &r), st, fail);
   for (int q = 0; q < nc; q++) {

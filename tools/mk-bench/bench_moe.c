@@ -274,7 +274,7 @@ int mk_bench_moe(int argc, char **argv) {
   mk_status st;
   int rc = 1;
   MK_CHECK_GOTO(mk_comm_create(&comm), st, fail);
-  o.rank = wd.rank;
+  o.rank = wd.rank, o.nranks = wd.size;
   MK_CHECK_GOTO(mk_comm_bcast(comm, &o.seed, sizeof o.seed, 0), st, fail);
   MK_CUDA_CHECK_GOTO(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), st, fail);
   MK_CHECK_GOTO(mk_bench_report_create(&o, &r), st, fail);

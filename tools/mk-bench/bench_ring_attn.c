@@ -170,7 +170,7 @@ int mk_bench_ring_attn(int argc, char **argv) {
   mk_status st;
   MK_CHECK_GOTO(mk_comm_create(&c), st, fail);
   MK_CHECK_GOTO(mk_comm_bcast(c, &o.seed, sizeof o.seed, 0), st, fail);
-  o.rank = wd.rank;
+  o.rank = wd.rank, o.nranks = wd.size;
   if (o.rank == 0) printf("mk-bench ring_attn: %d ranks, %d node group(s), seed %llu\n", wd.size, wd.nnodes,
                           (unsigned long long)o.seed);
   st = mk_nccl_create(c, &b.nccl);

@@ -70,6 +70,7 @@ typedef struct mk_bench_opts {
   int interleave;        /* --interleave: time the paths alternately (ops that support it) */
   int graph;             /* --graph: capture each call (per input set) in a CUDA graph, time the replays */
   int rank;              /* only rank 0 prints the table and writes files (multi-rank ops) */
+  int nranks;            /* ranks of a multi-rank op (0: one process); then --samples goes to FILE.rankN */
   /* Enqueued before each timed call, outside its events (NULL: nothing): mk-bench layer's device-side barrier,
    * so that every rank starts a call together and no rank's time holds its wait for a late peer. */
   mk_status (*pre)(void *ctx, void *stream);

@@ -134,9 +134,12 @@ static mk_status time_fns(const mk_bench_opts *o, int nf, const mk_bench_fn *fns
   }
   if (o->samples_path) { /* per-call times, for distributions (bimodal timings) */
     static int batch = 0;
-    FILE *fp = fopen(o->samples_path, "a");
+    char path[1024]; /* several ranks: each its own file, FILE.rankN (as MK_TRACE's) */
+    if (o->nranks > 1) snprintf(path, sizeof path, "%s.rank%d", o->samples_path, o->rank);
+    else snprintf(path, sizeof path, "%s", o->samples_path);
+    FILE *fp = fopen(path, "a");
     if (!fp) {
-      fprintf(stderr, "mk-bench: cannot append to --samples %s\n", o->samples_path);
+      fprintf(stderr, "mk-bench: cannot append to --samples %s\n", path);
       st = MK_STATUS_SYSTEM_ERROR;
       goto fail;
     }
