@@ -11,9 +11,10 @@
 #  call 2, the 8-rank model tests: CTEST_ARGS="-R test_model_gpu_.*(_8|_tp8|_2x4)$" (the unfused ones took 56-60 s
 #    each in session 19; the shared NCCL communicator predicts 20-30 s)
 #  call 3, part a (~8 min): MK_CALL_LIMIT=560 CTEST_ARGS="-R ^none$" tools/gpu-check.sh -- 'bash ../../tools/bench/next_s20.sh a'
-#    1. the MoE at 2 nodes in three configurations: main's before session 20 (per-chunk PUTs, a kernel per
-#       signal: MK_LOOPBACK_SIG_BATCH=0 MK_MOE_REMOTE_WHOLE=0), signals batched, and signals batched with
-#       whole-area PUTs (the defaults). At 2 x 2: T = 4096 10.4-13.2 -> 6.1 ms, T = 16 0.85 -> 0.51-0.54.
+#    1. the MoE at 2 nodes in four configurations: main's before session 20 (per-chunk PUTs, a kernel per
+#       signal: MK_LOOPBACK_SIG_BATCH=0 MK_MOE_REMOTE_WHOLE=0), signals batched, signals batched with
+#       whole-area PUTs, and the defaults (whole areas at prefill, per chunk at decode: MK_MOE_REMOTE_WHOLE=-1).
+#       At 2 x 2: T = 4096 10.4-13.2 -> 6.1 ms, T = 16 0.85 -> 0.51-0.54.
 #       Prediction at 2 x 4 (NOTES session 19): T = 4096 from 21.3 ms to 5.5-7, T = 16 from 1.49 to 0.5-0.8.
 #    2. mk-serve at 2 nodes, unfused then fused, DUR s of load (default 30); at 2 x 2 both paths served with a
 #       median TTFT of 74-78 ms and no engine step above 0.5 s: the same at 2 x 4 (27 s unfused in session 19).
@@ -36,7 +37,7 @@ TAG=h200_2x$((G / 2))
 if [ "$PART" = c ]; then # the layer at 2 nodes alone (after mk_fused_create_group: the TP groups' ops on NVLink)
   TAIL=30 step "layer_$TAG" 200 $L2 mk-bench layer --interleave --warmup 3 --iters 20 --seed 7 --json "$RES/layer_$TAG.json"
 elif [ "$PART" = a ]; then
-  for cfg in "0 0" "1 0" "1 1"; do
+  for cfg in "0 0" "1 0" "1 1" "1 -1"; do
     set -- $cfg
     TAIL=8 step "moe_${TAG}_sig$1_whole$2" 120 env MK_LOOPBACK_SIG_BATCH=$1 MK_MOE_REMOTE_WHOLE=$2 $L2 mk-bench moe \
       --shape 4096,4096,8,2,14336 --shape 16,4096,8,2,14336 --iters 20 --json "$RES/moe_${TAG}_sig$1_whole$2.json"
