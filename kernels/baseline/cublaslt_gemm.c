@@ -1,35 +1,43 @@
 /* cublaslt_gemm.c — the unfused GEMM baseline: cuBLASLt with its heuristic's first algorithm
  * and a 32 MiB workspace; row-major C = A @ B is computed as column-major C^T = B^T A^T. The
- * grouped form loops over groups on the host. */
+ * grouped form loops over groups on the host. Each shape's descriptors and algorithm are kept
+ * (MK_LT_PLANS shapes, least recently used out first): the unfused MoE calls one GEMM per expert,
+ * each of its own M, two weights apart, so a handle that kept only the last shape asked the
+ * heuristic again at every call, with the GPU idle behind the host (the unfused path syncs on the
+ * counts first). */
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 #include <stdlib.h>
 
 #include "core/check.h"
 #include "kernels/baseline/mk_baseline.h"
+#include "kernels/baseline/plan_cache.h"
 
 #define MK_LT_WORKSPACE (32u << 20)
+enum { MK_LT_PLANS = 1024 }; /* shapes kept: E = 256 on 4 ranks calls 2 x 64 a step, M varying with the routing */
+
+typedef struct lt_plan { /* one shape's descriptors and algorithm */
+  cublasLtMatmulDesc_t op;
+  cublasLtMatrixLayout_t la, lb, lc;
+  cublasLtMatmulAlgo_t algo;
+} lt_plan;
 
 struct mk_cublaslt {
   cublasLtHandle_t handle;
   void *workspace;
-  /* The last shape's descriptors and algorithm. */
-  int have;
-  int64_t m, n, k;
-  mk_gemm_b_layout layout;
-  cublasLtMatmulDesc_t op;
-  cublasLtMatrixLayout_t la, lb, lc;
-  cublasLtMatmulAlgo_t algo;
+  mk_plan_cache cache; /* which plan holds which shape */
+  mk_plan_key keys[MK_LT_PLANS];
+  uint64_t used[MK_LT_PLANS];
+  lt_plan plans[MK_LT_PLANS];
 };
 
-static void forget_shape(mk_cublaslt_t *lt) {
-  if (lt->op) cublasLtMatmulDescDestroy(lt->op);
-  if (lt->la) cublasLtMatrixLayoutDestroy(lt->la);
-  if (lt->lb) cublasLtMatrixLayoutDestroy(lt->lb);
-  if (lt->lc) cublasLtMatrixLayoutDestroy(lt->lc);
-  lt->op = NULL;
-  lt->la = lt->lb = lt->lc = NULL;
-  lt->have = 0;
+static void forget_plan(lt_plan *p) {
+  if (p->op) cublasLtMatmulDescDestroy(p->op);
+  if (p->la) cublasLtMatrixLayoutDestroy(p->la);
+  if (p->lb) cublasLtMatrixLayoutDestroy(p->lb);
+  if (p->lc) cublasLtMatrixLayoutDestroy(p->lc);
+  p->op = NULL;
+  p->la = p->lb = p->lc = NULL;
 }
 
 mk_status mk_cublaslt_create(mk_cublaslt_t **out) {
@@ -38,6 +46,7 @@ mk_status mk_cublaslt_create(mk_cublaslt_t **out) {
   *out = NULL;
   mk_cublaslt_t *lt = calloc(1, sizeof *lt);
   if (!lt) return MK_STATUS_OUT_OF_MEMORY;
+  lt->cache = (mk_plan_cache){.cap = MK_LT_PLANS, .keys = lt->keys, .used = lt->used};
   MK_CUBLASLT_CHECK_GOTO(cublasLtCreate(&lt->handle), st, fail);
   MK_CUDA_CHECK_GOTO(cudaMalloc(&lt->workspace, MK_LT_WORKSPACE), st, fail);
   *out = lt;
@@ -49,36 +58,41 @@ fail:
 
 void mk_cublaslt_destroy(mk_cublaslt_t *lt) {
   if (!lt) return;
-  forget_shape(lt);
+  for (int i = 0; i < MK_LT_PLANS; i++) forget_plan(&lt->plans[i]);
   if (lt->workspace) cudaFree(lt->workspace);
   if (lt->handle) cublasLtDestroy(lt->handle);
   free(lt);
 }
 
 /* Column-major view: D[N, M] = op(Bm) [N, K] x Am [K, M]; Am is row-major A (ld K); Bm is B,
- * transposed when stored [N, K]. */
-static mk_status plan(mk_cublaslt_t *lt, int64_t M, int64_t N, int64_t K, mk_gemm_b_layout layout) {
+ * transposed when stored [N, K]. *out: the shape's plan, made here unless kept. */
+static mk_status plan(mk_cublaslt_t *lt, int64_t M, int64_t N, int64_t K, mk_gemm_b_layout layout, lt_plan **out) {
   mk_status st = MK_STATUS_OK;
-  if (lt->have && lt->m == M && lt->n == N && lt->k == K && lt->layout == layout) return MK_STATUS_OK;
-  forget_shape(lt);
+  const mk_plan_key key = {M, N, K, (int)layout};
+  int hit = 0;
+  const int slot = mk_plan_cache_slot(&lt->cache, &key, &hit);
+  lt_plan *p = &lt->plans[slot];
+  *out = p;
+  if (hit) return MK_STATUS_OK;
+  forget_plan(p); /* the slot's previous shape, if any */
   const cublasOperation_t ta = layout == MK_GEMM_B_NK ? CUBLAS_OP_T : CUBLAS_OP_N, tb = CUBLAS_OP_N;
   cublasLtMatmulPreference_t pref = NULL;
   cublasLtMatmulHeuristicResult_t res;
   int found = 0;
   uint64_t ws = MK_LT_WORKSPACE;
-  MK_CUBLASLT_CHECK_GOTO(cublasLtMatmulDescCreate(&lt->op, CUBLAS_COMPUTE_32F, CUDA_R_32F), st, fail);
-  MK_CUBLASLT_CHECK_GOTO(cublasLtMatmulDescSetAttribute(lt->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), st, fail);
-  MK_CUBLASLT_CHECK_GOTO(cublasLtMatmulDescSetAttribute(lt->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), st, fail);
+  MK_CUBLASLT_CHECK_GOTO(cublasLtMatmulDescCreate(&p->op, CUBLAS_COMPUTE_32F, CUDA_R_32F), st, fail);
+  MK_CUBLASLT_CHECK_GOTO(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), st, fail);
+  MK_CUBLASLT_CHECK_GOTO(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), st, fail);
   if (layout == MK_GEMM_B_NK)
-    MK_CUBLASLT_CHECK_GOTO(cublasLtMatrixLayoutCreate(&lt->la, CUDA_R_16BF, (uint64_t)K, (uint64_t)N, K), st, fail);
+    MK_CUBLASLT_CHECK_GOTO(cublasLtMatrixLayoutCreate(&p->la, CUDA_R_16BF, (uint64_t)K, (uint64_t)N, K), st, fail);
   else
-    MK_CUBLASLT_CHECK_GOTO(cublasLtMatrixLayoutCreate(&lt->la, CUDA_R_16BF, (uint64_t)N, (uint64_t)K, N), st, fail);
-  MK_CUBLASLT_CHECK_GOTO(cublasLtMatrixLayoutCreate(&lt->lb, CUDA_R_16BF, (uint64_t)K, (uint64_t)M, K), st, fail);
-  MK_CUBLASLT_CHECK_GOTO(cublasLtMatrixLayoutCreate(&lt->lc, CUDA_R_16BF, (uint64_t)N, (uint64_t)M, N), st, fail);
+    MK_CUBLASLT_CHECK_GOTO(cublasLtMatrixLayoutCreate(&p->la, CUDA_R_16BF, (uint64_t)N, (uint64_t)K, N), st, fail);
+  MK_CUBLASLT_CHECK_GOTO(cublasLtMatrixLayoutCreate(&p->lb, CUDA_R_16BF, (uint64_t)K, (uint64_t)M, K), st, fail);
+  MK_CUBLASLT_CHECK_GOTO(cublasLtMatrixLayoutCreate(&p->lc, CUDA_R_16BF, (uint64_t)N, (uint64_t)M, N), st, fail);
   MK_CUBLASLT_CHECK_GOTO(cublasLtMatmulPreferenceCreate(&pref), st, fail);
   MK_CUBLASLT_CHECK_GOTO(
       cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws), st, fail);
-  MK_CUBLASLT_CHECK_GOTO(cublasLtMatmulAlgoGetHeuristic(lt->handle, lt->op, lt->la, lt->lb, lt->lc, lt->lc, pref, 1,
+  MK_CUBLASLT_CHECK_GOTO(cublasLtMatmulAlgoGetHeuristic(lt->handle, p->op, p->la, p->lb, p->lc, p->lc, pref, 1,
                                                         &res, &found),
                          st, fail);
   if (!found) {
@@ -87,17 +101,13 @@ static mk_status plan(mk_cublaslt_t *lt, int64_t M, int64_t N, int64_t K, mk_gem
     st = MK_STATUS_UNSUPPORTED;
     goto fail;
   }
-  lt->algo = res.algo;
-  lt->m = M;
-  lt->n = N;
-  lt->k = K;
-  lt->layout = layout;
-  lt->have = 1;
+  p->algo = res.algo;
   cublasLtMatmulPreferenceDestroy(pref);
   return MK_STATUS_OK;
 fail:
   if (pref) cublasLtMatmulPreferenceDestroy(pref);
-  forget_shape(lt);
+  forget_plan(p);
+  lt->used[slot] = 0; /* empty again: a later call plans the shape anew */
   return st;
 }
 
@@ -114,10 +124,11 @@ mk_status mk_cublaslt_gemm_bf16(mk_cublaslt_t *lt, const uint16_t *A, const uint
   if (!lt) MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "cublaslt_gemm: handle is NULL");
   MK_CHECK(check_shape("cublaslt_gemm", M, N, K, b_layout));
   if (M == 0) return MK_STATUS_OK;
-  MK_CHECK(plan(lt, M, N, K, b_layout));
+  lt_plan *p = NULL;
+  MK_CHECK(plan(lt, M, N, K, b_layout, &p));
   const float one = 1.0f, zero = 0.0f;
-  MK_CUBLASLT_CHECK(cublasLtMatmul(lt->handle, lt->op, &one, B, lt->la, A, lt->lb, &zero, C, lt->lc, C, lt->lc,
-                                   &lt->algo, lt->workspace, MK_LT_WORKSPACE, (cudaStream_t)stream));
+  MK_CUBLASLT_CHECK(cublasLtMatmul(lt->handle, p->op, &one, B, p->la, A, p->lb, &zero, C, p->lc, C, p->lc, &p->algo,
+                                   lt->workspace, MK_LT_WORKSPACE, (cudaStream_t)stream));
   return MK_STATUS_OK;
 }
 
