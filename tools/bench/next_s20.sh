@@ -20,6 +20,9 @@
 #       median TTFT of 74-78 ms and no engine step above 0.5 s: the same at 2 x 4 (27 s unfused in session 19).
 #    3. the layer benchmark at 2 nodes (#11), in turns.
 #  part c: the layer at 2 nodes alone (3. of part a).
+#  part m (one node group of G, any kind): the unfused baselines after the cuBLASLt plan cache (f45f573): mk-bench moe
+#    at its 9 default shapes and the layer, both in one node, in turns where the bench has them. Prediction (NOTES
+#    session 20): unfused (16, 2048, 128) 0.83 -> 0.35-0.6 ms, (4096, 2048, 128) 1.79 -> 1.3-1.6; E = 8 within noise.
 #  call 4, part b (~6 min, 8 GPUs): MK_CALL_LIMIT=560 CTEST_ARGS="-R ^none$" tools/gpu-check.sh -- 'bash ../../tools/bench/next_s20.sh b'
 #    4. the layer on 8 in one node, in turns, 20 calls (session 19's unfused MoE block inside it; Qwen3's
 #       attention at tp 4 now over its TP group: its decode block at or below unfused, 0.182 / 0.175 before);
@@ -34,7 +37,11 @@ export PATH=$BIN:$PATH
 G=$(nvidia-smi -L | grep -c '^GPU')
 L2="mk-launch -n $G --nodes 2 --"
 TAG=h200_2x$((G / 2))
-if [ "$PART" = c ]; then # the layer at 2 nodes alone (after mk_fused_create_group: the TP groups' ops on NVLink)
+if [ "$PART" = m ]; then # the unfused baselines after the cuBLASLt plan cache, one node group
+  TAIL=14 step "moe_h200x${G}_plans" 200 mk-launch -n $G -- mk-bench moe --iters 20 --json "$RES/moe_h200x${G}_plans.json"
+  TAIL=30 step "layer_h200x${G}_plans" 200 mk-launch -n $G -- mk-bench layer --interleave --warmup 3 --iters 20 --seed 7 \
+    --json "$RES/layer_h200x${G}_plans.json" --samples "$RES/layer_h200x${G}_plans.samples"
+elif [ "$PART" = c ]; then # the layer at 2 nodes alone (after mk_fused_create_group: the TP groups' ops on NVLink)
   TAIL=30 step "layer_$TAG" 200 $L2 mk-bench layer --interleave --warmup 3 --iters 20 --seed 7 --json "$RES/layer_$TAG.json"
 elif [ "$PART" = a ]; then
   for cfg in "0 0" "1 0" "1 1" "1 -1"; do
