@@ -565,12 +565,12 @@ mk_status mk_layers_create_(const mk_model_t *m, const mk_model_config_t *c, uin
       ops |= 1u << MK_FUSED_AG_GEMM | 1u << MK_FUSED_GEMM_RS;
       fn = fk = maxk > H ? maxk : H;
     }
+    const int tp0 = w->rank / chk.tp * chk.tp; /* the TP group: ranks tp0 .. tp0 + tp - 1 */
     /* over this rank's TP group alone (collective: every rank creates its group's handle) */
-    MK_CHECK_GOTO(mk_fused_create_group(comm, w->rank / chk.tp * chk.tp, chk.tp, ops, max_seq, (int64_t)fn, (int64_t)fk,
-                                        &g->fused),
-                  st, fail);
+    MK_CHECK_GOTO(mk_fused_create_group(comm, tp0, chk.tp, ops, max_seq, (int64_t)fn, (int64_t)fk, &g->fused), st,
+                  fail);
     if (mk_param_tp_gather_sm()) /* collective: heap counters */
-      MK_CHECK_GOTO(mk_gather_create(comm, w->rank / chk.tp * chk.tp, chk.tp, &g->gather), st, fail);
+      MK_CHECK_GOTO(mk_gather_create(comm, tp0, chk.tp, &g->gather), st, fail);
   }
   if (!m) MK_CHECK_GOTO(mk_fill_uniform_f32(g->x, S * H, seed + 17, -1.0f, 1.0f, S_(g)), st, fail); /* a state */
   g->moe_dec_cap = mk_layers_moe_dec_cap_(max_seq, (int)mk_param_moe_decode_tokens());
