@@ -32,6 +32,7 @@
  *     __device__ void run_role(int i, uint8_t *smem, int smem_bytes);
  *     static constexpr bool kTail;   __device__ void tail(uint8_t *smem, int smem_bytes);
  *     __device__ bool join() const;  // dynamic claims (args.claim): false = this CTA takes no tile
+ *     static constexpr bool kTrigger;  // every CTA lets a dependent launch (args.pdl) start at once
  *   };
  * - tile_order: a bijection of [0, tiles_m*tiles_n) onto (tm, tn); CTA b walks idx = b,
  *   b + ncta, ... (ncta = the GEMM CTAs), or, with args.claim, the CTAs claim idx in increasing
@@ -63,6 +64,14 @@
  *   memory (free by then: every stage loaded was consumed) and named barrier 1 for the 256; the
  *   producer warpgroup has left. Lets a fused op put the SMs that finished the GEMM to its
  *   communication (fused_reduce.cuh: they join the reducers).
+ * - kTrigger / args.pdl: a kernel whose Policy has kTrigger executes griddepcontrol.launch_dependents
+ *   first thing in every CTA, so the stream's next kernel, if launched with args.pdl (programmatic
+ *   stream serialization), may place its CTAs on the SMs this one leaves free, and the rest as its
+ *   CTAs exit. Every CTA of the first kernel has started by then (no deadlock if the dependent spins
+ *   on it), but nothing of it is complete or visible: the dependent's hooks wait for what they read
+ *   (before_load on a counter the first kernel's after_store releases), and a dependent that must not
+ *   finish before the first kernel (stream order for what follows) executes griddepcontrol.wait
+ *   before its end (the MoE's GEMM2 in its tail).
  * Shared-memory stages continue across tiles, so tile t+1's loads overlap tile t's epilogue.
  *
  * Optional epilogue: a Policy with kGluPairs = true stores silu(gate) * up of interleaved
@@ -162,6 +171,9 @@ struct mk_gemm_args {
                            tile; the caller's choice, overridden by MK_GEMM_WG_SKIP = 0 or 1 */
   uint32_t *claim;      /* dynamic claims (see mk_gemm_units): device [2] = {next unit, CTAs out}, 0 between
                            launches (the last CTA out re-arms them); NULL: static (CTA b: b, b + ncta, ...) */
+  int pdl;              /* 1: launched as a programmatic dependent of the stream's previous kernel (its CTAs may
+                           start once every CTA of that kernel has started, if it triggers: Policy::kTrigger); the
+                           policy's hooks then wait for whatever of that kernel they read (no griddepcontrol.wait) */
 };
 
 int64_t mk_param_gemm_wg_skip(void); /* gemm.cu: MK_GEMM_WG_SKIP */
@@ -385,6 +397,8 @@ __device__ __forceinline__ float mk_gemm_silu(float x) { return x / (1.0f + __ex
 struct mk_gemm_hooks_default {
   static constexpr bool kRoles = false;
   static constexpr bool kTail = false;
+  static constexpr bool kTrigger = false; /* true: every CTA lets the stream's next kernel, launched with
+                                             mk_gemm_args.pdl, start at once (griddepcontrol.launch_dependents) */
   int role_ctas = 0, compute_ctas = 0;
   __device__ __forceinline__ uint16_t *out_row(const mk_gemm_args &a, int64_t row) const { return a.C + row * a.n; }
   __device__ __forceinline__ void run_role(int, uint8_t *, int) {}
@@ -487,6 +501,7 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
   int *tile_off = row_off + Cfg::kMaxGroups + 1;
   uint8_t *qb = (uint8_t *)(tile_off + Cfg::kMaxGroups + 1); /* dynamic claims' queue (args.claim) */
   const int tid = threadIdx.x, wg = tid / 128;
+  if constexpr (Policy::kTrigger) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   if constexpr (Policy::kRoles) {
     if ((int)blockIdx.x >= policy.compute_ctas) {
       policy.run_role((int)blockIdx.x - policy.compute_ctas, smem, Cfg::kSmemBytes - 1024);
@@ -802,17 +817,27 @@ static mk_status mk_gemm_core_launch_bn(const uint16_t *A, const uint16_t *B, co
     p.compute_ctas = grid;
     total += p.role_ctas;
   }
-  if (layout == MK_GEMM_B_NK) {
-    auto kern = mk_gemm_core_kernel<Policy, 0, kBN, kSplitK>;
-    static mk_gemm_smem_attr attr;
-    MK_CHECK(attr.set((const void *)kern, Cfg::kSmemBytes));
-    kern<<<total, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(ma, mb, a, p);
-  } else {
-    auto kern = mk_gemm_core_kernel<Policy, 1, kBN, kSplitK>;
-    static mk_gemm_smem_attr attr;
-    MK_CHECK(attr.set((const void *)kern, CfgKN::kSmemBytes));
-    kern<<<total, CfgKN::kThreads, CfgKN::kSmemBytes, stream>>>(ma, mb, a, p);
+  static mk_gemm_smem_attr attr_nk, attr_kn;
+  const bool nk = layout == MK_GEMM_B_NK;
+  void (*kern)(const CUtensorMap, const CUtensorMap, mk_gemm_args, Policy) =
+      nk ? mk_gemm_core_kernel<Policy, 0, kBN, kSplitK> : mk_gemm_core_kernel<Policy, 1, kBN, kSplitK>;
+  const int smem = nk ? Cfg::kSmemBytes : CfgKN::kSmemBytes, threads = nk ? Cfg::kThreads : CfgKN::kThreads;
+  MK_CHECK((nk ? attr_nk : attr_kn).set((const void *)kern, smem));
+  if (a.pdl) { /* a programmatic dependent of the stream's previous kernel */
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((unsigned)total);
+    cfg.blockDim = dim3((unsigned)threads);
+    cfg.dynamicSmemBytes = (size_t)smem;
+    cfg.stream = stream;
+    cfg.attrs = at;
+    cfg.numAttrs = 1;
+    MK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kern, ma, mb, a, p));
+    return MK_STATUS_OK;
   }
+  kern<<<total, threads, smem, stream>>>(ma, mb, a, p);
   MK_CUDA_LAUNCH_CHECK();
   return MK_STATUS_OK;
 }

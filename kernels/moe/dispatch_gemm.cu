@@ -327,13 +327,18 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_dispatch_kernel(mk_moe_de
  * depend on the routing: while the rows are still in flight, the producer first has the
  * tile's next pf_kblocks k-blocks of B (its weights) fetched into L2 (one bulk prefetch per
  * B row), so those loads hit L2 once the rows are in. kGlu: SwiGLU in the epilogue (B = w1
- * with gate/up rows interleaved by 8, C = act). */
-template <bool kGlu>
+ * with gate/up rows interleaved by 8, C = act). kG12 (GEMM2 beside GEMM1, mk_moe_dev.g12_need):
+ * every CTA lets GEMM2, launched next as a programmatic dependent, start on the SMs left free,
+ * and each stored tile adds 1 to done2[its tile-row] (release, GPU scope), which GEMM2's tiles of
+ * that tile-row wait for. */
+template <bool kGlu, bool kG12 = false>
 struct moe_gemm1_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
-  static constexpr bool kAfterStore = false;
+  static constexpr bool kAfterStore = kG12;
+  static constexpr bool kTrigger = kG12;
   static constexpr bool kGluPairs = kGlu;
   mk_dev_world w;
   uint64_t o_ready;
+  uint64_t *done2; /* kG12 */
   const int32_t *exp_off, *tile_base;
   uint64_t *prof;
   const uint16_t *B; /* [groups][nb][kb] */
@@ -363,7 +368,9 @@ struct moe_gemm1_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
       moe_stamp(prof, MK_MOE_PH_G1_LAST);
     }
   }
-  __device__ __forceinline__ void after_store(const mk_gemm_tile &) {}
+  __device__ __forceinline__ void after_store(const mk_gemm_tile &t) {
+    if constexpr (kG12) moe_red_add_gpu(done2 + tile_base[t.group] + (t.m0 - exp_off[t.group]) / mk_gemm_config::kBM, 1);
+  }
 };
 
 __global__ void moe_swiglu_kernel(const uint16_t *C1, uint16_t *act, const int32_t *total_dev, int64_t total_host,
@@ -411,9 +418,10 @@ extern "C" mk_status mk_moe_launch_dispatch(const mk_moe_dev *d, const uint16_t 
   return MK_STATUS_OK;
 }
 
-template <bool kGlu>
+template <bool kGlu, bool kG12>
 static mk_status launch_gemm1(const mk_moe_dev *d, int grid, cudaStream_t stream) {
-  moe_gemm1_policy<kGlu> p;
+  moe_gemm1_policy<kGlu, kG12> p;
+  p.done2 = (uint64_t *)(d->w.heap + d->o_done2);
   p.group_m = (int)mk_param_gemm_group_m();
   p.w = d->w;
   p.o_ready = d->o_ready;
@@ -427,15 +435,20 @@ static mk_status launch_gemm1(const mk_moe_dev *d, int grid, cudaStream_t stream
   p.started = d->g1_sync, p.calls = d->calls, p.C = d->C;
   p.join_from = d->g1_sync ? grid - d->C : grid;
   if (d->g1_sync) args.claim = (uint32_t *)(d->g1_sync + 1);
-  if (d->split_k) { /* k-slices of the last wave, planned on the device (gemm_split.cuh) */
-    args.splits = -d->split_k, args.split_mode = d->split_force, args.ws = d->sk_ws, args.flags = d->sk_flags;
-    return mk_gemm_core_launch_split(d->A1, kGlu ? d->w1g : d->w1, args, MK_GEMM_B_NK, p, grid, 0, stream);
+  if constexpr (!kG12) {
+    if (d->split_k) { /* k-slices of the last wave, planned on the device (gemm_split.cuh) */
+      args.splits = -d->split_k, args.split_mode = d->split_force, args.ws = d->sk_ws, args.flags = d->sk_flags;
+      return mk_gemm_core_launch_split(d->A1, kGlu ? d->w1g : d->w1, args, MK_GEMM_B_NK, p, grid, 0, stream);
+    }
   }
-  return mk_gemm_core_launch(d->A1, kGlu ? d->w1g : d->w1, args, MK_GEMM_B_NK, p, grid, 0, stream);
+  /* kG12: 256-wide tiles, so that GEMM2 knows how many stores complete a tile-row (g12_need) */
+  return mk_gemm_core_launch(d->A1, kGlu ? d->w1g : d->w1, args, MK_GEMM_B_NK, p, grid, kG12 ? 256 : 0, stream);
 }
 
 extern "C" mk_status mk_moe_launch_gemm1(const mk_moe_dev *d, int grid, void *stream) {
-  return d->glu ? launch_gemm1<true>(d, grid, (cudaStream_t)stream) : launch_gemm1<false>(d, grid, (cudaStream_t)stream);
+  cudaStream_t s = (cudaStream_t)stream;
+  if (d->g12_need) return launch_gemm1<true, true>(d, grid, s); /* create: g12 needs glu, no split-K */
+  return d->glu ? launch_gemm1<true, false>(d, grid, s) : launch_gemm1<false, false>(d, grid, s);
 }
 
 extern "C" mk_status mk_moe_launch_swiglu(const mk_moe_dev *d, int64_t rows_host, void *stream) {
@@ -455,6 +468,7 @@ extern "C" mk_status mk_moe_preload_dispatch(int split_k) {
   MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)mk_gemm_core_kernel<moe_gemm1_policy<false>, 0, 128>));
   MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)mk_gemm_core_kernel<moe_gemm1_policy<true>, 0, 256>));
   MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)mk_gemm_core_kernel<moe_gemm1_policy<true>, 0, 128>));
+  MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)mk_gemm_core_kernel<moe_gemm1_policy<true, true>, 0, 256>));
   if (split_k) {
     MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)mk_gemm_core_kernel<moe_gemm1_policy<false>, 0, 256, true>));
     MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)mk_gemm_core_kernel<moe_gemm1_policy<false>, 0, 128, true>));

@@ -52,6 +52,10 @@ struct moe_gemm2_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   mk_dev_world w;
   uint64_t *g2_out, o_psig;
   int W, rank;
+  /* GEMM2 beside GEMM1 (push only): a programmatic dependent of GEMM1; each tile-row's loads wait
+     until GEMM1 has stored its g12_need tiles of that tile-row (done2, reset each call) */
+  uint64_t o_done2;
+  int g12_need;
   __device__ __forceinline__ uint16_t *out_row(const mk_gemm_args &a, int64_t row) const {
     if constexpr (kPush) return rowdst[row]; /* rows past m_end: read (rowdst has m_cap + 128), never written */
     return a.C + row * a.n;
@@ -61,6 +65,10 @@ struct moe_gemm2_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
    * counts out last has read every other add, fences, and tells every rank (cumulative release). */
   __device__ __forceinline__ void tail(uint8_t *, int) {
     if constexpr (kPush) {
+      /* Launched as GEMM1's dependent (g12_need), this kernel must not end before GEMM1 has (its last
+         CTAs may still be exiting): what follows on the stream waits only for this kernel. A no-op
+         in a plain launch. */
+      asm volatile("griddepcontrol.wait;" ::: "memory");
       mk_sm90::named_bar_sync(1, 256);
       if (threadIdx.x == 128) {
         __threadfence_system();
@@ -72,7 +80,14 @@ struct moe_gemm2_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
       }
     }
   }
-  __device__ __forceinline__ void before_load(const mk_gemm_tile &) { moe_stamp(prof, MK_MOE_PH_G2_FIRST); }
+  __device__ __forceinline__ void before_load(const mk_gemm_tile &t) {
+    if (kPush && g12_need) { /* GEMM1's stores of this tile-row (generic proxy) before its TMA loads of act */
+      const int tile = tile_base[t.group] + (t.m0 - exp_off[t.group]) / mk_gemm_config::kBM;
+      mk_wait_ge_paced(w, o_done2 + (uint64_t)tile * 8, (uint64_t)g12_need, MK_OP_MOE, -1, tile, kMoePollNs);
+      asm volatile("fence.proxy.async.global;" ::: "memory");
+    }
+    moe_stamp(prof, MK_MOE_PH_G2_FIRST);
+  }
   __device__ __forceinline__ void after_store(const mk_gemm_tile &t) {
     if constexpr (!kPush) { /* done2 is the combine kernel's; the push needs only the stamp */
       const int tile = tile_base[t.group] + (t.m0 - exp_off[t.group]) / mk_gemm_config::kBM;
@@ -222,8 +237,14 @@ static mk_status launch_gemm2(const mk_moe_dev *d, int grid, cudaStream_t stream
   p.g2_out = (uint64_t *)(d->w.heap + d->o_g2_out);
   p.o_psig = d->o_psig;
   p.W = d->W, p.rank = d->rank;
+  p.o_done2 = d->o_done2;
+  p.g12_need = kPush ? d->g12_need : 0;
   mk_gemm_args args = {d->C2, d->m_cap, d->H, d->I, d->El, d->rows};
   args.wg_skip = d->wg_skip;
+  if (p.g12_need) { /* beside GEMM1: claims, so tiles start in order on whichever SMs come free */
+    args.claim = d->g12_claim, args.pdl = 1;
+    return mk_gemm_core_launch(d->act, d->w2, args, MK_GEMM_B_NK, p, grid, d->bn2, stream);
+  }
   /* Dynamic claims on GEMM1's counter (re-armed by GEMM1's last CTA; stream order): tiles start in
    * order however long each took, so the tile-rows of one expert keep reading its B panels side by
    * side (L2) where the warpgroup skip makes some tiles cheaper. */

@@ -46,6 +46,14 @@ MK_PARAM_INT(moe_push, "MOE_PUSH", 1, 0, 1)
  * (T = 16: 0.514 per chunk, 0.543 whole; run 5707401). */
 MK_PARAM_INT(moe_remote_whole, "MOE_REMOTE_WHOLE", -1, -1, 1)
 
+/* Serial schedule with the push combine (prefill-sized handles in one node group): GEMM2 beside GEMM1.
+ * n >= 0: GEMM1 runs on SMs - n CTAs and lets GEMM2, launched right after it as a programmatic
+ * dependent on every SM with dynamic claims, start at once on the n SMs it leaves (and on the others
+ * as GEMM1's CTAs exit); each GEMM2 tile-row waits until GEMM1 has stored all its tiles across N, so
+ * GEMM2's NVLink stores of rows home run beside GEMM1's math instead of after it. -1: one after the
+ * other, as before. Needs SwiGLU in GEMM1's epilogue and no split-K (else -1). */
+MK_PARAM_INT(moe_g12_sms, "MOE_G12_SMS", -1, -1, 1024)
+
 static mk_status heap(mk_moe_t *m, uint64_t bytes, uint64_t *off) {
   return mk_comm_heap_alloc(m->comm, bytes ? bytes : 256, off);
 }
@@ -219,6 +227,21 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
     MK_CUDA_CHECK_GOTO(cudaMemset(d->g1_sync, 0, 2 * sizeof(uint64_t)), st, fail);
     d->g2_claim = (int)mk_param_moe_gemm2_claim();
   }
+  { /* GEMM2 beside GEMM1 (MK_MOE_G12_SMS); GEMM1's 256-wide tiles across its N = 2 I */
+    const int64_t g12 = mk_param_moe_g12_sms();
+    if (g12 >= 0 && m->sched == MK_MOE_SCHED_SERIAL && d->push && d->glu && !d->split_k && !d->split_k2) {
+      if (g12 > m->sms - 8) {
+        MK_WARN(MK_SUBSYS_KERNEL, "moe: MK_MOE_G12_SMS=%lld leaves GEMM1 fewer than 8 of %d SMs", (long long)g12,
+                m->sms);
+        st = MK_STATUS_INVALID_ARGUMENT;
+        goto fail;
+      }
+      m->g12_sms = (int)g12;
+      d->g12_need = (int)((2 * (int64_t)d->I + 255) / 256);
+      MK_CHECK_GOTO(dalloc((void **)&d->g12_claim, 2 * sizeof(uint32_t)), st, fail);
+      MK_CUDA_CHECK_GOTO(cudaMemset(d->g12_claim, 0, 2 * sizeof(uint32_t)), st, fail);
+    }
+  }
   const int64_t whole = mk_param_moe_remote_whole();
   if (m->nnodes > 1 && (whole == 1 || (whole == -1 && m->sched != MK_MOE_SCHED_OVERLAP))) {
     MK_CHECK_GOTO(dalloc((void **)&d->pub_cnt, 2 * sizeof(uint64_t) * (size_t)W), st, fail);
@@ -327,6 +350,7 @@ void mk_moe_destroy(mk_moe_t *m) {
   cudaFree(d->sk_ws);
   cudaFree(d->sk_flags);
   cudaFree(d->g1_sync);
+  cudaFree(d->g12_claim);
   cudaFree(d->pub_cnt);
   if (m->s2) cudaStreamDestroy((cudaStream_t)m->s2);
   if (m->ev_fork) cudaEventDestroy((cudaEvent_t)m->ev_fork);
@@ -363,6 +387,12 @@ static mk_status forward_fused(mk_moe_t *m, const uint16_t *x, int64_t T, const 
   }
   if (m->sched == MK_MOE_SCHED_SERIAL) { /* one stream: every CTA of dispatch / combine is resident */
     MK_CHECK(mk_moe_launch_dispatch(d, x, s));
+    if (d->g12_need) { /* GEMM2 beside GEMM1: its programmatic dependent (MK_MOE_G12_SMS) */
+      MK_CHECK(mk_moe_launch_gemm1(d, m->sms - m->g12_sms, s));
+      MK_CHECK(mk_moe_launch_gemm2(d, m->sms, s));
+      MK_CHECK(mk_moe_launch_push_reduce(d, T, ids, w, out, s));
+      return mk_moe_launch_advance(d->calls, s);
+    }
     MK_CHECK(mk_moe_launch_gemm1(d, m->sms, s));
     if (!d->glu) MK_CHECK(mk_moe_launch_swiglu(d, -1, s));
     MK_CHECK(mk_moe_launch_gemm2(d, m->sms, s));

@@ -20,7 +20,9 @@
  *                                  offsets and the ready/done2 zeroing are done; the dispatch,
  *                                  launched beside the exchange at decode, waits on it
  *   ready    [tiles] u64           local: rows of GEMM1 tile-row landed (reset each call)
- *   done2    [tiles] u64           local: GEMM2 tiles stored per tile-row (reset each call)
+ *   done2    [tiles] u64           local: GEMM2 tiles stored per tile-row (reset each call); with the
+ *                                  push combine GEMM2 does not count, and GEMM2 beside GEMM1
+ *                                  (g12_need) has GEMM1 count its tiles stored per tile-row there
  *   g2_out   u64                   local: GEMM2 CTAs past their last tile (push; reset each call)
  * Push combine (mk_moe_dev.push: one node group): GEMM2's epilogue stores each row straight home,
  *   pland    [Tm][K][H] bf16       at home: row (t, q) = y of token t's q-th expert (o_comb when
@@ -87,6 +89,12 @@ typedef struct mk_moe_dev {
                         started (target C x (calls + 1)); [1] GEMM1's dynamic claims (uint32 [2],
                         mk_gemm_args.claim) */
   int g2_claim;      /* GEMM2 claims its tiles on g1_sync[1] too (MK_MOE_GEMM2_CLAIM) */
+  int g12_need;      /* > 0: GEMM2 beside GEMM1 (serial schedule, push, MK_MOE_G12_SMS): GEMM1 (256-wide tiles,
+                        SwiGLU in its epilogue, no split-K) on SMs - g12 SMs adds 1 to done2[tile-row] per
+                        stored tile, GEMM2, launched as its programmatic dependent on every SM with claims
+                        (g12_claim), waits for done2 >= g12_need = GEMM1's tiles across N; 0: one after
+                        the other */
+  uint32_t *g12_claim; /* g12_need: GEMM2's dynamic claims (uint32 [2], mk_gemm_args.claim), zeroed at create */
   int pf_kblocks;  /* GEMM1: 64-wide k-blocks of its first B tile each CTA prefetches into L2 while
                       the tile's rows are in flight (0 = off; moe.c sizes it to half the L2) */
   uint64_t *pub_cnt; /* several node groups with MK_MOE_REMOTE_WHOLE, else NULL: [2][W] chunks published
@@ -99,6 +107,7 @@ struct mk_moe {
   mk_moe_args a;
   mk_moe_dev d;
   int sms, nnodes, sched; /* sched: mk_moe_schedule, never AUTO */
+  int g12_sms;             /* d.g12_need: SMs GEMM1 leaves to GEMM2 from the start (MK_MOE_G12_SMS) */
   int w1g_owned;           /* d.w1g is this handle's (not args.w1_from's) */
   int dispatch_early;      /* overlapped: dispatch launched before the plan (MK_MOE_DISPATCH_EARLY) */
   void *zero_base;         /* local scratch zeroed each call (n_send, cnt_pairs, fill; mk_moe_launch_plan) */

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# next_s21.sh — session 21's GPU runs on 4 GPUs in one node group (nvidia-h200-x4). Run through
+# tools/gpu-check.sh from the repository root (it configures, builds, runs ctest with CTEST_ARGS, then
+# this in build-gpu/bin):
+#   MK_CALL_LIMIT=540 CTEST_ARGS="-R ^test_(moe_block(_ep4)?|gemm|gemm_grouped|moe_pick)$" tools/gpu-check.sh -- \
+#     'bash ../../tools/bench/next_s21.sh g'
+# part g: the fused MoE's down GEMM beside its gate/up GEMM (MK_MOE_G12_SMS, serial schedule with the push
+#   combine), -1 (one after the other) and 0 / 16 / 32 / 48 SMs left to the down GEMM from the start, at the
+#   three prefill shapes of issue 7, --seed 7 --breakdown. Prediction (docs/perf/NOTES.md, session 21):
+#   (4096, 2048, 128, 8, 768) 1.04 -> 0.89-0.95 ms at 32-48 SMs, its GEMM phase (g1_first -> g2_done)
+#   0.67 -> 0.50-0.55; E = 8 and E = 256 prefill within 2 % (their down GEMM is compute-bound).
+#   Then Qwen3's layer, -1 and 32 in turns of process, and the host's CPU quota and throttling counters
+#   around the layer runs (the unfused layer's spread, session 21).
+# part d: the defaults at the end of the session: mk-bench moe (9 shapes) and the layer, --samples.
+source "$(dirname "$0")/bench_step.sh"
+PART=${1:-g}
+BIN=$PWD
+export PATH=$BIN:$PATH
+G=$(nvidia-smi -L | grep -c '^GPU')
+cpu_state() { # CPU quota and CFS throttling of this container (cgroup v2 or v1), the CPUs seen
+  echo "nproc $(nproc)"
+  for f in /sys/fs/cgroup/cpu.max /sys/fs/cgroup/cpu.stat /sys/fs/cgroup/cpu/cpu.cfs_quota_us \
+    /sys/fs/cgroup/cpu/cpu.cfs_period_us /sys/fs/cgroup/cpu/cpu.stat; do
+    [ -r "$f" ] && { echo "$f:"; cat "$f"; }
+  done
+  uptime
+}
+if [ "$PART" = g ]; then
+  for g in -1 0 16 32 48; do
+    TAIL=10 step "moe_g12_$g" 60 env MK_MOE_G12_SMS=$g mk-launch -n "$G" -- mk-bench moe --shape 4096,2048,128,8,768 \
+      --shape 4096,4096,8,2,14336 --shape 8192,7168,256,8,2048 --iters 20 --seed 7 --breakdown \
+      --json "$RES/moe_g12_$g.json"
+  done
+  cpu_state > "$RES/cpu_before.txt" 2>&1
+  for g in -1 32; do
+    TAIL=14 step "layer_qwen3_g12_$g" 90 env MK_MOE_G12_SMS=$g mk-launch -n "$G" -- mk-bench layer --preset qwen3 \
+      --interleave --warmup 3 --iters 20 --seed 7 --json "$RES/layer_qwen3_g12_$g.json" \
+      --samples "$RES/layer_qwen3_g12_$g.samples"
+  done
+  cpu_state > "$RES/cpu_after.txt" 2>&1
+  cat "$RES/cpu_before.txt" "$RES/cpu_after.txt"
+elif [ "$PART" = d ]; then
+  TAIL=20 step "moe_h200x${G}" 200 mk-launch -n "$G" -- mk-bench moe --iters 20 --json "$RES/moe_h200x${G}.json"
+  TAIL=30 step "layer_h200x${G}" 200 mk-launch -n "$G" -- mk-bench layer --interleave --warmup 3 --iters 20 --seed 7 \
+    --json "$RES/layer_h200x${G}.json" --samples "$RES/layer_h200x${G}.samples"
+fi
+echo "part $PART end at $(( $(date +%s) - T0 )) s"
