@@ -4,10 +4,15 @@
  * (MK_LT_PLANS shapes, least recently used out first): the unfused MoE calls one GEMM per expert,
  * each of its own M, two weights apart, so a handle that kept only the last shape asked the
  * heuristic again at every call, with the GPU idle behind the host (the unfused path syncs on the
- * counts first). */
+ * counts first). An expert's M changes with the routing at every call, so shapes are kept by M
+ * rounded up to MK_LT_M_BUCKET rows: the heuristic is asked once per bucket (for its largest M), and
+ * a call of another M in it reuses that algorithm on its own M (the layouts' column count set,
+ * cublasLtMatmulAlgoCheck'ed; an algorithm the check refuses is replaced by a plan for the exact M,
+ * made for that call alone). */
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "core/check.h"
 #include "kernels/baseline/mk_baseline.h"
@@ -16,10 +21,17 @@
 #define MK_LT_WORKSPACE (32u << 20)
 enum { MK_LT_PLANS = 1024 }; /* shapes kept: E = 256 on 4 ranks calls 2 x 64 a step, M varying with the routing */
 
+/* Rows per bucket of M for the kept plans (1: every M its own plan, as before session 21). In the layer
+ * benchmark, whose hidden state, and so the routing, changes from call to call, nearly every expert GEMM
+ * of the unfused MoE was a new M, and its block ran 2.3-17.8 ms against 1.74 ms for the same shapes at a
+ * fixed routing (docs/perf/NOTES.md, session 21). */
+MK_PARAM_INT(lt_m_bucket, "LT_M_BUCKET", 128, 1, 1 << 20)
+
 typedef struct lt_plan { /* one shape's descriptors and algorithm */
   cublasLtMatmulDesc_t op;
   cublasLtMatrixLayout_t la, lb, lc;
   cublasLtMatmulAlgo_t algo;
+  int64_t m; /* the M that lb and lc describe now (the bucket's largest when made) */
 } lt_plan;
 
 struct mk_cublaslt {
@@ -29,7 +41,15 @@ struct mk_cublaslt {
   mk_plan_key keys[MK_LT_PLANS];
   uint64_t used[MK_LT_PLANS];
   lt_plan plans[MK_LT_PLANS];
+  uint64_t made, exact; /* plans made (heuristic queries), of them one-off exact plans */
+  double made_ms;       /* host time they took */
 };
+
+static double now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
 
 static void forget_plan(lt_plan *p) {
   if (p->op) cublasLtMatmulDescDestroy(p->op);
@@ -58,6 +78,9 @@ fail:
 
 void mk_cublaslt_destroy(mk_cublaslt_t *lt) {
   if (!lt) return;
+  if (lt->made)
+    MK_INFO(MK_SUBSYS_KERNEL, "cuBLASLt: %llu plans made (%llu for an exact M), %.1f ms of host time",
+            (unsigned long long)lt->made, (unsigned long long)lt->exact, lt->made_ms);
   for (int i = 0; i < MK_LT_PLANS; i++) forget_plan(&lt->plans[i]);
   if (lt->workspace) cudaFree(lt->workspace);
   if (lt->handle) cublasLtDestroy(lt->handle);
@@ -65,16 +88,10 @@ void mk_cublaslt_destroy(mk_cublaslt_t *lt) {
 }
 
 /* Column-major view: D[N, M] = op(Bm) [N, K] x Am [K, M]; Am is row-major A (ld K); Bm is B,
- * transposed when stored [N, K]. *out: the shape's plan, made here unless kept. */
-static mk_status plan(mk_cublaslt_t *lt, int64_t M, int64_t N, int64_t K, mk_gemm_b_layout layout, lt_plan **out) {
+ * transposed when stored [N, K]. Makes p's descriptors for M and asks the heuristic. */
+static mk_status make_plan(mk_cublaslt_t *lt, int64_t M, int64_t N, int64_t K, mk_gemm_b_layout layout, lt_plan *p) {
   mk_status st = MK_STATUS_OK;
-  const mk_plan_key key = {M, N, K, (int)layout};
-  int hit = 0;
-  const int slot = mk_plan_cache_slot(&lt->cache, &key, &hit);
-  lt_plan *p = &lt->plans[slot];
-  *out = p;
-  if (hit) return MK_STATUS_OK;
-  forget_plan(p); /* the slot's previous shape, if any */
+  const double t0 = now_ms();
   const cublasOperation_t ta = layout == MK_GEMM_B_NK ? CUBLAS_OP_T : CUBLAS_OP_N, tb = CUBLAS_OP_N;
   cublasLtMatmulPreference_t pref = NULL;
   cublasLtMatmulHeuristicResult_t res;
@@ -102,13 +119,54 @@ static mk_status plan(mk_cublaslt_t *lt, int64_t M, int64_t N, int64_t K, mk_gem
     goto fail;
   }
   p->algo = res.algo;
+  p->m = M;
   cublasLtMatmulPreferenceDestroy(pref);
+  lt->made++;
+  lt->made_ms += now_ms() - t0;
   return MK_STATUS_OK;
 fail:
   if (pref) cublasLtMatmulPreferenceDestroy(pref);
   forget_plan(p);
-  lt->used[slot] = 0; /* empty again: a later call plans the shape anew */
   return st;
+}
+
+/* p's layouts set to M rows of A and C; 0 where its algorithm runs at M (cublasLtMatmulAlgoCheck), 1 where
+ * it does not. */
+static int plan_rows(mk_cublaslt_t *lt, lt_plan *p, int64_t M) {
+  if (p->m == M) return 0;
+  const uint64_t cols = (uint64_t)M;
+  cublasLtMatmulHeuristicResult_t res;
+  if (cublasLtMatrixLayoutSetAttribute(p->lb, CUBLASLT_MATRIX_LAYOUT_COLS, &cols, sizeof cols) != CUBLAS_STATUS_SUCCESS ||
+      cublasLtMatrixLayoutSetAttribute(p->lc, CUBLASLT_MATRIX_LAYOUT_COLS, &cols, sizeof cols) != CUBLAS_STATUS_SUCCESS) {
+    p->m = -1; /* unknown: set again next time */
+    return 1;
+  }
+  p->m = M;
+  return cublasLtMatmulAlgoCheck(lt->handle, p->op, p->la, p->lb, p->lc, p->lc, &p->algo, &res) !=
+             CUBLAS_STATUS_SUCCESS ||
+         res.workspaceSize > MK_LT_WORKSPACE;
+}
+
+/* *out: the plan of M's bucket, kept (made here unless kept), set to M rows; *out = NULL where the bucket's
+ * algorithm does not run at M. */
+static mk_status plan(mk_cublaslt_t *lt, int64_t M, int64_t N, int64_t K, mk_gemm_b_layout layout, lt_plan **out) {
+  const int64_t b = mk_param_lt_m_bucket(), mb = (M + b - 1) / b * b;
+  const mk_plan_key key = {mb, N, K, (int)layout};
+  int hit = 0;
+  const int slot = mk_plan_cache_slot(&lt->cache, &key, &hit);
+  lt_plan *p = &lt->plans[slot];
+  *out = p;
+  if (!hit) {
+    forget_plan(p); /* the slot's previous shape, if any */
+    const mk_status st = make_plan(lt, mb, N, K, layout, p);
+    if (st != MK_STATUS_OK) {
+      lt->used[slot] = 0; /* empty again: a later call plans the shape anew */
+      *out = NULL;
+      return st;
+    }
+  }
+  if (plan_rows(lt, p, M)) *out = NULL;
+  return MK_STATUS_OK;
 }
 
 static mk_status check_shape(const char *who, int64_t M, int64_t N, int64_t K, mk_gemm_b_layout layout) {
@@ -124,11 +182,18 @@ mk_status mk_cublaslt_gemm_bf16(mk_cublaslt_t *lt, const uint16_t *A, const uint
   if (!lt) MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "cublaslt_gemm: handle is NULL");
   MK_CHECK(check_shape("cublaslt_gemm", M, N, K, b_layout));
   if (M == 0) return MK_STATUS_OK;
-  lt_plan *p = NULL;
+  lt_plan *p = NULL, one_off = {0};
   MK_CHECK(plan(lt, M, N, K, b_layout, &p));
+  if (!p) { /* the bucket's algorithm does not run at this M: a plan of its own, for this call */
+    MK_CHECK(make_plan(lt, M, N, K, b_layout, &one_off));
+    lt->exact++;
+    p = &one_off;
+  }
   const float one = 1.0f, zero = 0.0f;
-  MK_CUBLASLT_CHECK(cublasLtMatmul(lt->handle, p->op, &one, B, p->la, A, p->lb, &zero, C, p->lc, C, p->lc, &p->algo,
-                                   lt->workspace, MK_LT_WORKSPACE, (cudaStream_t)stream));
+  const cublasStatus_t cs = cublasLtMatmul(lt->handle, p->op, &one, B, p->la, A, p->lb, &zero, C, p->lc, C, p->lc,
+                                           &p->algo, lt->workspace, MK_LT_WORKSPACE, (cudaStream_t)stream);
+  forget_plan(&one_off);
+  MK_CUBLASLT_CHECK(cs);
   return MK_STATUS_OK;
 }
 

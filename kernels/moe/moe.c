@@ -51,8 +51,19 @@ MK_PARAM_INT(moe_remote_whole, "MOE_REMOTE_WHOLE", -1, -1, 1)
  * dependent on every SM with dynamic claims, start at once on the n SMs it leaves (and on the others
  * as GEMM1's CTAs exit); each GEMM2 tile-row waits until GEMM1 has stored all its tiles across N, so
  * GEMM2's NVLink stores of rows home run beside GEMM1's math instead of after it. -1: one after the
- * other, as before. Needs SwiGLU in GEMM1's epilogue and no split-K (else -1). */
-MK_PARAM_INT(moe_g12_sms, "MOE_G12_SMS", -1, -1, 1024)
+ * other, as before. -2 (default): 3/8 of the SMs where GEMM2 is bound by its stores home rather than
+ * its math, else -1 (mk_moe_pick_g12). Needs SwiGLU in GEMM1's epilogue and no split-K (else -1). */
+MK_PARAM_INT(moe_g12_sms, "MOE_G12_SMS", -2, -2, 1024)
+
+/* MK_MOE_G12_SMS = -2. GEMM2 moves (W - 1) / W of 2 H bytes a row over NVLink (~350 GB/s) against 2 H I
+ * flops of math (~650 TFLOP/s): bound by the stores where I < 1857 (W - 1) / W. There GEMM2 beside GEMM1
+ * pays: run f8f0bf7 (4 x H200, (4096, 2048, 128, 8, 768), I = 768 < 1393): 1.044 ms one after the other,
+ * 0.998 / 0.984 / 0.962 / 0.944 with 0 / 16 / 32 / 48 SMs for GEMM2 (whose math is a third of the two
+ * GEMMs'), against 4.93 -> 5.04-5.49 at E = 8 (I = 14336) and 11.65 -> 11.59-12.20 at E = 256 (I = 2048),
+ * where GEMM2 is bound by its math. */
+int mk_moe_pick_g12(const mk_moe_args *a, int W, int sms) {
+  return W > 1 && (double)a->inter * W < 1857.0 * (W - 1) ? sms * 3 / 8 : -1;
+}
 
 static mk_status heap(mk_moe_t *m, uint64_t bytes, uint64_t *off) {
   return mk_comm_heap_alloc(m->comm, bytes ? bytes : 256, off);
@@ -228,7 +239,7 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
     d->g2_claim = (int)mk_param_moe_gemm2_claim();
   }
   { /* GEMM2 beside GEMM1 (MK_MOE_G12_SMS); GEMM1's 256-wide tiles across its N = 2 I */
-    const int64_t g12 = mk_param_moe_g12_sms();
+    const int64_t g12 = mk_param_moe_g12_sms() == -2 ? mk_moe_pick_g12(a, W, m->sms) : mk_param_moe_g12_sms();
     if (g12 >= 0 && m->sched == MK_MOE_SCHED_SERIAL && d->push && d->glu && !d->split_k && !d->split_k2) {
       if (g12 > m->sms - 8) {
         MK_WARN(MK_SUBSYS_KERNEL, "moe: MK_MOE_G12_SMS=%lld leaves GEMM1 fewer than 8 of %d SMs", (long long)g12,

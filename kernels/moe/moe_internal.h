@@ -130,6 +130,10 @@ int mk_moe_pick_split_k(const mk_moe_args *a, int W);
 /* moe.c: GEMM2's k-slices (>= 0; pure host logic, test_moe_pick) on W ranks of `sms` SMs. */
 int mk_moe_pick_split_k2(const mk_moe_args *a, int W, int sms);
 
+/* moe.c: MK_MOE_G12_SMS = -2 (GEMM2 beside GEMM1): the SMs GEMM1 leaves to GEMM2 from the start on W ranks
+ * of `sms` SMs, or -1 (one after the other). Pure host logic (test_moe_pick). */
+int mk_moe_pick_g12(const mk_moe_args *a, int W, int sms);
+
 /* dispatch_gemm.cu */
 /* Zeroes the call's local counters and scratch (n_send, cnt_pairs, fill, ready, done2), plans
  * and exchanges the counts: one kernel for T <= 1024 (decode), else a memset, plan and exchange. */

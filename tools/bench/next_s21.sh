@@ -11,7 +11,13 @@
 #   0.67 -> 0.50-0.55; E = 8 and E = 256 prefill within 2 % (their down GEMM is compute-bound).
 #   Then Qwen3's layer, -1 and 32 in turns of process, and the host's CPU quota and throttling counters
 #   around the layer runs (the unfused layer's spread, session 21).
-# part d: the defaults at the end of the session: mk-bench moe (9 shapes) and the layer, --samples.
+# part d: the cuBLASLt plans kept per bucket of M (MK_LT_M_BUCKET): Qwen3's layer with 1 (a plan per M, as
+#   before) and 128 (default), MK_DEBUG=INFO for each handle's count of plans made and their host time.
+#   Prediction: the unfused MoE block in the layer from 2.3-17.8 ms (p10-p90) to ~1-1.5 ms, its plans from
+#   thousands to ~100-200 a handle. Then the defaults (g12 on where link-bound, buckets): mk-bench moe at
+#   its 9 shapes and the layer (both presets), --samples:
+#   MK_CALL_LIMIT=540 CTEST_ARGS="-R ^test_(moe_block|moe_block_ep4|moe_pick|model_gpu_(fused|unfused|agree)_4)$" \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s21.sh d'
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-g}
 BIN=$PWD
@@ -40,6 +46,12 @@ if [ "$PART" = g ]; then
   cpu_state > "$RES/cpu_after.txt" 2>&1
   cat "$RES/cpu_before.txt" "$RES/cpu_after.txt"
 elif [ "$PART" = d ]; then
+  for b in 1 128; do
+    TAIL=14 step "layer_qwen3_lt$b" 90 env MK_LT_M_BUCKET=$b MK_DEBUG=INFO MK_DEBUG_SUBSYS=KERNEL mk-launch -n "$G" -- \
+      mk-bench layer --preset qwen3 --interleave --warmup 3 --iters 20 --seed 7 --json "$RES/layer_qwen3_lt$b.json" \
+      --samples "$RES/layer_qwen3_lt$b.samples"
+    grep -h "plans made" "$RES/layer_qwen3_lt$b.log" | sort | uniq -c | sort -rn | head -8
+  done
   TAIL=20 step "moe_h200x${G}" 200 mk-launch -n "$G" -- mk-bench moe --iters 20 --json "$RES/moe_h200x${G}.json"
   TAIL=30 step "layer_h200x${G}" 200 mk-launch -n "$G" -- mk-bench layer --interleave --warmup 3 --iters 20 --seed 7 \
     --json "$RES/layer_h200x${G}.json" --samples "$RES/layer_h200x${G}.samples"
