@@ -4,9 +4,10 @@
  * (MK_LT_PLANS shapes, least recently used out first): the unfused MoE calls one GEMM per expert,
  * each of its own M, two weights apart, so a handle that kept only the last shape asked the
  * heuristic again at every call, with the GPU idle behind the host (the unfused path syncs on the
- * counts first). An expert's M changes with the routing at every call, so shapes are kept by M
- * rounded up to MK_LT_M_BUCKET rows: the heuristic is asked once per bucket (for its largest M), and
- * a call of another M in it reuses that algorithm on its own M (the layouts' column count set,
+ * counts first). An expert's M changes with the routing at every call, so shapes are kept by bucket
+ * of M, MK_LT_M_BUCKETS buckets per doubling of M (M itself up to that many rows): the heuristic is
+ * asked once per bucket (for its largest M, at most 1 / MK_LT_M_BUCKETS above any M in it), and a call
+ * of another M in it reuses that algorithm on its own M (the layouts' column count set,
  * cublasLtMatmulAlgoCheck'ed; an algorithm the check refuses is replaced by a plan for the exact M,
  * made for that call alone). */
 #include <cublasLt.h>
@@ -21,11 +22,13 @@
 #define MK_LT_WORKSPACE (32u << 20)
 enum { MK_LT_PLANS = 1024 }; /* shapes kept: E = 256 on 4 ranks calls 2 x 64 a step, M varying with the routing */
 
-/* Rows per bucket of M for the kept plans (1: every M its own plan, as before session 21). In the layer
- * benchmark, whose hidden state, and so the routing, changes from call to call, nearly every expert GEMM
- * of the unfused MoE was a new M, and its block ran 2.3-17.8 ms against 1.74 ms for the same shapes at a
- * fixed routing (docs/perf/NOTES.md, session 21). */
-MK_PARAM_INT(lt_m_bucket, "LT_M_BUCKET", 128, 1, 1 << 20)
+/* Buckets of M per doubling for the kept plans (0: every M its own plan, as before session 21). In the
+ * layer benchmark, whose hidden state, and so the routing, changes from call to call, nearly every expert
+ * GEMM of the unfused MoE was a new M: Qwen3's unfused MoE block ran 3.2-12.9 ms (p10-p90) in the layer
+ * with a plan per M, 1.4 with plans per 128 rows, against 1.74 for twice the rows at a fixed routing. 128
+ * rows a bucket slowed the decode shapes, whose experts have a few rows each (an algorithm picked for
+ * 128 rows: run 0bcc239, docs/perf/NOTES.md session 21), hence buckets relative to M. */
+MK_PARAM_INT(lt_m_buckets, "LT_M_BUCKETS", 16, 0, 1 << 20)
 
 typedef struct lt_plan { /* one shape's descriptors and algorithm */
   cublasLtMatmulDesc_t op;
@@ -150,7 +153,7 @@ static int plan_rows(mk_cublaslt_t *lt, lt_plan *p, int64_t M) {
 /* *out: the plan of M's bucket, kept (made here unless kept), set to M rows; *out = NULL where the bucket's
  * algorithm does not run at M. */
 static mk_status plan(mk_cublaslt_t *lt, int64_t M, int64_t N, int64_t K, mk_gemm_b_layout layout, lt_plan **out) {
-  const int64_t b = mk_param_lt_m_bucket(), mb = (M + b - 1) / b * b;
+  const int64_t mb = mk_plan_bucket_top(M, mk_param_lt_m_buckets());
   const mk_plan_key key = {mb, N, K, (int)layout};
   int hit = 0;
   const int slot = mk_plan_cache_slot(&lt->cache, &key, &hit);

@@ -47,4 +47,16 @@ static inline int mk_plan_cache_slot(mk_plan_cache *c, const mk_plan_key *key, i
   return s;
 }
 
+/* The largest M of M's bucket, about b buckets per doubling of M (MK_LT_M_BUCKETS): M itself where M <= b
+ * or b <= 0, else M rounded up to a multiple of w, the largest power of two <= 2^floor(log2 M) / b, so at
+ * most M / b above M. Every M of a bucket maps to its top, and the top to itself (a power-of-two width
+ * divides the next doubling's first M). */
+static inline int64_t mk_plan_bucket_top(int64_t M, int64_t b) {
+  if (b <= 0 || M <= b) return M;
+  int64_t p = 1, w = 1;
+  while (p <= M / 2) p *= 2; /* 2^floor(log2 M) */
+  while (w * 2 * b <= p) w *= 2;
+  return (M + w - 1) / w * w;
+}
+
 #endif /* MK_KERNELS_BASELINE_PLAN_CACHE_H */

@@ -1,7 +1,8 @@
 /* test_plan_cache.c (unit, no GPU) — the cuBLASLt baseline's table of GEMM plans (plan_cache.h): a
  * shape is found where it was put, a full table gives up its least recently used shape, and on fresh
  * random sequences of shapes (fewer, as many and more distinct than slots) every hit and miss, and
- * every evicted slot, agrees with a reference LRU list kept here. */
+ * every evicted slot, agrees with a reference LRU list kept here; the buckets of M (mk_plan_bucket_top) on
+ * every M up to 70000 at several bucket counts. */
 #include <string.h>
 
 #include "core/rng.h"
@@ -47,6 +48,26 @@ int main(int argc, char **argv) {
     }
     printf("%d distinct shapes in %d slots: %d hits of 5000\n", distinct, CAP, hits);
     if (distinct <= CAP) ASSERT_EQ(hits, 5000 - distinct); /* each shape missed once */
+  }
+  /* buckets of M: top >= M, at most max(1, M / b) above it (and exact up to b rows); the top is its own
+     top; tops do not decrease with M, and a bucket is a run of consecutive M */
+  static const int64_t nb[] = {0, 1, 4, 16, 100};
+  for (size_t i = 0; i < sizeof nb / sizeof nb[0]; i++) {
+    const int64_t b = nb[i];
+    int64_t prev = 0, buckets = 0;
+    for (int64_t M = 1; M <= 70000; M++) {
+      const int64_t t = mk_plan_bucket_top(M, b);
+      ASSERT_TRUE(t >= M);
+      if (b <= 0 || M <= b) ASSERT_EQ(t, M);
+      else ASSERT_TRUE(t - M <= (M / b > 1 ? M / b : 1));
+      ASSERT_EQ(mk_plan_bucket_top(t, b), t);
+      ASSERT_TRUE(t >= prev);
+      if (t != prev) buckets++;
+      ASSERT_TRUE(prev < M || t == prev); /* M beyond the last top starts a new bucket */
+      prev = t;
+    }
+    printf("%lld buckets a doubling: %lld buckets for M <= 70000\n", (long long)b, (long long)buckets);
+    if (b >= 4) ASSERT_TRUE(buckets <= b * 17 + b); /* ~b per doubling over 17 doublings */
   }
   printf("ok\n");
   return 0;

@@ -11,10 +11,12 @@
 #   0.67 -> 0.50-0.55; E = 8 and E = 256 prefill within 2 % (their down GEMM is compute-bound).
 #   Then Qwen3's layer, -1 and 32 in turns of process, and the host's CPU quota and throttling counters
 #   around the layer runs (the unfused layer's spread, session 21).
-# part d: the cuBLASLt plans kept per bucket of M (MK_LT_M_BUCKET): Qwen3's layer with 1 (a plan per M, as
-#   before) and 128 (default), MK_DEBUG=INFO for each handle's count of plans made and their host time.
-#   Prediction: the unfused MoE block in the layer from 2.3-17.8 ms (p10-p90) to ~1-1.5 ms, its plans from
-#   thousands to ~100-200 a handle. Then the defaults (g12 on where link-bound, buckets): mk-bench moe at
+# part d: the cuBLASLt plans kept per bucket of M (MK_LT_M_BUCKETS): Qwen3's layer with 0 (a plan per M, as
+#   before) and 16 buckets a doubling (default), MK_DEBUG=INFO for each handle's count of plans made and
+#   their host time. Run 0bcc239 (buckets of 128 rows): the unfused MoE block in the layer 6.47 ms (3.2-12.9)
+#   -> 1.38; but the decode shapes of mk-bench moe slower (an algorithm for 128 rows on experts of a few):
+#   (16, 2048, 128) 0.646 -> 1.024 ms. Prediction with 16 a doubling: the layer as with 128 rows, the decode
+#   shapes back to 0.65 / 0.55 / 0.31 / 0.35 ms (run 86af083's unfused). Then the defaults (g12 on where link-bound, buckets): mk-bench moe at
 #   its 9 shapes and the layer (both presets), --samples:
 #   MK_CALL_LIMIT=540 CTEST_ARGS="-R ^test_(moe_block|moe_block_ep4|moe_pick|model_gpu_(fused|unfused|agree)_4)$" \
 #     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s21.sh d'
@@ -46,8 +48,8 @@ if [ "$PART" = g ]; then
   cpu_state > "$RES/cpu_after.txt" 2>&1
   cat "$RES/cpu_before.txt" "$RES/cpu_after.txt"
 elif [ "$PART" = d ]; then
-  for b in 1 128; do
-    TAIL=14 step "layer_qwen3_lt$b" 90 env MK_LT_M_BUCKET=$b MK_DEBUG=INFO MK_DEBUG_SUBSYS=KERNEL mk-launch -n "$G" -- \
+  for b in 0 16; do
+    TAIL=14 step "layer_qwen3_lt$b" 90 env MK_LT_M_BUCKETS=$b MK_DEBUG=INFO MK_DEBUG_SUBSYS=KERNEL mk-launch -n "$G" -- \
       mk-bench layer --preset qwen3 --interleave --warmup 3 --iters 20 --seed 7 --json "$RES/layer_qwen3_lt$b.json" \
       --samples "$RES/layer_qwen3_lt$b.samples"
     grep -h "plans made" "$RES/layer_qwen3_lt$b.log" | sort | uniq -c | sort -rn | head -8
