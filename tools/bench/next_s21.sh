@@ -20,6 +20,14 @@
 #   its 9 shapes and the layer (both presets), --samples:
 #   MK_CALL_LIMIT=540 CTEST_ARGS="-R ^test_(moe_block|moe_block_ep4|moe_pick|model_gpu_(fused|unfused|agree)_4)$" \
 #     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s21.sh d'
+# part e (2 GPUs, nvidia-h200-x2: the 4-GPU kind was withdrawn after run 0bcc239): in one call, at EP = 2, the
+#   unfused decode shapes with a plan per M (MK_LT_M_BUCKETS=0) and 16 buckets a doubling, the E = 128 prefill
+#   with GEMM2 beside GEMM1 off (-1) and by default (I = 768 at W = 2: on, 49 SMs), and Qwen3's layer with
+#   plans per M and per bucket. Predictions: decode rows equal within noise for 0 and 16 (the mk-bench
+#   routing is fixed, so a plan per M never misses there); E = 128 prefill 5-10 % faster with g12; the
+#   unfused layer's MoE block as at 4 GPUs, several-fold faster with buckets.
+#   MK_CALL_LIMIT=500 CTEST_ARGS="-R ^test_(plan_cache|model_gpu_unfused_2|model_gpu_sp_agree_2|moe_block)$" \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s21.sh e'
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-g}
 BIN=$PWD
@@ -47,6 +55,22 @@ if [ "$PART" = g ]; then
   done
   cpu_state > "$RES/cpu_after.txt" 2>&1
   cat "$RES/cpu_before.txt" "$RES/cpu_after.txt"
+elif [ "$PART" = e ]; then
+  for b in 0 16; do
+    TAIL=10 step "moe_dec_lt$b" 60 env MK_LT_M_BUCKETS=$b mk-launch -n "$G" -- mk-bench moe --shape 16,4096,8,2,14336 \
+      --shape 128,4096,8,2,14336 --shape 16,2048,128,8,768 --shape 128,2048,128,8,768 --iters 20 --seed 7 \
+      --json "$RES/moe_dec_lt$b.json"
+  done
+  for g in -1 -2; do
+    TAIL=6 step "moe_e128_g12_$g" 60 env MK_MOE_G12_SMS=$g mk-launch -n "$G" -- mk-bench moe --shape 4096,2048,128,8,768 \
+      --iters 20 --seed 7 --breakdown --json "$RES/moe_e128_g12_$g.json"
+  done
+  for b in 0 16; do
+    TAIL=14 step "layer_qwen3_lt$b" 90 env MK_LT_M_BUCKETS=$b MK_DEBUG=INFO MK_DEBUG_SUBSYS=KERNEL mk-launch -n "$G" -- \
+      mk-bench layer --preset qwen3 --interleave --warmup 3 --iters 20 --seed 7 --json "$RES/layer_qwen3_lt$b.json" \
+      --samples "$RES/layer_qwen3_lt$b.samples"
+    grep -h "plans made" "$RES/layer_qwen3_lt$b.log" | sort | uniq -c | sort -rn | head -4
+  done
 elif [ "$PART" = d ]; then
   for b in 0 16; do
     TAIL=14 step "layer_qwen3_lt$b" 90 env MK_LT_M_BUCKETS=$b MK_DEBUG=INFO MK_DEBUG_SUBSYS=KERNEL mk-launch -n "$G" -- \
