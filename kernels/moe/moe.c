@@ -55,14 +55,15 @@ MK_PARAM_INT(moe_remote_whole, "MOE_REMOTE_WHOLE", -1, -1, 1)
  * its math, else -1 (mk_moe_pick_g12). Needs SwiGLU in GEMM1's epilogue and no split-K (else -1). */
 MK_PARAM_INT(moe_g12_sms, "MOE_G12_SMS", -2, -2, 1024)
 
-/* MK_MOE_G12_SMS = -2. GEMM2 moves (W - 1) / W of 2 H bytes a row over NVLink (~350 GB/s) against 2 H I
- * flops of math (~650 TFLOP/s): bound by the stores where I < 1857 (W - 1) / W. There GEMM2 beside GEMM1
- * pays: run f8f0bf7 (4 x H200, (4096, 2048, 128, 8, 768), I = 768 < 1393): 1.044 ms one after the other,
- * 0.998 / 0.984 / 0.962 / 0.944 with 0 / 16 / 32 / 48 SMs for GEMM2 (whose math is a third of the two
- * GEMMs'), against 4.93 -> 5.04-5.49 at E = 8 (I = 14336) and 11.65 -> 11.59-12.20 at E = 256 (I = 2048),
- * where GEMM2 is bound by its math. */
+/* MK_MOE_G12_SMS = -2. GEMM2 moves (W - 1) / W of 2 H bytes a row over NVLink against 2 H I flops of
+ * math: bound by its stores where I W / (W - 1) is small. By the rates alone (~350 GB/s, ~650 TFLOP/s)
+ * below 1857; measured, it pays below ~1280:
+ * - run f8f0bf7 (4 x H200, (4096, 2048, 128, 8, 768), I W / (W - 1) = 1024): 1.044 ms one after the
+ *   other, 0.998 / 0.984 / 0.962 / 0.944 with 0 / 16 / 32 / 48 SMs for GEMM2 from the start (its math is
+ *   a third of the two GEMMs'); E = 8 (19115) 4.93 -> 5.04-5.49, E = 256 (2731) 11.65 -> 11.59-12.20;
+ * - run eb52c71 (2 x H200, the E = 128 shape, 1536): 0.896 one after the other, 0.910 with 49 SMs. */
 int mk_moe_pick_g12(const mk_moe_args *a, int W, int sms) {
-  return W > 1 && (double)a->inter * W < 1857.0 * (W - 1) ? sms * 3 / 8 : -1;
+  return W > 1 && (double)a->inter * W < 1280.0 * (W - 1) ? sms * 3 / 8 : -1;
 }
 
 static mk_status heap(mk_moe_t *m, uint64_t bytes, uint64_t *off) {
