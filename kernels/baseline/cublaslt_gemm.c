@@ -7,9 +7,8 @@
  * counts first). An expert's M changes with the routing at every call, so shapes are kept by bucket
  * of M, MK_LT_M_BUCKETS buckets per doubling of M (M itself up to that many rows): the heuristic is
  * asked once per bucket (for its largest M, at most 1 / MK_LT_M_BUCKETS above any M in it), and a call
- * of another M in it reuses that algorithm on its own M (the layouts' column count set,
- * cublasLtMatmulAlgoCheck'ed; an algorithm the check refuses is replaced by a plan for the exact M,
- * made for that call alone). */
+ * of another M in it reuses that algorithm on its own M (the layouts' column count set; where
+ * cublasLtMatmul refuses the algorithm at that M, a plan for the exact M, made for that call alone). */
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 #include <stdlib.h>
@@ -34,7 +33,8 @@ typedef struct lt_plan { /* one shape's descriptors and algorithm */
   cublasLtMatmulDesc_t op;
   cublasLtMatrixLayout_t la, lb, lc;
   cublasLtMatmulAlgo_t algo;
-  int64_t m; /* the M that lb and lc describe now (the bucket's largest when made) */
+  int64_t m;   /* the M that lb and lc describe now */
+  int64_t top; /* the M the heuristic chose the algorithm for (the bucket's largest) */
 } lt_plan;
 
 struct mk_cublaslt {
@@ -46,6 +46,8 @@ struct mk_cublaslt {
   lt_plan plans[MK_LT_PLANS];
   uint64_t made, exact; /* plans made (heuristic queries), of them one-off exact plans */
   double made_ms;       /* host time they took */
+  uint64_t calls;       /* GEMMs enqueued */
+  double call_ms;       /* host time of those calls, plans included */
 };
 
 static double now_ms(void) {
@@ -81,9 +83,10 @@ fail:
 
 void mk_cublaslt_destroy(mk_cublaslt_t *lt) {
   if (!lt) return;
-  if (lt->made)
-    MK_INFO(MK_SUBSYS_KERNEL, "cuBLASLt: %llu plans made (%llu for an exact M), %.1f ms of host time",
-            (unsigned long long)lt->made, (unsigned long long)lt->exact, lt->made_ms);
+  if (lt->calls)
+    MK_INFO(MK_SUBSYS_KERNEL, "cuBLASLt: %llu GEMMs, %.1f ms of host time; %llu plans made (%llu for an exact M), "
+            "%.1f ms of it", (unsigned long long)lt->calls, lt->call_ms, (unsigned long long)lt->made,
+            (unsigned long long)lt->exact, lt->made_ms);
   for (int i = 0; i < MK_LT_PLANS; i++) forget_plan(&lt->plans[i]);
   if (lt->workspace) cudaFree(lt->workspace);
   if (lt->handle) cublasLtDestroy(lt->handle);
@@ -122,7 +125,7 @@ static mk_status make_plan(mk_cublaslt_t *lt, int64_t M, int64_t N, int64_t K, m
     goto fail;
   }
   p->algo = res.algo;
-  p->m = M;
+  p->m = p->top = M;
   cublasLtMatmulPreferenceDestroy(pref);
   lt->made++;
   lt->made_ms += now_ms() - t0;
@@ -133,25 +136,22 @@ fail:
   return st;
 }
 
-/* p's layouts set to M rows of A and C; 0 where its algorithm runs at M (cublasLtMatmulAlgoCheck), 1 where
- * it does not. */
-static int plan_rows(mk_cublaslt_t *lt, lt_plan *p, int64_t M) {
+/* p's layouts set to M rows of A and C; 1 where that failed. (cublasLtMatmulAlgoCheck at every new M, as
+ * at first, cost host time at every expert GEMM of the layer, whose M changes each call: session 21.) */
+static int plan_rows(lt_plan *p, int64_t M) {
   if (p->m == M) return 0;
   const uint64_t cols = (uint64_t)M;
-  cublasLtMatmulHeuristicResult_t res;
   if (cublasLtMatrixLayoutSetAttribute(p->lb, CUBLASLT_MATRIX_LAYOUT_COLS, &cols, sizeof cols) != CUBLAS_STATUS_SUCCESS ||
       cublasLtMatrixLayoutSetAttribute(p->lc, CUBLASLT_MATRIX_LAYOUT_COLS, &cols, sizeof cols) != CUBLAS_STATUS_SUCCESS) {
     p->m = -1; /* unknown: set again next time */
     return 1;
   }
   p->m = M;
-  return cublasLtMatmulAlgoCheck(lt->handle, p->op, p->la, p->lb, p->lc, p->lc, &p->algo, &res) !=
-             CUBLAS_STATUS_SUCCESS ||
-         res.workspaceSize > MK_LT_WORKSPACE;
+  return 0;
 }
 
-/* *out: the plan of M's bucket, kept (made here unless kept), set to M rows; *out = NULL where the bucket's
- * algorithm does not run at M. */
+/* *out: the plan of M's bucket, kept (made here unless kept), set to M rows; *out = NULL where its layouts
+ * could not be set. */
 static mk_status plan(mk_cublaslt_t *lt, int64_t M, int64_t N, int64_t K, mk_gemm_b_layout layout, lt_plan **out) {
   const int64_t mb = mk_plan_bucket_top(M, mk_param_lt_m_buckets());
   const mk_plan_key key = {mb, N, K, (int)layout};
@@ -168,7 +168,7 @@ static mk_status plan(mk_cublaslt_t *lt, int64_t M, int64_t N, int64_t K, mk_gem
       return st;
     }
   }
-  if (plan_rows(lt, p, M)) *out = NULL;
+  if (plan_rows(p, M)) *out = NULL;
   return MK_STATUS_OK;
 }
 
@@ -185,17 +185,24 @@ mk_status mk_cublaslt_gemm_bf16(mk_cublaslt_t *lt, const uint16_t *A, const uint
   if (!lt) MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "cublaslt_gemm: handle is NULL");
   MK_CHECK(check_shape("cublaslt_gemm", M, N, K, b_layout));
   if (M == 0) return MK_STATUS_OK;
+  const double t0 = now_ms();
   lt_plan *p = NULL, one_off = {0};
   MK_CHECK(plan(lt, M, N, K, b_layout, &p));
-  if (!p) { /* the bucket's algorithm does not run at this M: a plan of its own, for this call */
+  const float one = 1.0f, zero = 0.0f;
+  cublasStatus_t cs = CUBLAS_STATUS_NOT_SUPPORTED;
+  if (p)
+    cs = cublasLtMatmul(lt->handle, p->op, &one, B, p->la, A, p->lb, &zero, C, p->lc, C, p->lc, &p->algo,
+                        lt->workspace, MK_LT_WORKSPACE, (cudaStream_t)stream);
+  if (cs != CUBLAS_STATUS_SUCCESS && (!p || p->top != M)) {
+    /* the bucket's algorithm refused at this M (nothing was enqueued): a plan of its own, for this call */
     MK_CHECK(make_plan(lt, M, N, K, b_layout, &one_off));
     lt->exact++;
-    p = &one_off;
+    cs = cublasLtMatmul(lt->handle, one_off.op, &one, B, one_off.la, A, one_off.lb, &zero, C, one_off.lc, C,
+                        one_off.lc, &one_off.algo, lt->workspace, MK_LT_WORKSPACE, (cudaStream_t)stream);
+    forget_plan(&one_off);
   }
-  const float one = 1.0f, zero = 0.0f;
-  const cublasStatus_t cs = cublasLtMatmul(lt->handle, p->op, &one, B, p->la, A, p->lb, &zero, C, p->lc, C, p->lc,
-                                           &p->algo, lt->workspace, MK_LT_WORKSPACE, (cudaStream_t)stream);
-  forget_plan(&one_off);
+  lt->calls++;
+  lt->call_ms += now_ms() - t0;
   MK_CUBLASLT_CHECK(cs);
   return MK_STATUS_OK;
 }

@@ -28,6 +28,11 @@
 #   unfused layer's MoE block as at 4 GPUs, several-fold faster with buckets.
 #   MK_CALL_LIMIT=500 CTEST_ARGS="-R ^test_(plan_cache|model_gpu_unfused_2|model_gpu_sp_agree_2|moe_block)$" \
 #     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s21.sh e'
+# part f (2 GPUs): after the diagnosis of run diag21-x2 (host timestamps: docs/perf/NOTES.md session 21), the
+#   bucket plans without cublasLtMatmulAlgoCheck: Qwen3's layer with 16 and 4 buckets a doubling (MK_DEBUG=INFO:
+#   each handle's GEMMs, their host time, the plans made), and the decode shapes with 0 and 16. Prediction: the
+#   unfused layer's host time after the count sync from 0.4-5.5 ms a call to < 0.5, its median from 7.1 ms
+#   toward its blocks' sum (~3.7), the decode shapes unchanged.
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-g}
 BIN=$PWD
@@ -70,6 +75,18 @@ elif [ "$PART" = e ]; then
       mk-bench layer --preset qwen3 --interleave --warmup 3 --iters 20 --seed 7 --json "$RES/layer_qwen3_lt$b.json" \
       --samples "$RES/layer_qwen3_lt$b.samples"
     grep -h "plans made" "$RES/layer_qwen3_lt$b.log" | sort | uniq -c | sort -rn | head -4
+  done
+elif [ "$PART" = f ]; then
+  for b in 16 4; do
+    TAIL=14 step "layer_qwen3_lt$b" 90 env MK_LT_M_BUCKETS=$b MK_DEBUG=INFO MK_DEBUG_SUBSYS=KERNEL mk-launch -n "$G" -- \
+      mk-bench layer --preset qwen3 --interleave --warmup 3 --iters 20 --seed 7 --json "$RES/layer_qwen3_lt$b.json" \
+      --samples "$RES/layer_qwen3_lt$b.samples"
+    grep -h "GEMMs," "$RES/layer_qwen3_lt$b.log" | sort | uniq -c | sort -rn | head -4
+  done
+  for b in 0 16; do
+    TAIL=10 step "moe_dec_lt$b" 60 env MK_LT_M_BUCKETS=$b mk-launch -n "$G" -- mk-bench moe --shape 16,4096,8,2,14336 \
+      --shape 128,4096,8,2,14336 --shape 16,2048,128,8,768 --shape 128,2048,128,8,768 --iters 20 --seed 7 \
+      --json "$RES/moe_dec_lt$b.json"
   done
 elif [ "$PART" = d ]; then
   for b in 0 16; do
