@@ -23,11 +23,12 @@ enum { MK_LT_PLANS = 1024 }; /* shapes kept: E = 256 on 4 ranks calls 2 x 64 a s
 
 /* Buckets of M per doubling for the kept plans (0: every M its own plan, as before session 21). In the
  * layer benchmark, whose hidden state, and so the routing, changes from call to call, nearly every expert
- * GEMM of the unfused MoE was a new M: Qwen3's unfused MoE block ran 3.2-12.9 ms (p10-p90) in the layer
- * with a plan per M, 1.4 with plans per 128 rows, against 1.74 for twice the rows at a fixed routing. 128
- * rows a bucket slowed the decode shapes, whose experts have a few rows each (an algorithm picked for
- * 128 rows: run 0bcc239, docs/perf/NOTES.md session 21), hence buckets relative to M. */
-MK_PARAM_INT(lt_m_buckets, "LT_M_BUCKETS", 16, 0, 1 << 20)
+ * GEMM of the unfused MoE was a new M, each a heuristic query with the GPU idle and the other ranks waiting
+ * in the next all-to-all: Qwen3's unfused layer (prefill, 2 x H200) 14.9 ms (p10 10.0) with a plan per M,
+ * 6.7 (5.2) with 16 buckets a doubling, 3.69 (3.64) with 4, its blocks' sum ~3.7 (runs eb52c71-x2,
+ * aaa57a0-x2); 128-row buckets slowed the decode shapes, whose experts have a few rows each (run 0bcc239).
+ * docs/perf/NOTES.md, session 21. */
+MK_PARAM_INT(lt_m_buckets, "LT_M_BUCKETS", 4, 0, 1 << 20)
 
 typedef struct lt_plan { /* one shape's descriptors and algorithm */
   cublasLtMatmulDesc_t op;

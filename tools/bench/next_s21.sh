@@ -33,6 +33,9 @@
 #   each handle's GEMMs, their host time, the plans made), and the decode shapes with 0 and 16. Prediction: the
 #   unfused layer's host time after the count sync from 0.4-5.5 ms a call to < 0.5, its median from 7.1 ms
 #   toward its blocks' sum (~3.7), the decode shapes unchanged.
+# part h (2 GPUs): with 4 buckets a doubling (the default after part f), the decode shapes against a plan per M,
+#   then the layer, both presets, --samples. Prediction: decode shapes within 3 % of a plan per M; the unfused
+#   layer's medians at their blocks' sums.
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-g}
 BIN=$PWD
@@ -88,6 +91,14 @@ elif [ "$PART" = f ]; then
       --shape 128,4096,8,2,14336 --shape 16,2048,128,8,768 --shape 128,2048,128,8,768 --iters 20 --seed 7 \
       --json "$RES/moe_dec_lt$b.json"
   done
+elif [ "$PART" = h ]; then # 2 GPUs, after the default became 4 buckets a doubling: decode shapes 0 / 4, the layer
+  for b in 0 4; do
+    TAIL=10 step "moe_dec_lt$b" 60 env MK_LT_M_BUCKETS=$b mk-launch -n "$G" -- mk-bench moe --shape 16,4096,8,2,14336 \
+      --shape 128,4096,8,2,14336 --shape 16,2048,128,8,768 --shape 128,2048,128,8,768 --iters 20 --seed 7 \
+      --json "$RES/moe_dec_lt$b.json"
+  done
+  TAIL=30 step "layer_h200x${G}" 200 mk-launch -n "$G" -- mk-bench layer --interleave --warmup 3 --iters 20 --seed 7 \
+    --json "$RES/layer_h200x${G}.json" --samples "$RES/layer_h200x${G}.samples"
 elif [ "$PART" = d ]; then
   for b in 0 16; do
     TAIL=14 step "layer_qwen3_lt$b" 90 env MK_LT_M_BUCKETS=$b MK_DEBUG=INFO MK_DEBUG_SUBSYS=KERNEL mk-launch -n "$G" -- \
