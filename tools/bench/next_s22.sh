@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# next_s22.sh — the GPU runs session 21 owes (docs/perf/NOTES.md, moe "Session 21"), on 4 GPUs in one node group
+# (nvidia-h200-x4; the kind was withdrawn mid-session 21). Run through tools/gpu-check.sh from the repository root:
+#   MK_CALL_LIMIT=560 CTEST_ARGS="-R ^test_(moe_block|moe_block_ep4|moe_pick|plan_cache|model_gpu_(unfused|fused)_4|model_gpu_agree_tp4|model_gpu_sp_agree_tp4)$" \
+#     CTEST_TIMEOUT=200 CTEST_WALL=300 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s22.sh a'
+# part a: the defaults at e5dd77b and later (GEMM2 beside GEMM1 where I W / (W - 1) < 1280, cuBLASLt plans per
+#   4 buckets of M a doubling), side by side fused / unfused:
+#   1. mk-bench moe at its 9 shapes (issue 7's table). Predictions: fused as run 0bcc239 (E = 128 prefill 0.94 ms);
+#      unfused as run 86af083 (exact plans; the bench's routing is fixed), so (128, 4096, 8) still ~6 % behind.
+#   2. the layer, both presets, --warmup 20 (the unfused path makes plans over its first ~10 calls: run
+#      e5dd77b-x2). Predictions: the unfused layer at its blocks' sum; Mixtral decode fused / unfused ~0.93
+#      (0.90 at 2 GPUs), Qwen3 decode ~0.75-0.8; prefill blocks' bound ratios as 0bcc239 (attention 1.15 / 1.22,
+#      MoE 1.10 / 1.5).
+# part b (8 GPUs, nvidia-h200-x8, when lent): tools/bench/next_s20.sh's calls 1-4 (issue 11).
+source "$(dirname "$0")/bench_step.sh"
+PART=${1:-a}
+BIN=$PWD
+export PATH=$BIN:$PATH
+G=$(nvidia-smi -L | grep -c '^GPU')
+if [ "$PART" = a ]; then
+  TAIL=20 step "moe_h200x${G}" 200 mk-launch -n "$G" -- mk-bench moe --iters 20 --json "$RES/moe_h200x${G}.json"
+  TAIL=30 step "layer_h200x${G}" 240 env MK_DEBUG=INFO MK_DEBUG_SUBSYS=KERNEL mk-launch -n "$G" -- mk-bench layer \
+    --interleave --warmup 20 --iters 20 --seed 7 --json "$RES/layer_h200x${G}.json" --samples "$RES/layer_h200x${G}.samples"
+  grep -h "GEMMs," "$RES/layer_h200x${G}.log" | sort | uniq -c | sort -rn | head -8
+fi
+echo "part $PART end at $(( $(date +%s) - T0 )) s"
