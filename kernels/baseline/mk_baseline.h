@@ -5,9 +5,14 @@
  *   mk_cublaslt_t *lt; mk_cublaslt_create(&lt);
  *   mk_cublaslt_gemm_bf16(lt, A, B, C, M, N, K, MK_GEMM_B_NK, stream);
  *   mk_cublaslt_destroy(lt);
- * The handle owns a 32 MiB workspace and remembers the heuristic's algorithm for the last
- * shape, so repeated calls of one shape cost one cublasLtMatmul each. One handle per stream
- * at a time (the workspace is shared by its calls).
+ * The handle owns a 32 MiB workspace and keeps the heuristic's algorithm per shape (per bucket of M,
+ * MK_LT_M_BUCKETS), so repeated calls cost one cublasLtMatmul each. One handle per stream at a time
+ * (the workspace is shared by its calls).
+ *
+ * cuBLAS's grouped GEMM (cublasGemmGroupedBatchedEx), one call for all groups whose row counts the
+ * host holds (the unfused MoE, MK_MOE_UNFUSED_GEMM=1):
+ *   mk_cublas_grouped_t *g; mk_cublas_grouped_create(max_groups, &g);
+ *   mk_cublas_gemm_grouped_host_bf16(g, A, B, C, rows_host, groups, N, K, stream);
  *
  * NCCL collectives over all ranks of an mk_comm_t (the communicator is created through
  * mkernel's bootstrap; collective call):
@@ -45,6 +50,16 @@ mk_status mk_cublaslt_gemm_bf16(mk_cublaslt_t *lt, const uint16_t *A, const uint
 mk_status mk_cublaslt_gemm_grouped_bf16(mk_cublaslt_t *lt, const uint16_t *A, const uint16_t *B, uint16_t *C,
                                         const int32_t *rows, int groups, int64_t m_cap, int64_t N, int64_t K,
                                         mk_gemm_b_layout b_layout, mk_stream_t stream);
+
+typedef struct mk_cublas_grouped mk_cublas_grouped_t;
+mk_status mk_cublas_grouped_create(int max_groups, mk_cublas_grouped_t **out); /* 1..4096 groups */
+void mk_cublas_grouped_destroy(mk_cublas_grouped_t *g);                         /* NULL: no-op */
+/* For each group e with rows[e] > 0 (host array), C[off_e.., N] = A[off_e.., K] @ B_e^T, B_e = B + e N K
+ * stored [N, K], off_e the sum of the rows before it: one cublasGemmGroupedBatchedEx on stream (bf16,
+ * fp32 accumulate). N, K > 0 and multiples of 8. */
+mk_status mk_cublas_gemm_grouped_host_bf16(mk_cublas_grouped_t *g, const uint16_t *A, const uint16_t *B,
+                                           uint16_t *C, const int32_t *rows, int groups, int64_t N, int64_t K,
+                                           mk_stream_t stream);
 
 typedef struct mk_nccl mk_nccl_t;
 mk_status mk_nccl_create(mk_comm_t *comm, mk_nccl_t **out);

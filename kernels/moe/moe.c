@@ -66,6 +66,10 @@ int mk_moe_pick_g12(const mk_moe_args *a, int W, int sms) {
   return W > 1 && (double)a->inter * W < 1280.0 * (W - 1) ? sms * 3 / 8 : -1;
 }
 
+/* The unfused path's expert GEMMs: 0 a cublasLtMatmul per expert (plans kept per bucket of M), 1 one cuBLAS
+ * grouped GEMM (cublasGemmGroupedBatchedEx) for all local experts, gate/up and down each. */
+MK_PARAM_INT(moe_unfused_gemm, "MOE_UNFUSED_GEMM", 0, 0, 1)
+
 static mk_status heap(mk_moe_t *m, uint64_t bytes, uint64_t *off) {
   return mk_comm_heap_alloc(m->comm, bytes ? bytes : 256, off);
 }
@@ -313,6 +317,7 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
   /* Unfused path. */
   if (mk_nccl_shared(comm, &m->nccl) != MK_STATUS_OK) m->nccl = NULL;
   MK_CHECK_GOTO(mk_cublaslt_create(&m->lt), st, fail);
+  if (mk_param_moe_unfused_gemm() == 1) MK_CHECK_GOTO(mk_cublas_grouped_create(El, &m->grouped), st, fail);
   MK_CHECK_GOTO(dalloc((void **)&m->sendbuf, (size_t)d->Tm * d->K * d->H * 2), st, fail);
   MK_CHECK_GOTO(dalloc((void **)&m->recvbuf, (size_t)d->m_cap * d->H * 2), st, fail);
   MK_CHECK_GOTO(dalloc((void **)&m->u_counts, sizeof(int32_t) * (size_t)(3 * d->E + d->Tm * d->K + W * El * 9)), st,
@@ -370,6 +375,7 @@ void mk_moe_destroy(mk_moe_t *m) {
   if (m->ev_g1) cudaEventDestroy((cudaEvent_t)m->ev_g1);
   mk_nccl_destroy(m->nccl);
   mk_cublaslt_destroy(m->lt);
+  mk_cublas_grouped_destroy(m->grouped);
   cudaFree(m->sendbuf);
   cudaFree(m->recvbuf);
   cudaFree(m->u_counts);

@@ -116,6 +116,7 @@ struct mk_moe {
   /* unfused */
   mk_nccl_t *nccl;
   mk_cublaslt_t *lt;
+  mk_cublas_grouped_t *grouped; /* MK_MOE_UNFUSED_GEMM=1: the experts' GEMMs as cuBLAS grouped GEMMs, else NULL */
   uint16_t *sendbuf, *recvbuf;
   int32_t *u_counts, *u_fill, *u_off, *u_pairpos, *u_rc, *u_table;
   int32_t *h_counts, *h_rc, *h_table; /* pinned host */

@@ -64,21 +64,27 @@ mk_status mk_moe_forward_unfused(mk_moe_t *m, const uint16_t *x, int64_t T, cons
   /* dispatch */
   MK_CHECK(mk_nccl_all_to_allv(m->nccl, m->sendbuf, sc, sd, m->recvbuf, rc, rd, MK_DTYPE_BF16, s));
   MK_CHECK(mk_moe_launch_block_copy(m->u_table, W * El, M, H, m->recvbuf, d->A1, s));
-  /* experts */
-  int64_t off = 0;
-  for (int e = 0; e < El; e++) {
-    if (h_rows[e])
-      MK_CHECK(mk_cublaslt_gemm_bf16(m->lt, d->A1 + off * H, d->w1 + (size_t)e * 2 * I * H, d->C1 + off * 2 * I,
-                                     h_rows[e], 2 * (int64_t)I, H, MK_GEMM_B_NK, s));
-    off += h_rows[e];
-  }
-  MK_CHECK(mk_moe_launch_swiglu(d, M, s));
-  off = 0;
-  for (int e = 0; e < El; e++) {
-    if (h_rows[e])
-      MK_CHECK(mk_cublaslt_gemm_bf16(m->lt, d->act + off * I, d->w2 + (size_t)e * H * I, d->C2 + off * H, h_rows[e],
-                                     H, I, MK_GEMM_B_NK, s));
-    off += h_rows[e];
+  /* experts: one cuBLAS grouped GEMM each (MK_MOE_UNFUSED_GEMM=1), or a cublasLtMatmul per expert */
+  if (m->grouped) {
+    MK_CHECK(mk_cublas_gemm_grouped_host_bf16(m->grouped, d->A1, d->w1, d->C1, h_rows, El, 2 * (int64_t)I, H, s));
+    MK_CHECK(mk_moe_launch_swiglu(d, M, s));
+    MK_CHECK(mk_cublas_gemm_grouped_host_bf16(m->grouped, d->act, d->w2, d->C2, h_rows, El, H, I, s));
+  } else {
+    int64_t off = 0;
+    for (int e = 0; e < El; e++) {
+      if (h_rows[e])
+        MK_CHECK(mk_cublaslt_gemm_bf16(m->lt, d->A1 + off * H, d->w1 + (size_t)e * 2 * I * H, d->C1 + off * 2 * I,
+                                       h_rows[e], 2 * (int64_t)I, H, MK_GEMM_B_NK, s));
+      off += h_rows[e];
+    }
+    MK_CHECK(mk_moe_launch_swiglu(d, M, s));
+    off = 0;
+    for (int e = 0; e < El; e++) {
+      if (h_rows[e])
+        MK_CHECK(mk_cublaslt_gemm_bf16(m->lt, d->act + off * I, d->w2 + (size_t)e * H * I, d->C2 + off * H,
+                                       h_rows[e], H, I, MK_GEMM_B_NK, s));
+      off += h_rows[e];
+    }
   }
   /* combine */
   MK_CHECK(mk_moe_launch_block_copy(m->u_table + 4 * W * El, W * El, M, H, d->C2, m->recvbuf, s));

@@ -36,6 +36,10 @@
 # part h (2 GPUs): with 4 buckets a doubling (the default after part f), the decode shapes against a plan per M,
 #   then the layer, both presets, --samples. Prediction: decode shapes within 3 % of a plan per M; the unfused
 #   layer's medians at their blocks' sums.
+# part i (2 GPUs): mk-bench moe at its 9 shapes with the unfused expert GEMMs per expert (MK_MOE_UNFUSED_GEMM=0)
+#   and as cuBLAS grouped GEMMs (1). Prediction: grouped faster at E = 128 / 256 decode, where the per-expert
+#   path is 64-128 host calls a step (~1 ms at E = 128, T = 16, EP = 2), toward its GEMMs alone; within a few %
+#   at E = 8 and at prefill, or slower where the grouped kernel is less tuned than cuBLASLt's choice.
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-g}
 BIN=$PWD
@@ -99,6 +103,11 @@ elif [ "$PART" = h ]; then # 2 GPUs, after the default became 4 buckets a doubli
   done
   TAIL=30 step "layer_h200x${G}" 200 mk-launch -n "$G" -- mk-bench layer --interleave --warmup 3 --iters 20 --seed 7 \
     --json "$RES/layer_h200x${G}.json" --samples "$RES/layer_h200x${G}.samples"
+elif [ "$PART" = i ]; then # 2 GPUs: the unfused path's expert GEMMs per expert (0) or as cuBLAS grouped GEMMs (1)
+  for u in 0 1; do
+    TAIL=20 step "moe_ugemm$u" 90 env MK_MOE_UNFUSED_GEMM=$u mk-launch -n "$G" -- mk-bench moe --iters 20 --seed 7 \
+      --json "$RES/moe_ugemm$u.json"
+  done
 elif [ "$PART" = d ]; then
   for b in 0 16; do
     TAIL=14 step "layer_qwen3_lt$b" 90 env MK_LT_M_BUCKETS=$b MK_DEBUG=INFO MK_DEBUG_SUBSYS=KERNEL mk-launch -n "$G" -- \
