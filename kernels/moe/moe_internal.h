@@ -116,7 +116,8 @@ struct mk_moe {
   /* unfused */
   mk_nccl_t *nccl;
   mk_cublaslt_t *lt;
-  mk_cublas_grouped_t *grouped; /* MK_MOE_UNFUSED_GEMM=1: the experts' GEMMs as cuBLAS grouped GEMMs, else NULL */
+  mk_cublas_grouped_t *grouped; /* MK_MOE_UNFUSED_GEMM != 0: cuBLAS grouped GEMMs for the experts' GEMMs where
+                                   mk_moe_unfused_grouped says so, else NULL */
   uint16_t *sendbuf, *recvbuf;
   int32_t *u_counts, *u_fill, *u_off, *u_pairpos, *u_rc, *u_table;
   int32_t *h_counts, *h_rc, *h_table; /* pinned host */
@@ -131,6 +132,9 @@ int mk_moe_pick_split_k(const mk_moe_args *a, int W);
 /* moe.c: GEMM2's k-slices (>= 0; pure host logic, test_moe_pick) on W ranks of `sms` SMs. */
 int mk_moe_pick_split_k2(const mk_moe_args *a, int W, int sms);
 
+/* moe.c: 1 where the unfused path runs this call's expert GEMMs as cuBLAS grouped GEMMs (MK_MOE_UNFUSED_GEMM;
+ * rows: the host's El row counts), else 0. Pure host logic (test_moe_pick). */
+int mk_moe_unfused_grouped(int El, const int32_t *rows);
 /* moe.c: MK_MOE_G12_SMS = -2 (GEMM2 beside GEMM1): the SMs GEMM1 leaves to GEMM2 from the start on W ranks
  * of `sms` SMs, or -1 (one after the other). Pure host logic (test_moe_pick). */
 int mk_moe_pick_g12(const mk_moe_args *a, int W, int sms);

@@ -65,7 +65,7 @@ mk_status mk_moe_forward_unfused(mk_moe_t *m, const uint16_t *x, int64_t T, cons
   MK_CHECK(mk_nccl_all_to_allv(m->nccl, m->sendbuf, sc, sd, m->recvbuf, rc, rd, MK_DTYPE_BF16, s));
   MK_CHECK(mk_moe_launch_block_copy(m->u_table, W * El, M, H, m->recvbuf, d->A1, s));
   /* experts: one cuBLAS grouped GEMM each (MK_MOE_UNFUSED_GEMM=1), or a cublasLtMatmul per expert */
-  if (m->grouped) {
+  if (m->grouped && mk_moe_unfused_grouped(El, h_rows)) {
     MK_CHECK(mk_cublas_gemm_grouped_host_bf16(m->grouped, d->A1, d->w1, d->C1, h_rows, El, 2 * (int64_t)I, H, s));
     MK_CHECK(mk_moe_launch_swiglu(d, M, s));
     MK_CHECK(mk_cublas_gemm_grouped_host_bf16(m->grouped, d->act, d->w2, d->C2, h_rows, El, H, I, s));

@@ -81,6 +81,20 @@ int main(int argc, char **argv) {
       return 1;
     }
   }
+  /* the unfused path's grouped GEMMs (MK_MOE_UNFUSED_GEMM = -1): >= 16 local experts, none above 256 rows */
+  {
+    int32_t rows[64];
+    for (int e = 0; e < 64; e++) rows[e] = e % 7 * 40; /* 0..240 */
+    if (mk_moe_unfused_grouped(64, rows) != 1 || mk_moe_unfused_grouped(15, rows) != 0) {
+      fprintf(stderr, "mk_moe_unfused_grouped: 64 experts of <= 240 rows want 1, 15 experts want 0\n");
+      return 1;
+    }
+    rows[9] = 257;
+    if (mk_moe_unfused_grouped(64, rows) != 0) {
+      fprintf(stderr, "mk_moe_unfused_grouped: an expert of 257 rows wants 0\n");
+      return 1;
+    }
+  }
   printf("test_moe_pick: %zu + %zu cases ok\n", sizeof cases / sizeof cases[0], sizeof cases2 / sizeof cases2[0]);
   return 0;
 }

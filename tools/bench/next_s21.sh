@@ -40,6 +40,9 @@
 #   and as cuBLAS grouped GEMMs (1). Prediction: grouped faster at E = 128 / 256 decode, where the per-expert
 #   path is 64-128 host calls a step (~1 ms at E = 128, T = 16, EP = 2), toward its GEMMs alone; within a few %
 #   at E = 8 and at prefill, or slower where the grouped kernel is less tuned than cuBLASLt's choice.
+# part j (2 GPUs): the defaults after part i (grouped unfused expert GEMMs where a rank holds >= 16 experts of
+#   <= 256 rows): mk-bench moe at its 9 shapes and the layer with --warmup 20. Prediction: unfused E = 128 / 256
+#   decode as part i's grouped column, the others as its per-expert column; fused unchanged.
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-g}
 BIN=$PWD
@@ -108,6 +111,10 @@ elif [ "$PART" = i ]; then # 2 GPUs: the unfused path's expert GEMMs per expert 
     TAIL=20 step "moe_ugemm$u" 90 env MK_MOE_UNFUSED_GEMM=$u mk-launch -n "$G" -- mk-bench moe --iters 20 --seed 7 \
       --json "$RES/moe_ugemm$u.json"
   done
+elif [ "$PART" = j ]; then # 2 GPUs: the defaults (MK_MOE_UNFUSED_GEMM=-1): mk-bench moe and the layer, --warmup 20
+  TAIL=20 step "moe_h200x${G}" 90 mk-launch -n "$G" -- mk-bench moe --iters 20 --seed 7 --json "$RES/moe_h200x${G}.json"
+  TAIL=30 step "layer_h200x${G}" 150 mk-launch -n "$G" -- mk-bench layer --interleave --warmup 20 --iters 20 --seed 7 \
+    --json "$RES/layer_h200x${G}.json" --samples "$RES/layer_h200x${G}.samples"
 elif [ "$PART" = d ]; then
   for b in 0 16; do
     TAIL=14 step "layer_qwen3_lt$b" 90 env MK_LT_M_BUCKETS=$b MK_DEBUG=INFO MK_DEBUG_SUBSYS=KERNEL mk-launch -n "$G" -- \
