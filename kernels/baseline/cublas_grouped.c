@@ -10,8 +10,7 @@
 #include "kernels/baseline/mk_baseline.h"
 
 struct mk_cublas_grouped {
-  cublasHandle_t handle;
-  void *workspace;
+  cublasHandle_t handle; /* its own default workspace: the unfused path syncs each call, never captured */
   int cap;              /* groups */
   const void **ptrs;    /* host (pageable: a copy from it may be reused at once): A, B, C pointers, cap each */
   void **dptrs;         /* device: the same */
@@ -19,8 +18,6 @@ struct mk_cublas_grouped {
   cublasOperation_t *ta, *tb;
   float *alpha, *beta;
 };
-
-enum { MK_CUBLAS_WORKSPACE = 32 << 20 };
 
 mk_status mk_cublas_grouped_create(int max_groups, mk_cublas_grouped_t **out) {
   mk_status st = MK_STATUS_OK;
@@ -44,9 +41,7 @@ mk_status mk_cublas_grouped_create(int max_groups, mk_cublas_grouped_t **out) {
   g->tb = g->ta + n;
   g->beta = g->alpha + n;
   MK_CUDA_CHECK_GOTO(cudaMalloc((void **)&g->dptrs, 3 * n * sizeof(void *)), st, fail);
-  MK_CUDA_CHECK_GOTO(cudaMalloc(&g->workspace, MK_CUBLAS_WORKSPACE), st, fail);
   MK_CUBLAS_CHECK_GOTO(cublasCreate(&g->handle), st, fail);
-  MK_CUBLAS_CHECK_GOTO(cublasSetWorkspace(g->handle, g->workspace, MK_CUBLAS_WORKSPACE), st, fail);
   *out = g;
   return MK_STATUS_OK;
 fail:
@@ -57,7 +52,6 @@ fail:
 void mk_cublas_grouped_destroy(mk_cublas_grouped_t *g) {
   if (!g) return;
   if (g->handle) cublasDestroy(g->handle);
-  cudaFree(g->workspace);
   cudaFree(g->dptrs);
   free(g->ptrs), free(g->m), free(g->ta), free(g->alpha);
   free(g);

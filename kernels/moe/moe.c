@@ -75,12 +75,14 @@ int mk_moe_pick_g12(const mk_moe_args *a, int W, int sms) {
  * 4096, 8) 5.21 / 11.47, (4096, 2048, 128) 1.954 / 1.902, (8192, 7168, 256) 14.15 / 26.56. */
 MK_PARAM_INT(moe_unfused_gemm, "MOE_UNFUSED_GEMM", -1, -1, 1)
 
+enum { GROUPED_MIN_EXPERTS = 16, GROUPED_MAX_ROWS = 256 };
+
 int mk_moe_unfused_grouped(int El, const int32_t *rows) {
   const int64_t p = mk_param_moe_unfused_gemm();
   if (p >= 0) return (int)p;
-  if (El < 16) return 0;
+  if (El < GROUPED_MIN_EXPERTS) return 0;
   for (int e = 0; e < El; e++)
-    if (rows[e] > 256) return 0;
+    if (rows[e] > GROUPED_MAX_ROWS) return 0;
   return 1;
 }
 
@@ -331,7 +333,9 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
   /* Unfused path. */
   if (mk_nccl_shared(comm, &m->nccl) != MK_STATUS_OK) m->nccl = NULL;
   MK_CHECK_GOTO(mk_cublaslt_create(&m->lt), st, fail);
-  if (mk_param_moe_unfused_gemm() != 0) MK_CHECK_GOTO(mk_cublas_grouped_create(El, &m->grouped), st, fail);
+  /* the cuBLAS handle only where mk_moe_unfused_grouped can pick it (two MoE handles a layer in the model) */
+  if (mk_param_moe_unfused_gemm() == 1 || (mk_param_moe_unfused_gemm() == -1 && El >= GROUPED_MIN_EXPERTS))
+    MK_CHECK_GOTO(mk_cublas_grouped_create(El, &m->grouped), st, fail);
   MK_CHECK_GOTO(dalloc((void **)&m->sendbuf, (size_t)d->Tm * d->K * d->H * 2), st, fail);
   MK_CHECK_GOTO(dalloc((void **)&m->recvbuf, (size_t)d->m_cap * d->H * 2), st, fail);
   MK_CHECK_GOTO(dalloc((void **)&m->u_counts, sizeof(int32_t) * (size_t)(3 * d->E + d->Tm * d->K + W * El * 9)), st,

@@ -56,6 +56,23 @@ cpu_state() { # CPU quota and CFS throttling of this container (cgroup v2 or v1)
   done
   uptime
 }
+# The decode shapes (E = 8 and 128, T = 16 and 128) once per value of MK_LT_M_BUCKETS given.
+moe_dec_lt() {
+  for b in "$@"; do
+    TAIL=10 step "moe_dec_lt$b" 60 env MK_LT_M_BUCKETS=$b mk-launch -n "$G" -- mk-bench moe --shape 16,4096,8,2,14336 \
+      --shape 128,4096,8,2,14336 --shape 16,2048,128,8,768 --shape 128,2048,128,8,768 --iters 20 --seed 7 \
+      --json "$RES/moe_dec_lt$b.json"
+  done
+}
+# Qwen3's layer once per value of MK_LT_M_BUCKETS given, with each cuBLASLt handle's counts (MK_DEBUG=INFO).
+layer_qwen3_lt() {
+  for b in "$@"; do
+    TAIL=14 step "layer_qwen3_lt$b" 90 env MK_LT_M_BUCKETS=$b MK_DEBUG=INFO MK_DEBUG_SUBSYS=KERNEL mk-launch -n "$G" -- \
+      mk-bench layer --preset qwen3 --interleave --warmup 3 --iters 20 --seed 7 --json "$RES/layer_qwen3_lt$b.json" \
+      --samples "$RES/layer_qwen3_lt$b.samples"
+    grep -h "plans made" "$RES/layer_qwen3_lt$b.log" | sort | uniq -c | sort -rn | head -8
+  done
+}
 if [ "$PART" = g ]; then
   for g in -1 0 16 32 48; do
     TAIL=10 step "moe_g12_$g" 60 env MK_MOE_G12_SMS=$g mk-launch -n "$G" -- mk-bench moe --shape 4096,2048,128,8,768 \
@@ -71,39 +88,17 @@ if [ "$PART" = g ]; then
   cpu_state > "$RES/cpu_after.txt" 2>&1
   cat "$RES/cpu_before.txt" "$RES/cpu_after.txt"
 elif [ "$PART" = e ]; then
-  for b in 0 16; do
-    TAIL=10 step "moe_dec_lt$b" 60 env MK_LT_M_BUCKETS=$b mk-launch -n "$G" -- mk-bench moe --shape 16,4096,8,2,14336 \
-      --shape 128,4096,8,2,14336 --shape 16,2048,128,8,768 --shape 128,2048,128,8,768 --iters 20 --seed 7 \
-      --json "$RES/moe_dec_lt$b.json"
-  done
+  moe_dec_lt 0 16
   for g in -1 -2; do
     TAIL=6 step "moe_e128_g12_$g" 60 env MK_MOE_G12_SMS=$g mk-launch -n "$G" -- mk-bench moe --shape 4096,2048,128,8,768 \
       --iters 20 --seed 7 --breakdown --json "$RES/moe_e128_g12_$g.json"
   done
-  for b in 0 16; do
-    TAIL=14 step "layer_qwen3_lt$b" 90 env MK_LT_M_BUCKETS=$b MK_DEBUG=INFO MK_DEBUG_SUBSYS=KERNEL mk-launch -n "$G" -- \
-      mk-bench layer --preset qwen3 --interleave --warmup 3 --iters 20 --seed 7 --json "$RES/layer_qwen3_lt$b.json" \
-      --samples "$RES/layer_qwen3_lt$b.samples"
-    grep -h "plans made" "$RES/layer_qwen3_lt$b.log" | sort | uniq -c | sort -rn | head -4
-  done
+  layer_qwen3_lt 0 16
 elif [ "$PART" = f ]; then
-  for b in 16 4; do
-    TAIL=14 step "layer_qwen3_lt$b" 90 env MK_LT_M_BUCKETS=$b MK_DEBUG=INFO MK_DEBUG_SUBSYS=KERNEL mk-launch -n "$G" -- \
-      mk-bench layer --preset qwen3 --interleave --warmup 3 --iters 20 --seed 7 --json "$RES/layer_qwen3_lt$b.json" \
-      --samples "$RES/layer_qwen3_lt$b.samples"
-    grep -h "GEMMs," "$RES/layer_qwen3_lt$b.log" | sort | uniq -c | sort -rn | head -4
-  done
-  for b in 0 16; do
-    TAIL=10 step "moe_dec_lt$b" 60 env MK_LT_M_BUCKETS=$b mk-launch -n "$G" -- mk-bench moe --shape 16,4096,8,2,14336 \
-      --shape 128,4096,8,2,14336 --shape 16,2048,128,8,768 --shape 128,2048,128,8,768 --iters 20 --seed 7 \
-      --json "$RES/moe_dec_lt$b.json"
-  done
+  layer_qwen3_lt 16 4
+  moe_dec_lt 0 16
 elif [ "$PART" = h ]; then # 2 GPUs, after the default became 4 buckets a doubling: decode shapes 0 / 4, the layer
-  for b in 0 4; do
-    TAIL=10 step "moe_dec_lt$b" 60 env MK_LT_M_BUCKETS=$b mk-launch -n "$G" -- mk-bench moe --shape 16,4096,8,2,14336 \
-      --shape 128,4096,8,2,14336 --shape 16,2048,128,8,768 --shape 128,2048,128,8,768 --iters 20 --seed 7 \
-      --json "$RES/moe_dec_lt$b.json"
-  done
+  moe_dec_lt 0 4
   TAIL=30 step "layer_h200x${G}" 200 mk-launch -n "$G" -- mk-bench layer --interleave --warmup 3 --iters 20 --seed 7 \
     --json "$RES/layer_h200x${G}.json" --samples "$RES/layer_h200x${G}.samples"
 elif [ "$PART" = i ]; then # 2 GPUs: the unfused path's expert GEMMs per expert (0) or as cuBLAS grouped GEMMs (1)
@@ -116,12 +111,7 @@ elif [ "$PART" = j ]; then # 2 GPUs: the defaults (MK_MOE_UNFUSED_GEMM=-1): mk-b
   TAIL=30 step "layer_h200x${G}" 150 mk-launch -n "$G" -- mk-bench layer --interleave --warmup 20 --iters 20 --seed 7 \
     --json "$RES/layer_h200x${G}.json" --samples "$RES/layer_h200x${G}.samples"
 elif [ "$PART" = d ]; then
-  for b in 0 16; do
-    TAIL=14 step "layer_qwen3_lt$b" 90 env MK_LT_M_BUCKETS=$b MK_DEBUG=INFO MK_DEBUG_SUBSYS=KERNEL mk-launch -n "$G" -- \
-      mk-bench layer --preset qwen3 --interleave --warmup 3 --iters 20 --seed 7 --json "$RES/layer_qwen3_lt$b.json" \
-      --samples "$RES/layer_qwen3_lt$b.samples"
-    grep -h "plans made" "$RES/layer_qwen3_lt$b.log" | sort | uniq -c | sort -rn | head -8
-  done
+  layer_qwen3_lt 0 16
   TAIL=20 step "moe_h200x${G}" 200 mk-launch -n "$G" -- mk-bench moe --iters 20 --json "$RES/moe_h200x${G}.json"
   TAIL=30 step "layer_h200x${G}" 200 mk-launch -n "$G" -- mk-bench layer --interleave --warmup 3 --iters 20 --seed 7 \
     --json "$RES/layer_h200x${G}.json" --samples "$RES/layer_h200x${G}.samples"
