@@ -438,11 +438,13 @@ static mk_status launch_gemm1(const mk_moe_dev *d, int grid, cudaStream_t stream
   if constexpr (!kG12) {
     if (d->split_k) { /* k-slices of the last wave, planned on the device (gemm_split.cuh) */
       args.splits = -d->split_k, args.split_mode = d->split_force, args.ws = d->sk_ws, args.flags = d->sk_flags;
-      return mk_gemm_core_launch_split(d->A1, kGlu ? d->w1g : d->w1, args, MK_GEMM_B_NK, p, grid, 0, stream);
+      return mk_gemm_core_launch_split(d->A1, kGlu ? d->w1g : d->w1, args, MK_GEMM_B_NK, p, grid, d->tile_n1,
+                                       stream);
     }
   }
   /* kG12: 256-wide tiles, so that GEMM2 knows how many stores complete a tile-row (g12_need) */
-  return mk_gemm_core_launch(d->A1, kGlu ? d->w1g : d->w1, args, MK_GEMM_B_NK, p, grid, kG12 ? 256 : 0, stream);
+  return mk_gemm_core_launch(d->A1, kGlu ? d->w1g : d->w1, args, MK_GEMM_B_NK, p, grid, kG12 ? 256 : d->tile_n1,
+                             stream);
 }
 
 extern "C" mk_status mk_moe_launch_gemm1(const mk_moe_dev *d, int grid, void *stream) {

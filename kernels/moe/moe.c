@@ -75,6 +75,11 @@ int mk_moe_pick_g12(const mk_moe_args *a, int W, int sms) {
  * 4096, 8) 5.21 / 11.47, (4096, 2048, 128) 1.954 / 1.902, (8192, 7168, 256) 14.15 / 26.56. */
 MK_PARAM_INT(moe_unfused_gemm, "MOE_UNFUSED_GEMM", -1, -1, 1)
 
+/* The fused path's grouped GEMM tile widths (wgmma n): 0 (default) as the shape picks them (GEMM1 by the
+ * core's wave model, mk_gemm_pick_width; GEMM2 mk_moe_dev.bn2's rule), 128 or 256 both GEMMs at that
+ * width (A/B runs; GEMM1 beside GEMM2, MK_MOE_G12_SMS, keeps 256). */
+MK_PARAM_INT(moe_tile_n, "MOE_TILE_N", 0, 0, 256)
+
 enum { GROUPED_MIN_EXPERTS = 16, GROUPED_MAX_ROWS = 256 };
 
 int mk_moe_unfused_grouped(int El, const int32_t *rows) {
@@ -194,7 +199,14 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
        where GEMM1's rule leaves split_k off; run d9a5d83, docs/perf/NOTES.md moe session 13), or
        128-wide tiles where split-K is off */
     d->split_k2 = mk_moe_pick_split_k2(a, W, m->sms);
-    d->bn2 = moe_tiles256(a, W) < m->sms && !d->split_k2 ? 128 : 256;
+    const int tn = (int)mk_param_moe_tile_n();
+    if (tn != 0 && tn != 128 && tn != 256) {
+      MK_WARN(MK_SUBSYS_KERNEL, "moe: MK_MOE_TILE_N=%d (want 0, 128 or 256)", tn);
+      st = MK_STATUS_INVALID_ARGUMENT;
+      goto fail;
+    }
+    d->tile_n1 = tn;
+    d->bn2 = tn ? tn : moe_tiles256(a, W) < m->sms && !d->split_k2 ? 128 : 256;
     d->tiles_n2 = (a->hidden + d->bn2 - 1) / d->bn2;
   }
   { /* dispatch CTAs C, combine CTAs Cc; beside a GEMM (on its own stream) they leave >= 8 SMs to it */

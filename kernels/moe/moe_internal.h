@@ -57,6 +57,7 @@ typedef struct mk_moe_dev {
   int W, rank, El, E, K, H, I;
   int C, Cc;          /* dispatch CTAs, combine CTAs */
   int tiles_n2, bn2;  /* GEMM2 tile width bn2, tiles_n2 = H / bn2 rounded up */
+  int tile_n1;        /* GEMM1's tile width (MK_MOE_TILE_N): 0 the core's pick, 128 or 256 */
   int64_t Tm, m_cap, cnt_stride;
   uint64_t *calls; /* device: this handle's fused calls so far (targets: calls + 1). Per handle, not
                       the comm's epoch slot, so handles of several layers may interleave */

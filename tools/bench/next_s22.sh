@@ -12,6 +12,15 @@
 #      (0.90 at 2 GPUs), Qwen3 decode ~0.75-0.8; prefill blocks' bound ratios as 0bcc239 (attention 1.15 / 1.22,
 #      MoE 1.10 / 1.5).
 # part b (8 GPUs, nvidia-h200-x8, when lent): tools/bench/next_s20.sh's calls 1-4 (issue 11).
+# part x (2 GPUs, nvidia-h200-x2: only 1- and 2-GPU kinds lent at session 22's start): the decode shapes at EP = 2,
+#   --seed 7 --breakdown, by default, with both grouped GEMMs at 128- and at 256-wide tiles (MK_MOE_TILE_N), and the
+#   fused path from CUDA-graph replays (--graph; unfused eager). (256, 4096, 8) at EP = 2 gives each expert ~128 rows,
+#   the per-expert GEMMs of issue 7's (128, 4096, 8) at EP = 4. Predictions (docs/perf/NOTES.md moe, session 22):
+#   E = 128 decode GEMM1 is wave-quantised at 256-wide tiles (1 MB of weights a tile, 2.9 waves at EP = 2), so
+#   128-wide tiles cut its phase by 10-25 %; E = 8 unchanged (split-K already fills the SMs); the graph removes
+#   the host's launch gap, 10-25 us a call.
+#   MK_CALL_LIMIT=400 CTEST_ARGS="-R ^test_(moe_pick|moe_block|moe_block_grouped|plan_cache)$" CTEST_TIMEOUT=150 \
+#     CTEST_WALL=200 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s22.sh x'
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-a}
 BIN=$PWD
@@ -22,5 +31,17 @@ if [ "$PART" = a ]; then
   TAIL=30 step "layer_h200x${G}" 240 env MK_DEBUG=INFO MK_DEBUG_SUBSYS=KERNEL mk-launch -n "$G" -- mk-bench layer \
     --interleave --warmup 20 --iters 20 --seed 7 --json "$RES/layer_h200x${G}.json" --samples "$RES/layer_h200x${G}.samples"
   grep -h "GEMMs," "$RES/layer_h200x${G}.log" | sort | uniq -c | sort -rn | head -8
+fi
+if [ "$PART" = x ]; then
+  STEP_GREP="$STEP_GREP|phases"
+  DEC="--shape 16,2048,128,8,768 --shape 128,2048,128,8,768 --shape 16,4096,8,2,14336 --shape 128,4096,8,2,14336
+    --shape 256,4096,8,2,14336 --shape 16,7168,256,8,2048 --shape 128,7168,256,8,2048"
+  for v in def tn128 tn256 graph; do
+    envs=() flags=()
+    case $v in tn128) envs=(MK_MOE_TILE_N=128) ;; tn256) envs=(MK_MOE_TILE_N=256) ;; graph) flags=(--graph) ;; esac
+    # shellcheck disable=SC2086
+    TAIL=16 step "moe_dec_$v" 75 env "${envs[@]}" mk-launch -n "$G" -- mk-bench moe $DEC --iters 20 --seed 7 \
+      --breakdown "${flags[@]}" --json "$RES/moe_dec_$v.json"
+  done
 fi
 echo "part $PART end at $(( $(date +%s) - T0 )) s"

@@ -127,9 +127,13 @@ static mk_status bench_shape(mk_comm_t *comm, const mk_bench_opts *o, mk_bench_r
   /* timings: fused, unfused, the GEMMs alone, the all-to-alls alone */
   mk_bench_stats t[4];
   for (int p = 0; p < 4; p++) {
+    /* --graph: the fused path from graph replays; the others eagerly (the unfused path reads the counts on
+       the host each call, so it cannot be captured; the parts time it piecewise) */
+    mk_bench_opts op = *o;
+    op.graph = o->graph && p == 0;
     c.path = p;
     c.out = p == 1 ? ou : of;
-    MK_CHECK_GOTO(mk_bench_time(o, run_one, &c, s, &t[p]), st, fail);
+    MK_CHECK_GOTO(mk_bench_time(&op, run_one, &c, s, &t[p]), st, fail);
     MK_CHECK_GOTO(mk_comm_check(comm), st, fail);
   }
   double med[12], allmed[12 * MK_MOE_MAX_RANKS];
@@ -143,22 +147,25 @@ static mk_status bench_shape(mk_comm_t *comm, const mk_bench_opts *o, mk_bench_r
     if (!(o->paths & (p ? MK_BENCH_PATH_UNFUSED : MK_BENCH_PATH_FUSED))) continue;
     mk_bench_row row;
     mk_bench_row_init(&row, "moe", p ? "unfused" : "fused");
-    char extra[32] = "";
+    char extra[64] = "";
     if (fl->split_k) snprintf(extra, sizeof extra, ",\"split_k\":%d", fl->split_k == 1 ? 0 : fl->split_k);
+    if (o->graph && p == 0) snprintf(extra + strlen(extra), sizeof extra - strlen(extra), ",\"graph\":true");
     snprintf(row.shape, sizeof row.shape, "{\"t\":%lld,\"h\":%d,\"e\":%d,\"k\":%d,\"i\":%d,\"routing\":\"%s\"%s}",
              (long long)T, sh->H, sh->E, sh->K, sh->I, routing, extra);
     row.ranks = W;
     row.nodes = wd->nnodes;
     row.t.median_ms = med[3 * p], row.t.p10_ms = med[3 * p + 1], row.t.p90_ms = med[3 * p + 2];
+    row.t.host_ms = t[p].host_ms;
     row.tflops = flops / (row.t.median_ms * 1e9);
     row.rel_err = p ? NAN : worst;
     row.compute_ms = compute, row.comm_ms = comm_ms, row.bound_ms = bound;
     if (o->rank == 0) MK_CHECK_GOTO(mk_bench_report_add(r, &row), st, fail);
   }
   if (o->rank == 0)
-    printf("  T=%-5lld H=%-5d E=%-4d k=%d I=%-5d %-7s fused %8.3f ms  unfused %8.3f ms  gemms %8.3f  a2a %8.3f  "
+    printf("  T=%-5lld H=%-5d E=%-4d k=%d I=%-5d %-7s fused%s %8.3f ms  unfused %8.3f ms  gemms %8.3f  a2a %8.3f  "
            "fused/bound %.2f  err %.2g\n",
-           (long long)T, sh->H, sh->E, sh->K, sh->I, routing, med[0], med[3], compute, comm_ms, med[0] / bound, worst);
+           (long long)T, sh->H, sh->E, sh->K, sh->I, routing, o->graph ? " (graph)" : "", med[0], med[3], compute,
+           comm_ms, med[0] / bound, worst);
   if (breakdown) { /* 3 more fused calls, back to back: the last one's phases, latest over ranks (each from its
                       own exchange start). A lone call's "counts" would also hold the skew of the ranks' host
                       launches after the allgather above (tens of us), which calls in a stream do not see. */
@@ -248,7 +255,10 @@ int mk_bench_moe(int argc, char **argv) {
              "  per phase printed as ms from the count exchange's start (max over ranks).\n"
              "  --split-k N: the fused path's grouped GEMMs may split their last wave of tiles (all tiles\n"
              "  when there are fewer than SMs: decode) in up to N k-slices where a wave model says it pays;\n"
-             "  -N: always; 0: off; no flag: AUTO (mk_moe_args.split_k = 0: 8 where the shape is decode-sized).\n");
+             "  -N: always; 0: off; no flag: AUTO (mk_moe_args.split_k = 0: 8 where the shape is decode-sized).\n"
+             "  --graph (common flag): the fused path is timed from CUDA-graph replays (it never synchronises the\n"
+             "  host); the unfused path reads the counts on the host every call, cannot be captured, and is\n"
+             "  timed eagerly as without the flag. JSON: the fused row's shape has \"graph\": true.\n");
       mk_bench_print_common_help(stdout);
       return 0;
     } else {
