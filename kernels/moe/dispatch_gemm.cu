@@ -48,6 +48,7 @@
  * reduction (combine) runs in a fixed order, so outputs are bit-identical across runs. */
 #include "kernels/gemm/gemm_split.cuh"
 #include "kernels/moe/moe_common.cuh"
+#include "kernels/moe/moe_skinny.cuh"
 
 namespace {
 
@@ -447,8 +448,24 @@ static mk_status launch_gemm1(const mk_moe_dev *d, int grid, cudaStream_t stream
                              stream);
 }
 
+/* GEMM1 swapped (moe_skinny.cuh), d->sk_nt rows a chunk. */
+static mk_status launch_gemm1_skinny(const mk_moe_dev *d, int grid, cudaStream_t stream) {
+  moe_sk_args a;
+  a.w = d->w;
+  a.rows = d->rows, a.exp_off = d->exp_off, a.tile_base = d->tile_base;
+  a.o_ready = d->o_ready;
+  a.act = d->act;
+  a.prof = d->prof;
+  a.El = d->El, a.I = d->I, a.K = d->H;
+  a.tiles_n = (int)((2 * (int64_t)d->I + kSkBN - 1) / kSkBN);
+  if (d->sk_nt == 64) return moe_sk_gemm1_launch<64>(d->A1, d->m_cap, d->w1g, a, grid, stream);
+  if (d->sk_nt == 128) return moe_sk_gemm1_launch<128>(d->A1, d->m_cap, d->w1g, a, grid, stream);
+  return moe_sk_gemm1_launch<256>(d->A1, d->m_cap, d->w1g, a, grid, stream);
+}
+
 extern "C" mk_status mk_moe_launch_gemm1(const mk_moe_dev *d, int grid, void *stream) {
   cudaStream_t s = (cudaStream_t)stream;
+  if (d->sk_nt) return launch_gemm1_skinny(d, grid, s); /* create: glu, overlapped schedule */
   if (d->g12_need) return launch_gemm1<true, true>(d, grid, s); /* create: g12 needs glu, no split-K */
   return d->glu ? launch_gemm1<true, false>(d, grid, s) : launch_gemm1<false, false>(d, grid, s);
 }
@@ -471,6 +488,9 @@ extern "C" mk_status mk_moe_preload_dispatch(int split_k) {
   MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)mk_gemm_core_kernel<moe_gemm1_policy<true>, 0, 256>));
   MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)mk_gemm_core_kernel<moe_gemm1_policy<true>, 0, 128>));
   MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)mk_gemm_core_kernel<moe_gemm1_policy<true, true>, 0, 256>));
+  MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)moe_sk_gemm1_kernel<64>));
+  MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)moe_sk_gemm1_kernel<128>));
+  MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)moe_sk_gemm1_kernel<256>));
   if (split_k) {
     MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)mk_gemm_core_kernel<moe_gemm1_policy<false>, 0, 256, true>));
     MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)mk_gemm_core_kernel<moe_gemm1_policy<false>, 0, 128, true>));

@@ -80,6 +80,23 @@ MK_PARAM_INT(moe_unfused_gemm, "MOE_UNFUSED_GEMM", -1, -1, 1)
  * width (A/B runs; GEMM1 beside GEMM2, MK_MOE_G12_SMS, keeps 256). */
 MK_PARAM_INT(moe_tile_n, "MOE_TILE_N", 0, 0, 256)
 
+/* Decode-sized handles (overlapped schedule, SwiGLU in the epilogue): the gate/up GEMM computed swapped
+ * (moe_skinny.cuh): the weights on the wgmma's 64-row side, each expert's rows as its n (16 .. 256), so an
+ * expert of 129 .. 256 rows costs its rows of tensor work and one pass over its weights instead of two
+ * 128-row tile-rows. 1: on, in chunks of rows by mk_moe_pick_skinny; 64, 128, 256: on, in chunks of that many
+ * rows (tests, A/B); 0: off (the core, as before). Default 0 until measured. */
+MK_PARAM_INT(moe_skinny, "MOE_SKINNY", 0, 0, 256)
+
+/* Chunk rows: the expected rows of a local expert at uniform routing (W max_tokens top_k / E), with a
+ * margin, rounded up to 64, 128 or 256 (a chunk of more rows is cut: its weights stream once a chunk). */
+int mk_moe_pick_skinny(const mk_moe_args *a, int W) {
+  const int64_t p = mk_param_moe_skinny();
+  if (p == 0 || W < 1 || a->n_experts < W) return 0;
+  if (p != 1) return p == 64 || p == 128 || p == 256 ? (int)p : -1;
+  const double rows = (double)W * (double)a->max_tokens * a->top_k / a->n_experts, want = rows * 1.25 + 16;
+  return want <= 64 ? 64 : want <= 128 ? 128 : 256;
+}
+
 enum { GROUPED_MIN_EXPERTS = 16, GROUPED_MAX_ROWS = 256 };
 
 int mk_moe_unfused_grouped(int El, const int32_t *rows) {
@@ -271,6 +288,12 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
     MK_CUDA_CHECK_GOTO(cudaMemset(d->g1_sync, 0, 2 * sizeof(uint64_t)), st, fail);
     d->g2_claim = (int)mk_param_moe_gemm2_claim();
   }
+  if (mk_moe_pick_skinny(a, W) < 0) {
+    MK_WARN(MK_SUBSYS_KERNEL, "moe: MK_MOE_SKINNY=%lld (want 0, 1, 64, 128 or 256)", (long long)mk_param_moe_skinny());
+    st = MK_STATUS_INVALID_ARGUMENT;
+    goto fail;
+  }
+  if (m->sched == MK_MOE_SCHED_OVERLAP && d->glu) d->sk_nt = mk_moe_pick_skinny(a, W);
   { /* GEMM2 beside GEMM1 (MK_MOE_G12_SMS); GEMM1's 256-wide tiles across its N = 2 I */
     const int64_t g12 = mk_param_moe_g12_sms() == -2 ? mk_moe_pick_g12(a, W, m->sms) : mk_param_moe_g12_sms();
     if (g12 >= 0 && m->sched == MK_MOE_SCHED_SERIAL && d->push && d->glu && !d->split_k && !d->split_k2) {
@@ -464,7 +487,7 @@ static mk_status forward_fused(mk_moe_t *m, const uint16_t *x, int64_t T, const 
      the loopback proxy adds this rank's signals (counts, rows) with a kernel, and with every SM taken
      by a dispatch CTA (512 threads x 128 registers fill an SM's register file) or by a GEMM1 CTA
      waiting for rows, the peers wait for those signals forever (2 x 2 at T = 16, run dba0e56) */
-  const int g1_grid = m->nnodes > 1 ? m->sms - d->C - 1 : d->g1_sync ? m->sms : m->sms - d->C;
+  const int g1_grid = m->nnodes > 1 ? m->sms - d->C - 1 : d->g1_sync && !d->sk_nt ? m->sms : m->sms - d->C;
   MK_CHECK(mk_moe_launch_gemm1(d, g1_grid, s));
   if (!d->glu) MK_CHECK(mk_moe_launch_swiglu(d, -1, s));
   if (d->push) { /* GEMM2 on every SM stores the rows home; s2 (the dispatch) joins before the reduce */

@@ -58,6 +58,7 @@ typedef struct mk_moe_dev {
   int C, Cc;          /* dispatch CTAs, combine CTAs */
   int tiles_n2, bn2;  /* GEMM2 tile width bn2, tiles_n2 = H / bn2 rounded up */
   int tile_n1;        /* GEMM1's tile width (MK_MOE_TILE_N): 0 the core's pick, 128 or 256 */
+  int sk_nt;          /* > 0: GEMM1 swapped (moe_skinny.cuh, MK_MOE_SKINNY) in chunks of sk_nt rows (64, 128, 256) */
   int64_t Tm, m_cap, cnt_stride;
   uint64_t *calls; /* device: this handle's fused calls so far (targets: calls + 1). Per handle, not
                       the comm's epoch slot, so handles of several layers may interleave */
@@ -136,6 +137,10 @@ int mk_moe_pick_split_k2(const mk_moe_args *a, int W, int sms);
 /* moe.c: 1 where the unfused path runs this call's expert GEMMs as cuBLAS grouped GEMMs (MK_MOE_UNFUSED_GEMM;
  * rows: the host's El row counts), else 0. Pure host logic (test_moe_pick). */
 int mk_moe_unfused_grouped(int El, const int32_t *rows);
+/* moe.c: MK_MOE_SKINNY's chunk rows for GEMM1 swapped (64, 128 or 256) on W ranks, 0 = the core's GEMM1, -1 = a
+ * value of MK_MOE_SKINNY that is none of 0, 1, 64, 128, 256. The
+ * schedule and SwiGLU placement are the caller's to check. Pure host logic (test_moe_pick). */
+int mk_moe_pick_skinny(const mk_moe_args *a, int W);
 /* moe.c: MK_MOE_G12_SMS = -2 (GEMM2 beside GEMM1): the SMs GEMM1 leaves to GEMM2 from the start on W ranks
  * of `sms` SMs, or -1 (one after the other). Pure host logic (test_moe_pick). */
 int mk_moe_pick_g12(const mk_moe_args *a, int W, int sms);

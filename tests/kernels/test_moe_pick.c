@@ -95,6 +95,31 @@ int main(int argc, char **argv) {
       return 1;
     }
   }
+  /* the gate/up GEMM swapped (MK_MOE_SKINNY): 0 off; 1 chunks from the expected rows of an expert (W T k / E, x 1.25
+     + 16, up to 64 / 128 / 256); 64 / 128 / 256 forced; anything else refused (-1) */
+  {
+    static const struct {
+      const char *env;
+      int64_t T;
+      int E, K, W, want;
+    } sk[] = {{"0", 128, 8, 2, 4, 0},     {"1", 16, 8, 2, 4, 64},     {"1", 64, 8, 2, 4, 128},
+              {"1", 128, 8, 2, 4, 256},   {"1", 128, 128, 8, 2, 64},  {"1", 16, 256, 8, 2, 64},
+              {"128", 16, 8, 2, 4, 128},  {"256", 16, 8, 2, 4, 256},  {"100", 16, 8, 2, 4, -1}};
+    for (size_t i = 0; i < sizeof sk / sizeof sk[0]; i++) {
+      setenv("MK_MOE_SKINNY", sk[i].env, 1);
+      mk_param_reset_cache();
+      const mk_moe_args a = {.hidden = 4096, .inter = 14336, .n_experts = sk[i].E, .top_k = sk[i].K,
+                             .max_tokens = sk[i].T};
+      const int got = mk_moe_pick_skinny(&a, sk[i].W);
+      if (got != sk[i].want) {
+        fprintf(stderr, "mk_moe_pick_skinny(MK_MOE_SKINNY=%s, T = %lld, E = %d, k = %d, W = %d): %d, want %d\n",
+                sk[i].env, (long long)sk[i].T, sk[i].E, sk[i].K, sk[i].W, got, sk[i].want);
+        return 1;
+      }
+    }
+    unsetenv("MK_MOE_SKINNY");
+    mk_param_reset_cache();
+  }
   printf("test_moe_pick: %zu + %zu cases ok\n", sizeof cases / sizeof cases[0], sizeof cases2 / sizeof cases2[0]);
   return 0;
 }

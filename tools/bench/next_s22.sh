@@ -21,6 +21,14 @@
 #   the host's launch gap, 10-25 us a call.
 #   MK_CALL_LIMIT=400 CTEST_ARGS="-R ^test_(moe_pick|moe_block|moe_block_grouped|plan_cache)$" CTEST_TIMEOUT=150 \
 #     CTEST_WALL=200 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s22.sh x'
+# part s (2 GPUs): the gate/up GEMM swapped (MK_MOE_SKINNY=1) against the core, the same decode shapes, --breakdown,
+#   then with the down GEMM at 128-wide tiles too (MK_MOE_TILE_N=128). Prediction: (256, 4096, 8) (~128 rows an
+#   expert, half of them 129+) GEMM1's phase 0.36 -> 0.22-0.25 ms (one pass over the weights, 160 token columns
+#   instead of two 128-row tile-rows), the block 0.645 -> ~0.52; E = 128 / 256 decode GEMM1 10-25 % shorter (the
+#   weights of each unit's first stages load while its rows land, 128-row weight tiles fill the waves); E = 8 at
+#   16-64 rows within 5 %.
+#   MK_CALL_LIMIT=400 CTEST_ARGS="-R ^test_(moe_pick|moe_block)$" CTEST_TIMEOUT=200 CTEST_WALL=220 \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s22.sh s'
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-a}
 BIN=$PWD
@@ -42,6 +50,18 @@ if [ "$PART" = x ]; then
     # shellcheck disable=SC2086
     TAIL=16 step "moe_dec_$v" 75 env "${envs[@]}" mk-launch -n "$G" -- mk-bench moe $DEC --iters 20 --seed 7 \
       --breakdown "${flags[@]}" --json "$RES/moe_dec_$v.json"
+  done
+fi
+if [ "$PART" = s ]; then
+  STEP_GREP="$STEP_GREP|phases"
+  DEC="--shape 16,2048,128,8,768 --shape 128,2048,128,8,768 --shape 16,4096,8,2,14336 --shape 128,4096,8,2,14336
+    --shape 256,4096,8,2,14336 --shape 16,7168,256,8,2048 --shape 128,7168,256,8,2048"
+  for v in sk0 sk1 sk1tn128 sk0tn128; do
+    envs=(MK_MOE_SKINNY=${v:2:1})
+    case $v in *tn128) envs+=(MK_MOE_TILE_N=128) ;; esac
+    # shellcheck disable=SC2086
+    TAIL=16 step "moe_dec_$v" 75 env "${envs[@]}" mk-launch -n "$G" -- mk-bench moe $DEC --iters 20 --seed 7 \
+      --breakdown --json "$RES/moe_dec_$v.json"
   done
 fi
 echo "part $PART end at $(( $(date +%s) - T0 )) s"

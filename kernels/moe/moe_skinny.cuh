@@ -1,0 +1,278 @@
+/* moe_skinny.cuh — the fused MoE's gate/up GEMM (+ SwiGLU) computed swapped for decode-sized
+ * handles (MK_MOE_SKINNY; mk_moe_dev.sk_nt): act^T[i, rows] = silu(gate_e) * up_e over each local
+ * expert's landed rows, with the expert's interleaved weights w1g (rows 16 q .. 16 q + 7 gate,
+ * 16 q + 8 .. + 15 up) on the 64-row side of m64nNk16 wgmma and the expert's rows as its narrow n
+ * side, as gemm_skinny.cuh does for the plain small-M GEMM (and cuBLASLt's swapped nvjet tiles).
+ *
+ * Why: the core puts the rows on the m side, in tiles of 128 rows. An expert of R rows costs
+ * ceil(R / 64) x 64 rows of tensor work and ceil(R / 128) passes over its weight panel; at 129 .. 256
+ * rows (issue 7's (128, 4096, 8) at EP = 4) two full tile-rows, compute-bound (docs/perf/NOTES.md moe
+ * session 14). Here the tensor work is the rows rounded up to the next of 16, 32, 64, 128, 160, 224,
+ * 256, and the weights stream once per chunk of rows.
+ *
+ * Work: a unit is (chunk, weight tile). Expert e's rows [exp_off[e], + rows[e]) are cut in chunks of
+ * NTMAX rows (a template parameter, 64, 128 or 256, picked at create from the expected rows an expert,
+ * moe.c), chunk-major over the experts in order; each chunk is cut in weight tiles of 128 rows of
+ * w1g (64 act columns). Units are assigned statically (u = blockIdx.x, + gridDim.x, ...): every CTA is
+ * resident beside the dispatch (the grid is what the dispatch leaves), so none waits behind a CTA that
+ * has no SM.
+ *
+ * Kernel shape (384 threads, one CTA per SM):
+ *   warpgroup 0   producer (one thread; 40 registers): per unit, the weight TMA loads of its first
+ *                 min(stages, k-steps) k-steps are issued before its rows are known to have landed
+ *                 (the weights do not depend on them: their HBM time hides the dispatch's), then the
+ *                 wait for the chunk's 128-row tile-rows (ready[], as the core's GEMM1 before_load),
+ *                 a proxy fence, and the token loads of those stages (boxes of 64 and 16 rows; rows
+ *                 past m_cap zero-filled, rows past the chunk belong to the next expert or are stale
+ *                 and are never stored), then both for the remaining k-steps.
+ *   warpgroups 1,2 consumers (232 registers): warpgroup cw multiplies weight rows 64 cw .. + 63 of the
+ *                 tile by the NT token rows of every stage; NT (<= NTMAX) is chosen per unit from the
+ *                 chunk's rows, one instantiation of the k-loop and epilogue per NT. Epilogue: thread
+ *                 holds (gate row g, up row g + 8) x token pairs, so act = silu(gate) * up needs no
+ *                 exchange; lanes g and g ^ 1 trade one value so that each stores a bf16x2 of two
+ *                 act columns of one token row, masked to the chunk's rows and to I.
+ * Ring: stages of 16 KB of weights + NTMAX x 128 bytes of tokens, as many as fit (NTMAX 64: 9,
+ * 128: 6, 256: 4); expect_tx per stage is 16 KB + NT x 128 bytes. */
+#ifndef MK_KERNELS_MOE_MOE_SKINNY_CUH
+#define MK_KERNELS_MOE_MOE_SKINNY_CUH
+
+#include "kernels/gemm/gemm_skinny.cuh"
+#include "kernels/moe/moe_common.cuh"
+
+constexpr int kSkBN = 128, kSkBK = 64;
+
+template <int NTMAX>
+struct moe_sk_config {
+  static constexpr int kWBytes = kSkBN * kSkBK * 2, kStageBytes = kWBytes + NTMAX * kSkBK * 2;
+  static constexpr int kMaxStages = 16, kMaxExperts = 512;
+  static constexpr int kMetaBytes = (kMaxExperts + 8) * 4; /* the experts' chunk prefix */
+  static constexpr int kStages =
+      std::min(kMaxStages, (227 * 1024 - 1024 - kMetaBytes - 2 * kMaxStages * 8) / kStageBytes);
+  static constexpr int kSmemBytes = 1024 + kStages * kStageBytes + kMetaBytes + 2 * kStages * 8;
+  static_assert(NTMAX == 64 || NTMAX == 128 || NTMAX == 256, "chunk rows");
+  static_assert(kSmemBytes <= 227 * 1024, "shared memory");
+};
+
+/* Token width for a chunk of `rows` rows (1 .. NTMAX): the smallest wgmma n of the set that holds it. */
+template <int NTMAX>
+__device__ __forceinline__ int moe_sk_nt(int rows) {
+  if (rows <= 16) return 16;
+  if (rows <= 32) return 32;
+  if (rows <= 64 || NTMAX == 64) return 64;
+  if (rows <= 128 || NTMAX == 128) return 128;
+  return rows <= 160 ? 160 : rows <= 224 ? 224 : 256;
+}
+
+struct moe_sk_args {
+  mk_dev_world w;
+  const int32_t *rows, *exp_off, *tile_base; /* [El], [El + 1], [El + 1] (the exchange's) */
+  uint64_t o_ready;                          /* ready[tile-row] (heap offset, this rank) */
+  uint16_t *act;                             /* [m_cap][I] */
+  uint64_t *prof;
+  int El, I, K, tiles_n; /* tiles_n = ceil(2 I / 128) */
+};
+
+/* The unit's place: expert e, its first row m0 (of A1), its rows in this chunk, weight tile j. */
+struct moe_sk_unit {
+  int e, j, rows;
+  int64_t m0;
+};
+
+/* cbase[e] = chunks of experts before e (cbase[El] = all), filled by warp 0 (shuffle scan). */
+template <int NTMAX>
+__device__ __forceinline__ void moe_sk_prefix(const moe_sk_args &a, int *cbase) {
+  const int lane = threadIdx.x & 31;
+  int carry = 0;
+  for (int e0 = 0; e0 < a.El; e0 += 32) {
+    const int e = e0 + lane;
+    const int c = e < a.El ? (a.rows[e] + NTMAX - 1) / NTMAX : 0;
+    int v = c;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+      const int x = __shfl_up_sync(0xffffffffu, v, o);
+      if (lane >= o) v += x;
+    }
+    if (e < a.El) cbase[e] = carry + v - c;
+    carry += __shfl_sync(0xffffffffu, v, 31);
+  }
+  if (lane == 0) cbase[a.El] = carry;
+}
+
+template <int NTMAX>
+__device__ __forceinline__ moe_sk_unit moe_sk_decode(const moe_sk_args &a, const int *cbase, int u) {
+  const int chunk = u / a.tiles_n;
+  moe_sk_unit r;
+  r.j = u - chunk * a.tiles_n;
+  int lo = 0, hi = a.El - 1; /* the last e with cbase[e] <= chunk (experts without rows have no chunk) */
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (cbase[mid] <= chunk) lo = mid;
+    else hi = mid - 1;
+  }
+  r.e = lo;
+  const int c = chunk - cbase[lo];
+  r.m0 = (int64_t)a.exp_off[lo] + (int64_t)c * NTMAX;
+  r.rows = min(NTMAX, a.rows[lo] - c * NTMAX);
+  return r;
+}
+
+/* The producer's token loads of k-step kb: nt = 64 a + 16 b rows from row m0, boxes of 64 then of 16. */
+__device__ __forceinline__ void moe_sk_tokens(const CUtensorMap *t64, const CUtensorMap *t16, int nt, int kb, int m0,
+                                              uint8_t *st, uint64_t *bar) {
+  int r = 0;
+  for (; r + 64 <= nt; r += 64) mk_sm90::tma_load_3d(st + r * kSkBK * 2, t64, bar, kb * kSkBK, m0 + r, 0);
+  for (; r < nt; r += 16) mk_sm90::tma_load_3d(st + r * kSkBK * 2, t16, bar, kb * kSkBK, m0 + r, 0);
+}
+
+/* One unit's k-loop and epilogue on a consumer warpgroup, token width NT. */
+template <int NTMAX, int NT>
+__device__ __forceinline__ void moe_sk_consume(const moe_sk_args &a, const moe_sk_unit &un, float (&d)[NT / 2],
+                                               uint8_t *smem, uint64_t *full, uint64_t *empty, uint32_t g0,
+                                               int k_iters, int cw, int warp, int lane) {
+  using Cfg = moe_sk_config<NTMAX>;
+  using namespace mk_sm90;
+#pragma unroll
+  for (int i = 0; i < NT / 2; i++) d[i] = 0.f;
+  int prev = -1;
+  for (int i = 0; i < k_iters; i++) {
+    const uint32_t g = g0 + (uint32_t)i;
+    const int s = (int)(g % Cfg::kStages);
+    mbar_wait(&full[s], (g / Cfg::kStages) & 1);
+    const uint8_t *sw = smem + s * Cfg::kStageBytes + cw * 64 * kSkBK * 2;
+    const uint8_t *st = smem + s * Cfg::kStageBytes + Cfg::kWBytes;
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < kSkBK / 16; kk++)
+      wgmma_m64nk16_bf16<NT, 0>(d, desc_sw128(sw + kk * 32, 16, 1024), desc_sw128(st + kk * 32, 16, 1024));
+    wgmma_commit();
+    wgmma_wait<1>();
+    mk_gemm_ring_free(empty, lane, prev);
+    prev = s;
+  }
+  wgmma_wait<0>();
+#pragma unroll
+  for (int i = 0; i < NT / 2; i++) fence_operand(d[i]);
+  mk_gemm_ring_free(empty, lane, prev);
+  /* act column of this thread's (gate, up) row pair; lanes g and g ^ 1 (lane ^ 4) hold columns i, i + 1 */
+  const int odd = (lane >> 2) & 1;
+  const int i = un.j * (kSkBN / 2) + cw * 32 + warp * 8 + (lane >> 2);
+  const int ie = i - odd; /* the pair's first column */
+#pragma unroll
+  for (int jj = 0; jj < NT / 8; jj++) {
+    const float v0 = mk_gemm_silu(d[4 * jj]) * d[4 * jj + 2];     /* (i, t)     */
+    const float v1 = mk_gemm_silu(d[4 * jj + 1]) * d[4 * jj + 3]; /* (i, t + 1) */
+    const float x = __shfl_xor_sync(0xffffffffu, odd ? v0 : v1, 4);
+    const int t = 8 * jj + 2 * (lane & 3) + odd;
+    if (t < un.rows && ie < a.I)
+      *(__nv_bfloat162 *)(a.act + (un.m0 + t) * a.I + ie) =
+          odd ? __floats2bfloat162_rn(x, v1) : __floats2bfloat162_rn(v0, x);
+  }
+}
+
+template <int NTMAX>
+__global__ void __launch_bounds__(384, 1)
+    moe_sk_gemm1_kernel(const __grid_constant__ CUtensorMap tma_w, const __grid_constant__ CUtensorMap tma_t64,
+                        const __grid_constant__ CUtensorMap tma_t16, moe_sk_args a) {
+  using Cfg = moe_sk_config<NTMAX>;
+  using namespace mk_sm90;
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
+  int *cbase = (int *)(smem + Cfg::kStages * Cfg::kStageBytes);
+  uint64_t *full = (uint64_t *)(smem + Cfg::kStages * Cfg::kStageBytes + Cfg::kMetaBytes);
+  uint64_t *empty = full + Cfg::kStages;
+  const int tid = threadIdx.x, wg = tid / 128;
+  if (tid == 0) {
+    for (int s = 0; s < Cfg::kStages; s++) {
+      mbar_init(&full[s], 1);
+      mbar_init(&empty[s], 8); /* one arrive per consumer warp */
+    }
+    mbar_fence_init();
+  }
+  if (tid < 32) moe_sk_prefix<NTMAX>(a, cbase);
+  __syncthreads();
+  const int k_iters = (a.K + kSkBK - 1) / kSkBK, units = cbase[a.El] * a.tiles_n;
+  if (wg == 0) {
+    setmaxnreg_dec<40>();
+    if (tid != 0) return;
+    tma_prefetch_desc(&tma_w);
+    tma_prefetch_desc(&tma_t64);
+    tma_prefetch_desc(&tma_t16);
+    uint32_t g0 = 0;
+    const int pre = k_iters < Cfg::kStages ? k_iters : Cfg::kStages;
+    for (int u = blockIdx.x; u < units; u += gridDim.x, g0 += (uint32_t)k_iters) {
+      const moe_sk_unit un = moe_sk_decode<NTMAX>(a, cbase, u);
+      const int nt = moe_sk_nt<NTMAX>(un.rows);
+      const uint32_t bytes = (uint32_t)Cfg::kWBytes + (uint32_t)nt * kSkBK * 2;
+      for (int i = 0; i < k_iters; i++) {
+        const uint32_t g = g0 + (uint32_t)i;
+        const int s = (int)(g % Cfg::kStages);
+        mbar_wait(&empty[s], ((g / Cfg::kStages) & 1) ^ 1);
+        uint8_t *sw = smem + s * Cfg::kStageBytes;
+        mbar_expect_tx(&full[s], bytes);
+        tma_load_3d(sw, &tma_w, &full[s], i * kSkBK, un.j * kSkBN, un.e);
+        if (i >= pre) moe_sk_tokens(&tma_t64, &tma_t16, nt, i, (int)un.m0, sw + Cfg::kWBytes, &full[s]);
+        if (i == pre - 1) { /* every stage of the prefix has its weights in flight: now the rows */
+          const int tr0 = (int)(un.m0 - a.exp_off[un.e]) / 128, tr1 = (int)(un.m0 - a.exp_off[un.e] + un.rows - 1) / 128;
+          for (int tr = tr0; tr <= tr1; tr++) {
+            const int tile = a.tile_base[un.e] + tr;
+            const uint64_t need = (uint64_t)min(128, a.rows[un.e] - tr * 128);
+            mk_wait_ge_paced(a.w, a.o_ready + (uint64_t)tile * 8, need, MK_OP_MOE, -1, tile, kMoePollNs);
+          }
+          asm volatile("fence.proxy.async.global;" ::: "memory"); /* the dispatch's stores, then TMA reads */
+          moe_stamp(a.prof, MK_MOE_PH_G1_FIRST);
+          moe_stamp(a.prof, MK_MOE_PH_G1_LAST);
+          for (int q = 0; q < pre; q++) {
+            const uint32_t gq = g0 + (uint32_t)q;
+            moe_sk_tokens(&tma_t64, &tma_t16, nt, q, (int)un.m0,
+                          smem + (int)(gq % Cfg::kStages) * Cfg::kStageBytes + Cfg::kWBytes, &full[gq % Cfg::kStages]);
+          }
+        }
+      }
+    }
+    return;
+  }
+  setmaxnreg_inc<232>();
+  const int cw = wg - 1, warp = (tid / 32) % 4, lane = tid % 32;
+  float d[NTMAX / 2];
+  uint32_t g0 = 0;
+  for (int u = blockIdx.x; u < units; u += gridDim.x, g0 += (uint32_t)k_iters) {
+    const moe_sk_unit un = moe_sk_decode<NTMAX>(a, cbase, u);
+    switch (moe_sk_nt<NTMAX>(un.rows)) {
+#define MK_SK_CASE(N)                                                                                           \
+  case N:                                                                                                       \
+    if constexpr (N <= NTMAX)                                                                                   \
+      moe_sk_consume<NTMAX, N>(a, un, *reinterpret_cast<float(*)[N / 2]>(&d[0]), smem, full, empty, g0, k_iters, \
+                               cw, warp, lane);                                                                 \
+    break;
+      MK_SK_CASE(16)
+      MK_SK_CASE(32)
+      MK_SK_CASE(64)
+      MK_SK_CASE(128)
+      MK_SK_CASE(160)
+      MK_SK_CASE(224)
+      MK_SK_CASE(256)
+#undef MK_SK_CASE
+      default:
+        break;
+    }
+  }
+}
+
+/* Launch on `grid` CTAs (every one resident). A1 [m_cap][H], w1g [El][2 I][H]. */
+template <int NTMAX>
+static mk_status moe_sk_gemm1_launch(const uint16_t *A1, int64_t m_cap, const uint16_t *w1g, const moe_sk_args &a,
+                                     int grid, cudaStream_t stream) {
+  using Cfg = moe_sk_config<NTMAX>;
+  CUtensorMap mw, mt64, mt16;
+  MK_CHECK(mk_gemm_encode_map(&mw, w1g, (uint64_t)a.K, 2 * (uint64_t)a.I, (uint64_t)a.El, kSkBK, kSkBN));
+  MK_CHECK(mk_gemm_encode_map(&mt64, A1, (uint64_t)a.K, (uint64_t)m_cap, 1, kSkBK, 64));
+  MK_CHECK(mk_gemm_encode_map(&mt16, A1, (uint64_t)a.K, (uint64_t)m_cap, 1, kSkBK, 16));
+  auto kern = moe_sk_gemm1_kernel<NTMAX>;
+  static mk_gemm_smem_attr attr;
+  MK_CHECK(attr.set((const void *)kern, Cfg::kSmemBytes));
+  kern<<<grid, 384, Cfg::kSmemBytes, stream>>>(mw, mt64, mt16, a);
+  MK_CUDA_LAUNCH_CHECK();
+  return MK_STATUS_OK;
+}
+
+#endif /* MK_KERNELS_MOE_MOE_SKINNY_CUH */
