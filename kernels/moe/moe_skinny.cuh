@@ -18,21 +18,23 @@
  * has no SM.
  *
  * Kernel shape (384 threads, one CTA per SM):
- *   warpgroup 0   producer (one thread; 40 registers): per unit, the weight TMA loads of its first
- *                 min(stages, k-steps) k-steps are issued before its rows are known to have landed
- *                 (the weights do not depend on them: their HBM time hides the dispatch's), then the
- *                 wait for the chunk's 128-row tile-rows (ready[], as the core's GEMM1 before_load),
- *                 a proxy fence, and the token loads of those stages (boxes of 64 and 16 rows; rows
- *                 past m_cap zero-filled, rows past the chunk belong to the next expert or are stale
- *                 and are never stored), then both for the remaining k-steps.
+ *   warpgroup 0   producers (40 registers), one thread per ring. The weights' (thread 0) loads 128 x 64
+ *                 tiles of w1g into its ring and never waits for rows (the weights do not depend on them),
+ *                 so it runs up to its ring's depth ahead: the first unit's weights stream while its rows
+ *                 land. The tokens' (thread 32) waits for each unit's 128-row tile-rows (ready[], as the
+ *                 core's GEMM1 before_load), fences the proxies, and loads the unit's NT rows per k-step
+ *                 (boxes of 64 and 16 rows; rows past m_cap zero-filled; rows past the chunk belong to the
+ *                 next expert or are stale and are never stored) into its own, shallower ring.
  *   warpgroups 1,2 consumers (232 registers): warpgroup cw multiplies weight rows 64 cw .. + 63 of the
  *                 tile by the NT token rows of every stage; NT (<= NTMAX) is chosen per unit from the
  *                 chunk's rows, one instantiation of the k-loop and epilogue per NT. Epilogue: thread
  *                 holds (gate row g, up row g + 8) x token pairs, so act = silu(gate) * up needs no
  *                 exchange; lanes g and g ^ 1 trade one value so that each stores a bf16x2 of two
  *                 act columns of one token row, masked to the chunk's rows and to I.
- * Ring: stages of 16 KB of weights + NTMAX x 128 bytes of tokens, as many as fit (NTMAX 64: 9,
- * 128: 6, 256: 4); expect_tx per stage is 16 KB + NT x 128 bytes. */
+ * Rings: weights in stages of 16 KB, as many as the tokens' ring leaves room for (NTMAX 64: 11, 128: 9,
+ * 256: 7), tokens in 4 stages of NTMAX x 128 bytes (3 at 256; expect_tx NT x 128): streaming the weights
+ * from HBM wants bytes in flight, the tokens come from L2. One ring of stages of both (session 22's first
+ * version) held 4 stages at NTMAX 256 and streamed ~2 TB/s. */
 #ifndef MK_KERNELS_MOE_MOE_SKINNY_CUH
 #define MK_KERNELS_MOE_MOE_SKINNY_CUH
 
@@ -43,14 +45,17 @@ constexpr int kSkBN = 128, kSkBK = 64;
 
 template <int NTMAX>
 struct moe_sk_config {
-  static constexpr int kWBytes = kSkBN * kSkBK * 2, kStageBytes = kWBytes + NTMAX * kSkBK * 2;
+  static constexpr int kWBytes = kSkBN * kSkBK * 2, kTBytes = NTMAX * kSkBK * 2;
   static constexpr int kMaxStages = 16, kMaxExperts = 512;
   static constexpr int kMetaBytes = (kMaxExperts + 8) * 4; /* the experts' chunk prefix */
-  static constexpr int kStages =
-      std::min(kMaxStages, (227 * 1024 - 1024 - kMetaBytes - 2 * kMaxStages * 8) / kStageBytes);
-  static constexpr int kSmemBytes = 1024 + kStages * kStageBytes + kMetaBytes + 2 * kStages * 8;
+  static constexpr int kTStages = NTMAX == 256 ? 3 : 4;
+  static constexpr int kWStages = std::min(
+      kMaxStages, (227 * 1024 - 1024 - kMetaBytes - 4 * kMaxStages * 8 - kTStages * kTBytes) / kWBytes);
+  static constexpr int kTOff = kWStages * kWBytes, kMetaOff = kTOff + kTStages * kTBytes;
+  static constexpr int kBarOff = kMetaOff + kMetaBytes;
+  static constexpr int kSmemBytes = 1024 + kBarOff + 2 * (kWStages + kTStages) * 8;
   static_assert(NTMAX == 64 || NTMAX == 128 || NTMAX == 256, "chunk rows");
-  static_assert(kSmemBytes <= 227 * 1024, "shared memory");
+  static_assert(kWStages >= 4 && kSmemBytes <= 227 * 1024, "shared memory");
 };
 
 /* Token width for a chunk of `rows` rows (1 .. NTMAX): the smallest wgmma n of the set that holds it. */
@@ -127,32 +132,36 @@ __device__ __forceinline__ void moe_sk_tokens(const CUtensorMap *t64, const CUte
 /* One unit's k-loop and epilogue on a consumer warpgroup, token width NT. */
 template <int NTMAX, int NT>
 __device__ __forceinline__ void moe_sk_consume(const moe_sk_args &a, const moe_sk_unit &un, float (&d)[NT / 2],
-                                               uint8_t *smem, uint64_t *full, uint64_t *empty, uint32_t g0,
-                                               int k_iters, int cw, int warp, int lane) {
+                                               uint8_t *smem, uint64_t *bars, uint32_t g0, int k_iters, int cw,
+                                               int warp, int lane) {
   using Cfg = moe_sk_config<NTMAX>;
   using namespace mk_sm90;
+  uint64_t *fullw = bars, *emptyw = fullw + Cfg::kWStages, *fullt = emptyw + Cfg::kWStages, *emptyt = fullt + Cfg::kTStages;
 #pragma unroll
   for (int i = 0; i < NT / 2; i++) d[i] = 0.f;
-  int prev = -1;
+  int pw = -1, pt = -1;
   for (int i = 0; i < k_iters; i++) {
     const uint32_t g = g0 + (uint32_t)i;
-    const int s = (int)(g % Cfg::kStages);
-    mbar_wait(&full[s], (g / Cfg::kStages) & 1);
-    const uint8_t *sw = smem + s * Cfg::kStageBytes + cw * 64 * kSkBK * 2;
-    const uint8_t *st = smem + s * Cfg::kStageBytes + Cfg::kWBytes;
+    const int sw_ = (int)(g % Cfg::kWStages), st_ = (int)(g % Cfg::kTStages);
+    mbar_wait(&fullw[sw_], (g / Cfg::kWStages) & 1);
+    mbar_wait(&fullt[st_], (g / Cfg::kTStages) & 1);
+    const uint8_t *sw = smem + sw_ * Cfg::kWBytes + cw * 64 * kSkBK * 2;
+    const uint8_t *st = smem + Cfg::kTOff + st_ * Cfg::kTBytes;
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < kSkBK / 16; kk++)
       wgmma_m64nk16_bf16<NT, 0>(d, desc_sw128(sw + kk * 32, 16, 1024), desc_sw128(st + kk * 32, 16, 1024));
     wgmma_commit();
     wgmma_wait<1>();
-    mk_gemm_ring_free(empty, lane, prev);
-    prev = s;
+    mk_gemm_ring_free(emptyw, lane, pw);
+    mk_gemm_ring_free(emptyt, lane, pt);
+    pw = sw_, pt = st_;
   }
   wgmma_wait<0>();
 #pragma unroll
   for (int i = 0; i < NT / 2; i++) fence_operand(d[i]);
-  mk_gemm_ring_free(empty, lane, prev);
+  mk_gemm_ring_free(emptyw, lane, pw);
+  mk_gemm_ring_free(emptyt, lane, pt);
   /* act column of this thread's (gate, up) row pair; lanes g and g ^ 1 (lane ^ 4) hold columns i, i + 1 */
   const int odd = (lane >> 2) & 1;
   const int i = un.j * (kSkBN / 2) + cw * 32 + warp * 8 + (lane >> 2);
@@ -177,55 +186,55 @@ __global__ void __launch_bounds__(384, 1)
   using namespace mk_sm90;
   extern __shared__ uint8_t smem_raw[];
   uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
-  int *cbase = (int *)(smem + Cfg::kStages * Cfg::kStageBytes);
-  uint64_t *full = (uint64_t *)(smem + Cfg::kStages * Cfg::kStageBytes + Cfg::kMetaBytes);
-  uint64_t *empty = full + Cfg::kStages;
+  int *cbase = (int *)(smem + Cfg::kMetaOff);
+  uint64_t *bars = (uint64_t *)(smem + Cfg::kBarOff);
+  uint64_t *fullw = bars, *emptyw = fullw + Cfg::kWStages, *fullt = emptyw + Cfg::kWStages, *emptyt = fullt + Cfg::kTStages;
   const int tid = threadIdx.x, wg = tid / 128;
   if (tid == 0) {
-    for (int s = 0; s < Cfg::kStages; s++) {
-      mbar_init(&full[s], 1);
-      mbar_init(&empty[s], 8); /* one arrive per consumer warp */
-    }
+    for (int s = 0; s < Cfg::kWStages; s++) mbar_init(&fullw[s], 1), mbar_init(&emptyw[s], 8); /* 8 consumer warps */
+    for (int s = 0; s < Cfg::kTStages; s++) mbar_init(&fullt[s], 1), mbar_init(&emptyt[s], 8);
     mbar_fence_init();
   }
   if (tid < 32) moe_sk_prefix<NTMAX>(a, cbase);
   __syncthreads();
   const int k_iters = (a.K + kSkBK - 1) / kSkBK, units = cbase[a.El] * a.tiles_n;
   if (wg == 0) {
+    /* two producer threads, one per ring: the weights' (thread 0) never waits for rows, so it runs up to
+       kWStages k-steps ahead of the tokens' (thread 32), which waits for each unit's rows */
     setmaxnreg_dec<40>();
-    if (tid != 0) return;
-    tma_prefetch_desc(&tma_w);
-    tma_prefetch_desc(&tma_t64);
-    tma_prefetch_desc(&tma_t16);
-    uint32_t g0 = 0;
-    const int pre = k_iters < Cfg::kStages ? k_iters : Cfg::kStages;
-    for (int u = blockIdx.x; u < units; u += gridDim.x, g0 += (uint32_t)k_iters) {
-      const moe_sk_unit un = moe_sk_decode<NTMAX>(a, cbase, u);
-      const int nt = moe_sk_nt<NTMAX>(un.rows);
-      const uint32_t bytes = (uint32_t)Cfg::kWBytes + (uint32_t)nt * kSkBK * 2;
-      for (int i = 0; i < k_iters; i++) {
-        const uint32_t g = g0 + (uint32_t)i;
-        const int s = (int)(g % Cfg::kStages);
-        mbar_wait(&empty[s], ((g / Cfg::kStages) & 1) ^ 1);
-        uint8_t *sw = smem + s * Cfg::kStageBytes;
-        mbar_expect_tx(&full[s], bytes);
-        tma_load_3d(sw, &tma_w, &full[s], i * kSkBK, un.j * kSkBN, un.e);
-        if (i >= pre) moe_sk_tokens(&tma_t64, &tma_t16, nt, i, (int)un.m0, sw + Cfg::kWBytes, &full[s]);
-        if (i == pre - 1) { /* every stage of the prefix has its weights in flight: now the rows */
-          const int tr0 = (int)(un.m0 - a.exp_off[un.e]) / 128, tr1 = (int)(un.m0 - a.exp_off[un.e] + un.rows - 1) / 128;
-          for (int tr = tr0; tr <= tr1; tr++) {
-            const int tile = a.tile_base[un.e] + tr;
-            const uint64_t need = (uint64_t)min(128, a.rows[un.e] - tr * 128);
-            mk_wait_ge_paced(a.w, a.o_ready + (uint64_t)tile * 8, need, MK_OP_MOE, -1, tile, kMoePollNs);
-          }
-          asm volatile("fence.proxy.async.global;" ::: "memory"); /* the dispatch's stores, then TMA reads */
-          moe_stamp(a.prof, MK_MOE_PH_G1_FIRST);
-          moe_stamp(a.prof, MK_MOE_PH_G1_LAST);
-          for (int q = 0; q < pre; q++) {
-            const uint32_t gq = g0 + (uint32_t)q;
-            moe_sk_tokens(&tma_t64, &tma_t16, nt, q, (int)un.m0,
-                          smem + (int)(gq % Cfg::kStages) * Cfg::kStageBytes + Cfg::kWBytes, &full[gq % Cfg::kStages]);
-          }
+    if (tid == 0) {
+      tma_prefetch_desc(&tma_w);
+      uint32_t g = 0;
+      for (int u = blockIdx.x; u < units; u += gridDim.x) {
+        const moe_sk_unit un = moe_sk_decode<NTMAX>(a, cbase, u);
+        for (int i = 0; i < k_iters; i++, g++) {
+          const int s = (int)(g % Cfg::kWStages);
+          mbar_wait(&emptyw[s], ((g / Cfg::kWStages) & 1) ^ 1);
+          mbar_expect_tx(&fullw[s], (uint32_t)Cfg::kWBytes);
+          tma_load_3d(smem + s * Cfg::kWBytes, &tma_w, &fullw[s], i * kSkBK, un.j * kSkBN, un.e);
+        }
+      }
+    } else if (tid == 32) {
+      tma_prefetch_desc(&tma_t64);
+      tma_prefetch_desc(&tma_t16);
+      uint32_t g = 0;
+      for (int u = blockIdx.x; u < units; u += gridDim.x) {
+        const moe_sk_unit un = moe_sk_decode<NTMAX>(a, cbase, u);
+        const int nt = moe_sk_nt<NTMAX>(un.rows);
+        const int tr0 = (int)(un.m0 - a.exp_off[un.e]) / 128, tr1 = (int)(un.m0 - a.exp_off[un.e] + un.rows - 1) / 128;
+        for (int tr = tr0; tr <= tr1; tr++) { /* the chunk's 128-row tile-rows have landed */
+          const int tile = a.tile_base[un.e] + tr;
+          const uint64_t need = (uint64_t)min(128, a.rows[un.e] - tr * 128);
+          mk_wait_ge_paced(a.w, a.o_ready + (uint64_t)tile * 8, need, MK_OP_MOE, -1, tile, kMoePollNs);
+        }
+        asm volatile("fence.proxy.async.global;" ::: "memory"); /* the dispatch's stores, then TMA reads */
+        moe_stamp(a.prof, MK_MOE_PH_G1_FIRST);
+        moe_stamp(a.prof, MK_MOE_PH_G1_LAST);
+        for (int i = 0; i < k_iters; i++, g++) {
+          const int s = (int)(g % Cfg::kTStages);
+          mbar_wait(&emptyt[s], ((g / Cfg::kTStages) & 1) ^ 1);
+          mbar_expect_tx(&fullt[s], (uint32_t)nt * kSkBK * 2);
+          moe_sk_tokens(&tma_t64, &tma_t16, nt, i, (int)un.m0, smem + Cfg::kTOff + s * Cfg::kTBytes, &fullt[s]);
         }
       }
     }
@@ -238,11 +247,11 @@ __global__ void __launch_bounds__(384, 1)
   for (int u = blockIdx.x; u < units; u += gridDim.x, g0 += (uint32_t)k_iters) {
     const moe_sk_unit un = moe_sk_decode<NTMAX>(a, cbase, u);
     switch (moe_sk_nt<NTMAX>(un.rows)) {
-#define MK_SK_CASE(N)                                                                                           \
-  case N:                                                                                                       \
-    if constexpr (N <= NTMAX)                                                                                   \
-      moe_sk_consume<NTMAX, N>(a, un, *reinterpret_cast<float(*)[N / 2]>(&d[0]), smem, full, empty, g0, k_iters, \
-                               cw, warp, lane);                                                                 \
+#define MK_SK_CASE(N)                                                                                          \
+  case N:                                                                                                      \
+    if constexpr (N <= NTMAX)                                                                                  \
+      moe_sk_consume<NTMAX, N>(a, un, *reinterpret_cast<float(*)[N / 2]>(&d[0]), smem, bars, g0, k_iters, cw, \
+                               warp, lane);                                                                    \
     break;
       MK_SK_CASE(16)
       MK_SK_CASE(32)
