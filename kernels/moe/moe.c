@@ -75,10 +75,22 @@ int mk_moe_pick_g12(const mk_moe_args *a, int W, int sms) {
  * 4096, 8) 5.21 / 11.47, (4096, 2048, 128) 1.954 / 1.902, (8192, 7168, 256) 14.15 / 26.56. */
 MK_PARAM_INT(moe_unfused_gemm, "MOE_UNFUSED_GEMM", -1, -1, 1)
 
-/* The fused path's grouped GEMM tile widths (wgmma n): 0 (default) as the shape picks them (GEMM1 by the
- * core's wave model, mk_gemm_pick_width; GEMM2 mk_moe_dev.bn2's rule), 128 or 256 both GEMMs at that
- * width (A/B runs; GEMM1 beside GEMM2, MK_MOE_G12_SMS, keeps 256). */
-MK_PARAM_INT(moe_tile_n, "MOE_TILE_N", 0, 0, 256)
+/* The fused path's grouped GEMM tile widths (wgmma n): 0 as the shape picks them (GEMM1 by the core's wave
+ * model, mk_gemm_pick_width; GEMM2 mk_moe_dev.bn2's rule), 128 or 256 both GEMMs at that width (A/B runs;
+ * GEMM1 beside GEMM2, MK_MOE_G12_SMS, keeps 256); -1 (default) 128 for decode-sized handles whose experts
+ * expect <= 64 rows, else 0 (mk_moe_pick_tile_n). Runs f3e637d-x2 and 1bdafea-x2 (2 x H200, EP = 2, fused ms,
+ * 0 / 128): (16, 2048, 128) 0.233 / 0.218 and 0.232 / 0.217, (128, 2048, 128) 0.260 / 0.253 and 0.260 / 0.252,
+ * (16, 4096, 8) 0.444 / 0.423 and 0.446 / 0.425, (128, 4096, 8) 0.467 / 0.452 (twice); but (256, 4096, 8), 128
+ * rows an expert, 0.645 / 0.670 and 0.657 / 0.675; E = 256 within 0.5 %. The weights stream in half the
+ * granule: the last wave of the weight-bound decode GEMMs idles fewer SMs. */
+MK_PARAM_INT(moe_tile_n, "MOE_TILE_N", -1, -1, 256)
+
+int mk_moe_pick_tile_n(const mk_moe_args *a, int W, int overlapped) {
+  const int64_t p = mk_param_moe_tile_n();
+  if (p >= 0) return p == 0 || p == 128 || p == 256 ? (int)p : -1;
+  if (!overlapped || W < 1 || a->n_experts < W) return 0;
+  return (double)W * (double)a->max_tokens * a->top_k / a->n_experts <= 64.0 ? 128 : 0;
+}
 
 /* Decode-sized handles (overlapped schedule, SwiGLU in the epilogue): the gate/up GEMM computed swapped
  * (moe_skinny.cuh): the weights on the wgmma's 64-row side, each expert's rows as its n (16 .. 256), so an
@@ -216,9 +228,9 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
        where GEMM1's rule leaves split_k off; run d9a5d83, docs/perf/NOTES.md moe session 13), or
        128-wide tiles where split-K is off */
     d->split_k2 = mk_moe_pick_split_k2(a, W, m->sms);
-    const int tn = (int)mk_param_moe_tile_n();
-    if (tn != 0 && tn != 128 && tn != 256) {
-      MK_WARN(MK_SUBSYS_KERNEL, "moe: MK_MOE_TILE_N=%d (want 0, 128 or 256)", tn);
+    const int tn = mk_moe_pick_tile_n(a, W, m->sched == MK_MOE_SCHED_OVERLAP);
+    if (tn < 0) {
+      MK_WARN(MK_SUBSYS_KERNEL, "moe: MK_MOE_TILE_N=%lld (want -1, 0, 128 or 256)", (long long)mk_param_moe_tile_n());
       st = MK_STATUS_INVALID_ARGUMENT;
       goto fail;
     }

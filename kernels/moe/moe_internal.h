@@ -137,6 +137,10 @@ int mk_moe_pick_split_k2(const mk_moe_args *a, int W, int sms);
 /* moe.c: 1 where the unfused path runs this call's expert GEMMs as cuBLAS grouped GEMMs (MK_MOE_UNFUSED_GEMM;
  * rows: the host's El row counts), else 0. Pure host logic (test_moe_pick). */
 int mk_moe_unfused_grouped(int El, const int32_t *rows);
+/* moe.c: the grouped GEMMs' tile width from MK_MOE_TILE_N on W ranks (overlapped: the handle's schedule is the
+ * overlapped one, i.e. decode-sized): 0 the shape's pick, 128 or 256, -1 a value of MK_MOE_TILE_N that is none of
+ * -1, 0, 128, 256. Pure host logic (test_moe_pick). */
+int mk_moe_pick_tile_n(const mk_moe_args *a, int W, int overlapped);
 /* moe.c: MK_MOE_SKINNY's chunk rows for GEMM1 swapped (64, 128 or 256) on W ranks, 0 = the core's GEMM1, -1 = a
  * value of MK_MOE_SKINNY that is none of 0, 1, 64, 128, 256. The
  * schedule and SwiGLU placement are the caller's to check. Pure host logic (test_moe_pick). */

@@ -120,6 +120,34 @@ int main(int argc, char **argv) {
     unsetenv("MK_MOE_SKINNY");
     mk_param_reset_cache();
   }
+  /* the grouped GEMMs' tile width (MK_MOE_TILE_N): -1 (default) 128 for decode-sized handles whose experts expect
+     <= 64 rows (W T k / E), else 0; 0 / 128 / 256 as set; anything else refused (-1) */
+  {
+    static const struct {
+      const char *env; /* NULL: unset (the default) */
+      int64_t T;
+      int E, K, W, overlapped, want;
+    } tn[] = {{NULL, 16, 8, 2, 4, 1, 128},    {NULL, 128, 8, 2, 2, 1, 128}, {NULL, 128, 8, 2, 4, 1, 0},
+              {NULL, 256, 8, 2, 2, 1, 0},     {NULL, 128, 128, 8, 4, 1, 128}, {NULL, 16, 8, 2, 4, 0, 0},
+              {"0", 16, 8, 2, 4, 1, 0},       {"256", 16, 8, 2, 4, 1, 256}, {"128", 4096, 8, 2, 4, 0, 128},
+              {"64", 16, 8, 2, 4, 1, -1}};
+    for (size_t i = 0; i < sizeof tn / sizeof tn[0]; i++) {
+      if (tn[i].env) setenv("MK_MOE_TILE_N", tn[i].env, 1);
+      else unsetenv("MK_MOE_TILE_N");
+      mk_param_reset_cache();
+      const mk_moe_args a = {.hidden = 4096, .inter = 14336, .n_experts = tn[i].E, .top_k = tn[i].K,
+                             .max_tokens = tn[i].T};
+      const int got = mk_moe_pick_tile_n(&a, tn[i].W, tn[i].overlapped);
+      if (got != tn[i].want) {
+        fprintf(stderr, "mk_moe_pick_tile_n(MK_MOE_TILE_N=%s, T = %lld, E = %d, k = %d, W = %d, overlapped %d): %d, "
+                "want %d\n", tn[i].env ? tn[i].env : "(unset)", (long long)tn[i].T, tn[i].E, tn[i].K, tn[i].W,
+                tn[i].overlapped, got, tn[i].want);
+        return 1;
+      }
+    }
+    unsetenv("MK_MOE_TILE_N");
+    mk_param_reset_cache();
+  }
   printf("test_moe_pick: %zu + %zu cases ok\n", sizeof cases / sizeof cases[0], sizeof cases2 / sizeof cases2[0]);
   return 0;
 }

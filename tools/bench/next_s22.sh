@@ -68,4 +68,18 @@ if [ "$PART" = s ]; then
       --breakdown --json "$RES/moe_dec_$v.json"
   done
 fi
+# part f (2 GPUs): the defaults after part s (MK_MOE_TILE_N=-1: 128-wide grouped GEMM tiles for decode-sized handles
+#   whose experts expect <= 64 rows; the swapped gate/up GEMM off), mk-bench moe at its 9 shapes and (256, 4096, 8),
+#   then the layer, both presets, --warmup 20. Predictions: fused E = 128 decode 0.232 / 0.260 -> ~0.218 / 0.252 ms,
+#   E = 8 decode 0.444 / 0.466 -> ~0.424 / 0.452 (parts x, s), the rest as run 6c2b7fa-x2; the layer's decode MoE
+#   blocks 3-5 % faster.
+#   MK_CALL_LIMIT=420 CTEST_ARGS="-R ^test_(moe_pick|moe_block|moe_block_grouped|layers_moe_dec|model_gpu_(fused|agree)_2)$" \
+#     CTEST_TIMEOUT=200 CTEST_WALL=240 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s22.sh f'
+if [ "$PART" = f ]; then
+  TAIL=12 step "moe_h200x${G}" 150 mk-launch -n "$G" -- mk-bench moe --iters 20 --seed 7 --json "$RES/moe_h200x${G}.json"
+  TAIL=4 step "moe256_h200x${G}" 40 mk-launch -n "$G" -- mk-bench moe --shape 256,4096,8,2,14336 --iters 20 --seed 7 \
+    --json "$RES/moe256_h200x${G}.json"
+  TAIL=30 step "layer_h200x${G}" 200 mk-launch -n "$G" -- mk-bench layer --interleave --warmup 20 --iters 20 --seed 7 \
+    --json "$RES/layer_h200x${G}.json"
+fi
 echo "part $PART end at $(( $(date +%s) - T0 )) s"
