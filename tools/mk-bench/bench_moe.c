@@ -147,9 +147,8 @@ static mk_status bench_shape(mk_comm_t *comm, const mk_bench_opts *o, mk_bench_r
     if (!(o->paths & (p ? MK_BENCH_PATH_UNFUSED : MK_BENCH_PATH_FUSED))) continue;
     mk_bench_row row;
     mk_bench_row_init(&row, "moe", p ? "unfused" : "fused");
-    char extra[64] = "";
+    char extra[32] = "";
     if (fl->split_k) snprintf(extra, sizeof extra, ",\"split_k\":%d", fl->split_k == 1 ? 0 : fl->split_k);
-    if (o->graph && p == 0) snprintf(extra + strlen(extra), sizeof extra - strlen(extra), ",\"graph\":true");
     snprintf(row.shape, sizeof row.shape, "{\"t\":%lld,\"h\":%d,\"e\":%d,\"k\":%d,\"i\":%d,\"routing\":\"%s\"%s}",
              (long long)T, sh->H, sh->E, sh->K, sh->I, routing, extra);
     row.ranks = W;
@@ -258,7 +257,7 @@ int mk_bench_moe(int argc, char **argv) {
              "  -N: always; 0: off; no flag: AUTO (mk_moe_args.split_k = 0: 8 where the shape is decode-sized).\n"
              "  --graph (common flag): the fused path is timed from CUDA-graph replays (it never synchronises the\n"
              "  host); the unfused path reads the counts on the host every call, cannot be captured, and is\n"
-             "  timed eagerly as without the flag. JSON: the fused row's shape has \"graph\": true.\n");
+             "  timed eagerly as without the flag (the JSON's top-level \"graph\" is true; rows pair by shape).\n");
       mk_bench_print_common_help(stdout);
       return 0;
     } else {
