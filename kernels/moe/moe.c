@@ -85,11 +85,17 @@ MK_PARAM_INT(moe_unfused_gemm, "MOE_UNFUSED_GEMM", -1, -1, 1)
  * granule: the last wave of the weight-bound decode GEMMs idles fewer SMs. */
 MK_PARAM_INT(moe_tile_n, "MOE_TILE_N", -1, -1, 256)
 
+/* Rows a local expert expects at uniform routing: every token's top_k picks spread over E experts, W max_tokens
+ * tokens in all (W >= 1, E >= W). */
+static double moe_rows_expected(const mk_moe_args *a, int W) {
+  return (double)W * (double)a->max_tokens * a->top_k / a->n_experts;
+}
+
 int mk_moe_pick_tile_n(const mk_moe_args *a, int W, int overlapped) {
   const int64_t p = mk_param_moe_tile_n();
   if (p >= 0) return p == 0 || p == 128 || p == 256 ? (int)p : -1;
   if (!overlapped || W < 1 || a->n_experts < W) return 0;
-  return (double)W * (double)a->max_tokens * a->top_k / a->n_experts <= 64.0 ? 128 : 0;
+  return moe_rows_expected(a, W) <= 64.0 ? 128 : 0;
 }
 
 /* Decode-sized handles (overlapped schedule, SwiGLU in the epilogue): the gate/up GEMM computed swapped
@@ -105,7 +111,7 @@ int mk_moe_pick_skinny(const mk_moe_args *a, int W) {
   const int64_t p = mk_param_moe_skinny();
   if (p == 0 || W < 1 || a->n_experts < W) return 0;
   if (p != 1) return p == 64 || p == 128 || p == 256 ? (int)p : -1;
-  const double rows = (double)W * (double)a->max_tokens * a->top_k / a->n_experts, want = rows * 1.25 + 16;
+  const double want = moe_rows_expected(a, W) * 1.25 + 16;
   return want <= 64 ? 64 : want <= 128 ? 128 : 256;
 }
 
@@ -152,7 +158,7 @@ int mk_moe_pick_split_k(const mk_moe_args *a, int W) {
   if (a->split_k == 1 || a->split_k == -1) return 0;
   if (a->split_k) return a->split_k;
   if (W < 1 || a->n_experts < W) return 0;
-  const int64_t El = a->n_experts / W, rows = a->max_tokens * a->top_k / El;
+  const int64_t rows = (int64_t)moe_rows_expected(a, W); /* max_tokens top_k / El, rounded down */
   return rows >= 64 && rows <= 256 ? 8 : 0;
 }
 
@@ -300,12 +306,15 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
     MK_CUDA_CHECK_GOTO(cudaMemset(d->g1_sync, 0, 2 * sizeof(uint64_t)), st, fail);
     d->g2_claim = (int)mk_param_moe_gemm2_claim();
   }
-  if (mk_moe_pick_skinny(a, W) < 0) {
-    MK_WARN(MK_SUBSYS_KERNEL, "moe: MK_MOE_SKINNY=%lld (want 0, 1, 64, 128 or 256)", (long long)mk_param_moe_skinny());
-    st = MK_STATUS_INVALID_ARGUMENT;
-    goto fail;
+  {
+    const int sk = mk_moe_pick_skinny(a, W);
+    if (sk < 0) {
+      MK_WARN(MK_SUBSYS_KERNEL, "moe: MK_MOE_SKINNY=%lld (want 0, 1, 64, 128 or 256)", (long long)mk_param_moe_skinny());
+      st = MK_STATUS_INVALID_ARGUMENT;
+      goto fail;
+    }
+    if (m->sched == MK_MOE_SCHED_OVERLAP && d->glu) d->sk_nt = sk;
   }
-  if (m->sched == MK_MOE_SCHED_OVERLAP && d->glu) d->sk_nt = mk_moe_pick_skinny(a, W);
   { /* GEMM2 beside GEMM1 (MK_MOE_G12_SMS); GEMM1's 256-wide tiles across its N = 2 I */
     const int64_t g12 = mk_param_moe_g12_sms() == -2 ? mk_moe_pick_g12(a, W, m->sms) : mk_param_moe_g12_sms();
     if (g12 >= 0 && m->sched == MK_MOE_SCHED_SERIAL && d->push && d->glu && !d->split_k && !d->split_k2) {

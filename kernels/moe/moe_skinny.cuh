@@ -38,7 +38,7 @@
 #ifndef MK_KERNELS_MOE_MOE_SKINNY_CUH
 #define MK_KERNELS_MOE_MOE_SKINNY_CUH
 
-#include "kernels/gemm/gemm_skinny.cuh"
+#include "kernels/gemm/gemm_core.cuh"
 #include "kernels/moe/moe_common.cuh"
 
 constexpr int kSkBN = 128, kSkBK = 64;
