@@ -112,6 +112,9 @@ __device__ __forceinline__ void fence_operand(float &r) { asm volatile("" : "+f"
 #define MK_WG_S5 ", %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
 #define MK_WG_S6 ", %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111"
 #define MK_WG_S7 ", %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+/* the first half of S4 / S5 (widths 144 and 176) */
+#define MK_WG_H4 ", %64, %65, %66, %67, %68, %69, %70, %71"
+#define MK_WG_H5 ", %80, %81, %82, %83, %84, %85, %86, %87"
 #define MK_WG_DEF(N, IA, IB, IT, IP, REGS, ...)                                                              \
   template <int kTransB>                                                                                    \
   __device__ __forceinline__ void wgmma_m64n##N##k16_bf16(float(&d)[N / 2], uint64_t desc_a, uint64_t desc_b) { \
@@ -125,9 +128,17 @@ MK_WG_DEF(256, 128, 129, 130, 131, MK_WG_S0 MK_WG_S1 MK_WG_S2 MK_WG_S3 MK_WG_S4 
           MK_WG_R32(0), MK_WG_R32(32), MK_WG_R32(64), MK_WG_R32(96))
 MK_WG_DEF(224, 112, 113, 114, 115, MK_WG_S0 MK_WG_S1 MK_WG_S2 MK_WG_S3 MK_WG_S4 MK_WG_S5 MK_WG_S6,
           MK_WG_R32(0), MK_WG_R32(32), MK_WG_R32(64), MK_WG_R8(96), MK_WG_R8(104))
+/* The swapped MoE gate/up GEMM's token widths (moe_skinny.cuh) add 192, 176, 144 and 96. */
+MK_WG_DEF(192, 96, 97, 98, 99, MK_WG_S0 MK_WG_S1 MK_WG_S2 MK_WG_S3 MK_WG_S4 MK_WG_S5, MK_WG_R32(0), MK_WG_R32(32),
+          MK_WG_R32(64))
+MK_WG_DEF(176, 88, 89, 90, 91, MK_WG_S0 MK_WG_S1 MK_WG_S2 MK_WG_S3 MK_WG_S4 MK_WG_H5, MK_WG_R32(0), MK_WG_R32(32),
+          MK_WG_R8(64), MK_WG_R8(72), MK_WG_R8(80))
 MK_WG_DEF(160, 80, 81, 82, 83, MK_WG_S0 MK_WG_S1 MK_WG_S2 MK_WG_S3 MK_WG_S4, MK_WG_R32(0), MK_WG_R32(32),
           MK_WG_R8(64), MK_WG_R8(72))
+MK_WG_DEF(144, 72, 73, 74, 75, MK_WG_S0 MK_WG_S1 MK_WG_S2 MK_WG_S3 MK_WG_H4, MK_WG_R32(0), MK_WG_R32(32),
+          MK_WG_R8(64))
 MK_WG_DEF(128, 64, 65, 66, 67, MK_WG_S0 MK_WG_S1 MK_WG_S2 MK_WG_S3, MK_WG_R32(0), MK_WG_R32(32))
+MK_WG_DEF(96, 48, 49, 50, 51, MK_WG_S0 MK_WG_S1 MK_WG_S2, MK_WG_R32(0), MK_WG_R8(32), MK_WG_R8(40))
 /* The skinny GEMM's token widths (gemm_skinny.cuh): N = 64, 32, 16. */
 MK_WG_DEF(64, 32, 33, 34, 35, MK_WG_S0 MK_WG_S1, MK_WG_R32(0))
 MK_WG_DEF(32, 16, 17, 18, 19, MK_WG_S0, MK_WG_R8(0), MK_WG_R8(8))
@@ -137,12 +148,17 @@ MK_WG_DEF(16, 8, 9, 10, 11, "%0, %1, %2, %3, %4, %5, %6, %7", MK_WG_R8(0))
 /* The instruction for a tile width. */
 template <int kN, int kTransB>
 __device__ __forceinline__ void wgmma_m64nk16_bf16(float (&d)[kN / 2], uint64_t desc_a, uint64_t desc_b) {
-  static_assert(kN == 256 || kN == 224 || kN == 160 || kN == 128 || kN == 64 || kN == 32 || kN == 16,
+  static_assert(kN == 256 || kN == 224 || kN == 192 || kN == 176 || kN == 160 || kN == 144 || kN == 128 ||
+                    kN == 96 || kN == 64 || kN == 32 || kN == 16,
                 "no wgmma wrapper for this tile width");
   if constexpr (kN == 256) wgmma_m64n256k16_bf16<kTransB>(d, desc_a, desc_b);
   else if constexpr (kN == 224) wgmma_m64n224k16_bf16<kTransB>(d, desc_a, desc_b);
+  else if constexpr (kN == 192) wgmma_m64n192k16_bf16<kTransB>(d, desc_a, desc_b);
+  else if constexpr (kN == 176) wgmma_m64n176k16_bf16<kTransB>(d, desc_a, desc_b);
   else if constexpr (kN == 160) wgmma_m64n160k16_bf16<kTransB>(d, desc_a, desc_b);
+  else if constexpr (kN == 144) wgmma_m64n144k16_bf16<kTransB>(d, desc_a, desc_b);
   else if constexpr (kN == 128) wgmma_m64n128k16_bf16<kTransB>(d, desc_a, desc_b);
+  else if constexpr (kN == 96) wgmma_m64n96k16_bf16<kTransB>(d, desc_a, desc_b);
   else if constexpr (kN == 64) wgmma_m64n64k16_bf16<kTransB>(d, desc_a, desc_b);
   else if constexpr (kN == 32) wgmma_m64n32k16_bf16<kTransB>(d, desc_a, desc_b);
   else wgmma_m64n16k16_bf16<kTransB>(d, desc_a, desc_b);
@@ -157,6 +173,8 @@ __device__ __forceinline__ void wgmma_m64nk16_bf16(float (&d)[kN / 2], uint64_t 
 #undef MK_WG_S5
 #undef MK_WG_S6
 #undef MK_WG_S7
+#undef MK_WG_H4
+#undef MK_WG_H5
 
 /* ---- epilogue staging ------------------------------------------------------------------- */
 /* stmatrix .x4: four 8x8 b16 matrices from the mma fragment layout (thread l holds row l / 4,

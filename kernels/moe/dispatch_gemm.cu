@@ -457,10 +457,9 @@ static mk_status launch_gemm1_skinny(const mk_moe_dev *d, int grid, cudaStream_t
   a.act = d->act;
   a.prof = d->prof;
   a.El = d->El, a.I = d->I, a.K = d->H;
-  a.tiles_n = (int)((2 * (int64_t)d->I + kSkBN - 1) / kSkBN);
   if (d->sk_nt == 64) return moe_sk_gemm1_launch<64>(d->A1, d->m_cap, d->w1g, a, grid, stream);
   if (d->sk_nt == 128) return moe_sk_gemm1_launch<128>(d->A1, d->m_cap, d->w1g, a, grid, stream);
-  return moe_sk_gemm1_launch<256>(d->A1, d->m_cap, d->w1g, a, grid, stream);
+  return moe_sk_gemm1_launch<192>(d->A1, d->m_cap, d->w1g, a, grid, stream);
 }
 
 extern "C" mk_status mk_moe_launch_gemm1(const mk_moe_dev *d, int grid, void *stream) {
@@ -490,7 +489,7 @@ extern "C" mk_status mk_moe_preload_dispatch(int split_k) {
   MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)mk_gemm_core_kernel<moe_gemm1_policy<true, true>, 0, 256>));
   MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)moe_sk_gemm1_kernel<64>));
   MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)moe_sk_gemm1_kernel<128>));
-  MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)moe_sk_gemm1_kernel<256>));
+  MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)moe_sk_gemm1_kernel<192>));
   if (split_k) {
     MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)mk_gemm_core_kernel<moe_gemm1_policy<false>, 0, 256, true>));
     MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)mk_gemm_core_kernel<moe_gemm1_policy<false>, 0, 128, true>));

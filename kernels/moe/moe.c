@@ -99,20 +99,20 @@ int mk_moe_pick_tile_n(const mk_moe_args *a, int W, int overlapped) {
 }
 
 /* Decode-sized handles (overlapped schedule, SwiGLU in the epilogue): the gate/up GEMM computed swapped
- * (moe_skinny.cuh): the weights on the wgmma's 64-row side, each expert's rows as its n (16 .. 256), so an
- * expert of 129 .. 256 rows costs its rows of tensor work and one pass over its weights instead of two
- * 128-row tile-rows. 1: on, in chunks of rows by mk_moe_pick_skinny; 64, 128, 256: on, in chunks of that many
+ * (moe_skinny.cuh): the weights on the wgmma's 64-row side, each expert's rows as its n (16 .. 192), so an
+ * expert of 129 .. 192 rows costs its rows of tensor work and one pass over its weights instead of two
+ * 128-row tile-rows. 1: on, in chunks of rows by mk_moe_pick_skinny; 64, 128, 192: on, in chunks of that many
  * rows (tests, A/B); 0: off (the core, as before). Default 0 until measured. */
 MK_PARAM_INT(moe_skinny, "MOE_SKINNY", 0, 0, 256)
 
 /* Chunk rows: the expected rows of a local expert at uniform routing (W max_tokens top_k / E), with a
- * margin, rounded up to 64, 128 or 256 (a chunk of more rows is cut: its weights stream once a chunk). */
+ * margin, rounded up to 64, 128 or 192 (a chunk of more rows is cut: its weights stream once a chunk). */
 int mk_moe_pick_skinny(const mk_moe_args *a, int W) {
   const int64_t p = mk_param_moe_skinny();
   if (p == 0 || W < 1 || a->n_experts < W) return 0;
-  if (p != 1) return p == 64 || p == 128 || p == 256 ? (int)p : -1;
+  if (p != 1) return p == 64 || p == 128 || p == 192 ? (int)p : -1;
   const double want = moe_rows_expected(a, W) * 1.25 + 16;
-  return want <= 64 ? 64 : want <= 128 ? 128 : 256;
+  return want <= 64 ? 64 : want <= 128 ? 128 : 192;
 }
 
 enum { GROUPED_MIN_EXPERTS = 16, GROUPED_MAX_ROWS = 256 };
@@ -309,7 +309,7 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
   {
     const int sk = mk_moe_pick_skinny(a, W);
     if (sk < 0) {
-      MK_WARN(MK_SUBSYS_KERNEL, "moe: MK_MOE_SKINNY=%lld (want 0, 1, 64, 128 or 256)", (long long)mk_param_moe_skinny());
+      MK_WARN(MK_SUBSYS_KERNEL, "moe: MK_MOE_SKINNY=%lld (want 0, 1, 64, 128 or 192)", (long long)mk_param_moe_skinny());
       st = MK_STATUS_INVALID_ARGUMENT;
       goto fail;
     }

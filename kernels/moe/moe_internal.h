@@ -58,7 +58,7 @@ typedef struct mk_moe_dev {
   int C, Cc;          /* dispatch CTAs, combine CTAs */
   int tiles_n2, bn2;  /* GEMM2 tile width bn2, tiles_n2 = H / bn2 rounded up */
   int tile_n1;        /* GEMM1's tile width (MK_MOE_TILE_N): 0 the core's pick, 128 or 256 */
-  int sk_nt;          /* > 0: GEMM1 swapped (moe_skinny.cuh, MK_MOE_SKINNY) in chunks of sk_nt rows (64, 128, 256) */
+  int sk_nt;          /* > 0: GEMM1 swapped (moe_skinny.cuh, MK_MOE_SKINNY) in chunks of sk_nt rows (64, 128, 192) */
   int64_t Tm, m_cap, cnt_stride;
   uint64_t *calls; /* device: this handle's fused calls so far (targets: calls + 1). Per handle, not
                       the comm's epoch slot, so handles of several layers may interleave */
@@ -141,8 +141,8 @@ int mk_moe_unfused_grouped(int El, const int32_t *rows);
  * overlapped one, i.e. decode-sized): 0 the shape's pick, 128 or 256, -1 a value of MK_MOE_TILE_N that is none of
  * -1, 0, 128, 256. Pure host logic (test_moe_pick). */
 int mk_moe_pick_tile_n(const mk_moe_args *a, int W, int overlapped);
-/* moe.c: MK_MOE_SKINNY's chunk rows for GEMM1 swapped (64, 128 or 256) on W ranks, 0 = the core's GEMM1, -1 = a
- * value of MK_MOE_SKINNY that is none of 0, 1, 64, 128, 256. The
+/* moe.c: MK_MOE_SKINNY's chunk rows for GEMM1 swapped (64, 128 or 192) on W ranks, 0 = the core's GEMM1, -1 = a
+ * value of MK_MOE_SKINNY that is none of 0, 1, 64, 128, 192. The
  * schedule and SwiGLU placement are the caller's to check. Pure host logic (test_moe_pick). */
 int mk_moe_pick_skinny(const mk_moe_args *a, int W);
 /* moe.c: MK_MOE_G12_SMS = -2 (GEMM2 beside GEMM1): the SMs GEMM1 leaves to GEMM2 from the start on W ranks

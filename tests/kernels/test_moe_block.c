@@ -133,14 +133,14 @@ static void run_case(mk_comm_t *c, const cfg *g, uint64_t seed, cudaStream_t s) 
    * fused path only; variant 9 runs variant 2's arguments with GEMM2 beside GEMM1 (MK_MOE_G12_SMS: 24 SMs
    * for it from the start, the rest as GEMM1's CTAs exit; in one node group, where the push combine runs);
    * variants 10-12 run variant 0's arguments with the gate/up GEMM swapped (MK_MOE_SKINNY: chunks of 64, 128 and
-   * 256 rows; the last case's hot and 1100-token ones cut experts in several chunks), fused path only */
+   * 192 rows; the last case's hot and 1100-token ones cut experts in several chunks), fused path only */
   static const char *const names[13] = {"fused",          "fused (SwiGLU pass)",           "fused (serial)",
                                          "fused (hybrid)", "fused (split-K, SwiGLU pass)", "fused (serial, split-K)",
                                          "fused (GEMM1 static tiles)", "fused (combine kernel)",
                                          "fused (serial, combine kernel)", "fused (serial, GEMM2 beside GEMM1)",
                                          "fused (GEMM1 swapped, 64-row chunks)", "fused (GEMM1 swapped, 128-row chunks)",
-                                         "fused (GEMM1 swapped, 256-row chunks)"};
-  static const char *const skinny[3] = {"64", "128", "256"};
+                                         "fused (GEMM1 swapped, 192-row chunks)"};
+  static const char *const skinny[3] = {"64", "128", "192"};
   for (int variant = 0; variant < (g->reps ? 1 : 13); variant++) {
     if (variant >= 10) setenv("MK_MOE_SKINNY", skinny[variant - 10], 1), mk_param_reset_cache();
     if (variant == 6) setenv("MK_MOE_GEMM1_CLAIM", "0", 1), mk_param_reset_cache();

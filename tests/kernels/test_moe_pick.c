@@ -96,15 +96,16 @@ int main(int argc, char **argv) {
     }
   }
   /* the gate/up GEMM swapped (MK_MOE_SKINNY): 0 off; 1 chunks from the expected rows of an expert (W T k / E, x 1.25
-     + 16, up to 64 / 128 / 256); 64 / 128 / 256 forced; anything else refused (-1) */
+     + 16, up to 64 / 128 / 192); 64 / 128 / 192 forced; anything else refused (-1) */
   {
     static const struct {
       const char *env;
       int64_t T;
       int E, K, W, want;
     } sk[] = {{"0", 128, 8, 2, 4, 0},     {"1", 16, 8, 2, 4, 64},     {"1", 64, 8, 2, 4, 128},
-              {"1", 128, 8, 2, 4, 256},   {"1", 128, 128, 8, 2, 64},  {"1", 16, 256, 8, 2, 64},
-              {"128", 16, 8, 2, 4, 128},  {"256", 16, 8, 2, 4, 256},  {"100", 16, 8, 2, 4, -1}};
+              {"1", 128, 8, 2, 4, 192},   {"1", 128, 128, 8, 2, 64},  {"1", 16, 256, 8, 2, 64},
+              {"128", 16, 8, 2, 4, 128},  {"192", 16, 8, 2, 4, 192},  {"100", 16, 8, 2, 4, -1},
+              {"256", 16, 8, 2, 4, -1}};
     for (size_t i = 0; i < sizeof sk / sizeof sk[0]; i++) {
       setenv("MK_MOE_SKINNY", sk[i].env, 1);
       mk_param_reset_cache();
