@@ -142,7 +142,7 @@ int mk_moe_unfused_grouped(int El, const int32_t *rows);
  * -1, 0, 128, 256. Pure host logic (test_moe_pick). */
 int mk_moe_pick_tile_n(const mk_moe_args *a, int W, int overlapped);
 /* moe.c: MK_MOE_SKINNY's chunk rows for GEMM1 swapped (64, 128 or 192) on W ranks, 0 = the core's GEMM1, -1 = a
- * value of MK_MOE_SKINNY that is none of 0, 1, 64, 128, 192. The
+ * value of MK_MOE_SKINNY that is none of -1, 0, 1, 64, 128, 192. The
  * schedule and SwiGLU placement are the caller's to check. Pure host logic (test_moe_pick). */
 int mk_moe_pick_skinny(const mk_moe_args *a, int W);
 /* moe.c: MK_MOE_G12_SMS = -2 (GEMM2 beside GEMM1): the SMs GEMM1 leaves to GEMM2 from the start on W ranks

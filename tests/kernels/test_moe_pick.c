@@ -95,26 +95,31 @@ int main(int argc, char **argv) {
       return 1;
     }
   }
-  /* the gate/up GEMM swapped (MK_MOE_SKINNY): 0 off; 1 chunks from the expected rows of an expert (W T k / E, x 1.25
-     + 16, up to 64 / 128 / 192); 64 / 128 / 192 forced; anything else refused (-1) */
+  /* the gate/up GEMM swapped (MK_MOE_SKINNY): -1 (default, env unset: NULL) 192-row chunks where an expert expects
+     97 .. 160 rows (W T k / E) and 2 I >= 256, else off; 0 off; 1 chunks from the expected rows (x 1.25 + 16, up to 64 / 128 / 192);
+     64 / 128 / 192 forced; anything else refused (-1) */
   {
     static const struct {
       const char *env;
       int64_t T;
-      int E, K, W, want;
-    } sk[] = {{"0", 128, 8, 2, 4, 0},     {"1", 16, 8, 2, 4, 64},     {"1", 64, 8, 2, 4, 128},
-              {"1", 128, 8, 2, 4, 192},   {"1", 128, 128, 8, 2, 64},  {"1", 16, 256, 8, 2, 64},
-              {"128", 16, 8, 2, 4, 128},  {"192", 16, 8, 2, 4, 192},  {"100", 16, 8, 2, 4, -1},
-              {"256", 16, 8, 2, 4, -1}};
+      int E, K, W, want, I;
+    } sk[] = {{"-1", 256, 8, 2, 2, 0, 120}, {"-1", 256, 8, 2, 2, 192, 128}, {"0", 128, 8, 2, 4, 0, 0},
+              {"1", 16, 8, 2, 4, 64, 0}, {"1", 64, 8, 2, 4, 128, 0}, {"1", 128, 8, 2, 4, 192, 0},
+              {"1", 128, 128, 8, 2, 64, 0}, {"1", 16, 256, 8, 2, 64, 0}, {"128", 16, 8, 2, 4, 128, 0},
+              {"192", 16, 8, 2, 4, 192, 0}, {"100", 16, 8, 2, 4, -1, 0}, {"256", 16, 8, 2, 4, -1, 0},
+              {NULL, 128, 8, 2, 4, 192, 0}, {"-1", 256, 8, 2, 2, 192, 0}, {"-1", 320, 8, 2, 2, 192, 0},
+              {"-1", 322, 8, 2, 2, 0, 0}, {"-1", 192, 8, 2, 2, 0, 0}, {"-1", 194, 8, 2, 2, 192, 0},
+              {"-1", 4096, 8, 2, 4, 0, 0}, {NULL, 16, 128, 8, 2, 0, 0}, {NULL, 16, 8, 2, 4, 0, 0}};
     for (size_t i = 0; i < sizeof sk / sizeof sk[0]; i++) {
-      setenv("MK_MOE_SKINNY", sk[i].env, 1);
+      if (sk[i].env) setenv("MK_MOE_SKINNY", sk[i].env, 1);
+      else unsetenv("MK_MOE_SKINNY");
       mk_param_reset_cache();
-      const mk_moe_args a = {.hidden = 4096, .inter = 14336, .n_experts = sk[i].E, .top_k = sk[i].K,
-                             .max_tokens = sk[i].T};
+      const mk_moe_args a = {.hidden = 4096, .inter = sk[i].I ? sk[i].I : 14336, .n_experts = sk[i].E,
+                             .top_k = sk[i].K, .max_tokens = sk[i].T};
       const int got = mk_moe_pick_skinny(&a, sk[i].W);
       if (got != sk[i].want) {
         fprintf(stderr, "mk_moe_pick_skinny(MK_MOE_SKINNY=%s, T = %lld, E = %d, k = %d, W = %d): %d, want %d\n",
-                sk[i].env, (long long)sk[i].T, sk[i].E, sk[i].K, sk[i].W, got, sk[i].want);
+                sk[i].env ? sk[i].env : "(unset)", (long long)sk[i].T, sk[i].E, sk[i].K, sk[i].W, got, sk[i].want);
         return 1;
       }
     }
