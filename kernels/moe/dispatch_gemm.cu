@@ -16,7 +16,10 @@
  *                  below starts before all counts (GEMM1 by stream order, the dispatch by
  *                  cnt_done).
  *   dispatch  (s2) C CTAs, launched (overlapped schedule) before the plan, so they are resident
- *                  and wait on cnt_done instead of a kernel boundary and an event. Send: CTA c
+ *                  and wait on cnt_done instead of a kernel boundary and an event; in one node
+ *                  group (send_early) they wait only for the plan (plan_done, set by the exchange
+ *                  as it starts) to send, so the rows travel beside the count records, into the
+ *                  call's copy (target & 1) of land / lmeta, and for cnt_done to receive. Send: CTA c
  *                  takes chunk c of the rows for every rank d (starting at rank + 1) and writes
  *                  row x[token] and its meta once per destination rank into land[rank][j] /
  *                  lmeta[rank][j] there, all destinations' rows at once (a row cut into parts
@@ -101,8 +104,14 @@ __global__ void moe_plan_kernel(mk_moe_dev d, const int32_t *ids, const float *w
  * thread s < W waits for source s. (Until session 6 one thread built and stored each record
  * word by word: 2 (El + 1) dependent global accesses, El = 64 at E = 256 on 4 ranks.) */
 __device__ __forceinline__ void moe_exchange_cta(const mk_moe_dev &d) {
-  if (threadIdx.x == 0) moe_stamp(d.prof, MK_MOE_PH_EXCH_START);
   const uint64_t target = moe_target(d);
+  if (threadIdx.x == 0) {
+    moe_stamp(d.prof, MK_MOE_PH_EXCH_START);
+    if (d.send_early) { /* the plan (n_send, smeta: the whole CTA's, or the plan kernel's before this one) */
+      __threadfence();
+      moe_st_release_gpu(mk_local_ptr<uint64_t>(d.w, d.o_plan_done), target);
+    }
+  }
   const uint64_t rec_bytes = (uint64_t)d.cnt_stride * 4;
   const int words = d.El + 1, lane = threadIdx.x & 31;
   int32_t *recs = mk_local_ptr<int32_t>(d.w, d.o_cnt_out);
@@ -231,8 +240,10 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_dispatch_kernel(mk_moe_de
    * then none of them can be kept off an SM by a GEMM1 CTA waiting for rows). */
   if (d.g1_sync && threadIdx.x == 0) atomicAdd((unsigned long long *)d.g1_sync, 1ull);
   /* Launched beside the plan and exchange (overlapped schedule) or after them: wait for the
-   * exchange's cnt_done (n_send, n_from, exp_off and the zeroed ready are this call's). */
-  if (!mk_wait_ge_cta(d.w, d.o_cnt_done, target, MK_OP_MOE, -1, -1)) return;
+   * exchange's cnt_done (n_send, n_from, exp_off and the zeroed ready are this call's), or with
+   * send_early for the plan's plan_done (n_send, smeta) now and cnt_done before the receive. */
+  if (!mk_wait_ge_cta(d.w, d.send_early ? d.o_plan_done : d.o_cnt_done, target, MK_OP_MOE, -1, -1)) return;
+  const uint64_t lpar = (target & 1) * d.land_par, mpar = (target & 1) * d.lmeta_par;
   /* ---- send: chunk c of the rows for every destination (i-th: rank + 1 + i), all copies
      first, then one barrier and the W signals in parallel (one fence each, overlapped) ---- */
   for (int i = threadIdx.x; i < d.W; i += blockDim.x) {
@@ -261,13 +272,13 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_dispatch_kernel(mk_moe_de
     if (b0 >= row_bytes) continue;
     const bool near = moe_same_node(d, r);
     const mk_moe_meta *sm = mk_local_ptr<mk_moe_meta>(d.w, d.o_smeta) + (int64_t)r * d.Tm;
-    char *rows_dst = near ? mk_peer_ptr<char>(d.w, moe_local(d, r), d.o_land + d.rank * area)
+    char *rows_dst = near ? mk_peer_ptr<char>(d.w, moe_local(d, r), d.o_land + lpar + d.rank * area)
                           : mk_local_ptr<char>(d.w, d.o_stage + r * area);
     const int t = sm[j].token;
     moe_copy_row(rows_dst + j * row_bytes + b0, (const char *)(x + (int64_t)t * d.H) + b0,
                  (int64_t)min(part_bytes, row_bytes - b0));
     if (near && part == 0 && lane < (int)(sizeof(mk_moe_meta) / 16)) {
-      mk_moe_meta *lm = mk_peer_ptr<mk_moe_meta>(d.w, moe_local(d, r), d.o_lmeta) + (int64_t)d.rank * d.Tm + j;
+      mk_moe_meta *lm = mk_peer_ptr<mk_moe_meta>(d.w, moe_local(d, r), d.o_lmeta + mpar) + (int64_t)d.rank * d.Tm + j;
       ((uint4 *)lm)[lane] = ((const uint4 *)(sm + j))[lane];
     }
   }
@@ -277,14 +288,16 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_dispatch_kernel(mk_moe_de
     const int64_t j0 = s_j0[k], n = s_pre[k + 1] - s_pre[k];
     const uint64_t msz = sizeof(mk_moe_meta);
     const moe_whole wh = {d.pub_cnt ? d.pub_cnt + r : NULL, d.C, d.n_send[r], d.o_stage + r * area,
-                          d.o_land + d.rank * area, row_bytes, d.o_smeta + (uint64_t)r * d.Tm * msz,
-                          d.o_lmeta + (uint64_t)d.rank * d.Tm * msz, msz, d.o_land_sig + (uint64_t)d.rank * d.C * 8};
-    moe_publish(d, r, d.o_stage + r * area + j0 * row_bytes, d.o_land + d.rank * area + j0 * row_bytes,
+                          d.o_land + lpar + d.rank * area, row_bytes, d.o_smeta + (uint64_t)r * d.Tm * msz,
+                          d.o_lmeta + mpar + (uint64_t)d.rank * d.Tm * msz, msz,
+                          d.o_land_sig + (uint64_t)d.rank * d.C * 8};
+    moe_publish(d, r, d.o_stage + r * area + j0 * row_bytes, d.o_land + lpar + d.rank * area + j0 * row_bytes,
                 n * row_bytes, d.o_smeta + ((uint64_t)r * d.Tm + j0) * msz,
-                d.o_lmeta + ((uint64_t)d.rank * d.Tm + j0) * msz, n * msz,
+                d.o_lmeta + mpar + ((uint64_t)d.rank * d.Tm + j0) * msz, n * msz,
                 d.o_land_sig + ((uint64_t)d.rank * d.C + c) * 8, wh);
   }
   if (threadIdx.x == 0) moe_stamp(d.prof, MK_MOE_PH_SENT);
+  if (d.send_early && !mk_wait_ge_cta(d.w, d.o_cnt_done, target, MK_OP_MOE, -1, -1)) return;
   /* ---- receive: chunk c of each source in order of arrival, grouped by local expert into A1 ---- */
   uint64_t pending = d.W >= 64 ? ~0ull : (1ull << d.W) - 1; /* thread 0's */
   for (int n_src = 0; n_src < d.W; n_src++) {
@@ -294,8 +307,8 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_dispatch_kernel(mk_moe_de
     if (s < 0) return;
     int64_t j0, j1;
     moe_chunk(d.n_from[s], c, d.C, &j0, &j1);
-    const char *land = mk_local_ptr<char>(d.w, d.o_land + s * area);
-    const mk_moe_meta *lm = mk_local_ptr<mk_moe_meta>(d.w, d.o_lmeta) + (int64_t)s * d.Tm;
+    const char *land = mk_local_ptr<char>(d.w, d.o_land + lpar + s * area);
+    const mk_moe_meta *lm = mk_local_ptr<mk_moe_meta>(d.w, d.o_lmeta + mpar) + (int64_t)s * d.Tm;
     for (int64_t j = j0 + warp; j < j1; j += kMoeWarps) {
       const int n = lm[j].n;
       int e = 0, p = 0; /* lane q < n: expert q of the row and its row of A1 */

@@ -14,6 +14,9 @@
  * exchange's cnt_done flag (docs/perf/NOTES.md, moe, session 5); 0 after them, through an event
  * (as before session 5; for A/B runs). Either is correct on any rank mix. */
 MK_PARAM_INT(moe_dispatch_early, "MOE_DISPATCH_EARLY", 1, 0, 1)
+/* With the early dispatch in one node group: its rows leave once the plan is done, beside the count exchange,
+ * into doubled landing areas (mk_moe_dev.send_early); 0: after the counts (the order before session 23). */
+MK_PARAM_INT(moe_send_early, "MOE_SEND_EARLY", 1, 0, 1)
 
 /* Overlapped schedule: 1 launches GEMM1 on every SM with dynamic tile claims (mk_gemm_units): the C
  * CTAs past SMs - C start on the dispatch's SMs as its CTAs exit and take the tiles still
@@ -274,12 +277,14 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
   }
   const uint64_t Wu = (uint64_t)W, area = Wu * (uint64_t)d->Tm * (uint64_t)d->H * 2;
   const uint64_t metas = Wu * (uint64_t)d->Tm * sizeof(mk_moe_meta), far = m->nnodes > 1;
+  d->send_early = m->dispatch_early && !far && mk_param_moe_send_early();
+  d->land_par = d->send_early ? area : 0, d->lmeta_par = d->send_early ? metas : 0;
   const int64_t tiles = d->m_cap / 128 + El + 1;
   /* Heap: the same sequence on every rank (nnodes and sizes are the same everywhere). */
   MK_CHECK_GOTO(heap(m, Wu * d->cnt_stride * 4, &d->o_cnt_in), st, fail);
   MK_CHECK_GOTO(heap(m, Wu * 8, &d->o_cnt_sig), st, fail);
-  MK_CHECK_GOTO(heap(m, area, &d->o_land), st, fail);
-  MK_CHECK_GOTO(heap(m, metas, &d->o_lmeta), st, fail);
+  MK_CHECK_GOTO(heap(m, area + d->land_par, &d->o_land), st, fail);
+  MK_CHECK_GOTO(heap(m, metas + d->lmeta_par, &d->o_lmeta), st, fail);
   MK_CHECK_GOTO(heap(m, Wu * d->C * 8, &d->o_land_sig), st, fail);
   MK_CHECK_GOTO(heap(m, area, &d->o_comb), st, fail);
   MK_CHECK_GOTO(heap(m, Wu * d->Cc * 8, &d->o_comb_sig), st, fail);
@@ -290,7 +295,8 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
   MK_CHECK_GOTO(heap(m, (uint64_t)tiles * 16 + 8, &d->o_ready), st, fail);
   d->o_done2 = d->o_ready + (uint64_t)tiles * 8;
   d->o_g2_out = d->o_done2 + (uint64_t)tiles * 8;
-  MK_CHECK_GOTO(heap(m, 8, &d->o_cnt_done), st, fail);
+  MK_CHECK_GOTO(heap(m, 16, &d->o_cnt_done), st, fail);
+  d->o_plan_done = d->o_cnt_done + 8;
   { /* push: pland [Tm][K][H] in comb's area where it fits (top_k <= W), else an area of its own where the
        heap has room (the same answer on every rank), else no push */
     const uint64_t pl = (uint64_t)d->Tm * (uint64_t)d->K * (uint64_t)d->H * 2;

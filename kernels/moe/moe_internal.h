@@ -19,6 +19,14 @@
  *   cnt_done u64                   local: the exchange's last call (its target) once counts, group
  *                                  offsets and the ready/done2 zeroing are done; the dispatch,
  *                                  launched beside the exchange at decode, waits on it
+ *   plan_done u64                  local (cnt_done + 8): the call's target once its plan (n_send,
+ *                                  smeta) is done; with send_early the dispatch sends its rows after
+ *                                  it and receives after cnt_done. A rank then writes a peer's land
+ *                                  and lmeta before that peer has its counts, so both are doubled
+ *                                  (copy target & 1): a rank in call e + 1 has had its call-e rows
+ *                                  from every peer, so each peer is past call e - 1, the last call
+ *                                  that used copy (e + 1) & 1 (its receive and combine precede its
+ *                                  call-e dispatch on its streams)
  *   ready    [tiles] u64           local: rows of GEMM1 tile-row landed (reset each call)
  *   done2    [tiles] u64           local: GEMM2 tiles stored per tile-row (reset each call); with the
  *                                  push combine GEMM2 does not count, and GEMM2 beside GEMM1
@@ -63,7 +71,11 @@ typedef struct mk_moe_dev {
   uint64_t *calls; /* device: this handle's fused calls so far (targets: calls + 1). Per handle, not
                       the comm's epoch slot, so handles of several layers may interleave */
   uint64_t o_cnt_in, o_cnt_sig, o_land, o_lmeta, o_land_sig, o_comb, o_comb_sig, o_smeta, o_cnt_out, o_stage,
-      o_cstage, o_ready, o_done2, o_cnt_done, o_g2_out, o_pland, o_psig;
+      o_cstage, o_ready, o_done2, o_cnt_done, o_plan_done, o_g2_out, o_pland, o_psig;
+  int send_early;              /* the dispatch sends its rows once the plan is done, beside the count exchange
+                                  (dispatch_early, one node group, MK_MOE_SEND_EARLY); land and lmeta are then
+                                  two copies, by the parity of the call's target */
+  uint64_t land_par, lmeta_par; /* send_early: bytes from one copy of land / lmeta to the other, else 0 */
   int push;          /* push combine: GEMM2 stores rows home (one node group, not hybrid; MK_MOE_PUSH) */
   uint16_t **rowdst; /* push: [m_cap + 128] where row p of C2 goes (a pland row at its home), by the dispatch */
   /* local scratch (cudaMalloc) */

@@ -9,6 +9,13 @@
 #   from L2 against the core's 6 rounds at 0.95 us), the block 0.645 -> 0.58-0.62; (320, 4096, 8) similar gain.
 #   MK_CALL_LIMIT=330 CTEST_ARGS="-R ^test_(moe_pick|moe_block)$" CTEST_TIMEOUT=200 CTEST_WALL=220 \
 #     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s23.sh v'
+# part e (2 GPUs): the dispatch's rows sent beside the count exchange (MK_MOE_SEND_EARLY=1, the default) against after
+#   it (=0), in turns (1, 0, 1, 0), the decode shapes, --seed 7 --breakdown; then the defaults: mk-bench moe at its 9
+#   shapes and (256, 4096, 8), and the layer (both presets, --warmup 20). Prediction: `sent` moves from ~10 us after
+#   `counts` to about `counts`, g1_first 5-10 us earlier, every decode block 5-10 us shorter ((16, 2048, 128)
+#   0.214 -> ~0.205 ms), prefill unchanged (serial schedule: the old order).
+#   MK_CALL_LIMIT=560 CTEST_ARGS="-R ^test_(moe_pick|moe_block|model_gpu_fused_2|model_gpu_sp_agree_2|model_gpu_agree_mixtral_flash_2)$" \
+#     CTEST_TIMEOUT=200 CTEST_WALL=260 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s23.sh e'
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-v}
 BIN=$PWD
@@ -24,5 +31,21 @@ if [ "$PART" = v ]; then
     TAIL=12 step "moe_$v" 60 env MK_MOE_SKINNY="$n" mk-launch -n "$G" -- mk-bench moe $SH --iters 20 --seed 7 \
       --breakdown --json "$RES/moe_$v.json"
   done
+fi
+if [ "$PART" = e ]; then
+  STEP_GREP="$STEP_GREP|phases"
+  DEC="--shape 16,2048,128,8,768 --shape 128,2048,128,8,768 --shape 16,4096,8,2,14336 --shape 128,4096,8,2,14336
+    --shape 256,4096,8,2,14336 --shape 16,7168,256,8,2048"
+  for v in se1 se0 se1b se0b; do
+    n=${v:2:1}
+    # shellcheck disable=SC2086
+    TAIL=14 step "moe_dec_$v" 60 env MK_MOE_SEND_EARLY="$n" mk-launch -n "$G" -- mk-bench moe $DEC --iters 20 --seed 7 \
+      --breakdown --json "$RES/moe_dec_$v.json"
+  done
+  TAIL=12 step "moe_h200x${G}" 120 mk-launch -n "$G" -- mk-bench moe --iters 20 --seed 7 --json "$RES/moe_h200x${G}.json"
+  TAIL=4 step "moe256_h200x${G}" 40 mk-launch -n "$G" -- mk-bench moe --shape 256,4096,8,2,14336 --iters 20 --seed 7 \
+    --json "$RES/moe256_h200x${G}.json"
+  TAIL=30 step "layer_h200x${G}" 200 mk-launch -n "$G" -- mk-bench layer --interleave --warmup 20 --iters 20 --seed 7 \
+    --json "$RES/layer_h200x${G}.json"
 fi
 echo "part $PART end at $(( $(date +%s) - T0 )) s"
