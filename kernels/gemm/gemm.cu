@@ -46,9 +46,6 @@ MK_PARAM_INT(gemm_skinny_split_kb, "GEMM_SKINNY_SPLIT_KB", 256, 0, 1 << 20)
  * apart and an expert's tile-rows stop sharing its B panels in L2 (ncu, session 13: 2.16 against 1.73
  * GB of DRAM reads; docs/perf/NOTES.md). */
 MK_PARAM_INT(gemm_wg_skip, "GEMM_WG_SKIP", -1, -1, 1)
-/* With the warpgroup skip: 1 (default) a tile of <= 48 valid rows loads only those rows of A, rounded up to 16
- * (16-row TMA boxes), not 64; 0 the 64-row box (the order before session 23). */
-MK_PARAM_INT(gemm_a_rows16, "GEMM_A_ROWS16", 1, 0, 1)
 /* Grouped GEMM (mk_gemm_grouped_bf16): 1 its CTAs claim tiles in order from a counter of the
  * (device, stream) workspace (mk_gemm_units' dynamic claims), 0 each walks fixed tiles. */
 MK_PARAM_INT(gemm_claim, "GEMM_CLAIM", 0, 0, 1)

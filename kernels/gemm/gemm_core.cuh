@@ -18,8 +18,7 @@
  * Tails: TMA zero-fills what lies outside A and B (M, N and K tails); stores are masked. A
  * consumer warpgroup none of whose 64 rows is valid (t.m0 + 64 * cw >= t.m_end: an M tail or a
  * MoE expert of <= 64 rows) issues no wgmma and stores nothing for the tile; it still waits
- * for and frees every stage (args.wg_skip, MK_GEMM_WG_SKIP; hooks see no difference). With it,
- * a tile of <= 48 valid rows loads only those rows of A, in 16-row boxes (MK_GEMM_A_ROWS16).
+ * for and frees every stage (args.wg_skip, MK_GEMM_WG_SKIP; hooks see no difference).
  *
  * Hooks (the contract fused ops rely on). A Policy is passed by value to the kernel:
  *   struct Policy : mk_gemm_hooks_default {
@@ -170,8 +169,6 @@ struct mk_gemm_args {
   int epi_direct;       /* 1: store C straight from the accumulators (set by the launch from MK_GEMM_EPI) */
   int wg_skip;          /* 1 = a consumer warpgroup none of whose 64 rows is valid issues no wgmma for the
                            tile; the caller's choice, overridden by MK_GEMM_WG_SKIP = 0 or 1 */
-  int a_rows16;         /* with wg_skip: a tile of <= 48 valid rows loads A in 16-row boxes (set by the launch
-                           from MK_GEMM_A_ROWS16) */
   uint32_t *claim;      /* dynamic claims (see mk_gemm_units): device [2] = {next unit, CTAs out}, 0 between
                            launches (the last CTA out re-arms them); NULL: static (CTA b: b, b + ncta, ...) */
   int pdl;              /* 1: launched as a programmatic dependent of the stream's previous kernel (its CTAs may
@@ -179,8 +176,7 @@ struct mk_gemm_args {
                            policy's hooks then wait for whatever of that kernel they read (no griddepcontrol.wait) */
 };
 
-int64_t mk_param_gemm_wg_skip(void);  /* gemm.cu: MK_GEMM_WG_SKIP */
-int64_t mk_param_gemm_a_rows16(void); /* gemm.cu: MK_GEMM_A_ROWS16 */
+int64_t mk_param_gemm_wg_skip(void); /* gemm.cu: MK_GEMM_WG_SKIP */
 
 /* Work units of a CTA, in order: f(idx, k0, k1, s) computes k-iterations [k0, k1) of tile
  * idx; s = -1 for a whole tile, else the k-slice. Without kSplitK: every tile whole, CTA b
@@ -493,7 +489,7 @@ __device__ __forceinline__ void mk_gemm_store_staged(const float (&d)[kW / 2], u
 template <class Policy, int kBNMajor, int kBN, bool kSplitK = false>
 __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
     mk_gemm_core_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
-                        const __grid_constant__ CUtensorMap tma_a16, mk_gemm_args args, Policy policy) {
+                        mk_gemm_args args, Policy policy) {
   using Cfg = mk_gemm_tile_config<kBN, kBNMajor>;
   using namespace mk_sm90;
   extern __shared__ uint8_t smem_raw[];
@@ -560,7 +556,6 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
     if (tid == 0) {
       tma_prefetch_desc(&tma_a);
       tma_prefetch_desc(&tma_b);
-      if (args.a_rows16) tma_prefetch_desc(&tma_a16);
       int s = 0;
       uint32_t phase = 0;
       mk_gemm_units<kSplitK, kGemmProducer>(args, qb, sched.total(), k_iters, ncta, policy.join(), [&](int idx, int k0, int k1, int) {
@@ -571,22 +566,11 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
          * is idle (no valid row) or lies wholly past A (no box wholly out of bounds is issued;
          * with wg_skip 0 that warpgroup then computes on stale shared memory, rows never stored). */
         const bool a_half = (args.wg_skip && t.m0 + 64 >= t.m_end) || t.m0 + 64 >= args.m_cap;
-        /* wg_skip (decode-sized MoE GEMMs): a tile of fewer than 64 valid rows loads them in 16-row
-         * boxes (the 64-row box's layout: the 128-byte swizzle repeats every 8 rows), not 64 rows:
-         * at a few rows an expert, A's 8 KB a k-step were half the L2 -> SM traffic beside 16 KB of
-         * weights. The rows past them hold stale data; the first warpgroup computes on them and
-         * never stores them (the epilogue masks rows >= m_end; a row's result needs only its A row). */
-        const int a16 = args.a_rows16 && t.m0 + 48 >= t.m_end ? (t.m_end - t.m0 + 15) / 16 : 0;
-        const uint32_t a_bytes = a16 ? (uint32_t)a16 * 16 * Cfg::kBK * 2 : a_half ? Cfg::kABytes / 2 : Cfg::kABytes;
         for (int kb = k0; kb < k1; kb++) {
           mbar_wait(&empty[s], phase ^ 1);
           uint8_t *sa = smem + s * Cfg::kStageBytes, *sb = sa + Cfg::kABytes;
-          mbar_expect_tx(&full[s], Cfg::kBBytes + a_bytes);
-          if (a16) {
-            for (int r = 0; r < a16; r++) tma_load_3d(sa + r * 16 * Cfg::kBK * 2, &tma_a16, &full[s], kb * Cfg::kBK, t.m0 + 16 * r, 0);
-          } else {
-            tma_load_3d(sa, &tma_a, &full[s], kb * Cfg::kBK, t.m0, 0);
-          }
+          mbar_expect_tx(&full[s], Cfg::kStageBytes - (a_half ? Cfg::kABytes / 2 : 0));
+          tma_load_3d(sa, &tma_a, &full[s], kb * Cfg::kBK, t.m0, 0);
           if (!a_half) tma_load_3d(sa + Cfg::kABytes / 2, &tma_a, &full[s], kb * Cfg::kBK, t.m0 + 64, 0);
           if (kBNMajor) {
 #pragma unroll
@@ -820,10 +804,8 @@ static mk_status mk_gemm_core_launch_bn(const uint16_t *A, const uint16_t *B, co
   using CfgKN = mk_gemm_tile_config<kBN, 1>;
   mk_gemm_args a = args;
   if (mk_param_gemm_wg_skip() >= 0) a.wg_skip = (int)mk_param_gemm_wg_skip();
-  a.a_rows16 = a.wg_skip && mk_param_gemm_a_rows16();
-  CUtensorMap ma, mb, ma16;
+  CUtensorMap ma, mb;
   MK_CHECK(mk_gemm_encode_map(&ma, A, (uint64_t)args.k, (uint64_t)args.m_cap, 1, Cfg::kBK, Cfg::kBM / 2));
-  MK_CHECK(mk_gemm_encode_map(&ma16, A, (uint64_t)args.k, (uint64_t)args.m_cap, 1, Cfg::kBK, 16));
   if (layout == MK_GEMM_B_NK)
     MK_CHECK(mk_gemm_encode_map(&mb, B, (uint64_t)args.k, (uint64_t)args.n, (uint64_t)args.groups, Cfg::kBK, Cfg::kBN));
   else
@@ -837,7 +819,7 @@ static mk_status mk_gemm_core_launch_bn(const uint16_t *A, const uint16_t *B, co
   }
   static mk_gemm_smem_attr attr_nk, attr_kn;
   const bool nk = layout == MK_GEMM_B_NK;
-  void (*kern)(const CUtensorMap, const CUtensorMap, const CUtensorMap, mk_gemm_args, Policy) =
+  void (*kern)(const CUtensorMap, const CUtensorMap, mk_gemm_args, Policy) =
       nk ? mk_gemm_core_kernel<Policy, 0, kBN, kSplitK> : mk_gemm_core_kernel<Policy, 1, kBN, kSplitK>;
   const int smem = nk ? Cfg::kSmemBytes : CfgKN::kSmemBytes, threads = nk ? Cfg::kThreads : CfgKN::kThreads;
   MK_CHECK((nk ? attr_nk : attr_kn).set((const void *)kern, smem));
@@ -852,10 +834,10 @@ static mk_status mk_gemm_core_launch_bn(const uint16_t *A, const uint16_t *B, co
     cfg.stream = stream;
     cfg.attrs = at;
     cfg.numAttrs = 1;
-    MK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kern, ma, mb, ma16, a, p));
+    MK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kern, ma, mb, a, p));
     return MK_STATUS_OK;
   }
-  kern<<<total, threads, smem, stream>>>(ma, mb, ma16, a, p);
+  kern<<<total, threads, smem, stream>>>(ma, mb, a, p);
   MK_CUDA_LAUNCH_CHECK();
   return MK_STATUS_OK;
 }
