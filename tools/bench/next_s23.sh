@@ -16,6 +16,16 @@
 #   0.214 -> ~0.205 ms), prefill unchanged (serial schedule: the old order).
 #   MK_CALL_LIMIT=560 CTEST_ARGS="-R ^test_(moe_pick|moe_block|model_gpu_fused_2|model_gpu_sp_agree_2|model_gpu_agree_mixtral_flash_2)$" \
 #     CTEST_TIMEOUT=200 CTEST_WALL=260 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s23.sh e'
+# part a (2 GPUs): A's valid rows only (16-row boxes) in decode tiles of <= 48 rows (MK_GEMM_A_ROWS16=1, default)
+#   against the 64-row box (=0), in turns (1, 0, 1, 0), the decode shapes, --seed 7 --breakdown; then the defaults
+#   (mk-bench moe, its 9 shapes, and the layer). Prediction: the decode GEMMs stream at 3.3-3.9 TB/s of weights
+#   with 24 KB a k-step through L2 (16 KB of weights, 8 KB of A) at ~5-5.6 TB/s L2 -> SM; with 17-18 KB a k-step
+#   they move toward the DRAM rate (~4.3 TB/s): E = 128 T = 16 GEMM1 0.104 -> 0.085-0.095 ms, E = 8 T = 16 GEMM1
+#   0.25 -> 0.22-0.24, the blocks 5-10 % shorter; T = 128 at E = 8 (64 rows an expert: the 64-row box) unchanged.
+#   Measured at 1902eea (run 1902eea-x2): 2-9 % slower at E = 128 and 256, level at E = 8; reverted, so the part needs
+#   that commit (MK_GEMM_A_ROWS16 is not in later trees).
+#   MK_CALL_LIMIT=560 CTEST_ARGS="-R ^test_(gemm|gemm_grouped|moe_pick|moe_block|model_gpu_fused_2)$" \
+#     CTEST_TIMEOUT=200 CTEST_WALL=300 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s23.sh a'
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-v}
 BIN=$PWD
@@ -45,6 +55,20 @@ if [ "$PART" = e ]; then
   TAIL=12 step "moe_h200x${G}" 120 mk-launch -n "$G" -- mk-bench moe --iters 20 --seed 7 --json "$RES/moe_h200x${G}.json"
   TAIL=4 step "moe256_h200x${G}" 40 mk-launch -n "$G" -- mk-bench moe --shape 256,4096,8,2,14336 --iters 20 --seed 7 \
     --json "$RES/moe256_h200x${G}.json"
+  TAIL=30 step "layer_h200x${G}" 200 mk-launch -n "$G" -- mk-bench layer --interleave --warmup 20 --iters 20 --seed 7 \
+    --json "$RES/layer_h200x${G}.json"
+fi
+if [ "$PART" = a ]; then
+  STEP_GREP="$STEP_GREP|phases"
+  DEC="--shape 16,2048,128,8,768 --shape 128,2048,128,8,768 --shape 16,4096,8,2,14336 --shape 128,4096,8,2,14336
+    --shape 16,7168,256,8,2048 --shape 128,7168,256,8,2048"
+  for v in a1 a0 a1b a0b; do
+    n=${v:1:1}
+    # shellcheck disable=SC2086
+    TAIL=14 step "moe_dec_$v" 60 env MK_GEMM_A_ROWS16="$n" mk-launch -n "$G" -- mk-bench moe $DEC --iters 20 --seed 7 \
+      --breakdown --json "$RES/moe_dec_$v.json"
+  done
+  TAIL=12 step "moe_h200x${G}" 120 mk-launch -n "$G" -- mk-bench moe --iters 20 --seed 7 --json "$RES/moe_h200x${G}.json"
   TAIL=30 step "layer_h200x${G}" 200 mk-launch -n "$G" -- mk-bench layer --interleave --warmup 20 --iters 20 --seed 7 \
     --json "$RES/layer_h200x${G}.json"
 fi
