@@ -26,6 +26,11 @@
 #   that commit (MK_GEMM_A_ROWS16 is not in later trees).
 #   MK_CALL_LIMIT=560 CTEST_ARGS="-R ^test_(gemm|gemm_grouped|moe_pick|moe_block|model_gpu_fused_2)$" \
 #     CTEST_TIMEOUT=200 CTEST_WALL=300 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s23.sh a'
+# part n (2 GPUs): the session's defaults across node groups, 2 nodes x 1 GPU through the loopback proxy (the swapped
+#   gate/up GEMM is the default there too at ~128-160 rows an expert; the early send is not: one node group only):
+#   test_moe_block on 2 x 1, and mk-bench moe at (256, 4096, 8) and (16, 4096, 8), swapped (default) and core.
+#   MK_CALL_LIMIT=330 CTEST_ARGS="-R ^test_moe_block$" CTEST_TIMEOUT=200 CTEST_WALL=120 \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s23.sh n'
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-v}
 BIN=$PWD
@@ -71,5 +76,15 @@ if [ "$PART" = a ]; then
   TAIL=12 step "moe_h200x${G}" 120 mk-launch -n "$G" -- mk-bench moe --iters 20 --seed 7 --json "$RES/moe_h200x${G}.json"
   TAIL=30 step "layer_h200x${G}" 200 mk-launch -n "$G" -- mk-bench layer --interleave --warmup 20 --iters 20 --seed 7 \
     --json "$RES/layer_h200x${G}.json"
+fi
+if [ "$PART" = n ]; then
+  STEP_GREP="$STEP_GREP|phases|passed|FAIL|rank . .*differ"
+  TAIL=12 step test_moe_block_2x1 200 mk-launch -n 2 --nodes 2 -- ./test_moe_block
+  for v in sk_def sk0; do
+    envs=()
+    [ $v = sk0 ] && envs=(MK_MOE_SKINNY=0)
+    TAIL=8 step "moe_2x1_$v" 60 env "${envs[@]}" mk-launch -n 2 --nodes 2 -- mk-bench moe --shape 256,4096,8,2,14336 \
+      --shape 16,4096,8,2,14336 --iters 20 --seed 7 --breakdown --json "$RES/moe_2x1_$v.json"
+  done
 fi
 echo "part $PART end at $(( $(date +%s) - T0 )) s"
