@@ -243,7 +243,7 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_dispatch_kernel(mk_moe_de
    * exchange's cnt_done (n_send, n_from, exp_off and the zeroed ready are this call's), or with
    * send_early for the plan's plan_done (n_send, smeta) now and cnt_done before the receive. */
   if (!mk_wait_ge_cta(d.w, d.send_early ? d.o_plan_done : d.o_cnt_done, target, MK_OP_MOE, -1, -1)) return;
-  const uint64_t lpar = (target & 1) * d.land_par, mpar = (target & 1) * d.lmeta_par;
+  const uint64_t o_land = moe_land_off(d, target), o_lmeta = moe_lmeta_off(d, target);
   /* ---- send: chunk c of the rows for every destination (i-th: rank + 1 + i), all copies
      first, then one barrier and the W signals in parallel (one fence each, overlapped) ---- */
   for (int i = threadIdx.x; i < d.W; i += blockDim.x) {
@@ -272,13 +272,13 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_dispatch_kernel(mk_moe_de
     if (b0 >= row_bytes) continue;
     const bool near = moe_same_node(d, r);
     const mk_moe_meta *sm = mk_local_ptr<mk_moe_meta>(d.w, d.o_smeta) + (int64_t)r * d.Tm;
-    char *rows_dst = near ? mk_peer_ptr<char>(d.w, moe_local(d, r), d.o_land + lpar + d.rank * area)
+    char *rows_dst = near ? mk_peer_ptr<char>(d.w, moe_local(d, r), o_land + d.rank * area)
                           : mk_local_ptr<char>(d.w, d.o_stage + r * area);
     const int t = sm[j].token;
     moe_copy_row(rows_dst + j * row_bytes + b0, (const char *)(x + (int64_t)t * d.H) + b0,
                  (int64_t)min(part_bytes, row_bytes - b0));
     if (near && part == 0 && lane < (int)(sizeof(mk_moe_meta) / 16)) {
-      mk_moe_meta *lm = mk_peer_ptr<mk_moe_meta>(d.w, moe_local(d, r), d.o_lmeta + mpar) + (int64_t)d.rank * d.Tm + j;
+      mk_moe_meta *lm = mk_peer_ptr<mk_moe_meta>(d.w, moe_local(d, r), o_lmeta) + (int64_t)d.rank * d.Tm + j;
       ((uint4 *)lm)[lane] = ((const uint4 *)(sm + j))[lane];
     }
   }
@@ -288,12 +288,12 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_dispatch_kernel(mk_moe_de
     const int64_t j0 = s_j0[k], n = s_pre[k + 1] - s_pre[k];
     const uint64_t msz = sizeof(mk_moe_meta);
     const moe_whole wh = {d.pub_cnt ? d.pub_cnt + r : NULL, d.C, d.n_send[r], d.o_stage + r * area,
-                          d.o_land + lpar + d.rank * area, row_bytes, d.o_smeta + (uint64_t)r * d.Tm * msz,
-                          d.o_lmeta + mpar + (uint64_t)d.rank * d.Tm * msz, msz,
+                          o_land + d.rank * area, row_bytes, d.o_smeta + (uint64_t)r * d.Tm * msz,
+                          o_lmeta + (uint64_t)d.rank * d.Tm * msz, msz,
                           d.o_land_sig + (uint64_t)d.rank * d.C * 8};
-    moe_publish(d, r, d.o_stage + r * area + j0 * row_bytes, d.o_land + lpar + d.rank * area + j0 * row_bytes,
+    moe_publish(d, r, d.o_stage + r * area + j0 * row_bytes, o_land + d.rank * area + j0 * row_bytes,
                 n * row_bytes, d.o_smeta + ((uint64_t)r * d.Tm + j0) * msz,
-                d.o_lmeta + mpar + ((uint64_t)d.rank * d.Tm + j0) * msz, n * msz,
+                o_lmeta + ((uint64_t)d.rank * d.Tm + j0) * msz, n * msz,
                 d.o_land_sig + ((uint64_t)d.rank * d.C + c) * 8, wh);
   }
   if (threadIdx.x == 0) moe_stamp(d.prof, MK_MOE_PH_SENT);
@@ -307,8 +307,8 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_dispatch_kernel(mk_moe_de
     if (s < 0) return;
     int64_t j0, j1;
     moe_chunk(d.n_from[s], c, d.C, &j0, &j1);
-    const char *land = mk_local_ptr<char>(d.w, d.o_land + lpar + s * area);
-    const mk_moe_meta *lm = mk_local_ptr<mk_moe_meta>(d.w, d.o_lmeta + mpar) + (int64_t)s * d.Tm;
+    const char *land = mk_local_ptr<char>(d.w, o_land + s * area);
+    const mk_moe_meta *lm = mk_local_ptr<mk_moe_meta>(d.w, o_lmeta) + (int64_t)s * d.Tm;
     for (int64_t j = j0 + warp; j < j1; j += kMoeWarps) {
       const int n = lm[j].n;
       int e = 0, p = 0; /* lane q < n: expert q of the row and its row of A1 */

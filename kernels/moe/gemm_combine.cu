@@ -108,8 +108,7 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_combine_kernel(mk_moe_dev
     const bool near = moe_same_node(d, s);
     char *dst = near ? mk_peer_ptr<char>(d.w, moe_local(d, s), d.o_comb + d.rank * area)
                      : mk_local_ptr<char>(d.w, d.o_cstage + s * area);
-    const mk_moe_meta *lm = mk_local_ptr<mk_moe_meta>(d.w, d.o_lmeta + (moe_target(d) & 1) * d.lmeta_par) +
-                            (int64_t)s * d.Tm;
+    const mk_moe_meta *lm = mk_local_ptr<mk_moe_meta>(d.w, moe_lmeta_off(d, moe_target(d))) + (int64_t)s * d.Tm;
     /* Batches of kMoeWarps rows: warp i waits for row b0 + i's tiles, then the whole CTA sums the
      * batch, one 16-byte vector of one row per thread (loads of all experts in flight): a
      * warp-per-row loop is one memory latency per 512 bytes, too slow when rows are few. */

@@ -105,9 +105,9 @@ int mk_moe_pick_tile_n(const mk_moe_args *a, int W, int overlapped) {
  * (moe_skinny.cuh): the weights on the wgmma's 64-row side, each expert's rows as its n (16 .. 192), so an
  * expert of 129 .. 192 rows costs its rows of tensor work and one pass over its weights instead of two
  * 128-row tile-rows. -1 (default): on, in 192-row chunks, where an expert expects 97 .. 160 rows (W max_tokens
- * top_k / E) and 2 I >= 256; run 3447d2e-x2: (256, 4096, 8) at EP = 2, 128 rows an expert, 0.643 -> 0.594 ms; 160 rows level;
- * 64 rows 8 % slower); 1: on, in chunks of rows by the expected rows (64, 128 or 192); 64, 128, 192: on, in
- * chunks of that many rows (tests, A/B); 0: off (the core). */
+ * top_k / E) and 2 I >= 256 (run 3447d2e-x2: (256, 4096, 8) at EP = 2, 128 rows an expert, 0.643 -> 0.594 ms;
+ * 160 rows level; 64 rows 8 % slower); 1: on, in chunks of rows by the expected rows (64, 128 or 192); 64, 128,
+ * 192: on, in chunks of that many rows (tests, A/B); 0: off (the core). */
 MK_PARAM_INT(moe_skinny, "MOE_SKINNY", -1, -1, 256)
 
 enum { SKINNY_AUTO_MIN_ROWS = 96, SKINNY_AUTO_MAX_ROWS = 160 };
@@ -323,7 +323,8 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
   {
     const int sk = mk_moe_pick_skinny(a, W);
     if (sk < 0) {
-      MK_WARN(MK_SUBSYS_KERNEL, "moe: MK_MOE_SKINNY=%lld (want -1, 0, 1, 64, 128 or 192)", (long long)mk_param_moe_skinny());
+      MK_WARN(MK_SUBSYS_KERNEL, "moe: MK_MOE_SKINNY=%lld (want -1, 0, 1, 64, 128 or 192)",
+              (long long)mk_param_moe_skinny());
       st = MK_STATUS_INVALID_ARGUMENT;
       goto fail;
     }

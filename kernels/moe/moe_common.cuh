@@ -106,6 +106,14 @@ __device__ __forceinline__ void moe_red_add_gpu(uint64_t *p, uint64_t v) {
  * call count both started at 0 (each handle counts its own calls, so handles may interleave). */
 __device__ __forceinline__ uint64_t moe_target(const mk_moe_dev &d) { return mk_ld_volatile(d.calls) + 1; }
 
+/* Heap offsets of the call's land / lmeta: copy target & 1 with send_early (mk_moe_dev.land_par), else the one. */
+__device__ __forceinline__ uint64_t moe_land_off(const mk_moe_dev &d, uint64_t target) {
+  return d.o_land + (target & 1) * d.land_par;
+}
+__device__ __forceinline__ uint64_t moe_lmeta_off(const mk_moe_dev &d, uint64_t target) {
+  return d.o_lmeta + (target & 1) * d.lmeta_par;
+}
+
 /* Where a phase's chunks to rank r go across node groups as one area (d.pub_cnt, MK_MOE_REMOTE_WHOLE):
  * cnt counts the chunks published to r so far, n_cta per call; the whole area is rows [0, rows) of
  * each of the two staged areas (area1 / area2 bytes per row at src / dst offsets), and chunk c's

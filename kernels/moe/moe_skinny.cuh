@@ -180,7 +180,8 @@ __device__ __forceinline__ void moe_sk_consume(const moe_sk_args &a, const moe_s
     for (int kk = 0; kk < kSkBK / 16; kk++) {
       const uint64_t dt = desc_sw128(st + kk * 32, 16, 1024);
       wgmma_m64nk16_bf16<NT, 0>(d0, desc_sw128(sw + kk * 32, 16, 1024), dt);
-      if constexpr (Cfg::kMB == 2) wgmma_m64nk16_bf16<NT, 0>(d1, desc_sw128(sw + 64 * kSkBK * 2 + kk * 32, 16, 1024), dt);
+      if constexpr (Cfg::kMB == 2)
+        wgmma_m64nk16_bf16<NT, 0>(d1, desc_sw128(sw + 64 * kSkBK * 2 + kk * 32, 16, 1024), dt);
     }
     wgmma_commit();
     wgmma_wait<1>();

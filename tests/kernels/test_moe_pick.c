@@ -96,8 +96,8 @@ int main(int argc, char **argv) {
     }
   }
   /* the gate/up GEMM swapped (MK_MOE_SKINNY): -1 (default, env unset: NULL) 192-row chunks where an expert expects
-     97 .. 160 rows (W T k / E) and 2 I >= 256, else off; 0 off; 1 chunks from the expected rows (x 1.25 + 16, up to 64 / 128 / 192);
-     64 / 128 / 192 forced; anything else refused (-1) */
+     97 .. 160 rows (W T k / E) and 2 I >= 256, else off; 0 off; 1 chunks from the expected rows (x 1.25 + 16, up to
+     64 / 128 / 192); 64 / 128 / 192 forced; anything else refused (-1). I = 0: 14336 */
   {
     static const struct {
       const char *env;

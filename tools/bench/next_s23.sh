@@ -36,46 +36,35 @@ PART=${1:-v}
 BIN=$PWD
 export PATH=$BIN:$PATH
 G=$(nvidia-smi -L | grep -c '^GPU')
-if [ "$PART" = v ]; then
+# turns PREFIX VAR "SHAPES" A B: mk-bench moe --breakdown with VAR=A, VAR=B, then both again, logs PREFIX<value>[b]
+turns() {
+  local pre=$1 var=$2 shapes=$3 a=$4 b=$5 v
   STEP_GREP="$STEP_GREP|phases"
-  SH="--shape 256,4096,8,2,14336 --shape 320,4096,8,2,14336 --shape 128,4096,8,2,14336"
-  for v in sk0 sk192 sk0b sk192b; do
-    n=${v#sk}
-    n=${n%b}
+  for v in "$a" "$b" "${a}b" "${b}b"; do
     # shellcheck disable=SC2086
-    TAIL=12 step "moe_$v" 60 env MK_MOE_SKINNY="$n" mk-launch -n "$G" -- mk-bench moe $SH --iters 20 --seed 7 \
-      --breakdown --json "$RES/moe_$v.json"
+    TAIL=14 step "$pre$v" 60 env "$var=${v%b}" mk-launch -n "$G" -- mk-bench moe $shapes --iters 20 --seed 7 \
+      --breakdown --json "$RES/$pre$v.json"
   done
+}
+# defaults: mk-bench moe at its 9 shapes, then the layer (both presets, --warmup 20)
+defaults() {
+  TAIL=12 step "moe_h200x${G}" 120 mk-launch -n "$G" -- mk-bench moe --iters 20 --seed 7 --json "$RES/moe_h200x${G}.json"
+  [ "${1:-}" = 256 ] && TAIL=4 step "moe256_h200x${G}" 40 mk-launch -n "$G" -- mk-bench moe --shape 256,4096,8,2,14336 \
+    --iters 20 --seed 7 --json "$RES/moe256_h200x${G}.json"
+  TAIL=30 step "layer_h200x${G}" 200 mk-launch -n "$G" -- mk-bench layer --interleave --warmup 20 --iters 20 --seed 7 \
+    --json "$RES/layer_h200x${G}.json"
+}
+DEC="--shape 16,2048,128,8,768 --shape 128,2048,128,8,768 --shape 16,4096,8,2,14336 --shape 128,4096,8,2,14336"
+if [ "$PART" = v ]; then
+  turns moe_sk MK_MOE_SKINNY "--shape 256,4096,8,2,14336 --shape 320,4096,8,2,14336 --shape 128,4096,8,2,14336" 0 192
 fi
 if [ "$PART" = e ]; then
-  STEP_GREP="$STEP_GREP|phases"
-  DEC="--shape 16,2048,128,8,768 --shape 128,2048,128,8,768 --shape 16,4096,8,2,14336 --shape 128,4096,8,2,14336
-    --shape 256,4096,8,2,14336 --shape 16,7168,256,8,2048"
-  for v in se1 se0 se1b se0b; do
-    n=${v:2:1}
-    # shellcheck disable=SC2086
-    TAIL=14 step "moe_dec_$v" 60 env MK_MOE_SEND_EARLY="$n" mk-launch -n "$G" -- mk-bench moe $DEC --iters 20 --seed 7 \
-      --breakdown --json "$RES/moe_dec_$v.json"
-  done
-  TAIL=12 step "moe_h200x${G}" 120 mk-launch -n "$G" -- mk-bench moe --iters 20 --seed 7 --json "$RES/moe_h200x${G}.json"
-  TAIL=4 step "moe256_h200x${G}" 40 mk-launch -n "$G" -- mk-bench moe --shape 256,4096,8,2,14336 --iters 20 --seed 7 \
-    --json "$RES/moe256_h200x${G}.json"
-  TAIL=30 step "layer_h200x${G}" 200 mk-launch -n "$G" -- mk-bench layer --interleave --warmup 20 --iters 20 --seed 7 \
-    --json "$RES/layer_h200x${G}.json"
+  turns moe_dec_se MK_MOE_SEND_EARLY "$DEC --shape 256,4096,8,2,14336 --shape 16,7168,256,8,2048" 1 0
+  defaults 256
 fi
 if [ "$PART" = a ]; then
-  STEP_GREP="$STEP_GREP|phases"
-  DEC="--shape 16,2048,128,8,768 --shape 128,2048,128,8,768 --shape 16,4096,8,2,14336 --shape 128,4096,8,2,14336
-    --shape 16,7168,256,8,2048 --shape 128,7168,256,8,2048"
-  for v in a1 a0 a1b a0b; do
-    n=${v:1:1}
-    # shellcheck disable=SC2086
-    TAIL=14 step "moe_dec_$v" 60 env MK_GEMM_A_ROWS16="$n" mk-launch -n "$G" -- mk-bench moe $DEC --iters 20 --seed 7 \
-      --breakdown --json "$RES/moe_dec_$v.json"
-  done
-  TAIL=12 step "moe_h200x${G}" 120 mk-launch -n "$G" -- mk-bench moe --iters 20 --seed 7 --json "$RES/moe_h200x${G}.json"
-  TAIL=30 step "layer_h200x${G}" 200 mk-launch -n "$G" -- mk-bench layer --interleave --warmup 20 --iters 20 --seed 7 \
-    --json "$RES/layer_h200x${G}.json"
+  turns moe_dec_a MK_GEMM_A_ROWS16 "$DEC --shape 16,7168,256,8,2048 --shape 128,7168,256,8,2048" 1 0
+  defaults
 fi
 if [ "$PART" = n ]; then
   STEP_GREP="$STEP_GREP|phases|passed|FAIL|rank . .*differ"
