@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# next_s24.sh — session 24's GPU runs (docs/perf/NOTES.md, moe "Session 24"). Run through tools/gpu-check.sh from the
+# repository root.
+# part d (2 GPUs, nvidia-h200-x2): where the E = 128 prefill block's time goes at EP = 2 (issue 7's (4096, 2048, 128),
+#   also the MoE block of Qwen3's layer at prefill): --seed 7 --breakdown, the default (serial, push combine, GEMM2
+#   after GEMM1), the combine kernel (MK_MOE_PUSH=0: per-rank partial sums, 1/4 of the push's NVLink bytes at
+#   top-k 8 on 2 ranks), GEMM2 beside GEMM1 on 49 SMs (MK_MOE_G12_SMS=49), in turns, twice; the hybrid schedule
+#   once; (8192, 7168, 256) with and without push once.
+#   MK_CALL_LIMIT=300 CTEST_ARGS="-R ^test_moe_pick$" CTEST_TIMEOUT=60 CTEST_WALL=60 \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s24.sh d'
+source "$(dirname "$0")/bench_step.sh"
+PART=${1:-d}
+BIN=$PWD
+export PATH=$BIN:$PATH
+G=$(nvidia-smi -L | grep -c '^GPU')
+# moe NAME SHAPES [VAR=VALUE...] [-- MK-BENCH ARGS]: one mk-bench moe --breakdown, log and JSON NAME
+moe() {
+  local name=$1 shapes=$2 envs=() extra=()
+  shift 2
+  while [ $# -gt 0 ] && [ "$1" != "--" ]; do envs+=("$1"); shift; done
+  [ "${1:-}" = "--" ] && { shift; extra=("$@"); }
+  # shellcheck disable=SC2086
+  TAIL=14 step "$name" 90 env "${envs[@]}" mk-launch -n "$G" -- mk-bench moe $shapes --iters 20 --seed 7 \
+    --breakdown --json "$RES/$name.json" "${extra[@]}"
+}
+STEP_GREP="$STEP_GREP|phases"
+P128="--shape 4096,2048,128,8,768"
+if [ "$PART" = d ]; then
+  for r in 1 2; do
+    moe "e128_def$r" "$P128"
+    moe "e128_push0_$r" "$P128" MK_MOE_PUSH=0
+    moe "e128_g12_$r" "$P128" MK_MOE_G12_SMS=49
+  done
+  moe e128_hybrid "$P128" -- --schedule hybrid
+  moe e256_def "--shape 8192,7168,256,8,2048"
+  moe e256_push0 "--shape 8192,7168,256,8,2048" MK_MOE_PUSH=0
+fi
+echo "part $PART end at $(( $(date +%s) - T0 )) s"
