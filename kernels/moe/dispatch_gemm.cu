@@ -92,6 +92,7 @@ __device__ __forceinline__ void moe_plan_token(const mk_moe_dev &d, const int32_
 }
 
 __global__ void moe_plan_kernel(mk_moe_dev d, const int32_t *ids, const float *wts, int64_t T) {
+  if (threadIdx.x == 0) moe_stamp(d.prof, MK_MOE_PH_START);
   const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
   if (t < T) moe_plan_token(d, ids, wts, t);
 }
@@ -188,6 +189,7 @@ __global__ void moe_exchange_kernel(mk_moe_dev d) { moe_exchange_cta(d); }
 constexpr int kPlanCta = 1024;
 __global__ void __launch_bounds__(kPlanCta) moe_plan_exchange_kernel(mk_moe_dev d, const int32_t *ids,
                                                                      const float *wts, int64_t T) {
+  if (threadIdx.x == 0) moe_stamp(d.prof, MK_MOE_PH_START);
   for (int i = threadIdx.x; i < d.W + d.E + d.El; i += blockDim.x) d.n_send[i] = 0; /* n_send, cnt_pairs, fill */
   __syncthreads();
   for (int64_t t = threadIdx.x; t < T; t += blockDim.x) moe_plan_token(d, ids, wts, t);
@@ -236,6 +238,7 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_dispatch_kernel(mk_moe_de
   const uint64_t row_bytes = (uint64_t)d.H * 2, area = (uint64_t)d.Tm * row_bytes;
   __shared__ int64_t s_j0[MK_MOE_MAX_RANKS], s_pre[MK_MOE_MAX_RANKS + 1];
   __shared__ int s_src[2];
+  if (threadIdx.x == 0) moe_stamp(d.prof, MK_MOE_PH_START);
   /* GEMM1's CTAs past SMs - C join its tiles only once every dispatch CTA is resident (g1_sync[0]:
    * then none of them can be kept off an SM by a GEMM1 CTA waiting for rows). */
   if (d.g1_sync && threadIdx.x == 0) atomicAdd((unsigned long long *)d.g1_sync, 1ull);

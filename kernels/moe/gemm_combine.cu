@@ -279,20 +279,25 @@ extern "C" mk_status mk_moe_launch_combine(const mk_moe_dev *d, void *stream) {
 }
 
 extern "C" mk_status mk_moe_launch_reduce(const mk_moe_dev *d, int64_t T, uint16_t *out, void *stream) {
-  /* Few enough CTAs that spinning ones leave SM room (the loopback proxy's signal kernel). */
+  /* Across node groups few enough CTAs that spinning ones leave SM room (the loopback proxy's signal
+   * kernel); in one node group up to 1024, as the push reduce (128 kept ~1 TB/s of loads in flight). */
   const int64_t per = kReduceWarps * 32, items = T * (int64_t)(d->H / 8);
   int64_t blocks = items > 0 ? (items + per - 1) / per : 1;
-  if (blocks > 128) blocks = 128;
+  const int64_t cap = d->w.nnodes == 1 ? 1024 : 128;
+  if (blocks > cap) blocks = cap;
   moe_reduce_kernel<<<(unsigned)blocks, kReduceWarps * 32, 0, (cudaStream_t)stream>>>(*d, T, out);
   MK_CUDA_LAUNCH_CHECK();
   return MK_STATUS_OK;
 }
 
 /* After a fused call (every kernel of it done, stream-ordered): the handle's next targets. */
-__global__ void moe_advance_kernel(unsigned long long *calls) { *calls += 1; }
+__global__ void moe_advance_kernel(unsigned long long *calls, uint64_t *prof) {
+  *calls += 1;
+  moe_stamp(prof, MK_MOE_PH_END);
+}
 
-extern "C" mk_status mk_moe_launch_advance(uint64_t *calls, void *stream) {
-  moe_advance_kernel<<<1, 1, 0, (cudaStream_t)stream>>>((unsigned long long *)calls);
+extern "C" mk_status mk_moe_launch_advance(const mk_moe_dev *d, void *stream) {
+  moe_advance_kernel<<<1, 1, 0, (cudaStream_t)stream>>>((unsigned long long *)d->calls, d->prof);
   MK_CUDA_LAUNCH_CHECK();
   return MK_STATUS_OK;
 }

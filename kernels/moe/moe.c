@@ -490,7 +490,7 @@ static mk_status forward_fused(mk_moe_t *m, const uint16_t *x, int64_t T, const 
     MK_CHECK(mk_moe_launch_gemm2(d, m->sms - d->Cc, s));
     MK_CUDA_CHECK(cudaStreamWaitEvent(s, (cudaEvent_t)m->ev_join, 0));
     MK_CHECK(mk_moe_launch_reduce(d, T, out, s));
-    return mk_moe_launch_advance(d->calls, s);
+    return mk_moe_launch_advance(d, s);
   }
   if (m->sched == MK_MOE_SCHED_SERIAL) { /* one stream: every CTA of dispatch / combine is resident */
     MK_CHECK(mk_moe_launch_dispatch(d, x, s));
@@ -498,7 +498,7 @@ static mk_status forward_fused(mk_moe_t *m, const uint16_t *x, int64_t T, const 
       MK_CHECK(mk_moe_launch_gemm1(d, m->sms - m->g12_sms, s));
       MK_CHECK(mk_moe_launch_gemm2(d, m->sms, s));
       MK_CHECK(mk_moe_launch_push_reduce(d, T, ids, w, out, s));
-      return mk_moe_launch_advance(d->calls, s);
+      return mk_moe_launch_advance(d, s);
     }
     MK_CHECK(mk_moe_launch_gemm1(d, m->sms, s));
     if (!d->glu) MK_CHECK(mk_moe_launch_swiglu(d, -1, s));
@@ -509,7 +509,7 @@ static mk_status forward_fused(mk_moe_t *m, const uint16_t *x, int64_t T, const 
       MK_CHECK(mk_moe_launch_combine(d, s));
       MK_CHECK(mk_moe_launch_reduce(d, T, out, s));
     }
-    return mk_moe_launch_advance(d->calls, s);
+    return mk_moe_launch_advance(d, s);
   }
   /* Overlapped (dispatch_early): the dispatch is forked before the plan and exchange, its CTAs
    * resident while they run and released by the exchange's cnt_done flag, not by the end of its
@@ -531,7 +531,7 @@ static mk_status forward_fused(mk_moe_t *m, const uint16_t *x, int64_t T, const 
     MK_CHECK(mk_moe_launch_gemm2(d, m->sms, s));
     MK_CUDA_CHECK(cudaStreamWaitEvent(s, (cudaEvent_t)m->ev_join, 0));
     MK_CHECK(mk_moe_launch_push_reduce(d, T, ids, w, out, s)); /* barrier point 2: every row home */
-    return mk_moe_launch_advance(d->calls, s);
+    return mk_moe_launch_advance(d, s);
   }
   /* The combine starts once GEMM1 is done, not when the dispatch is: its CTAs would otherwise
    * sit on their SMs for all of GEMM1 polling done2, which only GEMM2 advances. */
@@ -542,7 +542,7 @@ static mk_status forward_fused(mk_moe_t *m, const uint16_t *x, int64_t T, const 
   MK_CHECK(mk_moe_launch_gemm2(d, m->sms - d->Cc, s));
   MK_CUDA_CHECK(cudaStreamWaitEvent(s, (cudaEvent_t)m->ev_join, 0));
   MK_CHECK(mk_moe_launch_reduce(d, T, out, s)); /* barrier point 2: all combine rows home */
-  return mk_moe_launch_advance(d->calls, s);
+  return mk_moe_launch_advance(d, s);
 }
 
 mk_status mk_moe_forward(mk_moe_t *m, mk_moe_path path, const uint16_t *x, int64_t T, const int32_t *topk_ids,
@@ -562,7 +562,8 @@ mk_status mk_moe_forward(mk_moe_t *m, mk_moe_path path, const uint16_t *x, int64
 }
 
 static const char *const phase_names[MK_MOE_PHASES] = {"exch", "counts", "sent", "landed", "g1_first", "g1_last",
-                                                       "g2_first", "g2_done", "combined", "red_wait", "done"};
+                                                       "g2_first", "g2_done", "combined", "red_wait", "done",
+                                                       "start",    "end"};
 
 const char *mk_moe_phase_name(int phase) {
   return phase >= 0 && phase < MK_MOE_PHASES ? phase_names[phase] : "?";
@@ -576,7 +577,8 @@ mk_status mk_moe_phases(mk_moe_t *m, double ms[MK_MOE_PHASES]) {
   MK_CUDA_CHECK(cudaDeviceSynchronize());
   MK_CUDA_CHECK(cudaMemcpy(t, m->d.prof, sizeof t, cudaMemcpyDeviceToHost));
   for (int i = 0; i < MK_MOE_PHASES; i++) /* the "first" slots are stored complemented (moe_stamp) */
-    if (i == MK_MOE_PH_EXCH_START || i == MK_MOE_PH_G1_FIRST || i == MK_MOE_PH_G2_FIRST) t[i] = t[i] ? ~t[i] : 0;
+    if (i == MK_MOE_PH_EXCH_START || i == MK_MOE_PH_G1_FIRST || i == MK_MOE_PH_G2_FIRST || i == MK_MOE_PH_START)
+      t[i] = t[i] ? ~t[i] : 0;
   for (int i = 0; i < MK_MOE_PHASES; i++)
     ms[i] = t[i] && t[0] ? (double)(int64_t)(t[i] - t[0]) * 1e-6 : NAN;
   return MK_STATUS_OK;

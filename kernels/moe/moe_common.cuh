@@ -169,6 +169,7 @@ __device__ __forceinline__ void moe_chunk(int64_t n, int c, int C, int64_t *j0, 
 __device__ __forceinline__ void moe_stamp(uint64_t *prof, int slot) {
   if (!prof) return;
   const uint64_t t = mk_globaltimer();
-  const bool first = slot == MK_MOE_PH_EXCH_START || slot == MK_MOE_PH_G1_FIRST || slot == MK_MOE_PH_G2_FIRST;
+  const bool first = slot == MK_MOE_PH_EXCH_START || slot == MK_MOE_PH_G1_FIRST || slot == MK_MOE_PH_G2_FIRST ||
+                     slot == MK_MOE_PH_START;
   atomicMax((unsigned long long *)prof + slot, (unsigned long long)(first ? ~t : t));
 }

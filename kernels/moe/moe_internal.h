@@ -177,7 +177,7 @@ mk_status mk_moe_launch_reduce(const mk_moe_dev *d, int64_t T, uint16_t *out, vo
 mk_status mk_moe_launch_push_reduce(const mk_moe_dev *d, int64_t T, const int32_t *ids, const float *w,
                                     uint16_t *out, void *stream);
 mk_status mk_moe_preload_combine(int split_k);
-mk_status mk_moe_launch_advance(uint64_t *calls, void *stream); /* *calls += 1, stream-ordered */
+mk_status mk_moe_launch_advance(const mk_moe_dev *d, void *stream); /* *d->calls += 1, stream-ordered */
 /* moe_permute.cu (unfused) */
 mk_status mk_moe_launch_count(const int32_t *ids, int64_t n, int E, int32_t *counts, void *stream); /* zeroes first */
 mk_status mk_moe_launch_permute(const int32_t *ids, int64_t T, int K, int H, const uint16_t *x, const int32_t *off,

@@ -213,6 +213,8 @@ static void run_case(mk_comm_t *c, const cfg *g, uint64_t seed, cudaStream_t s) 
       ASSERT_DBL_LE(ph[MK_MOE_PH_LANDED], ph[MK_MOE_PH_REDUCE_WAITED]);
       ASSERT_DBL_LE(ph[MK_MOE_PH_REDUCE_WAITED], ph[MK_MOE_PH_DONE]);
       ASSERT_DBL_LE(ph[MK_MOE_PH_DONE], 1000.0);
+      ASSERT_DBL_LE(ph[MK_MOE_PH_START], ph[MK_MOE_PH_EXCH_START]);
+      ASSERT_DBL_LE(ph[MK_MOE_PH_DONE], ph[MK_MOE_PH_END]);
     }
     CUDA_OK(cudaGraphExecDestroy(exec));
     CUDA_OK(cudaGraphDestroy(graph));

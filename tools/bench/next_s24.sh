@@ -8,6 +8,13 @@
 #   once; (8192, 7168, 256) with and without push once.
 #   MK_CALL_LIMIT=300 CTEST_ARGS="-R ^test_moe_pick$" CTEST_TIMEOUT=60 CTEST_WALL=60 \
 #     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s24.sh d'
+# part p (2 GPUs): where the ~0.03 ms of a call outside its exchange-start .. done stamps goes: the new phases `start`
+#   (the call's first kernel) and `end` (its last), --breakdown at the decode shapes and the E = 128 prefill; the same
+#   shapes with --batch 10 (calls back to back, the unfused path's host syncs out of the fused call's way); the E = 128
+#   prefill with the warpgroup skip (MK_GEMM_WG_SKIP=1) and with the combine kernel (MK_MOE_PUSH=0, its reduce now on
+#   up to 1024 CTAs in one node group), in turns, twice.
+#   MK_CALL_LIMIT=330 CTEST_ARGS="-R ^test_moe_block$" CTEST_TIMEOUT=120 CTEST_WALL=130 \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s24.sh p'
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-d}
 BIN=$PWD
@@ -34,5 +41,16 @@ if [ "$PART" = d ]; then
   moe e128_hybrid "$P128" -- --schedule hybrid
   moe e256_def "--shape 8192,7168,256,8,2048"
   moe e256_push0 "--shape 8192,7168,256,8,2048" MK_MOE_PUSH=0
+fi
+DEC="--shape 16,2048,128,8,768 --shape 128,2048,128,8,768 --shape 16,4096,8,2,14336 --shape 128,4096,8,2,14336"
+if [ "$PART" = p ]; then
+  moe dec_def "$DEC --shape 16,7168,256,8,2048"
+  moe dec_batch10 "$DEC" -- --batch 10
+  for r in 1 2; do
+    moe "e128_def$r" "$P128"
+    moe "e128_skip$r" "$P128" MK_GEMM_WG_SKIP=1
+    moe "e128_push0_$r" "$P128" MK_MOE_PUSH=0
+  done
+  moe e128_batch5 "$P128" -- --batch 5
 fi
 echo "part $PART end at $(( $(date +%s) - T0 )) s"
