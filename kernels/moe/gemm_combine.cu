@@ -279,12 +279,11 @@ extern "C" mk_status mk_moe_launch_combine(const mk_moe_dev *d, void *stream) {
 }
 
 extern "C" mk_status mk_moe_launch_reduce(const mk_moe_dev *d, int64_t T, uint16_t *out, void *stream) {
-  /* Across node groups few enough CTAs that spinning ones leave SM room (the loopback proxy's signal
-   * kernel); in one node group up to 1024, as the push reduce (128 kept ~1 TB/s of loads in flight). */
+  /* Few enough CTAs that spinning ones leave SM room (the loopback proxy's signal kernel). 1024 in one
+   * node group measured no faster in all (session 24: 256 comb_sig flags polled by every CTA). */
   const int64_t per = kReduceWarps * 32, items = T * (int64_t)(d->H / 8);
   int64_t blocks = items > 0 ? (items + per - 1) / per : 1;
-  const int64_t cap = d->w.nnodes == 1 ? 1024 : 128;
-  if (blocks > cap) blocks = cap;
+  if (blocks > 128) blocks = 128;
   moe_reduce_kernel<<<(unsigned)blocks, kReduceWarps * 32, 0, (cudaStream_t)stream>>>(*d, T, out);
   MK_CUDA_LAUNCH_CHECK();
   return MK_STATUS_OK;

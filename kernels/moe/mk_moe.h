@@ -127,8 +127,9 @@ typedef enum mk_moe_phase {
   MK_MOE_PH_COMBINED,       /* last combine CTA has sent its rows home */
   MK_MOE_PH_REDUCE_WAITED,  /* every combine row is home (barrier point 2) */
   MK_MOE_PH_DONE,           /* last reduce CTA done */
-  MK_MOE_PH_START,          /* first kernel of the call starts (the plan; negative: before the exchange) */
+  MK_MOE_PH_START,          /* the plan starts (negative: before the exchange) */
   MK_MOE_PH_END,            /* last kernel of the call (the epoch advance) runs */
+  MK_MOE_PH_DISPATCH_START, /* first dispatch CTA starts */
   MK_MOE_PHASES
 } mk_moe_phase;
 mk_status mk_moe_phases(mk_moe_t *m, double ms[MK_MOE_PHASES]);

@@ -563,7 +563,7 @@ mk_status mk_moe_forward(mk_moe_t *m, mk_moe_path path, const uint16_t *x, int64
 
 static const char *const phase_names[MK_MOE_PHASES] = {"exch", "counts", "sent", "landed", "g1_first", "g1_last",
                                                        "g2_first", "g2_done", "combined", "red_wait", "done",
-                                                       "start",    "end"};
+                                                       "start",    "end",      "d_start"};
 
 const char *mk_moe_phase_name(int phase) {
   return phase >= 0 && phase < MK_MOE_PHASES ? phase_names[phase] : "?";
@@ -577,7 +577,8 @@ mk_status mk_moe_phases(mk_moe_t *m, double ms[MK_MOE_PHASES]) {
   MK_CUDA_CHECK(cudaDeviceSynchronize());
   MK_CUDA_CHECK(cudaMemcpy(t, m->d.prof, sizeof t, cudaMemcpyDeviceToHost));
   for (int i = 0; i < MK_MOE_PHASES; i++) /* the "first" slots are stored complemented (moe_stamp) */
-    if (i == MK_MOE_PH_EXCH_START || i == MK_MOE_PH_G1_FIRST || i == MK_MOE_PH_G2_FIRST || i == MK_MOE_PH_START)
+    if (i == MK_MOE_PH_EXCH_START || i == MK_MOE_PH_G1_FIRST || i == MK_MOE_PH_G2_FIRST || i == MK_MOE_PH_START ||
+        i == MK_MOE_PH_DISPATCH_START)
       t[i] = t[i] ? ~t[i] : 0;
   for (int i = 0; i < MK_MOE_PHASES; i++)
     ms[i] = t[i] && t[0] ? (double)(int64_t)(t[i] - t[0]) * 1e-6 : NAN;

@@ -15,6 +15,11 @@
 #   up to 1024 CTAs in one node group), in turns, twice.
 #   MK_CALL_LIMIT=330 CTEST_ARGS="-R ^test_moe_block$" CTEST_TIMEOUT=120 CTEST_WALL=130 \
 #     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s24.sh p'
+# part q (2 GPUs): the plan with one slot atomicAdd per warp and destination rank (was one per token), and the stamps
+#   `start` (now the plan's) and `d_start` (the dispatch's first CTA): --breakdown at the decode shapes, and the E = 128
+#   and E = 8 prefill twice. Prediction: at T = 4096 the plan's ~0.03 ms (start -0.030) -> <= 0.01, the block -0.02 ms.
+#   MK_CALL_LIMIT=330 CTEST_ARGS="-R ^test_(moe_pick|moe_block|model_gpu_fused_2)$" CTEST_TIMEOUT=120 CTEST_WALL=150 \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s24.sh q'
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-d}
 BIN=$PWD
@@ -52,5 +57,11 @@ if [ "$PART" = p ]; then
     moe "e128_push0_$r" "$P128" MK_MOE_PUSH=0
   done
   moe e128_batch5 "$P128" -- --batch 5
+fi
+if [ "$PART" = q ]; then
+  moe dec_def "$DEC --shape 16,7168,256,8,2048"
+  for r in 1 2; do
+    moe "pre_def$r" "$P128 --shape 4096,4096,8,2,14336"
+  done
 fi
 echo "part $PART end at $(( $(date +%s) - T0 )) s"
