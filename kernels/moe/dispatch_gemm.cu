@@ -478,9 +478,9 @@ static mk_status launch_gemm1(const mk_moe_dev *d, int grid, cudaStream_t stream
                                        stream);
     }
   }
-  /* kG12: 256-wide tiles, so that GEMM2 knows how many stores complete a tile-row (g12_need) */
-  return mk_gemm_core_launch(d->A1, kGlu ? d->w1g : d->w1, args, MK_GEMM_B_NK, p, grid, kG12 ? 256 : d->tile_n1,
-                             stream);
+  /* kG12: g12_bn-wide tiles, so that GEMM2 knows how many stores complete a tile-row (g12_need) */
+  return mk_gemm_core_launch(d->A1, kGlu ? d->w1g : d->w1, args, MK_GEMM_B_NK, p, grid,
+                             kG12 ? d->g12_bn : d->tile_n1, stream);
 }
 
 /* GEMM1 swapped (moe_skinny.cuh), d->sk_nt rows a chunk. */
@@ -522,6 +522,7 @@ extern "C" mk_status mk_moe_preload_dispatch(int split_k) {
   MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)mk_gemm_core_kernel<moe_gemm1_policy<true>, 0, 256>));
   MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)mk_gemm_core_kernel<moe_gemm1_policy<true>, 0, 128>));
   MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)mk_gemm_core_kernel<moe_gemm1_policy<true, true>, 0, 256>));
+  MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)mk_gemm_core_kernel<moe_gemm1_policy<true, true>, 0, 128>));
   MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)moe_sk_gemm1_kernel<64>));
   MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)moe_sk_gemm1_kernel<128>));
   MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)moe_sk_gemm1_kernel<192>));

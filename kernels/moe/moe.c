@@ -69,6 +69,14 @@ int mk_moe_pick_g12(const mk_moe_args *a, int W, int sms) {
   return W > 1 && (double)a->inter * W < 1280.0 * (W - 1) ? sms * 3 / 8 : -1;
 }
 
+/* Decode-sized handles (overlapped schedule) with the push combine: 1 launches GEMM2 as GEMM1's
+ * programmatic dependent on every SM with its own claims, each tile-row's loads waiting until GEMM1
+ * has stored that tile-row across N (done2), so GEMM2's CTAs take the SMs GEMM1's CTAs leave as its
+ * last tiles finish (its weights streaming beside GEMM1's tail) instead of after GEMM1's kernel ends.
+ * Needs SwiGLU in GEMM1's epilogue, no split-K in either GEMM and the core GEMM1 (not the swapped
+ * one); elsewhere one after the other, as with 0. */
+MK_PARAM_INT(moe_g12_decode, "MOE_G12_DECODE", 0, 0, 1)
+
 /* The unfused path's expert GEMMs: 0 a cublasLtMatmul per expert (plans kept per bucket of M), 1 one cuBLAS
  * grouped GEMM (cublasGemmGroupedBatchedEx) for all local experts, gate/up and down each; -1 (default) per
  * call, grouped where a rank holds >= 16 experts and none has more than 256 rows (mk_moe_unfused_grouped).
@@ -340,7 +348,15 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
         goto fail;
       }
       m->g12_sms = (int)g12;
-      d->g12_need = (int)((2 * (int64_t)d->I + 255) / 256);
+      d->g12_bn = 256;
+    }
+    if (mk_param_moe_g12_decode() && m->sched == MK_MOE_SCHED_OVERLAP && d->push && d->glu && !d->split_k &&
+        !d->split_k2 && !d->sk_nt) {
+      m->g12_sms = 0;
+      d->g12_bn = d->tile_n1 ? d->tile_n1 : 256;
+    }
+    if (d->g12_bn) {
+      d->g12_need = (int)((2 * (int64_t)d->I + d->g12_bn - 1) / d->g12_bn);
       MK_CHECK_GOTO(dalloc((void **)&d->g12_claim, 2 * sizeof(uint32_t)), st, fail);
       MK_CUDA_CHECK_GOTO(cudaMemset(d->g12_claim, 0, 2 * sizeof(uint32_t)), st, fail);
     }

@@ -103,11 +103,12 @@ typedef struct mk_moe_dev {
                         started (target C x (calls + 1)); [1] GEMM1's dynamic claims (uint32 [2],
                         mk_gemm_args.claim) */
   int g2_claim;      /* GEMM2 claims its tiles on g1_sync[1] too (MK_MOE_GEMM2_CLAIM) */
-  int g12_need;      /* > 0: GEMM2 beside GEMM1 (serial schedule, push, MK_MOE_G12_SMS): GEMM1 (256-wide tiles,
-                        SwiGLU in its epilogue, no split-K) on SMs - g12 SMs adds 1 to done2[tile-row] per
-                        stored tile, GEMM2, launched as its programmatic dependent on every SM with claims
-                        (g12_claim), waits for done2 >= g12_need = GEMM1's tiles across N; 0: one after
-                        the other */
+  int g12_need;      /* > 0: GEMM2 beside GEMM1 (push, SwiGLU in GEMM1's epilogue, no split-K; serial schedule:
+                        MK_MOE_G12_SMS, overlapped: MK_MOE_G12_DECODE): GEMM1 (g12_bn-wide tiles) on SMs - g12
+                        SMs adds 1 to done2[tile-row] per stored tile, GEMM2, launched as its programmatic
+                        dependent on every SM with claims (g12_claim), waits for done2 >= g12_need = GEMM1's
+                        tiles across N; 0: one after the other */
+  int g12_bn;        /* g12_need: GEMM1's tile width (256 serial, the decode tiles' tile_n1 overlapped) */
   uint32_t *g12_claim; /* g12_need: GEMM2's dynamic claims (uint32 [2], mk_gemm_args.claim), zeroed at create */
   int pf_kblocks;  /* GEMM1: 64-wide k-blocks of its first B tile each CTA prefetches into L2 while
                       the tile's rows are in flight (0 = off; moe.c sizes it to half the L2) */

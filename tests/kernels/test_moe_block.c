@@ -133,16 +133,22 @@ static void run_case(mk_comm_t *c, const cfg *g, uint64_t seed, cudaStream_t s) 
    * fused path only; variant 9 runs variant 2's arguments with GEMM2 beside GEMM1 (MK_MOE_G12_SMS: 24 SMs
    * for it from the start, the rest as GEMM1's CTAs exit; in one node group, where the push combine runs);
    * variants 10-12 run variant 0's arguments with the gate/up GEMM swapped (MK_MOE_SKINNY: chunks of 64, 128 and
-   * 192 rows; the last case's hot and 1100-token ones cut experts in several chunks), fused path only */
-  static const char *const names[13] = {"fused",          "fused (SwiGLU pass)",           "fused (serial)",
+   * 192 rows; the last case's hot and 1100-token ones cut experts in several chunks), fused path only; variant 13
+   * runs variant 0's arguments with split-K off, the core gate/up GEMM in 128-wide tiles and GEMM2 as its
+   * programmatic dependent (MK_MOE_SKINNY=0, MK_MOE_TILE_N=128, MK_MOE_G12_DECODE=1), fused path only */
+  static const char *const names[14] = {"fused",          "fused (SwiGLU pass)",           "fused (serial)",
                                          "fused (hybrid)", "fused (split-K, SwiGLU pass)", "fused (serial, split-K)",
                                          "fused (GEMM1 static tiles)", "fused (combine kernel)",
                                          "fused (serial, combine kernel)", "fused (serial, GEMM2 beside GEMM1)",
                                          "fused (GEMM1 swapped, 64-row chunks)", "fused (GEMM1 swapped, 128-row chunks)",
-                                         "fused (GEMM1 swapped, 192-row chunks)"};
+                                         "fused (GEMM1 swapped, 192-row chunks)", "fused (GEMM2 beside GEMM1's tail)"};
   static const char *const skinny[3] = {"64", "128", "192"};
-  for (int variant = 0; variant < (g->reps ? 1 : 13); variant++) {
-    if (variant >= 10) setenv("MK_MOE_SKINNY", skinny[variant - 10], 1), mk_param_reset_cache();
+  for (int variant = 0; variant < (g->reps ? 1 : 14); variant++) {
+    if (variant == 13) {
+      setenv("MK_MOE_SKINNY", "0", 1), setenv("MK_MOE_TILE_N", "128", 1), setenv("MK_MOE_G12_DECODE", "1", 1);
+      mk_param_reset_cache();
+    }
+    if (variant >= 10 && variant <= 12) setenv("MK_MOE_SKINNY", skinny[variant - 10], 1), mk_param_reset_cache();
     if (variant == 6) setenv("MK_MOE_GEMM1_CLAIM", "0", 1), mk_param_reset_cache();
     if (variant == 7 || variant == 8) setenv("MK_MOE_PUSH", "0", 1), mk_param_reset_cache();
     if (variant == 9) setenv("MK_MOE_G12_SMS", "24", 1), mk_param_reset_cache();
@@ -153,7 +159,7 @@ static void run_case(mk_comm_t *c, const cfg *g, uint64_t seed, cudaStream_t s) 
                      .profile = variant == 2,
                      .split_k = variant == 4   ? -8
                                 : variant == 5 ? -16
-                                : variant == 0 || variant == 6 || variant == 7 || variant >= 10
+                                : variant == 0 || variant == 6 || variant == 7 || (variant >= 10 && variant <= 12)
                                     ? 0
                                     : 1}; /* < 0: wherever possible */
     mk_moe_t *m;
@@ -223,6 +229,7 @@ static void run_case(mk_comm_t *c, const cfg *g, uint64_t seed, cudaStream_t s) 
     if (variant == 7 || variant == 8) unsetenv("MK_MOE_PUSH"), mk_param_reset_cache();
     if (variant == 9) unsetenv("MK_MOE_G12_SMS"), mk_param_reset_cache();
     if (variant >= 10) unsetenv("MK_MOE_SKINNY"), mk_param_reset_cache();
+    if (variant == 13) unsetenv("MK_MOE_TILE_N"), unsetenv("MK_MOE_G12_DECODE"), mk_param_reset_cache();
   }
   cudaFree(dw1), cudaFree(dw2), cudaFree(dx), cudaFree(dout), cudaFree(did), cudaFree(dtw);
   for (int e = 0; e < E; e++) free(gate[e]), free(up[e]), free(down[e]);
@@ -236,7 +243,7 @@ int main(int argc, char **argv) {
   ASSERT_OK(mk_world_from_env(&wd));
   mk_test_require_gpus(wd.size);
   mk_comm_t *c;
-  /* 7 cases x 13 handles, none of whose heap space comes back (a bump allocator): at 2 x 4 they pass
+  /* 7 cases x 14 handles, none of whose heap space comes back (a bump allocator): at 2 x 4 they pass
      the default 1 GiB (run 52718ea-x8: the last case's variant 7 did not fit); a value set outside wins */
   setenv("MK_HEAP_BYTES", "8589934592", 0);
   mk_param_reset_cache();

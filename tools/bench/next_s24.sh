@@ -20,6 +20,12 @@
 #   and E = 8 prefill twice. Prediction: at T = 4096 the plan's ~0.03 ms (start -0.030) -> <= 0.01, the block -0.02 ms.
 #   MK_CALL_LIMIT=330 CTEST_ARGS="-R ^test_(moe_pick|moe_block|model_gpu_fused_2)$" CTEST_TIMEOUT=120 CTEST_WALL=150 \
 #     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s24.sh q'
+# part g (2 GPUs): the down GEMM as the gate/up GEMM's programmatic dependent at decode (MK_MOE_G12_DECODE=1) against
+#   one after the other (=0), in turns (1, 0, 1, 0), --seed 7 --breakdown, at the decode shapes it applies to (no
+#   split-K: E = 128 and 256). Prediction: GEMM1's tail and the kernel boundary (`g1_last` -> `g2_first`, ~0.03 ms at
+#   E = 128) overlap GEMM2's first tiles: E = 128 blocks -0.01 to -0.02 ms (0.214 -> ~0.20 at T = 16).
+#   MK_CALL_LIMIT=360 CTEST_ARGS="-R ^test_(moe_pick|moe_block)$" CTEST_TIMEOUT=150 CTEST_WALL=160 \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s24.sh g'
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-d}
 BIN=$PWD
@@ -36,6 +42,11 @@ moe() {
     --breakdown --json "$RES/$name.json" "${extra[@]}"
 }
 STEP_GREP="$STEP_GREP|phases"
+# turns PREFIX VAR "SHAPES" A B: moe with VAR=A, VAR=B, then both again, logs PREFIX<value>[b]
+turns() {
+  local pre=$1 var=$2 shapes=$3 a=$4 b=$5 v
+  for v in "$a" "$b" "${a}b" "${b}b"; do moe "$pre$v" "$shapes" "$var=${v%b}"; done
+}
 P128="--shape 4096,2048,128,8,768"
 if [ "$PART" = d ]; then
   for r in 1 2; do
@@ -63,5 +74,8 @@ if [ "$PART" = q ]; then
   for r in 1 2; do
     moe "pre_def$r" "$P128 --shape 4096,4096,8,2,14336"
   done
+fi
+if [ "$PART" = g ]; then
+  turns dec_g12_ MK_MOE_G12_DECODE "--shape 16,2048,128,8,768 --shape 128,2048,128,8,768 --shape 16,7168,256,8,2048" 1 0
 fi
 echo "part $PART end at $(( $(date +%s) - T0 )) s"
