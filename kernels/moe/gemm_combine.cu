@@ -292,6 +292,10 @@ extern "C" mk_status mk_moe_launch_reduce(const mk_moe_dev *d, int64_t T, uint16
 /* After a fused call (every kernel of it done, stream-ordered): the handle's next targets. */
 __global__ void moe_advance_kernel(unsigned long long *calls, uint64_t *prof) {
   *calls += 1;
+  if (prof) { /* prof[MK_MOE_PHASES]: the last call's END, kept across calls (not zeroed with the stamps) */
+    prof[MK_MOE_PH_PREV_END] = prof[MK_MOE_PHASES];
+    prof[MK_MOE_PHASES] = mk_globaltimer();
+  }
   moe_stamp(prof, MK_MOE_PH_END);
 }
 

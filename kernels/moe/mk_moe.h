@@ -130,6 +130,7 @@ typedef enum mk_moe_phase {
   MK_MOE_PH_START,          /* the plan starts (negative: before the exchange) */
   MK_MOE_PH_END,            /* last kernel of the call (the epoch advance) runs */
   MK_MOE_PH_DISPATCH_START, /* first dispatch CTA starts */
+  MK_MOE_PH_PREV_END,       /* the handle's previous fused call's END (negative; NAN on its first call) */
   MK_MOE_PHASES
 } mk_moe_phase;
 mk_status mk_moe_phases(mk_moe_t *m, double ms[MK_MOE_PHASES]);

@@ -69,13 +69,17 @@ int mk_moe_pick_g12(const mk_moe_args *a, int W, int sms) {
   return W > 1 && (double)a->inter * W < 1280.0 * (W - 1) ? sms * 3 / 8 : -1;
 }
 
+/* GEMM1's L2 prefetch while its first tile's rows are in flight, in 64-column k-blocks of the tile's
+ * weights: -1 (default) by the L2's size (half of it over the first wave, at most 8 a tile); n >= 0: n. */
+MK_PARAM_INT(moe_pf_kblocks, "MOE_PF_KBLOCKS", -1, -1, 1024)
+
 /* Decode-sized handles (overlapped schedule) with the push combine: 1 launches GEMM2 as GEMM1's
  * programmatic dependent on every SM with its own claims, each tile-row's loads waiting until GEMM1
  * has stored that tile-row across N (done2), so GEMM2's CTAs take the SMs GEMM1's CTAs leave as its
  * last tiles finish (its weights streaming beside GEMM1's tail) instead of after GEMM1's kernel ends.
  * Needs SwiGLU in GEMM1's epilogue, no split-K in either GEMM and the core GEMM1 (not the swapped
  * one); elsewhere one after the other, as with 0. */
-MK_PARAM_INT(moe_g12_decode, "MOE_G12_DECODE", 0, 0, 1)
+MK_PARAM_INT(moe_g12_decode, "MOE_G12_DECODE", 1, 0, 1)
 
 /* The unfused path's expert GEMMs: 0 a cublasLtMatmul per expert (plans kept per bucket of M), 1 one cuBLAS
  * grouped GEMM (cublasGemmGroupedBatchedEx) for all local experts, gate/up and down each; -1 (default) per
@@ -313,16 +317,20 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
     if (d->push && pl > area) MK_CHECK_GOTO(heap(m, pl, &d->o_pland), st, fail);
     MK_CHECK_GOTO(heap(m, Wu * 8, &d->o_psig), st, fail);
   }
-  { /* GEMM1's L2 prefetch while rows are in flight: its first wave's B tiles, k-blocks of 64
-       columns (128 bytes a row), at most half the L2 in all and 8 k-blocks a tile */
+  { /* GEMM1's L2 prefetch while rows are in flight: its first wave's B tiles (tile_n1 rows, else 256),
+       k-blocks of 64 columns (128 bytes a row), at most half the L2 in all and 8 k-blocks a tile, or
+       MK_MOE_PF_KBLOCKS */
     int l2 = 0;
     MK_CUDA_CHECK_GOTO(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev), st, fail);
-    const int64_t ctas = m->sched == MK_MOE_SCHED_OVERLAP ? m->sms - d->C : m->sms;
-    const int64_t kb = (int64_t)l2 / 2 / (ctas * 256 * 128), kmax = (a->hidden + 63) / 64;
-    d->pf_kblocks = (int)(kb < 8 ? kb : 8);
+    const int64_t ctas = m->sched == MK_MOE_SCHED_OVERLAP ? m->sms - d->C : m->sms, bn = d->tile_n1 ? d->tile_n1 : 256;
+    const int64_t kb = (int64_t)l2 / 2 / (ctas * bn * 128), kmax = (a->hidden + 63) / 64;
+    d->pf_kblocks = (int)(mk_param_moe_pf_kblocks() >= 0 ? mk_param_moe_pf_kblocks() : kb < 8 ? kb : 8);
     if (d->pf_kblocks > kmax) d->pf_kblocks = (int)kmax;
   }
-  if (a->profile) MK_CHECK_GOTO(dalloc((void **)&d->prof, sizeof(uint64_t) * MK_MOE_PHASES), st, fail);
+  if (a->profile) { /* the stamps, and the last call's end (moe_advance_kernel) */
+    MK_CHECK_GOTO(dalloc((void **)&d->prof, sizeof(uint64_t) * (MK_MOE_PHASES + 1)), st, fail);
+    MK_CUDA_CHECK_GOTO(cudaMemset(d->prof, 0, sizeof(uint64_t) * (MK_MOE_PHASES + 1)), st, fail);
+  }
   if (m->sched == MK_MOE_SCHED_OVERLAP && mk_param_moe_gemm1_claim()) {
     MK_CHECK_GOTO(dalloc((void **)&d->g1_sync, 2 * sizeof(uint64_t)), st, fail);
     MK_CUDA_CHECK_GOTO(cudaMemset(d->g1_sync, 0, 2 * sizeof(uint64_t)), st, fail);
@@ -579,7 +587,7 @@ mk_status mk_moe_forward(mk_moe_t *m, mk_moe_path path, const uint16_t *x, int64
 
 static const char *const phase_names[MK_MOE_PHASES] = {"exch", "counts", "sent", "landed", "g1_first", "g1_last",
                                                        "g2_first", "g2_done", "combined", "red_wait", "done",
-                                                       "start",    "end",      "d_start"};
+                                                       "start",    "end",      "d_start",  "prev_end"};
 
 const char *mk_moe_phase_name(int phase) {
   return phase >= 0 && phase < MK_MOE_PHASES ? phase_names[phase] : "?";

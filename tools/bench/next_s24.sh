@@ -26,6 +26,13 @@
 #   E = 128) overlap GEMM2's first tiles: E = 128 blocks -0.01 to -0.02 ms (0.214 -> ~0.20 at T = 16).
 #   MK_CALL_LIMIT=360 CTEST_ARGS="-R ^test_(moe_pick|moe_block)$" CTEST_TIMEOUT=150 CTEST_WALL=160 \
 #     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s24.sh g'
+# part f (2 GPUs): with GEMM2 beside GEMM1's tail now the decode default (MK_MOE_G12_DECODE=1): the decode shapes
+#   --breakdown with the new stamp `prev_end` (the previous call's last kernel: the gap between calls), and GEMM1's
+#   L2 prefetch while rows are in flight at -1 (auto: now 8 k-blocks at 128-wide decode tiles, was 6), 16, 32 and 6
+#   k-blocks, then -1 and 32 again. Prediction: 16-32 k-blocks (17-34 MB of the first tiles' weights fetched during
+#   the ~10 us between GEMM1's claims and the rows) take 3-6 us off the E = 128 decode blocks.
+#   MK_CALL_LIMIT=330 CTEST_ARGS="-R ^test_(moe_pick|moe_block)$" CTEST_TIMEOUT=150 CTEST_WALL=160 \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s24.sh f'
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-d}
 BIN=$PWD
@@ -77,5 +84,12 @@ if [ "$PART" = q ]; then
 fi
 if [ "$PART" = g ]; then
   turns dec_g12_ MK_MOE_G12_DECODE "--shape 16,2048,128,8,768 --shape 128,2048,128,8,768 --shape 16,7168,256,8,2048" 1 0
+fi
+if [ "$PART" = f ]; then
+  moe dec_def "$DEC --shape 16,7168,256,8,2048"
+  for v in -1 16 32 6 -1b 32b; do
+    moe "dec_pf$v" "--shape 16,2048,128,8,768 --shape 128,2048,128,8,768 --shape 16,4096,8,2,14336" \
+      "MK_MOE_PF_KBLOCKS=${v%b}"
+  done
 fi
 echo "part $PART end at $(( $(date +%s) - T0 )) s"
