@@ -33,6 +33,12 @@
 #   the ~10 us between GEMM1's claims and the rows) take 3-6 us off the E = 128 decode blocks.
 #   MK_CALL_LIMIT=330 CTEST_ARGS="-R ^test_(moe_pick|moe_block)$" CTEST_TIMEOUT=150 CTEST_WALL=160 \
 #     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s24.sh f'
+# part s (2 GPUs): the plan's pair counts in shared memory and its W slot atomics issued together, then the
+#   session's defaults: --breakdown at the E = 128 / E = 8 prefill and the decode shapes; mk-bench moe at its 9
+#   shapes, and the layer (both presets, --warmup 20). Prediction: the prefill plan (`start` -0.023 at T = 4096) to
+#   about -0.008, the E = 128 prefill block -0.015 ms.
+#   MK_CALL_LIMIT=560 CTEST_ARGS="-R ^test_(moe_pick|moe_block|model_gpu_fused_2|model_gpu_sp_agree_2)$" \
+#     CTEST_TIMEOUT=150 CTEST_WALL=200 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s24.sh s'
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-d}
 BIN=$PWD
@@ -91,5 +97,12 @@ if [ "$PART" = f ]; then
     moe "dec_pf$v" "--shape 16,2048,128,8,768 --shape 128,2048,128,8,768 --shape 16,4096,8,2,14336" \
       "MK_MOE_PF_KBLOCKS=${v%b}"
   done
+fi
+if [ "$PART" = s ]; then
+  moe pre_def "$P128 --shape 4096,4096,8,2,14336"
+  moe dec_def "$DEC --shape 16,7168,256,8,2048"
+  TAIL=12 step "moe_h200x${G}" 120 mk-launch -n "$G" -- mk-bench moe --iters 20 --seed 7 --json "$RES/moe_h200x${G}.json"
+  TAIL=30 step "layer_h200x${G}" 200 mk-launch -n "$G" -- mk-bench layer --interleave --warmup 20 --iters 20 --seed 7 \
+    --json "$RES/layer_h200x${G}.json"
 fi
 echo "part $PART end at $(( $(date +%s) - T0 )) s"
