@@ -39,6 +39,13 @@
 #   about -0.008, the E = 128 prefill block -0.015 ms.
 #   MK_CALL_LIMIT=560 CTEST_ARGS="-R ^test_(moe_pick|moe_block|model_gpu_fused_2|model_gpu_sp_agree_2)$" \
 #     CTEST_TIMEOUT=150 CTEST_WALL=200 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s24.sh s'
+# part v (2 GPUs): test_moe_block on 2 nodes x 1 GPU through the loopback proxy (the new plan across node groups);
+#   then GEMM2 beside GEMM1 at prefill with no SMs of its own (MK_MOE_G12_SMS=0: its CTAs start as GEMM1's exit,
+#   the decode default's rule) against one after the other (-1, the EP = 2 default at these shapes), in turns, at
+#   issue 7's three prefill shapes. Prediction: E = 128 -0.02 ms (GEMM1's last of ~11 waves overlaps GEMM2's first
+#   tiles; 4 x H200 session 21: 1.044 -> 0.998), E = 8 +1-2 % (session 21: 4.93 -> 5.04), E = 256 level.
+#   MK_CALL_LIMIT=420 CTEST_ARGS="-R ^test_moe_pick$" CTEST_TIMEOUT=60 CTEST_WALL=60 \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s24.sh v'
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-d}
 BIN=$PWD
@@ -104,5 +111,10 @@ if [ "$PART" = s ]; then
   TAIL=12 step "moe_h200x${G}" 120 mk-launch -n "$G" -- mk-bench moe --iters 20 --seed 7 --json "$RES/moe_h200x${G}.json"
   TAIL=30 step "layer_h200x${G}" 200 mk-launch -n "$G" -- mk-bench layer --interleave --warmup 20 --iters 20 --seed 7 \
     --json "$RES/layer_h200x${G}.json"
+fi
+if [ "$PART" = v ]; then
+  STEP_GREP="$STEP_GREP|passed|FAIL|rank . .*differ"
+  TAIL=12 step test_moe_block_2x1 200 mk-launch -n 2 --nodes 2 -- ./test_moe_block
+  turns pre_g12_ MK_MOE_G12_SMS "$P128 --shape 4096,4096,8,2,14336 --shape 8192,7168,256,8,2048" 0 -1
 fi
 echo "part $PART end at $(( $(date +%s) - T0 )) s"
