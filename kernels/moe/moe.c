@@ -60,13 +60,18 @@ MK_PARAM_INT(moe_g12_sms, "MOE_G12_SMS", -2, -2, 1024)
 
 /* MK_MOE_G12_SMS = -2. GEMM2 moves (W - 1) / W of 2 H bytes a row over NVLink against 2 H I flops of
  * math: bound by its stores where I W / (W - 1) is small. By the rates alone (~350 GB/s, ~650 TFLOP/s)
- * below 1857; measured, it pays below ~1280:
+ * below 1857; measured, SMs of its own from the start pay below ~1280, and 0 (GEMM2's CTAs take the SMs
+ * GEMM1's CTAs leave during its last wave) below 2048:
  * - run f8f0bf7 (4 x H200, (4096, 2048, 128, 8, 768), I W / (W - 1) = 1024): 1.044 ms one after the
  *   other, 0.998 / 0.984 / 0.962 / 0.944 with 0 / 16 / 32 / 48 SMs for GEMM2 from the start (its math is
  *   a third of the two GEMMs'); E = 8 (19115) 4.93 -> 5.04-5.49, E = 256 (2731) 11.65 -> 11.59-12.20;
- * - run eb52c71 (2 x H200, the E = 128 shape, 1536): 0.896 one after the other, 0.910 with 49 SMs. */
+ * - run eb52c71 (2 x H200, the E = 128 shape, 1536): 0.896 one after the other, 0.910 with 49 SMs;
+ * - run bb9a063-x2 (2 x H200, in turns, twice): E = 128 (1536) 0.883 / 0.880 one after the other, 0.858 /
+ *   0.859 with 0; E = 8 (28672) and E = 256 (4096) level within their spread. */
 int mk_moe_pick_g12(const mk_moe_args *a, int W, int sms) {
-  return W > 1 && (double)a->inter * W < 1280.0 * (W - 1) ? sms * 3 / 8 : -1;
+  if (W < 2) return -1;
+  const double x = (double)a->inter * W / (W - 1);
+  return x < 1280.0 ? sms * 3 / 8 : x < 2048.0 ? 0 : -1;
 }
 
 /* GEMM1's L2 prefetch while its first tile's rows are in flight, in 64-column k-blocks of the tile's

@@ -130,8 +130,9 @@ static void run_case(mk_comm_t *c, const cfg *g, uint64_t seed, cudaStream_t s) 
    * runs the default, GEMM1 on every SM with dynamic tile claims), fused path only. The push combine
    * (GEMM2 stores rows home) runs by default in one node group (every variant but the hybrid one);
    * variants 7 and 8 run variant 0's and 2's arguments with the combine kernel instead (MK_MOE_PUSH=0),
-   * fused path only; variant 9 runs variant 2's arguments with GEMM2 beside GEMM1 (MK_MOE_G12_SMS: 24 SMs
-   * for it from the start, the rest as GEMM1's CTAs exit; in one node group, where the push combine runs);
+   * fused path only; variant 9 runs variant 2's arguments with GEMM2 beside GEMM1 (MK_MOE_G12_SMS=0: no SMs
+   * for it from the start, all as GEMM1's CTAs exit; variant 2's default gives it 3/8 of them; in one node
+   * group, where the push combine runs);
    * variants 10-12 run variant 0's arguments with the gate/up GEMM swapped (MK_MOE_SKINNY: chunks of 64, 128 and
    * 192 rows; the last case's hot and 1100-token ones cut experts in several chunks), fused path only; variant 13
    * runs variant 0's arguments with split-K off, the core gate/up GEMM in 128-wide tiles and GEMM2 as its
@@ -151,7 +152,7 @@ static void run_case(mk_comm_t *c, const cfg *g, uint64_t seed, cudaStream_t s) 
     if (variant >= 10 && variant <= 12) setenv("MK_MOE_SKINNY", skinny[variant - 10], 1), mk_param_reset_cache();
     if (variant == 6) setenv("MK_MOE_GEMM1_CLAIM", "0", 1), mk_param_reset_cache();
     if (variant == 7 || variant == 8) setenv("MK_MOE_PUSH", "0", 1), mk_param_reset_cache();
-    if (variant == 9) setenv("MK_MOE_G12_SMS", "24", 1), mk_param_reset_cache();
+    if (variant == 9) setenv("MK_MOE_G12_SMS", "0", 1), mk_param_reset_cache();
     const int serial = variant == 2 || variant == 5 || variant == 8 || variant == 9;
     mk_moe_args a = {.hidden = H, .inter = I, .n_experts = E, .top_k = K, .max_tokens = Tmax, .w1 = dw1, .w2 = dw2,
                      .comm_ctas = serial ? 0 : 4, .swiglu_pass = variant == 1 || variant == 4,

@@ -68,11 +68,13 @@ int main(int argc, char **argv) {
       {4096, 8, 2, 4, 4, 4, "explicit 4"},
   };
   if (check(cases2, sizeof cases2 / sizeof cases2[0], 1)) return 1;
-  /* GEMM2 beside GEMM1 (MK_MOE_G12_SMS = -2): where I W / (W - 1) < 1280, 3/8 of 132 SMs */
+  /* GEMM2 beside GEMM1 (MK_MOE_G12_SMS = -2): where I W / (W - 1) < 1280, 3/8 of 132 SMs; below 2048, 0 (as
+     GEMM1's CTAs exit); else -1 */
   static const struct {
     int inter, W, want;
-  } g12[] = {{768, 4, 49}, {768, 2, -1}, {600, 2, 49}, {768, 8, 49}, {1024, 8, 49}, {1120, 8, -1},
-             {896, 4, 49}, {960, 4, -1}, {2048, 4, -1}, {14336, 4, -1}, {768, 1, -1}};
+  } g12[] = {{768, 4, 49},   {768, 2, 0},    {600, 2, 49},    {768, 8, 49},   {1024, 8, 49}, {1120, 8, 0},
+             {896, 4, 49},   {960, 4, 0},    {1500, 4, 0},    {1536, 4, -1},  {1023, 2, 0},  {1024, 2, -1},
+             {2048, 4, -1},  {14336, 4, -1}, {768, 1, -1}};
   for (size_t i = 0; i < sizeof g12 / sizeof g12[0]; i++) {
     const mk_moe_args a = {.hidden = 2048, .inter = g12[i].inter, .n_experts = 128, .top_k = 8, .max_tokens = 4096};
     const int got = mk_moe_pick_g12(&a, g12[i].W, 132);

@@ -46,6 +46,10 @@
 #   tiles; 4 x H200 session 21: 1.044 -> 0.998), E = 8 +1-2 % (session 21: 4.93 -> 5.04), E = 256 level.
 #   MK_CALL_LIMIT=420 CTEST_ARGS="-R ^test_moe_pick$" CTEST_TIMEOUT=60 CTEST_WALL=60 \
 #     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s24.sh v'
+# part z (2 GPUs): the session's last defaults (MK_MOE_G12_SMS=-2 now 0 at the E = 128 prefill on 2 ranks): tests,
+#   --breakdown at the prefill shapes, mk-bench moe at its 9 shapes and the layer (both presets, --warmup 20).
+#   MK_CALL_LIMIT=560 CTEST_ARGS="-R ^test_(moe_pick|moe_block|model_gpu_fused_2|model_gpu_sp_agree_2)$" \
+#     CTEST_TIMEOUT=150 CTEST_WALL=200 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s24.sh z'
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-d}
 BIN=$PWD
@@ -105,7 +109,7 @@ if [ "$PART" = f ]; then
       "MK_MOE_PF_KBLOCKS=${v%b}"
   done
 fi
-if [ "$PART" = s ]; then
+if [ "$PART" = s ] || [ "$PART" = z ]; then
   moe pre_def "$P128 --shape 4096,4096,8,2,14336"
   moe dec_def "$DEC --shape 16,7168,256,8,2048"
   TAIL=12 step "moe_h200x${G}" 120 mk-launch -n "$G" -- mk-bench moe --iters 20 --seed 7 --json "$RES/moe_h200x${G}.json"
