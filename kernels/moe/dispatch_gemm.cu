@@ -5,9 +5,10 @@
  * exchange run as one kernel of one CTA (moe_plan_exchange_kernel); above, a memset of the
  * counters, the plan, then the exchange.
  *   plan      (s)  one thread per token: the distinct destination ranks of its top-k experts;
- *                  per rank d a landing slot j = atomicAdd(n_send[d]) and the row's meta (home
- *                  token, local experts and weights in top-k order) -> smeta[d][j]; pairs per
- *                  global expert. Slots depend on timing; results do not (see below).
+ *                  per rank d a landing slot j (one atomicAdd on n_send[d] per warp, its lanes in
+ *                  ballot order) and the row's meta (home token, local experts and weights in top-k
+ *                  order) -> smeta[d][j]; pairs per global expert (shared memory, then one add per
+ *                  CTA). Slots depend on timing; results do not (see below).
  *   exchange  (s)  one CTA: the count record {rows, pairs per local expert} to every rank d
  *                  (NVLink store + signal, or PUT + SIGNAL through the proxy), then waits for
  *                  every source's record (cnt_sig[s] >= epoch + 1), zeroing ready/done2/g2_out while
