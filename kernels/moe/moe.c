@@ -364,10 +364,8 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
       d->g12_bn = 256;
     }
     if (mk_param_moe_g12_decode() && m->sched == MK_MOE_SCHED_OVERLAP && d->push && d->glu && !d->split_k &&
-        !d->split_k2 && !d->sk_nt) {
-      m->g12_sms = 0;
+        !d->split_k2 && !d->sk_nt)
       d->g12_bn = d->tile_n1 ? d->tile_n1 : 256;
-    }
     if (d->g12_bn) {
       d->g12_need = (int)((2 * (int64_t)d->I + d->g12_bn - 1) / d->g12_bn);
       MK_CHECK_GOTO(dalloc((void **)&d->g12_claim, 2 * sizeof(uint32_t)), st, fail);
@@ -606,9 +604,7 @@ mk_status mk_moe_phases(mk_moe_t *m, double ms[MK_MOE_PHASES]) {
   MK_CUDA_CHECK(cudaDeviceSynchronize());
   MK_CUDA_CHECK(cudaMemcpy(t, m->d.prof, sizeof t, cudaMemcpyDeviceToHost));
   for (int i = 0; i < MK_MOE_PHASES; i++) /* the "first" slots are stored complemented (moe_stamp) */
-    if (i == MK_MOE_PH_EXCH_START || i == MK_MOE_PH_G1_FIRST || i == MK_MOE_PH_G2_FIRST || i == MK_MOE_PH_START ||
-        i == MK_MOE_PH_DISPATCH_START)
-      t[i] = t[i] ? ~t[i] : 0;
+    if (MK_MOE_PH_IS_FIRST(i)) t[i] = t[i] ? ~t[i] : 0;
   for (int i = 0; i < MK_MOE_PHASES; i++)
     ms[i] = t[i] && t[0] ? (double)(int64_t)(t[i] - t[0]) * 1e-6 : NAN;
   return MK_STATUS_OK;

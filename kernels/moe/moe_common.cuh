@@ -169,7 +169,5 @@ __device__ __forceinline__ void moe_chunk(int64_t n, int c, int C, int64_t *j0, 
 __device__ __forceinline__ void moe_stamp(uint64_t *prof, int slot) {
   if (!prof) return;
   const uint64_t t = mk_globaltimer();
-  const bool first = slot == MK_MOE_PH_EXCH_START || slot == MK_MOE_PH_G1_FIRST || slot == MK_MOE_PH_G2_FIRST ||
-                     slot == MK_MOE_PH_START || slot == MK_MOE_PH_DISPATCH_START;
-  atomicMax((unsigned long long *)prof + slot, (unsigned long long)(first ? ~t : t));
+  atomicMax((unsigned long long *)prof + slot, (unsigned long long)(MK_MOE_PH_IS_FIRST(slot) ? ~t : t));
 }

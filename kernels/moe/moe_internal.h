@@ -178,6 +178,10 @@ mk_status mk_moe_launch_reduce(const mk_moe_dev *d, int64_t T, uint16_t *out, vo
 mk_status mk_moe_launch_push_reduce(const mk_moe_dev *d, int64_t T, const int32_t *ids, const float *w,
                                     uint16_t *out, void *stream);
 mk_status mk_moe_preload_combine(int split_k);
+/* The profile slots that keep the earliest stamp (stored complemented: moe_stamp, mk_moe_phases). */
+#define MK_MOE_PH_IS_FIRST(i)                                                                                     \
+  ((i) == MK_MOE_PH_EXCH_START || (i) == MK_MOE_PH_G1_FIRST || (i) == MK_MOE_PH_G2_FIRST || (i) == MK_MOE_PH_START || \
+   (i) == MK_MOE_PH_DISPATCH_START)
 mk_status mk_moe_launch_advance(const mk_moe_dev *d, void *stream); /* *d->calls += 1, stream-ordered */
 /* moe_permute.cu (unfused) */
 mk_status mk_moe_launch_count(const int32_t *ids, int64_t n, int E, int32_t *counts, void *stream); /* zeroes first */
