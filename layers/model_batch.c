@@ -225,7 +225,8 @@ static mk_status attn_layer(mk_model_batch_t *b, int l, int reduce) {
                           .o = g->o + (size_t)n_dec * g->qw_r, .cu_seqlens_q = d + b->o_cuq,
                           .cu_seqlens_k = d + b->o_cuk, .batch = np, .max_seqlen_q = b->maxq, .max_seqlen_k = b->G,
                           .total_q = T - n_dec, .hq = g->nh_r, .hkv = g->nkv_r, .d = hd,
-                          .mask = MK_ATTN_MASK_CAUSAL, .softmax_scale = b->pd.softmax_scale};
+                          .mask = MK_ATTN_MASK_CAUSAL, .softmax_scale = b->pd.softmax_scale,
+                          .workspace = g->attn_ws, .workspace_bytes = g->attn_ws_bytes};
     MK_CHECK(mk_flash_attn_fwd(&a, S_(g)));
   }
   return mk_layers_attn_out_(g, L, T, reduce);

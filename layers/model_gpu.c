@@ -79,7 +79,7 @@ static mk_status attend(mk_model_gpu_t *g, gpu_layer *L, int n, int pos0) {
   mk_attn_fwd_args a = {.q = g->q, .k = L->kc, .v = L->vc, .o = g->o, .lse = NULL, .cu_seqlens_q = g->cu_seqlens,
                         .cu_seqlens_k = g->cu_seqlens + 2, .batch = 1, .max_seqlen_q = n, .max_seqlen_k = pos0 + n,
                         .total_q = n, .hq = g->nh_r, .hkv = g->nkv_r, .d = hd, .mask = MK_ATTN_MASK_CAUSAL,
-                        .softmax_scale = scale};
+                        .softmax_scale = scale, .workspace = g->attn_ws, .workspace_bytes = g->attn_ws_bytes};
   return mk_flash_attn_fwd(&a, S_(g));
 }
 
@@ -539,6 +539,16 @@ mk_status mk_layers_create_(const mk_model_t *m, const mk_model_config_t *c, uin
   size_t wide = (size_t)(c->dense_inter > c->shared_inter ? c->dense_inter : c->shared_inter) / chk.tp;
   DALLOC(g->ids, S * 4);
   DALLOC(g->cu_seqlens, 4 * 4);
+  if (c->head_dim == 64 || c->head_dim == 128) {
+    /* The split's largest automatic choice: with up to 128 query rows (one CTA's) it takes as
+     * many splits as leave one wave; more rows take fewer splits of the same bytes or more. A
+     * call that would take more splits than this holds takes fewer. */
+    const int nq = max_seq < 128 ? max_seq : 128;
+    mk_attn_fwd_args wa = {.batch = 1, .max_seqlen_q = nq, .max_seqlen_k = max_seq, .total_q = nq, .hq = g->nh_r,
+                           .hkv = g->nkv_r, .d = c->head_dim, .mask = MK_ATTN_MASK_CAUSAL, .softmax_scale = 1.f};
+    MK_CHECK_GOTO(mk_flash_attn_fwd_workspace_size(&wa, &g->attn_ws_bytes), st, fail);
+    if (g->attn_ws_bytes) DALLOC(g->attn_ws, g->attn_ws_bytes);
+  }
   DALLOC(g->topk_ids, S * (size_t)c->top_k * 4);
   DALLOC(g->x, S * H * 4);
   DALLOC(g->hf, S * H * 4);

@@ -25,12 +25,19 @@ struct fwd_params {
   int mask; /* mk_attn_mask */
   int causal_offset;
   float scale, scale_log2;
+  /* Split along the keys (splits > 1): blockIdx.z = sequence * splits + split, and each CTA
+   * stores fp32 partials instead of O and the LSE: o_part [splits][total_q][hq][d] (O of its
+   * keys, normalised by their sum), lse_part [splits][hq][total_q]; fwd_merge sums them. */
+  int splits;
+  float *o_part, *lse_part;
 };
 
 /* One (sequence, query block, head): its extents, how many key tiles of BN it must visit, and
  * where its first query row and its sequence's first K/V rows are. */
 struct fwd_block {
-  int q0, seqlen_q, k0, seqlen_k, m_start, n_blocks;
+  int q0, seqlen_q, k0, seqlen_k, m_start;
+  int n_begin, n_blocks; /* the key tiles [n_begin, n_blocks) of BN it visits */
+  int split;             /* which split of the keys (0 unsplit) */
   long long off; /* query i sees key j iff j <= i + off (causal) */
   bool causal;
   const uint16_t *gq, *gk, *gv;   /* row m_start of Q; row 0 of K and V (head h / kv head) */
@@ -56,6 +63,8 @@ __device__ __forceinline__ void fwd_block_init(const fwd_params &p, int h, int q
     n_end = max(0LL, min((long long)s.seqlen_k, last_row + s.off + 1));
   }
   s.n_blocks = (int)((n_end + BN - 1) / BN);
+  s.n_begin = 0;
+  s.split = 0;
   s.q_stride = (long long)p.hq * D;
   s.kv_stride = (long long)p.hkv * D;
   const long long kv0 = ((long long)s.k0 * p.hkv + h / p.group) * D;
@@ -64,14 +73,23 @@ __device__ __forceinline__ void fwd_block_init(const fwd_params &p, int h, int q
   s.gv = p.v + kv0;
 }
 
-/* False when the block lies past the end of its sequence (nothing to do). */
+/* False when the block lies past the end of its sequence (nothing to do). z = blockIdx.z: the
+ * sequence, times p.splits plus the split when split; a split takes an even share of the key
+ * tiles its query block must visit (possibly none). */
 template <int D, int BM, int BN>
-__device__ __forceinline__ bool fwd_block_setup(const fwd_params &p, int b, int m_block, int h, fwd_block &s) {
+__device__ __forceinline__ bool fwd_block_setup(const fwd_params &p, int z, int m_block, int h, fwd_block &s) {
+  const int splits = p.splits > 1 ? p.splits : 1, b = z / splits;
   const int q0 = p.cu_q[b], seqlen_q = p.cu_q[b + 1] - q0, k0 = p.cu_k[b], seqlen_k = p.cu_k[b + 1] - k0;
   if (m_block * BM >= seqlen_q) return false;
   const long long off =
       p.mask == MK_ATTN_MASK_CAUSAL ? (long long)seqlen_k - seqlen_q : (long long)p.causal_offset;
   fwd_block_init<D, BM, BN>(p, h, q0, seqlen_q, k0, seqlen_k, m_block * BM, p.mask != MK_ATTN_MASK_NONE, off, s);
+  if (splits > 1) {
+    const long long n = s.n_blocks;
+    s.split = z % splits;
+    s.n_begin = (int)(n * s.split / splits);
+    s.n_blocks = (int)(n * (s.split + 1) / splits);
+  }
   return true;
 }
 
@@ -146,7 +164,8 @@ __device__ __forceinline__ void p_fragment(const float (&s)[NT][4], int kk, uint
 }
 
 /* O / l as bf16 and the LSE for this thread's two rows; rows that saw no key get O = 0 and
- * LSE = -inf. Every lane must call it (quad shuffles). */
+ * LSE = -inf. Split (p.splits > 1): the same as fp32 partials of blk.split. Every lane must
+ * call it (quad shuffles). */
 template <int D>
 __device__ __forceinline__ void store_out(const fwd_params &p, const fwd_block &blk, int h, int row0, int t,
                                           const float (&o)[D / 8][4], const float (&m_r)[2], float (&l_r)[2]) {
@@ -158,6 +177,17 @@ __device__ __forceinline__ void store_out(const fwd_params &p, const fwd_block &
     const int row = row0 + r * 8;
     if (row >= blk.seqlen_q) continue;
     const float inv = l > 0.f ? 1.f / l : 0.f;
+    if (p.splits > 1) {
+      const long long qi = (long long)blk.split * p.total_q + blk.q0 + row;
+      float *dst = p.o_part + (qi * p.hq + h) * D + 2 * t;
+#pragma unroll
+      for (int j = 0; j < D / 8; j++)
+        *reinterpret_cast<float2 *>(dst + j * 8) = make_float2(o[j][2 * r] * inv, o[j][2 * r + 1] * inv);
+      if (t == 0)
+        p.lse_part[((long long)blk.split * p.hq + h) * p.total_q + blk.q0 + row] =
+            l > 0.f ? m_r[r] * p.scale + logf(l) : -INFINITY;
+      continue;
+    }
     uint16_t *dst = p.o + ((long long)(blk.q0 + row) * p.hq + h) * D + 2 * t;
 #pragma unroll
     for (int j = 0; j < D / 8; j++)
@@ -167,17 +197,25 @@ __device__ __forceinline__ void store_out(const fwd_params &p, const fwd_block &
   }
 }
 
-/* Grid: query blocks (the last first) x hq x batch; `smem` bytes of dynamic shared memory. */
+/* Merges the splits' partials (p.splits > 1) into O and the LSE (flash_fwd.cu). */
+mk_status fwd_merge(const fwd_params &p, int d, cudaStream_t stream);
+
+/* Grid: query blocks (the last first) x hq x batch (x splits); `smem` bytes of dynamic shared
+ * memory; then the merge of the splits. */
 template <class Kernel>
-mk_status flash_fwd_start(Kernel kernel, int threads, int bm, size_t smem, const fwd_params &p, int batch,
+mk_status flash_fwd_start(Kernel kernel, int threads, int bm, size_t smem, const fwd_params &p, int d, int batch,
                           int max_seqlen_q, cudaStream_t stream) {
   /* Set on every call: cheap, and correct for whichever device is current. */
   MK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-  dim3 grid((unsigned)((max_seqlen_q + bm - 1) / bm), (unsigned)p.hq, (unsigned)batch);
+  const int splits = p.splits > 1 ? p.splits : 1;
+  dim3 grid((unsigned)((max_seqlen_q + bm - 1) / bm), (unsigned)p.hq, (unsigned)(batch * splits));
   kernel<<<grid, threads, smem, stream>>>(p);
   MK_CUDA_LAUNCH_CHECK();
-  return MK_STATUS_OK;
+  return splits > 1 ? fwd_merge(p, d, stream) : MK_STATUS_OK;
 }
+
+/* Key tiles (BN) of the two kernels, for the split's choice. */
+constexpr int kSm80TileN = 64, kSm90TileN = 128, kFwdTileM = 128;
 
 /* Launchers of the two kernels. */
 mk_status flash_fwd_launch_sm80(const fwd_params &p, int d, int batch, int max_seqlen_q, cudaStream_t stream);

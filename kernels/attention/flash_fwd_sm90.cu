@@ -1,6 +1,6 @@
 /* flash_fwd_sm90.cu — the Hopper (sm_90a) flash attention forward kernel, wgmma-based; the
  * same contract as the mma.sync kernel in flash_fwd.cu (which holds the public launcher).
- * One CTA = 128 query rows of one (sequence, q head); the tile loop (wgmma S = Q K^T, online
+ * One CTA = 128 query rows of one (sequence, q head[, split of the keys]); the tile loop (wgmma S = Q K^T, online
  * softmax, wgmma O += P V over a 2-stage cp.async K/V ring) is in flash_fwd_sm90.cuh, shared
  * with the fused ring attention. */
 #include <cuda_runtime.h>
@@ -36,10 +36,11 @@ __global__ void __launch_bounds__(sm90_config::kThreads, 1) flash_fwd_sm90_kerne
 
 mk_status flash_fwd_launch_sm90(const fwd_params &p, int d, int batch, int max_seqlen_q, cudaStream_t stream) {
   using C = sm90_config;
+  static_assert(C::kBN == kSm90TileN && C::kBM == kFwdTileM, "the split's choice assumes these tiles");
   if (d == 64)
-    return flash_fwd_start(flash_fwd_sm90_kernel<64>, C::kThreads, C::kBM, C::smem_bytes<64>(), p, batch, max_seqlen_q,
+    return flash_fwd_start(flash_fwd_sm90_kernel<64>, C::kThreads, C::kBM, C::smem_bytes<64>(), p, d, batch, max_seqlen_q,
                            stream);
-  return flash_fwd_start(flash_fwd_sm90_kernel<128>, C::kThreads, C::kBM, C::smem_bytes<128>(), p, batch, max_seqlen_q,
+  return flash_fwd_start(flash_fwd_sm90_kernel<128>, C::kThreads, C::kBM, C::smem_bytes<128>(), p, d, batch, max_seqlen_q,
                          stream);
 }
 

@@ -87,7 +87,7 @@ __device__ __forceinline__ void sm90_load_q(const sm90_tiles<D> &t, const fwd_bl
                                               [](int r, int c) { return sw128(BM, r, c); });
 }
 
-/* The tile loop over the blk.n_blocks key tiles of blk, accumulating into acc. */
+/* The tile loop over the key tiles [blk.n_begin, blk.n_blocks) of blk, accumulating into acc. */
 template <int D>
 __device__ __forceinline__ void sm90_attend(const fwd_block &blk, const sm90_tiles<D> &t, float scale_log2,
                                             sm90_acc<D> &acc) {
@@ -101,14 +101,14 @@ __device__ __forceinline__ void sm90_attend(const fwd_block &blk, const sm90_til
     load_rows<BN, CH, C::kThreads>(t.sK + stage * BN * D, blk.gk + n0 * blk.kv_stride, blk.kv_stride, valid, off);
     load_rows<BN, CH, C::kThreads>(t.sV + stage * BN * D, blk.gv + n0 * blk.kv_stride, blk.kv_stride, valid, off);
   };
-  if (blk.n_blocks > 0) load_kv(0, 0);
+  if (blk.n_blocks > blk.n_begin) load_kv(blk.n_begin, blk.n_begin & 1);
   cp_async_commit();
 
   float(&of)[ND * 4] = *reinterpret_cast<float(*)[ND * 4]>(&acc.o[0][0]);
   const int row0 = sm90_row0(blk);
   const uint32_t q_addr = smem_u32(t.sQ) + (uint32_t)(wg * 64 * 64 * 2); /* this warpgroup's 64 rows */
 
-  for (int it = 0; it < blk.n_blocks; it++) {
+  for (int it = blk.n_begin; it < blk.n_blocks; it++) {
     const int stage = it & 1;
     if (it + 1 < blk.n_blocks) load_kv(it + 1, stage ^ 1);
     cp_async_commit();

@@ -1,6 +1,7 @@
 /* mk_attention.h — attention launchers (included from kernels/mk_kernels.h):
  *   mk_flash_attn_fwd   prefill flash attention: bf16, varlen batches, GQA, causal or not;
- *                       returns O and the log-sum-exp so partial results merge exactly
+ *                       returns O and the log-sum-exp so partial results merge exactly; split
+ *                       along the keys where the query blocks are too few to fill the GPU
  *   mk_attn_merge       (o1, lse1) + (o2, lse2) -> (o, lse): merge two partial attentions
  *   mk_paged_decode     one query token per sequence over a paged KV cache, split along the
  *                       sequence (flash-decoding) with a reduce step
@@ -51,7 +52,7 @@ typedef struct mk_attn_fwd_args {
   const int32_t *cu_seqlens_k; /* [batch + 1], device */
   int batch;
   int max_seqlen_q;           /* >= every seqlen_q (sizes the grid) */
-  int max_seqlen_k;           /* >= every seqlen_k (informational; not needed for the grid) */
+  int max_seqlen_k;           /* >= every seqlen_k (sizes the split; the grid does not need it) */
   int total_q;                /* cu_seqlens_q[batch]: rows of o and columns of lse */
   int hq, hkv;                /* hq % hkv == 0 */
   int d;                      /* head dim: 64 or 128 */
@@ -59,10 +60,22 @@ typedef struct mk_attn_fwd_args {
   int causal_offset;          /* MK_ATTN_MASK_CAUSAL_OFFSET only */
   float softmax_scale;        /* usually 1/sqrt(d) */
   mk_attn_impl impl;          /* 0 (AUTO) unless comparing kernels */
+  /* Split along the keys (flash-decoding) for calls with too few (query block, head, sequence)
+   * CTAs to fill the GPU (a few query rows against a long cache: chunked prefill, speculative
+   * decode, the model's decode of one sequence): each split attends to an even share of its
+   * block's key tiles into fp32 partials in the workspace, and a second kernel merges them by
+   * their LSE. num_splits 0: chosen from the shape and the GPU, as many as fit workspace_bytes
+   * (none without a workspace); 1: never; > 1: forced (the workspace must hold them). */
+  void *workspace;            /* 16-byte aligned; NULL when workspace_bytes is 0 */
+  size_t workspace_bytes;
+  int num_splits;
 } mk_attn_fwd_args;
 
 /* Pointers 16-byte aligned. Empty sequences are allowed. */
 mk_status mk_flash_attn_fwd(const mk_attn_fwd_args *a, mk_stream_t stream);
+/* Bytes of workspace the call with these args splits into (num_splits 0: the automatic choice
+ * with an unlimited workspace; 0 bytes when it does not split). Same validation as the call. */
+mk_status mk_flash_attn_fwd_workspace_size(const mk_attn_fwd_args *a, size_t *bytes);
 
 /* o = (exp(lse1) o1 + exp(lse2) o2) / (exp(lse1) + exp(lse2)), lse = log(exp(lse1) + exp(lse2)),
  * for o* [n, h, d] bf16 and lse* [h, n] fp32 (the layouts mk_flash_attn_fwd writes).

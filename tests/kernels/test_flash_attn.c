@@ -1,7 +1,9 @@
 /* test_flash_attn.c (gpu) — mk_flash_attn_fwd, both kernels (Hopper wgmma and mma.sync),
  * against the CPU reference (double accumulation) on fresh random inputs: head dim 64 and 128, GQA ratios 1, 4, 8, causal (bottom-right and
  * explicit offset) and non-causal, varlen batches with odd lengths, seqlen_q != seqlen_k,
- * empty sequences. Outputs are poisoned first and every element is checked: O rel Frobenius
+ * empty sequences; each also split along the keys (forced 3 and 7 splits, more than some
+ * blocks have key tiles, and the automatic choice with a workspace), and a decode of 64 tokens
+ * of one sequence against 4160 keys, the model's case the automatic split is for. Outputs are poisoned first and every element is checked: O rel Frobenius
  * error <= 1e-2, LSE abs error <= 1e-3 (-inf exactly where a row sees no key); the row after
  * the last one must stay untouched. */
 #include <cuda_runtime_api.h>
@@ -30,6 +32,10 @@ static const fa_case k_cases[] = {
     {"d64 gqa1 causal offset -5", 64, 2, 2, MK_ATTN_MASK_CAUSAL_OFFSET, -5, 2, {200, 64}, {150, 64}},
     {"d128 gqa1 causal offset +37", 128, 2, 2, MK_ATTN_MASK_CAUSAL_OFFSET, 37, 1, {100}, {300}},
     {"d128 gqa1 non-causal 1000 x 3000", 128, 1, 1, MK_ATTN_MASK_NONE, 0, 1, {1000}, {3000}},
+    {"d128 gqa8 causal, 64 queries x 4160 keys (decode of one sequence)", 128, 8, 1, MK_ATTN_MASK_CAUSAL, 0, 1,
+     {64}, {4160}},
+    {"d64 gqa4 causal, 1 / 33 / 130 queries x 2000 / 77 / 5000 keys", 64, 4, 1, MK_ATTN_MASK_CAUSAL, 0, 3,
+     {1, 33, 130}, {2000, 77, 5000}},
 };
 
 static int run_case(const fa_case *c, uint64_t seed) {
@@ -67,12 +73,34 @@ static int run_case(const fa_case *c, uint64_t seed) {
   int rc = 0;
   static const struct {
     mk_attn_impl impl;
+    int splits; /* -1: automatic with a workspace */
     const char *name;
-  } impls[] = {{MK_ATTN_IMPL_WGMMA, "wgmma"}, {MK_ATTN_IMPL_MMA, "mma.sync"}};
-  for (int k = 0; k < 2; k++) {
+  } impls[] = {{MK_ATTN_IMPL_WGMMA, 0, "wgmma"},         {MK_ATTN_IMPL_MMA, 0, "mma.sync"},
+               {MK_ATTN_IMPL_WGMMA, 3, "wgmma/3"},       {MK_ATTN_IMPL_WGMMA, 7, "wgmma/7"},
+               {MK_ATTN_IMPL_MMA, 3, "mma.sync/3"},      {MK_ATTN_IMPL_WGMMA, -1, "wgmma/auto"},
+               {MK_ATTN_IMPL_MMA, -1, "mma.sync/auto"}};
+  for (size_t k = 0; k < sizeof impls / sizeof impls[0]; k++) {
     CUDA_OK(cudaMemset(dout, 0xff, (nq + row_q) * 2)); /* poison: bf16 NaN */
     CUDA_OK(cudaMemset(dl, 0xff, (nl + 1) * 4));       /* poison: fp32 NaN */
     a.impl = impls[k].impl;
+    a.num_splits = impls[k].splits > 0 ? impls[k].splits : 0;
+    a.workspace = NULL, a.workspace_bytes = 0;
+    void *ws = NULL;
+    if (impls[k].splits) {
+      size_t bytes = 0;
+      ASSERT_OK(mk_flash_attn_fwd_workspace_size(&a, &bytes));
+      if (impls[k].splits > 0) ASSERT_TRUE(bytes > 0);
+      if (bytes) {
+        CUDA_OK(cudaMalloc(&ws, bytes));
+        CUDA_OK(cudaMemset(ws, 0xff, bytes)); /* poison the partials too */
+      }
+      a.workspace = ws, a.workspace_bytes = bytes;
+      if (impls[k].splits > 0) { /* one byte short is refused */
+        a.workspace_bytes = bytes - 1;
+        ASSERT_STATUS(mk_flash_attn_fwd(&a, NULL), MK_STATUS_INVALID_ARGUMENT);
+        a.workspace_bytes = bytes;
+      }
+    }
     ASSERT_OK(mk_flash_attn_fwd(&a, NULL));
     CUDA_OK(cudaDeviceSynchronize());
     CUDA_OK(cudaMemcpy(ho, dout, (nq + row_q) * 2, cudaMemcpyDeviceToHost));
@@ -83,7 +111,8 @@ static int run_case(const fa_case *c, uint64_t seed) {
     memcpy(&lguard, &hl[nl], 4);
     guard_bad += lguard != 0xffffffffu;
     char what[160];
-    snprintf(what, sizeof what, "%-8s %s", impls[k].name, c->name);
+    snprintf(what, sizeof what, "%-13s %s", impls[k].name, c->name);
+    if (ws) CUDA_OK(cudaFree(ws));
     rc |= attn_check(what, ho, oref, nq, hl, lref, nl, 1e-2, 1e-3);
     if (guard_bad) {
       printf("  %zu values past the end of o/lse were overwritten\n", guard_bad);
@@ -120,6 +149,14 @@ int main(int argc, char **argv) {
   ASSERT_STATUS(mk_flash_attn_fwd(NULL, NULL), MK_STATUS_INVALID_ARGUMENT);
   bad.impl = (mk_attn_impl)7;
   ASSERT_STATUS(mk_flash_attn_fwd(&bad, NULL), MK_STATUS_INVALID_ARGUMENT);
+  bad.impl = MK_ATTN_IMPL_AUTO, bad.num_splits = -1;
+  ASSERT_STATUS(mk_flash_attn_fwd(&bad, NULL), MK_STATUS_INVALID_ARGUMENT);
+  bad.num_splits = 0, bad.workspace = (void *)(uintptr_t)8, bad.workspace_bytes = 64; /* misaligned */
+  ASSERT_STATUS(mk_flash_attn_fwd(&bad, NULL), MK_STATUS_INVALID_ARGUMENT);
+  bad.workspace = NULL; /* NULL with bytes */
+  ASSERT_STATUS(mk_flash_attn_fwd(&bad, NULL), MK_STATUS_INVALID_ARGUMENT);
+  size_t wsb = 1;
+  ASSERT_STATUS(mk_flash_attn_fwd_workspace_size(&bad, &wsb), MK_STATUS_INVALID_ARGUMENT);
   ASSERT_EQ(fails, 0);
   printf("ok\n");
   return 0;

@@ -1,6 +1,11 @@
 /* bench_attn.c — `mk-bench attn`: flash attention forward (prefill) and paged decode attention.
  *   --mode prefill: B sequences of S tokens, hq query heads, hkv KV heads, head dim d, causal
  *                   and non-causal; TFLOP/s counts 4*B*hq*S*S*d FLOPs, half of it when causal.
+ *                   --q Q: only the last Q tokens of each sequence are queries (a chunk of a
+ *                   prefill, or a decode step of Q tokens, against a cache of S keys; causal
+ *                   bottom-right), 4*B*hq*Q*S*d FLOPs (less Q*Q/2 causal); rows "fused" (the
+ *                   split along the keys chosen automatically, a workspace given) and
+ *                   "fused_nosplit" (num_splits 1) beside "fused_mma".
  *   --mode decode:  B sequences of ctx cached tokens in a paged cache with shuffled blocks;
  *                   GB/s counts K and V read once plus q and o. Row "hbm_read": the
  *                   GPU's HBM read bandwidth over the same K/V buffers (bench_mem.h), the
@@ -28,6 +33,7 @@ typedef struct attn_opts {
   int nseq;
   int causal[2], ncausal;
   int64_t batch, hq, hkv, d, dec_batch, ctx, block;
+  int64_t qrows; /* --q: query rows per sequence (0: all S) */
 } attn_opts;
 
 static void usage(FILE *out) {
@@ -35,6 +41,7 @@ static void usage(FILE *out) {
           "usage: mk-bench attn [--mode prefill|decode|all] [flags]\n"
           "prefill:\n"
           "  --seq LIST        sequence lengths (default 2048,8192,32768)\n"
+          "  --q N             prefill: only the last N tokens of each sequence query (default: all)\n"
           "  --causal LIST     0 and/or 1 (default 0,1)\n"
           "  --batch N         sequences (default 1)\n"
           "decode:\n"
@@ -58,17 +65,18 @@ static mk_status prefill_call(void *user, int iter, void *stream) {
   return mk_flash_attn_fwd(&((prefill_run *)user)->a, (mk_stream_t)stream);
 }
 
-/* O rel error over sampled (row, head) pairs; *lse_err = max |lse - ref| over them. */
-static double prefill_check(const mk_attn_fwd_args *dev, int64_t s, double *lse_err) {
+/* O rel error over sampled (row, head) pairs; *lse_err = max |lse - ref| over them. Each
+ * sequence has sq query rows and s keys. */
+static double prefill_check(const mk_attn_fwd_args *dev, int64_t sq, int64_t s, double *lse_err) {
   const int64_t total = (int64_t)dev->total_q, nq = total * dev->hq * dev->d;
-  const int64_t nk = total * dev->hkv * dev->d;
+  const int64_t nk = (int64_t)dev->batch * s * dev->hkv * dev->d;
   uint16_t *q = malloc((size_t)nq * 2), *k = malloc((size_t)nk * 2), *v = malloc((size_t)nk * 2);
   uint16_t *o = malloc((size_t)nq * 2);
   float *lse = malloc((size_t)(total * dev->hq) * 4), ref[256], ref_lse;
-  int32_t *cu = malloc(sizeof(int32_t) * (size_t)(dev->batch + 1));
+  int32_t *cu = malloc(sizeof(int32_t) * (size_t)(dev->batch + 1)), *cuq = malloc(sizeof(int32_t) * (size_t)(dev->batch + 1));
   double num = 0, den = 0;
   *lse_err = INFINITY;
-  if (!q || !k || !v || !o || !lse || !cu ||
+  if (!q || !k || !v || !o || !lse || !cu || !cuq ||
       cudaMemcpy(q, dev->q, (size_t)nq * 2, cudaMemcpyDeviceToHost) != cudaSuccess ||
       cudaMemcpy(k, dev->k, (size_t)nk * 2, cudaMemcpyDeviceToHost) != cudaSuccess ||
       cudaMemcpy(v, dev->v, (size_t)nk * 2, cudaMemcpyDeviceToHost) != cudaSuccess ||
@@ -77,16 +85,16 @@ static double prefill_check(const mk_attn_fwd_args *dev, int64_t s, double *lse_
     num = INFINITY, den = 1;
     goto done;
   }
-  for (int b = 0; b <= dev->batch; b++) cu[b] = (int32_t)(b * s);
+  for (int b = 0; b <= dev->batch; b++) cu[b] = (int32_t)(b * s), cuq[b] = (int32_t)(b * sq);
   mk_attn_fwd_args h = *dev;
-  h.q = q, h.k = k, h.v = v, h.cu_seqlens_q = cu, h.cu_seqlens_k = cu;
+  h.q = q, h.k = k, h.v = v, h.cu_seqlens_q = cuq, h.cu_seqlens_k = cu;
   *lse_err = 0;
   for (int i = 0; i < k_prefill_samples; i++) {
     /* Spread over the sequence, the first and last rows included. */
     const int b = i % dev->batch, head = (i * 5) % dev->hq;
-    const int row = i == 0 ? 0 : i == 1 ? (int)s - 1 : (int)((mk_rng_hash(7, (uint64_t)i) >> 33) % (uint64_t)s);
+    const int row = i == 0 ? 0 : i == 1 ? (int)sq - 1 : (int)((mk_rng_hash(7, (uint64_t)i) >> 33) % (uint64_t)sq);
     mk_attn_ref_row(&h, b, head, row, ref, &ref_lse);
-    const int64_t qi = (int64_t)b * s + row;
+    const int64_t qi = (int64_t)b * sq + row;
     for (int x = 0; x < dev->d; x++) {
       const double got = mk_bf16_to_float(o[(qi * dev->hq + head) * dev->d + x]);
       if (!isfinite(got)) num = INFINITY;
@@ -97,35 +105,38 @@ static double prefill_check(const mk_attn_fwd_args *dev, int64_t s, double *lse_
     if (!(e <= *lse_err)) *lse_err = isnan(e) ? INFINITY : e;
   }
 done:
-  free(q), free(k), free(v), free(o), free(lse), free(cu);
+  free(q), free(k), free(v), free(o), free(lse), free(cu), free(cuq);
   return den > 0 ? sqrt(num / den) : INFINITY;
 }
 
 static int run_prefill(const attn_opts *ao, const mk_bench_opts *o, mk_bench_report *r, cudaStream_t stream) {
   int rc = 0;
   for (int si = 0; si < ao->nseq; si++) {
-    const int64_t s = ao->seqs[si], total = ao->batch * s;
+    const int64_t s = ao->seqs[si], sq = ao->qrows && ao->qrows < s ? ao->qrows : s, total = ao->batch * s;
+    const int64_t total_q = ao->batch * sq;
     if (total > INT32_MAX) {
       mk_bench_report_fail(r, "attn prefill: batch x seq %lld does not fit int32 offsets", (long long)total);
       return 1;
     }
-    const size_t nq = (size_t)(total * ao->hq * ao->d), nk = (size_t)(total * ao->hkv * ao->d);
+    const size_t nq = (size_t)(total_q * ao->hq * ao->d), nk = (size_t)(total * ao->hkv * ao->d);
     prefill_run run;
     memset(&run, 0, sizeof run);
     mk_attn_fwd_args *a = &run.a;
     uint16_t *q = NULL, *k = NULL, *v = NULL, *out = NULL;
     float *lse = NULL;
-    int32_t *cu = NULL, *hcu = malloc(sizeof(int32_t) * (size_t)(ao->batch + 1));
+    void *ws = NULL;
+    size_t ws_bytes = 0;
+    int32_t *cu = NULL, *hcu = malloc(sizeof(int32_t) * (size_t)(2 * ao->batch + 2));
     if (!hcu || cudaMalloc((void **)&q, nq * 2) || cudaMalloc((void **)&k, nk * 2) ||
         cudaMalloc((void **)&v, nk * 2) || cudaMalloc((void **)&out, nq * 2) ||
-        cudaMalloc((void **)&lse, (size_t)(total * ao->hq) * 4) ||
-        cudaMalloc((void **)&cu, sizeof(int32_t) * (size_t)(ao->batch + 1))) {
+        cudaMalloc((void **)&lse, (size_t)(total_q * ao->hq) * 4) ||
+        cudaMalloc((void **)&cu, sizeof(int32_t) * (size_t)(2 * ao->batch + 2))) {
       mk_bench_report_fail(r, "attn prefill s=%lld: out of device memory", (long long)s);
       rc = 1;
       goto next;
     }
-    for (int64_t b = 0; b <= ao->batch; b++) hcu[b] = (int32_t)(b * s);
-    if (cudaMemcpy(cu, hcu, sizeof(int32_t) * (size_t)(ao->batch + 1), cudaMemcpyHostToDevice) ||
+    for (int64_t b = 0; b <= ao->batch; b++) hcu[b] = (int32_t)(b * sq), hcu[ao->batch + 1 + b] = (int32_t)(b * s);
+    if (cudaMemcpy(cu, hcu, sizeof(int32_t) * (size_t)(2 * ao->batch + 2), cudaMemcpyHostToDevice) ||
         mk_fill_uniform_bf16(q, nq, o->seed, -2.f, 2.f, stream) ||
         mk_fill_uniform_bf16(k, nk, o->seed + 1, -2.f, 2.f, stream) ||
         mk_fill_uniform_bf16(v, nk, o->seed + 2, -1.f, 1.f, stream)) {
@@ -133,26 +144,42 @@ static int run_prefill(const attn_opts *ao, const mk_bench_opts *o, mk_bench_rep
       rc = 1;
       goto next;
     }
-    a->q = q, a->k = k, a->v = v, a->o = out, a->lse = lse, a->cu_seqlens_q = cu, a->cu_seqlens_k = cu;
-    a->batch = (int)ao->batch, a->max_seqlen_q = a->max_seqlen_k = (int)s, a->total_q = (int)total;
+    a->q = q, a->k = k, a->v = v, a->o = out, a->lse = lse, a->cu_seqlens_q = cu, a->cu_seqlens_k = cu + ao->batch + 1;
+    a->batch = (int)ao->batch, a->max_seqlen_q = (int)sq, a->max_seqlen_k = (int)s, a->total_q = (int)total_q;
     a->hq = (int)ao->hq, a->hkv = (int)ao->hkv, a->d = (int)ao->d, a->softmax_scale = 1.0f / sqrtf((float)ao->d);
-    for (int ci = 0; ci < ao->ncausal * 2; ci++) {
-      const int causal = ao->causal[ci / 2], mma = ci % 2; /* the wgmma kernel, then mma.sync */
+    a->mask = MK_ATTN_MASK_CAUSAL; /* the larger of the two choices */
+    if (mk_flash_attn_fwd_workspace_size(a, &ws_bytes) || (ws_bytes && cudaMalloc(&ws, ws_bytes))) {
+      mk_bench_report_fail(r, "attn prefill s=%lld: the split's workspace (%zu bytes) failed", (long long)s, ws_bytes);
+      rc = 1;
+      goto next;
+    }
+    /* the wgmma kernel (split as chosen), mma.sync, and with --q the wgmma kernel unsplit */
+    const int nvar = sq < s ? 3 : 2;
+    for (int ci = 0; ci < ao->ncausal * nvar; ci++) {
+      const int causal = ao->causal[ci / nvar], var = ci % nvar;
       a->mask = causal ? MK_ATTN_MASK_CAUSAL : MK_ATTN_MASK_NONE;
-      a->impl = mma ? MK_ATTN_IMPL_MMA : MK_ATTN_IMPL_AUTO;
+      a->impl = var == 1 ? MK_ATTN_IMPL_MMA : MK_ATTN_IMPL_AUTO;
+      a->workspace = ws, a->workspace_bytes = ws_bytes, a->num_splits = var == 2 ? 1 : 0;
       mk_bench_row row;
-      mk_bench_row_init(&row, "attn_prefill", mma ? "fused_mma" : "fused");
-      snprintf(row.shape, sizeof row.shape, "{\"b\":%lld,\"s\":%lld,\"hq\":%lld,\"hkv\":%lld,\"d\":%lld,\"causal\":%d}",
-               (long long)ao->batch, (long long)s, (long long)ao->hq, (long long)ao->hkv, (long long)ao->d, causal);
+      mk_bench_row_init(&row, "attn_prefill", var == 1 ? "fused_mma" : var == 2 ? "fused_nosplit" : "fused");
+      snprintf(row.shape, sizeof row.shape,
+               "{\"b\":%lld,\"s\":%lld,\"q\":%lld,\"hq\":%lld,\"hkv\":%lld,\"d\":%lld,\"causal\":%d}", (long long)ao->batch,
+               (long long)s, (long long)sq, (long long)ao->hq, (long long)ao->hkv, (long long)ao->d, causal);
+      if (cudaMemsetAsync(out, 0xff, nq * 2, stream) || cudaMemsetAsync(lse, 0xff, (size_t)(total_q * ao->hq) * 4, stream)) {
+        mk_bench_report_fail(r, "attn prefill %s %s: poisoning the outputs failed", row.path, row.shape);
+        rc = 1;
+        continue;
+      }
       if (mk_bench_time(o, prefill_call, &run, stream, &row.t) != MK_STATUS_OK) {
         mk_bench_report_fail(r, "attn prefill %s %s: the kernel failed", row.path, row.shape);
         rc = 1;
         continue;
       }
-      const double flops = 4.0 * ao->batch * ao->hq * (double)s * s * ao->d * (causal ? 0.5 : 1.0);
+      const double pairs = (double)sq * s - (causal ? (double)sq * sq / 2 : 0.0);
+      const double flops = 4.0 * ao->batch * ao->hq * pairs * ao->d;
       row.tflops = flops / (row.t.median_ms * 1e-3) / 1e12;
       double lse_err = 0;
-      row.rel_err = prefill_check(a, s, &lse_err);
+      row.rel_err = prefill_check(a, sq, s, &lse_err);
       printf("attn_prefill %s %s: rel_err over %d sampled (row, head) pairs vs the CPU reference; "
              "lse max abs err %.2e\n", row.path, row.shape, k_prefill_samples, lse_err);
       if (!(row.rel_err <= 1e-2) || !(lse_err <= 1e-3))
@@ -161,7 +188,7 @@ static int run_prefill(const attn_opts *ao, const mk_bench_opts *o, mk_bench_rep
       mk_bench_report_add(r, &row);
     }
   next:
-    cudaFree(q), cudaFree(k), cudaFree(v), cudaFree(out), cudaFree(lse), cudaFree(cu);
+    cudaFree(q), cudaFree(k), cudaFree(v), cudaFree(out), cudaFree(lse), cudaFree(cu), cudaFree(ws);
     free(hcu);
   }
   return rc;
@@ -316,7 +343,7 @@ done:
 int mk_bench_attn(int argc, char **argv) {
   mk_bench_opts o;
   mk_bench_opts_default(&o);
-  attn_opts ao = {1, 1, {2048, 8192, 32768}, 3, {0, 1}, 2, 1, 32, 8, 128, 64, 8192, 16};
+  attn_opts ao = {1, 1, {2048, 8192, 32768}, 3, {0, 1}, 2, 1, 32, 8, 128, 64, 8192, 16, 0};
   for (int i = 1; i < argc; i++) {
     int used = mk_bench_parse_common(&o, argc, argv, i);
     if (used < 0) return 2;
@@ -344,12 +371,12 @@ int mk_bench_attn(int argc, char **argv) {
       ao.ncausal = n;
       for (int j = 0; j < n; j++) ao.causal[j] = (int)list[j];
     } else if (!strcmp(f, "--batch") || !strcmp(f, "--hq") || !strcmp(f, "--hkv") || !strcmp(f, "--d") ||
-               !strcmp(f, "--decode-batch") || !strcmp(f, "--ctx") || !strcmp(f, "--block")) {
+               !strcmp(f, "--decode-batch") || !strcmp(f, "--ctx") || !strcmp(f, "--block") || !strcmp(f, "--q")) {
       int64_t x = 0;
       if (mk_bench_parse_i64(f, val, 1, 1 << 24, &x)) return 2;
       int64_t *dst = !strcmp(f, "--batch") ? &ao.batch : !strcmp(f, "--hq") ? &ao.hq : !strcmp(f, "--hkv") ? &ao.hkv
                      : !strcmp(f, "--d") ? &ao.d : !strcmp(f, "--decode-batch") ? &ao.dec_batch
-                     : !strcmp(f, "--ctx") ? &ao.ctx : &ao.block;
+                     : !strcmp(f, "--ctx") ? &ao.ctx : !strcmp(f, "--q") ? &ao.qrows : &ao.block;
       *dst = x;
     } else {
       fprintf(stderr, "mk-bench attn: unknown flag '%s' (see mk-bench attn --help)\n", f);

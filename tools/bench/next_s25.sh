@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# next_s25.sh — session 25's GPU runs (docs/perf/NOTES.md, attention/flash_fwd "Session 25"). Run through
+# tools/gpu-check.sh from the repository root.
+# part a (2 GPUs, nvidia-h200-x2): flash attention split along the keys (mk_attn_fwd_args.num_splits, workspace).
+#   mk-bench attn --q: the last Q tokens of a sequence of S as queries (causal), the automatic split ("fused")
+#   against none ("fused_nosplit") and mma.sync, at the layer's decode-one shapes per rank (TP = 4: 8 q heads,
+#   1 KV head Qwen3 / 2 Mixtral, Q = 64, S = 4160) and Q = 1, 16, 256 and S = 32768; full prefill (S = 8192)
+#   for no change where it does not split. Then the layer at TP = EP = 2, --decode one and batch.
+#   Prediction: Q = 64 x S = 4160 unsplit runs 8 CTAs (one per head) over 33 key tiles, ~0.07-0.1 ms; split
+#   16 ways (128 CTAs, 2-3 tiles each) + the merge ~0.012-0.02 ms. The decode-one attention block -0.05 to
+#   -0.08 ms on both paths.
+#   MK_CALL_LIMIT=400 CTEST_ARGS="-R ^test_(flash_attn|attn_merge|ring_attn|model_gpu|model_gpu_agree_mixtral_flash_2|model_gpu_fused_2)$" \
+#     CTEST_TIMEOUT=200 CTEST_WALL=260 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s25.sh a'
+source "$(dirname "$0")/bench_step.sh"
+PART=${1:-a}
+BIN=$PWD
+export PATH=$BIN:$PATH
+G=$(nvidia-smi -L | grep -c '^GPU')
+STEP_GREP="$STEP_GREP|^attn_prefill|^\[0\] +(qwen3|mixtral) "
+if [ "$PART" = a ]; then
+  TAIL=12 step attn_q64_qwen3 60 mk-bench attn --mode prefill --seq 4160 --q 64 --hq 8 --hkv 1 --causal 1 \
+    --json "$RES/attn_q64_qwen3.json"
+  TAIL=12 step attn_q64_mixtral 60 mk-bench attn --mode prefill --seq 4160 --q 64 --hq 8 --hkv 2 --causal 1 \
+    --json "$RES/attn_q64_mixtral.json"
+  for q in 1 16 256; do
+    TAIL=8 step "attn_q${q}" 40 mk-bench attn --mode prefill --seq 4160 --q "$q" --hq 8 --hkv 1 --causal 1 \
+      --json "$RES/attn_q${q}.json"
+  done
+  TAIL=8 step attn_q64_s32k 40 mk-bench attn --mode prefill --seq 32768 --q 64 --hq 8 --hkv 1 --causal 1 \
+    --json "$RES/attn_q64_s32k.json"
+  TAIL=8 step attn_full 60 mk-bench attn --mode prefill --seq 8192 --hq 8 --hkv 1 --json "$RES/attn_full.json"
+  TAIL=8 step layer_one 200 mk-launch -n "$G" -- mk-bench layer --interleave --warmup 10 --iters 20 --seed 7 \
+    --json "$RES/layer_one.json"
+fi
