@@ -11,6 +11,12 @@
 #   -0.08 ms on both paths.
 #   MK_CALL_LIMIT=400 CTEST_ARGS="-R ^test_(flash_attn|attn_merge|ring_attn|model_gpu|model_gpu_agree_mixtral_flash_2|model_gpu_fused_2)$" \
 #     CTEST_TIMEOUT=200 CTEST_WALL=260 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s25.sh a'
+# part b (4 GPUs, nvidia-h200-x4): the layer at TP = EP = 4 with the split (issue 9's table): --decode one (the
+#   default) and --decode batch (64 sequences, paged decode), both presets, --interleave --warmup 20 --seed 7.
+#   Prediction: the decode-one attention blocks 0.178 / 0.193 ms (b10ea56-x4) -> ~0.09-0.11, so Qwen3 decode
+#   fused / unfused 0.83 -> ~0.78, Mixtral 0.91 -> ~0.89; prefill unchanged.
+#   MK_CALL_LIMIT=400 CTEST_ARGS="-R ^test_(flash_attn|model_gpu_fused_4|model_gpu_agree_qwen3_moe_flash_tp4)$" \
+#     CTEST_TIMEOUT=200 CTEST_WALL=220 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s25.sh b'
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-a}
 BIN=$PWD
@@ -31,4 +37,10 @@ if [ "$PART" = a ]; then
   TAIL=8 step attn_full 60 mk-bench attn --mode prefill --seq 8192 --hq 8 --hkv 1 --json "$RES/attn_full.json"
   TAIL=8 step layer_one 200 mk-launch -n "$G" -- mk-bench layer --interleave --warmup 10 --iters 20 --seed 7 \
     --json "$RES/layer_one.json"
+fi
+if [ "$PART" = b ]; then
+  TAIL=10 step "layer_h200x${G}" 200 mk-launch -n "$G" -- mk-bench layer --interleave --warmup 20 --iters 20 --seed 7 \
+    --json "$RES/layer_h200x${G}.json"
+  TAIL=10 step "layer_batch_h200x${G}" 200 mk-launch -n "$G" -- mk-bench layer --decode batch \
+    --interleave --warmup 20 --iters 20 --seed 7 --json "$RES/layer_batch_h200x${G}.json"
 fi
