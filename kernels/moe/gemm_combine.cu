@@ -243,6 +243,10 @@ static mk_status launch_gemm2(const mk_moe_dev *d, int grid, cudaStream_t stream
   args.wg_skip = d->wg_skip;
   if (p.g12_need) { /* beside GEMM1: claims, so tiles start in order on whichever SMs come free */
     args.claim = d->g12_claim, args.pdl = 1;
+    if (d->split_k2) { /* MK_MOE_G12_DECODE=2: k-slices too (GEMM1 is unsplit: the workspace is GEMM2's) */
+      args.splits = -d->split_k2, args.split_mode = d->split_force, args.ws = d->sk_ws, args.flags = d->sk_flags;
+      return mk_gemm_core_launch_split(d->act, d->w2, args, MK_GEMM_B_NK, p, grid, d->bn2, stream);
+    }
     return mk_gemm_core_launch(d->act, d->w2, args, MK_GEMM_B_NK, p, grid, d->bn2, stream);
   }
   /* Dynamic claims on GEMM1's counter (re-armed by GEMM1's last CTA; stream order): tiles start in

@@ -82,9 +82,11 @@ MK_PARAM_INT(moe_pf_kblocks, "MOE_PF_KBLOCKS", -1, -1, 1024)
  * programmatic dependent on every SM with its own claims, each tile-row's loads waiting until GEMM1
  * has stored that tile-row across N (done2), so GEMM2's CTAs take the SMs GEMM1's CTAs leave as its
  * last tiles finish (its weights streaming beside GEMM1's tail) instead of after GEMM1's kernel ends.
- * Needs SwiGLU in GEMM1's epilogue, no split-K in either GEMM and the core GEMM1 (not the swapped
- * one); elsewhere one after the other, as with 0. */
-MK_PARAM_INT(moe_g12_decode, "MOE_G12_DECODE", 1, 0, 1)
+ * Needs SwiGLU in GEMM1's epilogue, no split-K in GEMM1 and the core GEMM1 (not the swapped one); 1
+ * also needs GEMM2 unsplit, 2 takes GEMM2's k-slices too (each slice waits for its tile-row; the
+ * slices' fix-up waits go to lower claims, which running CTAs hold); elsewhere one after the other,
+ * as with 0. */
+MK_PARAM_INT(moe_g12_decode, "MOE_G12_DECODE", 1, 0, 2)
 
 /* The unfused path's expert GEMMs: 0 a cublasLtMatmul per expert (plans kept per bucket of M), 1 one cuBLAS
  * grouped GEMM (cublasGemmGroupedBatchedEx) for all local experts, gate/up and down each; -1 (default) per
@@ -364,7 +366,7 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
       d->g12_bn = 256;
     }
     if (mk_param_moe_g12_decode() && m->sched == MK_MOE_SCHED_OVERLAP && d->push && d->glu && !d->split_k &&
-        !d->split_k2 && !d->sk_nt)
+        (!d->split_k2 || mk_param_moe_g12_decode() == 2) && !d->sk_nt)
       d->g12_bn = d->tile_n1 ? d->tile_n1 : 256;
     if (d->g12_bn) {
       d->g12_need = (int)((2 * (int64_t)d->I + d->g12_bn - 1) / d->g12_bn);

@@ -49,6 +49,7 @@ typedef struct cfg {
   const char *routing; /* uniform, zipf, hot */
   int H, T;            /* hidden size (0: 256); tokens of rank 0, + 3 per rank (0: the defaults below) */
   int I, reps;         /* expert size (0: 384); reps > 0: variant 0's fused path only, reps calls back to back */
+  unsigned variants;   /* bit v: run variant v (0: all) */
 } cfg;
 
 static void run_case(mk_comm_t *c, const cfg *g, uint64_t seed, cudaStream_t s) {
@@ -136,17 +137,22 @@ static void run_case(mk_comm_t *c, const cfg *g, uint64_t seed, cudaStream_t s) 
    * variants 10-12 run variant 0's arguments with the gate/up GEMM swapped (MK_MOE_SKINNY: chunks of 64, 128 and
    * 192 rows; the last case's hot and 1100-token ones cut experts in several chunks), fused path only; variant 13
    * runs variant 0's arguments with split-K off, the core gate/up GEMM in 128-wide tiles and GEMM2 as its
-   * programmatic dependent (MK_MOE_SKINNY=0, MK_MOE_TILE_N=128, MK_MOE_G12_DECODE=1), fused path only */
-  static const char *const names[14] = {"fused",          "fused (SwiGLU pass)",           "fused (serial)",
+   * programmatic dependent (MK_MOE_SKINNY=0, MK_MOE_TILE_N=128, MK_MOE_G12_DECODE=1), fused path only; variant 14
+   * the same with GEMM2's k-slices too (MK_MOE_G12_DECODE=2: where split-K AUTO leaves GEMM1 whole and splits
+   * GEMM2, the E = 64 case at 2 and 4 ranks), fused path only */
+  static const char *const names[15] = {"fused",          "fused (SwiGLU pass)",           "fused (serial)",
                                          "fused (hybrid)", "fused (split-K, SwiGLU pass)", "fused (serial, split-K)",
                                          "fused (GEMM1 static tiles)", "fused (combine kernel)",
                                          "fused (serial, combine kernel)", "fused (serial, GEMM2 beside GEMM1)",
                                          "fused (GEMM1 swapped, 64-row chunks)", "fused (GEMM1 swapped, 128-row chunks)",
-                                         "fused (GEMM1 swapped, 192-row chunks)", "fused (GEMM2 beside GEMM1's tail)"};
+                                         "fused (GEMM1 swapped, 192-row chunks)", "fused (GEMM2 beside GEMM1's tail)",
+                                         "fused (GEMM2's k-slices beside GEMM1's tail)"};
   static const char *const skinny[3] = {"64", "128", "192"};
-  for (int variant = 0; variant < (g->reps ? 1 : 14); variant++) {
-    if (variant == 13) {
-      setenv("MK_MOE_SKINNY", "0", 1), setenv("MK_MOE_TILE_N", "128", 1), setenv("MK_MOE_G12_DECODE", "1", 1);
+  for (int variant = 0; variant < (g->reps ? 1 : 15); variant++) {
+    if (g->variants && !(g->variants >> variant & 1)) continue;
+    if (variant >= 13) {
+      setenv("MK_MOE_SKINNY", "0", 1), setenv("MK_MOE_TILE_N", "128", 1);
+      setenv("MK_MOE_G12_DECODE", variant == 13 ? "1" : "2", 1);
       mk_param_reset_cache();
     }
     if (variant >= 10 && variant <= 12) setenv("MK_MOE_SKINNY", skinny[variant - 10], 1), mk_param_reset_cache();
@@ -160,7 +166,8 @@ static void run_case(mk_comm_t *c, const cfg *g, uint64_t seed, cudaStream_t s) 
                      .profile = variant == 2,
                      .split_k = variant == 4   ? -8
                                 : variant == 5 ? -16
-                                : variant == 0 || variant == 6 || variant == 7 || (variant >= 10 && variant <= 12)
+                                : variant == 0 || variant == 6 || variant == 7 || (variant >= 10 && variant <= 12) ||
+                                        variant == 14
                                     ? 0
                                     : 1}; /* < 0: wherever possible */
     mk_moe_t *m;
@@ -230,7 +237,7 @@ static void run_case(mk_comm_t *c, const cfg *g, uint64_t seed, cudaStream_t s) 
     if (variant == 7 || variant == 8) unsetenv("MK_MOE_PUSH"), mk_param_reset_cache();
     if (variant == 9) unsetenv("MK_MOE_G12_SMS"), mk_param_reset_cache();
     if (variant >= 10) unsetenv("MK_MOE_SKINNY"), mk_param_reset_cache();
-    if (variant == 13) unsetenv("MK_MOE_TILE_N"), unsetenv("MK_MOE_G12_DECODE"), mk_param_reset_cache();
+    if (variant >= 13) unsetenv("MK_MOE_TILE_N"), unsetenv("MK_MOE_G12_DECODE"), mk_param_reset_cache();
   }
   cudaFree(dw1), cudaFree(dw2), cudaFree(dx), cudaFree(dout), cudaFree(did), cudaFree(dtw);
   for (int e = 0; e < E; e++) free(gate[e]), free(up[e]), free(down[e]);
@@ -244,7 +251,7 @@ int main(int argc, char **argv) {
   ASSERT_OK(mk_world_from_env(&wd));
   mk_test_require_gpus(wd.size);
   mk_comm_t *c;
-  /* 7 cases x 14 handles, none of whose heap space comes back (a bump allocator): at 2 x 4 they pass
+  /* 8 cases x up to 15 handles, none of whose heap space comes back (a bump allocator): at 2 x 4 they pass
      the default 1 GiB (run 52718ea-x8: the last case's variant 7 did not fit); a value set outside wins */
   setenv("MK_HEAP_BYTES", "8589934592", 0);
   mk_param_reset_cache();
@@ -266,10 +273,12 @@ int main(int argc, char **argv) {
   /* the last case: decode-sized with enough gate/up tiles (2 x 16896 / 256 = 132 a local expert) for GEMM1's CTAs to
      fill every SM the dispatch leaves, each waiting for rows; across node groups the rows' and counts'
      signals need an SM for the loopback proxy's kernel (the fused MoE deadlocked there, run dba0e56) */
-  const cfg cases[] = {{8, 2, 1, "uniform", 0, 0, 0, 0},    {16, 4, 0, "zipf", 0, 0, 0, 0},
-                       {8, 2, 0, "hot", 0, 0, 0, 0},        {16, 4, 1, "hot", 0, 0, 0, 0},
-                       {8, 2, 1, "uniform", 2048, 5, 0, 0}, {8, 2, 1, "uniform", 0, 1100, 0, 0},
-                       {8, 2, 1, "uniform", 0, 5, 16896, 16}};
+  const cfg cases[] = {{8, 2, 1, "uniform", 0, 0, 0, 0, 0},    {16, 4, 0, "zipf", 0, 0, 0, 0, 0},
+                       {8, 2, 0, "hot", 0, 0, 0, 0, 0},        {16, 4, 1, "hot", 0, 0, 0, 0, 0},
+                       {8, 2, 1, "uniform", 2048, 5, 0, 0, 0}, {8, 2, 1, "uniform", 0, 1100, 0, 0, 0},
+                       {8, 2, 1, "uniform", 0, 5, 16896, 16, 0},
+                       /* split-K AUTO: GEMM1 whole (~19-37 rows an expert), GEMM2 in k-slices (few tiles) */
+                       {64, 2, 1, "uniform", 0, 0, 0, 0, 1u << 0 | 1u << 13 | 1u << 14}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(c, &cases[i], seed + 7919 * i, s);
   mk_comm_destroy(c);
   printf("OK\n");

@@ -17,6 +17,15 @@
 #   fused / unfused 0.83 -> ~0.78, Mixtral 0.91 -> ~0.89; prefill unchanged.
 #   MK_CALL_LIMIT=400 CTEST_ARGS="-R ^test_(flash_attn|model_gpu_fused_4|model_gpu_agree_qwen3_moe_flash_tp4)$" \
 #     CTEST_TIMEOUT=200 CTEST_WALL=220 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s25.sh b'
+# part c (4 GPUs): GEMM2's k-slices as GEMM1's programmatic dependent at decode (MK_MOE_G12_DECODE=2; 1 needs GEMM2
+#   unsplit, so E = 8 decode ran them one after the other): (16, 4096, 8) --breakdown --seed 7 in turns 1 / 2, twice,
+#   with (128, 4096, 8) beside (split GEMM1 and the swapped GEMM1: unaffected); then the Mixtral layer with the
+#   decode MoE handle sized for the 16 tokens a rank gets (MK_MOE_DECODE_TOKENS=16: GEMM1 whole, so G12 can take
+#   it) without and with MK_MOE_G12_DECODE=2, and the default (64: GEMM1 split 8 ways). Prediction: GEMM2's
+#   weights stream beside GEMM1's last tiles (~33 us at E = 8, half the SMs idle at the end) and its launch gap
+#   goes: (16, 4096, 8) -0.01 to -0.02 ms (0.265 at b10ea56-x4).
+#   MK_CALL_LIMIT=420 CTEST_ARGS="-R ^test_(moe_block|moe_block_ep4|moe_pick)$" CTEST_TIMEOUT=200 CTEST_WALL=230 \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s25.sh c'
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-a}
 BIN=$PWD
@@ -43,4 +52,26 @@ if [ "$PART" = b ]; then
     --json "$RES/layer_h200x${G}.json"
   TAIL=10 step "layer_batch_h200x${G}" 200 mk-launch -n "$G" -- mk-bench layer --decode batch \
     --interleave --warmup 20 --iters 20 --seed 7 --json "$RES/layer_batch_h200x${G}.json"
+fi
+# moe NAME SHAPES [VAR=VALUE...] [-- MK-BENCH ARGS]: one mk-bench moe --breakdown, log and JSON NAME
+moe() {
+  local name=$1 shapes=$2 envs=() extra=()
+  shift 2
+  while [ $# -gt 0 ] && [ "$1" != "--" ]; do envs+=("$1"); shift; done
+  [ "${1:-}" = "--" ] && { shift; extra=("$@"); }
+  # shellcheck disable=SC2086
+  TAIL=14 step "$name" 90 env "${envs[@]}" mk-launch -n "$G" -- mk-bench moe $shapes --iters 20 --seed 7 \
+    --breakdown --json "$RES/$name.json" "${extra[@]}"
+}
+if [ "$PART" = c ]; then
+  STEP_GREP="$STEP_GREP|phases"
+  for v in 1 2 1b 2b; do
+    moe "e8dec_g12_$v" "--shape 16,4096,8,2,14336 --shape 128,4096,8,2,14336" "MK_MOE_G12_DECODE=${v%b}"
+  done
+  for v in def dt16 dt16g2; do
+    envs=()
+    case $v in dt16) envs=(MK_MOE_DECODE_TOKENS=16) ;; dt16g2) envs=(MK_MOE_DECODE_TOKENS=16 MK_MOE_G12_DECODE=2) ;; esac
+    TAIL=4 step "layer_mixtral_$v" 90 env "${envs[@]}" mk-launch -n "$G" -- mk-bench layer --preset mixtral \
+      --interleave --warmup 20 --iters 20 --seed 7 --json "$RES/layer_mixtral_$v.json"
+  done
 fi
