@@ -78,15 +78,16 @@ int mk_moe_pick_g12(const mk_moe_args *a, int W, int sms) {
  * weights: -1 (default) by the L2's size (half of it over the first wave, at most 8 a tile); n >= 0: n. */
 MK_PARAM_INT(moe_pf_kblocks, "MOE_PF_KBLOCKS", -1, -1, 1024)
 
-/* Decode-sized handles (overlapped schedule) with the push combine: 1 launches GEMM2 as GEMM1's
+/* Decode-sized handles (overlapped schedule) with the push combine: 1 and 2 launch GEMM2 as GEMM1's
  * programmatic dependent on every SM with its own claims, each tile-row's loads waiting until GEMM1
  * has stored that tile-row across N (done2), so GEMM2's CTAs take the SMs GEMM1's CTAs leave as its
  * last tiles finish (its weights streaming beside GEMM1's tail) instead of after GEMM1's kernel ends.
  * Needs SwiGLU in GEMM1's epilogue, no split-K in GEMM1 and the core GEMM1 (not the swapped one); 1
  * also needs GEMM2 unsplit, 2 takes GEMM2's k-slices too (each slice waits for its tile-row; the
  * slices' fix-up waits go to lower claims, which running CTAs hold); elsewhere one after the other,
- * as with 0. */
-MK_PARAM_INT(moe_g12_decode, "MOE_G12_DECODE", 1, 0, 2)
+ * as with 0. Run f686361-x4 (4 x H200, (16, 4096, 8), in turns, twice): 1 0.2718 / 0.2717 ms, 2 0.2679 / 0.2679:
+ * GEMM2's CTAs are resident as GEMM1's last tiles run, but its tile-rows still wait for all of GEMM1's. */
+MK_PARAM_INT(moe_g12_decode, "MOE_G12_DECODE", 2, 0, 2)
 
 /* The unfused path's expert GEMMs: 0 a cublasLtMatmul per expert (plans kept per bucket of M), 1 one cuBLAS
  * grouped GEMM (cublasGemmGroupedBatchedEx) for all local experts, gate/up and down each; -1 (default) per

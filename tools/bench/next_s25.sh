@@ -26,6 +26,11 @@
 #   goes: (16, 4096, 8) -0.01 to -0.02 ms (0.265 at b10ea56-x4).
 #   MK_CALL_LIMIT=420 CTEST_ARGS="-R ^test_(moe_block|moe_block_ep4|moe_pick)$" CTEST_TIMEOUT=200 CTEST_WALL=230 \
 #     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s25.sh c'
+# part d (2 GPUs): test_moe_block's new E = 32 case (GEMM1 whole, GEMM2 split by the device's cost model) with
+#   MK_MOE_G12_DECODE=2 (now the default), and (16, 4096, 8) / (32, 4096, 8) at EP = 2 in turns, 2 against 1, twice.
+#   Prediction: -3 to -5 us, as at EP = 4 (run f686361-x4).
+#   MK_CALL_LIMIT=360 CTEST_ARGS="-R ^test_(moe_block|moe_pick)$" CTEST_TIMEOUT=200 CTEST_WALL=200 \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s25.sh d'
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-a}
 BIN=$PWD
@@ -73,5 +78,11 @@ if [ "$PART" = c ]; then
     case $v in dt16) envs=(MK_MOE_DECODE_TOKENS=16) ;; dt16g2) envs=(MK_MOE_DECODE_TOKENS=16 MK_MOE_G12_DECODE=2) ;; esac
     TAIL=4 step "layer_mixtral_$v" 90 env "${envs[@]}" mk-launch -n "$G" -- mk-bench layer --preset mixtral \
       --interleave --warmup 20 --iters 20 --seed 7 --json "$RES/layer_mixtral_$v.json"
+  done
+fi
+if [ "$PART" = d ]; then
+  STEP_GREP="$STEP_GREP|phases"
+  for v in 2 1 2b 1b; do
+    moe "e8dec_g12_$v" "--shape 16,4096,8,2,14336 --shape 32,4096,8,2,14336" "MK_MOE_G12_DECODE=${v%b}"
   done
 fi
