@@ -152,6 +152,7 @@ struct mk_gemm_tile {
   int group; /* 0 for a plain GEMM */
   int m0, m_end, n0, n_end;
   int k0; /* before_load: the first k-iteration the producer loads next (a split-K slice's); else 0 */
+  int k1; /* before_load: the k-iteration it stops before (a split-K slice's end); else the k-iterations */
 };
 
 /* Kernel arguments other than the tensor maps. */
@@ -438,6 +439,7 @@ struct mk_gemm_sched {
     t.n0 = tn * bn;
     t.n_end = min(t.n0 + bn, n);
     t.k0 = 0;
+    t.k1 = 0; /* set by the producer before before_load */
     return t;
   }
 };
@@ -560,7 +562,7 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
       uint32_t phase = 0;
       mk_gemm_units<kSplitK, kGemmProducer>(args, qb, sched.total(), k_iters, ncta, policy.join(), [&](int idx, int k0, int k1, int) {
         mk_gemm_tile t = sched.get(policy, idx);
-        t.k0 = k0;
+        t.k0 = k0, t.k1 = k1;
         policy.before_load(t);
         /* A in two 64-row boxes; the second one not loaded where the second consumer warpgroup
          * is idle (no valid row) or lies wholly past A (no box wholly out of bounds is issued;

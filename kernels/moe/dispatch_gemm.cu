@@ -171,7 +171,7 @@ __device__ __forceinline__ void moe_exchange_cta(const mk_moe_dev &d) {
   }
   { /* while the records travel */
     uint64_t *rd = mk_local_ptr<uint64_t>(d.w, d.o_ready);
-    const int64_t words = 2 * (d.m_cap / 128 + d.El + 1) + 1; /* ready, done2, g2_out */
+    const int64_t words = (1 + kMoeG12Chunks) * (d.m_cap / 128 + d.El + 1) + 1; /* ready, done2, g2_out */
     for (int64_t i = threadIdx.x; i < words; i += blockDim.x) rd[i] = 0;
   }
   int ok = 1;
@@ -392,7 +392,8 @@ struct moe_gemm1_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   static constexpr bool kGluPairs = kGlu;
   mk_dev_world w;
   uint64_t o_ready;
-  uint64_t *done2; /* kG12 */
+  uint64_t *done2; /* kG12: [tile-row][kMoeG12Chunks] */
+  int g12_bn, g12_need; /* kG12: GEMM1's tile width and tiles a tile-row */
   const int32_t *exp_off, *tile_base;
   uint64_t *prof;
   const uint16_t *B; /* [groups][nb][kb] */
@@ -423,7 +424,10 @@ struct moe_gemm1_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
     }
   }
   __device__ __forceinline__ void after_store(const mk_gemm_tile &t) {
-    if constexpr (kG12) moe_red_add_gpu(done2 + tile_base[t.group] + (t.m0 - exp_off[t.group]) / mk_gemm_config::kBM, 1);
+    if constexpr (kG12) {
+      const int row = tile_base[t.group] + (t.m0 - exp_off[t.group]) / mk_gemm_config::kBM;
+      moe_red_add_gpu(done2 + (int64_t)row * kMoeG12Chunks + moe_g12_chunk(t.n0 / g12_bn, g12_need), 1);
+    }
   }
 };
 
@@ -476,6 +480,7 @@ template <bool kGlu, bool kG12>
 static mk_status launch_gemm1(const mk_moe_dev *d, int grid, cudaStream_t stream) {
   moe_gemm1_policy<kGlu, kG12> p;
   p.done2 = (uint64_t *)(d->w.heap + d->o_done2);
+  p.g12_bn = d->g12_bn, p.g12_need = d->g12_need;
   p.group_m = (int)mk_param_gemm_group_m();
   p.w = d->w;
   p.o_ready = d->o_ready;

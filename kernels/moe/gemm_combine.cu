@@ -55,7 +55,7 @@ struct moe_gemm2_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   /* GEMM2 beside GEMM1 (push only): a programmatic dependent of GEMM1; each tile-row's loads wait
      until GEMM1 has stored its g12_need tiles of that tile-row (done2, reset each call) */
   uint64_t o_done2;
-  int g12_need;
+  int g12_need, g12_half, K; /* GEMM1's tiles a tile-row, act columns a GEMM1 tile, GEMM2's K (= I) */
   __device__ __forceinline__ uint16_t *out_row(const mk_gemm_args &a, int64_t row) const {
     if constexpr (kPush) return rowdst[row]; /* rows past m_end: read (rowdst has m_cap + 128), never written */
     return a.C + row * a.n;
@@ -81,9 +81,14 @@ struct moe_gemm2_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
     }
   }
   __device__ __forceinline__ void before_load(const mk_gemm_tile &t) {
-    if (kPush && g12_need) { /* GEMM1's stores of this tile-row (generic proxy) before its TMA loads of act */
+    if (kPush && g12_need) { /* GEMM1's stores of the act columns this unit reads (generic proxy) before its TMA
+                                loads: the chunks of the tile-row's GEMM1 tiles that cover k-iterations [k0, k1) */
       const int tile = tile_base[t.group] + (t.m0 - exp_off[t.group]) / mk_gemm_config::kBM;
-      mk_wait_ge_paced(w, o_done2 + (uint64_t)tile * 8, (uint64_t)g12_need, MK_OP_MOE, -1, tile, kMoePollNs);
+      const int64_t a0 = (int64_t)t.k0 * mk_gemm_config::kBK, a1 = min((int64_t)t.k1 * mk_gemm_config::kBK, (int64_t)K);
+      const int j0 = (int)(a0 / g12_half), j1 = (int)((a1 + g12_half - 1) / g12_half);
+      for (int c = moe_g12_chunk(j0, g12_need); j1 > j0 && c <= moe_g12_chunk(j1 - 1, g12_need); c++)
+        mk_wait_ge_paced(w, o_done2 + ((uint64_t)tile * kMoeG12Chunks + c) * 8, (uint64_t)moe_g12_chunk_tiles(c, g12_need),
+                         MK_OP_MOE, -1, tile, kMoePollNs);
       asm volatile("fence.proxy.async.global;" ::: "memory");
     }
     moe_stamp(prof, MK_MOE_PH_G2_FIRST);
@@ -239,6 +244,7 @@ static mk_status launch_gemm2(const mk_moe_dev *d, int grid, cudaStream_t stream
   p.W = d->W, p.rank = d->rank;
   p.o_done2 = d->o_done2;
   p.g12_need = kPush ? d->g12_need : 0;
+  p.g12_half = d->g12_bn / 2, p.K = d->I;
   mk_gemm_args args = {d->C2, d->m_cap, d->H, d->I, d->El, d->rows};
   args.wg_skip = d->wg_skip;
   if (p.g12_need) { /* beside GEMM1: claims, so tiles start in order on whichever SMs come free */

@@ -312,9 +312,11 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
   MK_CHECK_GOTO(heap(m, Wu * d->cnt_stride * 4, &d->o_cnt_out), st, fail);
   MK_CHECK_GOTO(heap(m, far ? area : 0, &d->o_stage), st, fail);
   MK_CHECK_GOTO(heap(m, far ? area : 0, &d->o_cstage), st, fail);
-  MK_CHECK_GOTO(heap(m, (uint64_t)tiles * 16 + 8, &d->o_ready), st, fail);
+  /* ready [tiles], done2 [tiles][MK_MOE_G12_CHUNKS] (GEMM2 beside GEMM1 counts per chunk of GEMM1's N; the
+     combine kernel uses the first tiles words), g2_out */
+  MK_CHECK_GOTO(heap(m, (uint64_t)tiles * 8 * (1 + MK_MOE_G12_CHUNKS) + 8, &d->o_ready), st, fail);
   d->o_done2 = d->o_ready + (uint64_t)tiles * 8;
-  d->o_g2_out = d->o_done2 + (uint64_t)tiles * 8;
+  d->o_g2_out = d->o_done2 + (uint64_t)tiles * 8 * MK_MOE_G12_CHUNKS;
   MK_CHECK_GOTO(heap(m, 16, &d->o_cnt_done), st, fail);
   d->o_plan_done = d->o_cnt_done + 8;
   { /* push: pland [Tm][K][H] in comb's area where it fits (top_k <= W), else an area of its own where the

@@ -59,6 +59,17 @@ __device__ __forceinline__ void moe_copy_row_multi(char *base, const int *pos, i
     }
   }
 }
+/* GEMM2 beside GEMM1 (mk_moe_dev.g12_need): done2 counts GEMM1's stored tiles per (tile-row, chunk of
+ * the tile-row's nt = g12_need tiles), kMoeG12Chunks chunks a tile-row, so that a k-slice of GEMM2 waits
+ * only for the chunks its K-range reads (GEMM1 tile j writes act columns [j bn / 2, (j + 1) bn / 2)).
+ * Tile j is in chunk j C / nt; chunk c holds tiles [ceil(c nt / C), ceil((c + 1) nt / C)), none where
+ * nt < C. */
+constexpr int kMoeG12Chunks = MK_MOE_G12_CHUNKS;
+__device__ __forceinline__ int moe_g12_chunk(int j, int nt) { return j * kMoeG12Chunks / nt; }
+__device__ __forceinline__ int moe_g12_chunk_tiles(int c, int nt) {
+  return ((c + 1) * nt + kMoeG12Chunks - 1) / kMoeG12Chunks - (c * nt + kMoeG12Chunks - 1) / kMoeG12Chunks;
+}
+
 __device__ __forceinline__ void moe_copy_row(void *dst, const void *src, int64_t bytes) {
   const int zero = 0;
   moe_copy_row_multi((char *)dst, &zero, 1, src, bytes);

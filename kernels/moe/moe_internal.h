@@ -28,9 +28,11 @@
  *                                  that used copy (e + 1) & 1 (its receive and combine precede its
  *                                  call-e dispatch on its streams)
  *   ready    [tiles] u64           local: rows of GEMM1 tile-row landed (reset each call)
- *   done2    [tiles] u64           local: GEMM2 tiles stored per tile-row (reset each call); with the
- *                                  push combine GEMM2 does not count, and GEMM2 beside GEMM1
- *                                  (g12_need) has GEMM1 count its tiles stored per tile-row there
+ *   done2    [tiles][8] u64        local (reset each call): the combine kernel's GEMM2 tiles stored per
+ *                                  tile-row (first tiles words); with the push combine GEMM2 does not
+ *                                  count, and GEMM2 beside GEMM1 (g12_need) has GEMM1 count its tiles
+ *                                  stored per (tile-row, chunk of its N: MK_MOE_G12_CHUNKS), each
+ *                                  GEMM2 unit waiting for the chunks its K-range reads
  *   g2_out   u64                   local: GEMM2 CTAs past their last tile (push; reset each call)
  * Push combine (mk_moe_dev.push: one node group): GEMM2's epilogue stores each row straight home,
  *   pland    [Tm][K][H] bf16       at home: row (t, q) = y of token t's q-th expert (o_comb when
@@ -48,6 +50,7 @@ extern "C" {
 #endif
 
 #define MK_MOE_EPOCH_SLOT 13 /* == MK_OP_MOE (comm/mk_device.cuh) */
+#define MK_MOE_G12_CHUNKS 8  /* done2's counters a tile-row (GEMM2 beside GEMM1: chunks of GEMM1's N) */
 
 /* 80 bytes: one landing row's routing at its destination. */
 typedef struct mk_moe_meta {

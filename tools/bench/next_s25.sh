@@ -31,6 +31,12 @@
 #   Prediction: -3 to -5 us, as at EP = 4 (run f686361-x4).
 #   MK_CALL_LIMIT=360 CTEST_ARGS="-R ^test_(moe_block|moe_pick)$" CTEST_TIMEOUT=200 CTEST_WALL=200 \
 #     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s25.sh d'
+# part e (4 GPUs): GEMM1 counts its stored tiles per (tile-row, eighth of its N) and each GEMM2 unit waits only for
+#   the eighths its K-range reads, so the split GEMM2's slices start as GEMM1's last tiles run: MK_MOE_G12_DECODE
+#   2 against 1 in turns, twice, at (16, 4096, 8) and the E = 128 decode shapes (unsplit: every eighth). Prediction:
+#   (16, 4096, 8) 2 against 1: -0.01 to -0.015 ms (was -0.004, run f686361-x4); E = 128 level.
+#   MK_CALL_LIMIT=420 CTEST_ARGS="-R ^test_(moe_block|moe_block_ep4)$" CTEST_TIMEOUT=200 CTEST_WALL=230 \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s25.sh e'
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-a}
 BIN=$PWD
@@ -84,5 +90,12 @@ if [ "$PART" = d ]; then
   STEP_GREP="$STEP_GREP|phases"
   for v in 2 1 2b 1b; do
     moe "e8dec_g12_$v" "--shape 16,4096,8,2,14336 --shape 32,4096,8,2,14336" "MK_MOE_G12_DECODE=${v%b}"
+  done
+fi
+if [ "$PART" = e ]; then
+  STEP_GREP="$STEP_GREP|phases"
+  for v in 2 1 2b 1b; do
+    moe "dec_g12_$v" "--shape 16,4096,8,2,14336 --shape 16,2048,128,8,768 --shape 128,2048,128,8,768" \
+      "MK_MOE_G12_DECODE=${v%b}"
   done
 fi
