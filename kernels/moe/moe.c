@@ -85,8 +85,9 @@ MK_PARAM_INT(moe_pf_kblocks, "MOE_PF_KBLOCKS", -1, -1, 1024)
  * Needs SwiGLU in GEMM1's epilogue, no split-K in GEMM1 and the core GEMM1 (not the swapped one); 1
  * also needs GEMM2 unsplit, 2 takes GEMM2's k-slices too (each slice waits for its tile-row; the
  * slices' fix-up waits go to lower claims, which running CTAs hold); elsewhere one after the other,
- * as with 0. Run f686361-x4 (4 x H200, (16, 4096, 8), in turns, twice): 1 0.2718 / 0.2717 ms, 2 0.2679 / 0.2679:
- * GEMM2's CTAs are resident as GEMM1's last tiles run, but its tile-rows still wait for all of GEMM1's. */
+ * as with 0. GEMM2's units wait only for the eighths of GEMM1's N their K-range reads (MK_MOE_G12_CHUNKS).
+ * Run 736c371-x4 (4 x H200, (16, 4096, 8), in turns, twice): 1 0.2731 / 0.2733 ms, 2 0.2630 / 0.2632 (waiting
+ * per whole tile-row, run f686361-x4: 0.2679). */
 MK_PARAM_INT(moe_g12_decode, "MOE_G12_DECODE", 2, 0, 2)
 
 /* The unfused path's expert GEMMs: 0 a cublasLtMatmul per expert (plans kept per bucket of M), 1 one cuBLAS
