@@ -11,6 +11,7 @@
 #define MK_ATTN_TILE_CUH
 
 #include <cuda_bf16.h>
+#include <math.h>
 #include <stdint.h>
 
 namespace mk_attn {
@@ -56,6 +57,17 @@ __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
 }
 __device__ __forceinline__ float bf16_lo(uint32_t u) { return __uint_as_float(u << 16); }
 __device__ __forceinline__ float bf16_hi(uint32_t u) { return __uint_as_float(u & 0xffff0000u); }
+
+/* Merge of n partial attentions by their LSEs (lse[s * stride], -inf for a part that saw no key):
+ * mx = the largest, sum = the sum of exp(lse_s - mx), so part s weighs exp(lse_s - mx) / sum and the
+ * merged LSE is mx + log(sum); every part empty: mx = -inf, sum = 0. */
+__device__ __forceinline__ void lse_max_sum(const float *lse, long long stride, int n, float &mx, float &sum) {
+  mx = -INFINITY;
+  for (int s = 0; s < n; s++) mx = fmaxf(mx, lse[s * stride]);
+  sum = 0.f;
+  if (mx != -INFINITY)
+    for (int s = 0; s < n; s++) sum += expf(lse[s * stride] - mx);
+}
 
 /* Element offset of 16-byte chunk c of row r in a swizzled [rows][D] bf16 tile (D >= 64). */
 template <int D>

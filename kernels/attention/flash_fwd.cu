@@ -139,19 +139,15 @@ __global__ void fwd_merge_kernel(const fwd_params p, int d) {
     const long long row = rh / p.hq;
     const float *lse = p.lse_part + (long long)h * p.total_q + row;
     const long long split_l = (long long)p.hq * p.total_q;
-    float m = -INFINITY;
-    for (int s = lane; s < p.splits; s += 32) m = fmaxf(m, lse[s * split_l]);
-#pragma unroll
-    for (int x = 16; x > 0; x /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, x));
+    float m, sum;
+    lse_max_sum(lse, split_l, p.splits, m, sum);
     float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-    float sum = 0.f;
     const bool mine = lane * 4 < d;
-    if (m != -INFINITY) {
+    if (mine && sum > 0.f) {
       const float *o = p.o_part + rh * d + lane * 4;
       for (int s = 0; s < p.splits; s++) {
         const float w = expf(lse[s * split_l] - m); /* 0 for an empty split */
-        sum += w;
-        if (mine && w > 0.f) {
+        if (w > 0.f) {
           const float4 x = *reinterpret_cast<const float4 *>(o + s * split_o);
           acc.x += w * x.x, acc.y += w * x.y, acc.z += w * x.z, acc.w += w * x.w;
         }
@@ -265,14 +261,14 @@ extern "C" mk_status mk_flash_attn_fwd(const mk_attn_fwd_args *a, mk_stream_t st
     MK_ERR_RETURN(MK_STATUS_UNSUPPORTED, MK_SUBSYS_KERNEL,
                   "flash_attn_fwd: the wgmma kernel needs a Hopper GPU (this one is sm_%d0)", major);
   const int sm90 = a->impl != MK_ATTN_IMPL_MMA && major == 9;
-  const int splits = fwd_splits(a, sm90, sms, a->workspace ? a->workspace_bytes : 0);
+  const int splits = fwd_splits(a, sm90, sms, a->workspace_bytes); /* 0 without a workspace (validated) */
   if (splits > 1 && (long long)splits * a->batch > 65535)
     MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL,
                   "flash_attn_fwd: num_splits %d x batch %d is more than 65535 grid slices", splits, a->batch);
-  if (splits > 1 && fwd_split_bytes(a, splits) > (a->workspace ? a->workspace_bytes : 0))
+  if (splits > 1 && fwd_split_bytes(a, splits) > a->workspace_bytes)
     MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL,
                   "flash_attn_fwd: num_splits %d needs %zu bytes of workspace, %zu given (mk_flash_attn_fwd_workspace_size)",
-                  splits, fwd_split_bytes(a, splits), a->workspace ? a->workspace_bytes : (size_t)0);
+                  splits, fwd_split_bytes(a, splits), a->workspace_bytes);
   mk_attn::fwd_params p;
   p.q = a->q;
   p.k = a->k;

@@ -279,11 +279,8 @@ __global__ void __launch_bounds__(128) paged_decode_reduce_kernel(const decode_p
   const int ctx = seq_len(p, b);
   const int ns = (ctx + p.part_len - 1) / p.part_len;
   const long long pi = ((long long)b * p.hq + head) * p.splits;
-  float mx = -INFINITY;
-  for (int s = 0; s < ns; s++) mx = fmaxf(mx, p.lse_part[pi + s]);
-  float sum = 0.f;
-  if (mx != -INFINITY)
-    for (int s = 0; s < ns; s++) sum += expf(p.lse_part[pi + s] - mx);
+  float mx, sum;
+  lse_max_sum(p.lse_part + pi, 1, ns, mx, sum);
   for (int x = threadIdx.x; x < D; x += blockDim.x) {
     float out = 0.f;
     if (sum > 0.f) {

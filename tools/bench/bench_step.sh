@@ -4,6 +4,8 @@
 #   step NAME SECONDS COMMAND...   runs COMMAND under timeout into $RES/NAME.log (skipped when
 #                                  fewer than 15 s are left, clipped to what is left), then prints
 #                                  its rc and the lines of the log matching $STEP_GREP (last $TAIL).
+#   moe NAME SHAPES [VAR=VALUE...] [-- ARGS...]  one `mk-bench moe --breakdown --seed 7` of SHAPES under $G
+#                                  ranks with the environment VAR=VALUE, JSON into $RES/NAME.json.
 #   ar_step NAME ENV... -- ARGS...  one `mk-bench gemm_ar --interleave` under 4 ranks with the
 #                                  environment ENV (at least one VAR=VALUE), JSON into $RES/NAME.json.
 #   old_build COMMIT               builds mk-bench and mk-launch of the tree copied to $REPO/.carry/old-COMMIT
@@ -28,6 +30,15 @@ step() {
   timeout "$t" "$@" > "$RES/$name.log" 2>&1
   echo "$name rc=$? at $(( $(date +%s) - T0 )) s"
   grep -E "$STEP_GREP" "$RES/$name.log" | grep -v autotune | tail -"${TAIL:-16}"
+}
+moe() {
+  local name=$1 shapes=$2 envs=() extra=()
+  shift 2
+  while [ $# -gt 0 ] && [ "$1" != "--" ]; do envs+=("$1"); shift; done
+  [ "${1:-}" = "--" ] && { shift; extra=("$@"); }
+  # shellcheck disable=SC2086
+  TAIL=14 step "$name" 90 env "${envs[@]}" mk-launch -n "$G" -- mk-bench moe $shapes --iters 20 --seed 7 \
+    --breakdown --json "$RES/$name.json" "${extra[@]}"
 }
 ar_step() {
   local name=$1 envs=()

@@ -55,16 +55,6 @@ PART=${1:-d}
 BIN=$PWD
 export PATH=$BIN:$PATH
 G=$(nvidia-smi -L | grep -c '^GPU')
-# moe NAME SHAPES [VAR=VALUE...] [-- MK-BENCH ARGS]: one mk-bench moe --breakdown, log and JSON NAME
-moe() {
-  local name=$1 shapes=$2 envs=() extra=()
-  shift 2
-  while [ $# -gt 0 ] && [ "$1" != "--" ]; do envs+=("$1"); shift; done
-  [ "${1:-}" = "--" ] && { shift; extra=("$@"); }
-  # shellcheck disable=SC2086
-  TAIL=14 step "$name" 90 env "${envs[@]}" mk-launch -n "$G" -- mk-bench moe $shapes --iters 20 --seed 7 \
-    --breakdown --json "$RES/$name.json" "${extra[@]}"
-}
 STEP_GREP="$STEP_GREP|phases"
 # turns PREFIX VAR "SHAPES" A B: moe with VAR=A, VAR=B, then both again, logs PREFIX<value>[b]
 turns() {

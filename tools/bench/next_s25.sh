@@ -64,16 +64,6 @@ if [ "$PART" = b ]; then
   TAIL=10 step "layer_batch_h200x${G}" 200 mk-launch -n "$G" -- mk-bench layer --decode batch \
     --interleave --warmup 20 --iters 20 --seed 7 --json "$RES/layer_batch_h200x${G}.json"
 fi
-# moe NAME SHAPES [VAR=VALUE...] [-- MK-BENCH ARGS]: one mk-bench moe --breakdown, log and JSON NAME
-moe() {
-  local name=$1 shapes=$2 envs=() extra=()
-  shift 2
-  while [ $# -gt 0 ] && [ "$1" != "--" ]; do envs+=("$1"); shift; done
-  [ "${1:-}" = "--" ] && { shift; extra=("$@"); }
-  # shellcheck disable=SC2086
-  TAIL=14 step "$name" 90 env "${envs[@]}" mk-launch -n "$G" -- mk-bench moe $shapes --iters 20 --seed 7 \
-    --breakdown --json "$RES/$name.json" "${extra[@]}"
-}
 if [ "$PART" = c ]; then
   STEP_GREP="$STEP_GREP|phases"
   for v in 1 2 1b 2b; do

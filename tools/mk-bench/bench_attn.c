@@ -147,7 +147,6 @@ static int run_prefill(const attn_opts *ao, const mk_bench_opts *o, mk_bench_rep
     a->q = q, a->k = k, a->v = v, a->o = out, a->lse = lse, a->cu_seqlens_q = cu, a->cu_seqlens_k = cu + ao->batch + 1;
     a->batch = (int)ao->batch, a->max_seqlen_q = (int)sq, a->max_seqlen_k = (int)s, a->total_q = (int)total_q;
     a->hq = (int)ao->hq, a->hkv = (int)ao->hkv, a->d = (int)ao->d, a->softmax_scale = 1.0f / sqrtf((float)ao->d);
-    a->mask = MK_ATTN_MASK_CAUSAL; /* the larger of the two choices */
     if (mk_flash_attn_fwd_workspace_size(a, &ws_bytes) || (ws_bytes && cudaMalloc(&ws, ws_bytes))) {
       mk_bench_report_fail(r, "attn prefill s=%lld: the split's workspace (%zu bytes) failed", (long long)s, ws_bytes);
       rc = 1;
