@@ -383,8 +383,8 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_dispatch_kernel(mk_moe_de
  * B row), so those loads hit L2 once the rows are in. kGlu: SwiGLU in the epilogue (B = w1
  * with gate/up rows interleaved by 8, C = act). kG12 (GEMM2 beside GEMM1, mk_moe_dev.g12_need):
  * every CTA lets GEMM2, launched next as a programmatic dependent, start on the SMs left free,
- * and each stored tile adds 1 to done2[its tile-row] (release, GPU scope), which GEMM2's tiles of
- * that tile-row wait for. */
+ * and each stored tile adds its rows to done2[its tile-row][its chunk] (release, GPU scope), which
+ * GEMM2's tiles of that tile-row wait for. */
 template <bool kGlu, bool kG12 = false>
 struct moe_gemm1_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   static constexpr bool kAfterStore = kG12;
@@ -426,7 +426,8 @@ struct moe_gemm1_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   __device__ __forceinline__ void after_store(const mk_gemm_tile &t) {
     if constexpr (kG12) {
       const int row = tile_base[t.group] + (t.m0 - exp_off[t.group]) / mk_gemm_config::kBM;
-      moe_red_add_gpu(done2 + (int64_t)row * kMoeG12Chunks + moe_g12_chunk(t.n0 / g12_bn, g12_need), 1);
+      moe_red_add_gpu(done2 + (int64_t)row * kMoeG12Chunks + moe_g12_chunk(t.n0 / g12_bn, g12_need),
+                      (uint64_t)(t.m_end - t.m0));
     }
   }
 };
@@ -514,6 +515,7 @@ static mk_status launch_gemm1_skinny(const mk_moe_dev *d, int grid, cudaStream_t
   a.o_ready = d->o_ready;
   a.act = d->act;
   a.prof = d->prof;
+  a.done2 = d->g12_need ? (uint64_t *)(d->w.heap + d->o_done2) : NULL; /* create: g12_bn = kBW */
   a.El = d->El, a.I = d->I, a.K = d->H;
   if (d->sk_nt == 64) return moe_sk_gemm1_launch<64>(d->A1, d->m_cap, d->w1g, a, grid, stream);
   if (d->sk_nt == 128) return moe_sk_gemm1_launch<128>(d->A1, d->m_cap, d->w1g, a, grid, stream);

@@ -53,7 +53,7 @@ struct moe_gemm2_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   uint64_t *g2_out, o_psig;
   int W, rank;
   /* GEMM2 beside GEMM1 (push only): a programmatic dependent of GEMM1; each tile-row's loads wait
-     until GEMM1 has stored its g12_need tiles of that tile-row (done2, reset each call) */
+     until GEMM1 has stored the act columns they read of that tile-row (done2, reset each call) */
   uint64_t o_done2;
   int g12_need, g12_half, K; /* GEMM1's tiles a tile-row, act columns a GEMM1 tile, GEMM2's K (= I) */
   __device__ __forceinline__ uint16_t *out_row(const mk_gemm_args &a, int64_t row) const {
@@ -87,8 +87,9 @@ struct moe_gemm2_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
       const int64_t a0 = (int64_t)t.k0 * mk_gemm_config::kBK, a1 = min((int64_t)t.k1 * mk_gemm_config::kBK, (int64_t)K);
       const int j0 = (int)(a0 / g12_half), j1 = (int)((a1 + g12_half - 1) / g12_half);
       for (int c = moe_g12_chunk(j0, g12_need); j1 > j0 && c <= moe_g12_chunk(j1 - 1, g12_need); c++)
-        mk_wait_ge_paced(w, o_done2 + ((uint64_t)tile * kMoeG12Chunks + c) * 8, (uint64_t)moe_g12_chunk_tiles(c, g12_need),
-                         MK_OP_MOE, -1, tile, kMoePollNs);
+        mk_wait_ge_paced(w, o_done2 + ((uint64_t)tile * kMoeG12Chunks + c) * 8,
+                         (uint64_t)moe_g12_chunk_tiles(c, g12_need) * (uint64_t)(t.m_end - t.m0), MK_OP_MOE, -1,
+                         tile, kMoePollNs);
       asm volatile("fence.proxy.async.global;" ::: "memory");
     }
     moe_stamp(prof, MK_MOE_PH_G2_FIRST);

@@ -90,6 +90,13 @@ MK_PARAM_INT(moe_pf_kblocks, "MOE_PF_KBLOCKS", -1, -1, 1024)
  * per whole tile-row, run f686361-x4: 0.2679). */
 MK_PARAM_INT(moe_g12_decode, "MOE_G12_DECODE", 2, 0, 2)
 
+/* The swapped gate/up GEMM (MK_MOE_SKINNY) with GEMM2 beside it (push combine, overlapped schedule, with
+ * MK_MOE_G12_DECODE = 2's rules for GEMM2's k-slices): 1 (default) GEMM2 is launched as its programmatic
+ * dependent and each GEMM2 unit waits for the rows the swapped GEMM1's units stored in its tile-row's chunks;
+ * its statically assigned units run in 1.75 rounds at (128, 4096, 8) on 4 ranks (224 units on 128 CTAs), and
+ * GEMM2 takes the SMs the last round leaves idle; 0: one after the other. */
+MK_PARAM_INT(moe_g12_skinny, "MOE_G12_SKINNY", 1, 0, 1)
+
 /* The unfused path's expert GEMMs: 0 a cublasLtMatmul per expert (plans kept per bucket of M), 1 one cuBLAS
  * grouped GEMM (cublasGemmGroupedBatchedEx) for all local experts, gate/up and down each; -1 (default) per
  * call, grouped where a rank holds >= 16 experts and none has more than 256 rows (mk_moe_unfused_grouped).
@@ -372,6 +379,10 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
     if (mk_param_moe_g12_decode() && m->sched == MK_MOE_SCHED_OVERLAP && d->push && d->glu && !d->split_k &&
         (!d->split_k2 || mk_param_moe_g12_decode() == 2) && !d->sk_nt)
       d->g12_bn = d->tile_n1 ? d->tile_n1 : 256;
+    /* the swapped GEMM1 never uses the split workspace, so GEMM2's k-slices may (d->split_k is the core's) */
+    if (mk_param_moe_g12_skinny() && d->sk_nt && m->sched == MK_MOE_SCHED_OVERLAP && d->push && d->glu &&
+        (!d->split_k2 || mk_param_moe_g12_decode() == 2))
+      d->g12_bn = d->sk_nt > 128 ? 256 : 128; /* moe_sk_config::kBW */
     if (d->g12_bn) {
       d->g12_need = (int)((2 * (int64_t)d->I + d->g12_bn - 1) / d->g12_bn);
       MK_CHECK_GOTO(dalloc((void **)&d->g12_claim, 2 * sizeof(uint32_t)), st, fail);

@@ -59,9 +59,12 @@ __device__ __forceinline__ void moe_copy_row_multi(char *base, const int *pos, i
     }
   }
 }
-/* GEMM2 beside GEMM1 (mk_moe_dev.g12_need): done2 counts GEMM1's stored tiles per (tile-row, chunk of
- * the tile-row's nt = g12_need tiles), kMoeG12Chunks chunks a tile-row, so that a k-slice of GEMM2 waits
- * only for the chunks its K-range reads (GEMM1 tile j writes act columns [j bn / 2, (j + 1) bn / 2)).
+/* GEMM2 beside GEMM1 (mk_moe_dev.g12_need): done2 counts the rows GEMM1 has stored per (tile-row, chunk of
+ * the tile-row's nt = g12_need column tiles), kMoeG12Chunks chunks a tile-row, so that a k-slice of GEMM2
+ * waits only for the chunks its K-range reads (GEMM1 column tile j writes act columns [j bn / 2, (j + 1) bn /
+ * 2)): a tile-row of r rows is complete in chunk c at r x moe_g12_chunk_tiles(c, nt). Rows, not tiles, so
+ * that the swapped GEMM1 (moe_skinny.cuh), whose chunks of rows need not match the 128-row tile-rows, adds
+ * the rows each unit stored in each tile-row it covers; the core's GEMM1 adds its tile's rows.
  * Tile j is in chunk j C / nt; chunk c holds tiles [ceil(c nt / C), ceil((c + 1) nt / C)), none where
  * nt < C. */
 constexpr int kMoeG12Chunks = MK_MOE_G12_CHUNKS;

@@ -30,8 +30,8 @@
  *   ready    [tiles] u64           local: rows of GEMM1 tile-row landed (reset each call)
  *   done2    [tiles][8] u64        local (reset each call): the combine kernel's GEMM2 tiles stored per
  *                                  tile-row (first tiles words); with the push combine GEMM2 does not
- *                                  count, and GEMM2 beside GEMM1 (g12_need) has GEMM1 count its tiles
- *                                  stored per (tile-row, chunk of its N: MK_MOE_G12_CHUNKS), each
+ *                                  count, and GEMM2 beside GEMM1 (g12_need) has GEMM1 count the rows
+ *                                  it stored per (tile-row, chunk of its N: MK_MOE_G12_CHUNKS), each
  *                                  GEMM2 unit waiting for the chunks its K-range reads
  *   g2_out   u64                   local: GEMM2 CTAs past their last tile (push; reset each call)
  * Push combine (mk_moe_dev.push: one node group): GEMM2's epilogue stores each row straight home,
@@ -106,12 +106,14 @@ typedef struct mk_moe_dev {
                         started (target C x (calls + 1)); [1] GEMM1's dynamic claims (uint32 [2],
                         mk_gemm_args.claim) */
   int g2_claim;      /* GEMM2 claims its tiles on g1_sync[1] too (MK_MOE_GEMM2_CLAIM) */
-  int g12_need;      /* > 0: GEMM2 beside GEMM1 (push, SwiGLU in GEMM1's epilogue, no split-K; serial schedule:
-                        MK_MOE_G12_SMS, overlapped: MK_MOE_G12_DECODE): GEMM1 (g12_bn-wide tiles) on SMs - g12
-                        SMs adds 1 to done2[tile-row] per stored tile, GEMM2, launched as its programmatic
-                        dependent on every SM with claims (g12_claim), waits for done2 >= g12_need = GEMM1's
-                        tiles across N; 0: one after the other */
-  int g12_bn;        /* g12_need: GEMM1's tile width (256 serial, the decode tiles' tile_n1 overlapped) */
+  int g12_need;      /* > 0: GEMM2 beside GEMM1 (push, SwiGLU in GEMM1's epilogue, no split-K in the core's
+                        GEMM1; serial schedule: MK_MOE_G12_SMS, overlapped: MK_MOE_G12_DECODE, the swapped
+                        GEMM1 MK_MOE_G12_SKINNY): GEMM1 (g12_bn-wide column tiles) on SMs - g12 SMs adds the
+                        rows it stored to done2[tile-row][chunk], GEMM2, launched as its programmatic dependent
+                        on every SM with claims (g12_claim), waits for the rows of the chunks it reads (g12_need
+                        = GEMM1's column tiles across N); 0: one after the other */
+  int g12_bn;        /* g12_need: GEMM1's tile width (256 serial, the decode tiles' tile_n1 overlapped, the
+                        swapped GEMM1's weight rows a unit, moe_sk_config::kBW) */
   uint32_t *g12_claim; /* g12_need: GEMM2's dynamic claims (uint32 [2], mk_gemm_args.claim), zeroed at create */
   int pf_kblocks;  /* GEMM1: 64-wide k-blocks of its first B tile each CTA prefetches into L2 while
                       the tile's rows are in flight (0 = off; moe.c sizes it to half the L2) */

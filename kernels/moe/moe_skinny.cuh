@@ -31,6 +31,10 @@
  *                 chosen per unit from the chunk's rows, one instantiation of the k-loop and epilogue per NT.
  *                 Epilogue (moe_sk_store, per m64 block): a thread holds (gate row g, up row g + 8) x token
  *                 pairs, so act = silu(gate) * up needs no exchange.
+ * GEMM2 beside GEMM1 (done2 set, MK_MOE_G12_SKINNY): every CTA triggers GEMM2's programmatic launch at entry and
+ * publishes the rows of each stored unit per tile-row and chunk of weight tiles (moe_sk_publish); the units'
+ * chunk-major order completes the first experts' tile-rows first, so GEMM2's claims on them run on the SMs of
+ * the dispatch and of CTAs past their last unit while the rest of GEMM1 streams.
  * Rings: weights in stages of kBW x 128 bytes, as many as the tokens' ring leaves room for (NTMAX 64: 11,
  * 128: 9, 192: 4 of 32 KB), tokens in 4 stages of NTMAX x 128 bytes (3 at 192; expect_tx NT x 128):
  * streaming the weights from HBM wants bytes in flight, the tokens come from L2. One ring of stages of
@@ -78,6 +82,7 @@ struct moe_sk_args {
   uint64_t o_ready;                          /* ready[tile-row] (heap offset, this rank) */
   uint16_t *act;                             /* [m_cap][I] */
   uint64_t *prof;
+  uint64_t *done2; /* GEMM2 beside GEMM1 (mk_moe_dev.g12_need): [tile-row][kMoeG12Chunks], else NULL */
   int El, I, K, tiles_n; /* tiles_n = ceil(2 I / kBW), set at launch */
 };
 
@@ -86,6 +91,19 @@ struct moe_sk_unit {
   int e, j, rows;
   int64_t m0;
 };
+
+/* GEMM2 beside GEMM1: after the unit's act columns are stored by both consumer warpgroups (named barrier 1, 256
+ * threads), one thread adds the rows the unit stored in each 128-row tile-row it covers to done2[tile-row][the
+ * chunk of weight tile j] (release, GPU scope: the barrier orders the other threads' stores before it). */
+__device__ __forceinline__ void moe_sk_publish(const moe_sk_args &a, const moe_sk_unit &un, int ct) {
+  mk_sm90::named_bar_sync(1, 256);
+  if (ct != 0) return;
+  const int rel = (int)(un.m0 - a.exp_off[un.e]), c = moe_g12_chunk(un.j, a.tiles_n);
+  for (int tr = rel / 128; tr <= (rel + un.rows - 1) / 128; tr++) {
+    const int lo = max(rel, tr * 128), hi = min(rel + un.rows, tr * 128 + 128);
+    moe_red_add_gpu(a.done2 + (int64_t)(a.tile_base[un.e] + tr) * kMoeG12Chunks + c, (uint64_t)(hi - lo));
+  }
+}
 
 /* cbase[e] = chunks of experts before e (cbase[El] = all), filled by warp 0 (shuffle scan). */
 template <int NTMAX>
@@ -220,6 +238,9 @@ __global__ void __launch_bounds__(384, 1)
     mbar_fence_init();
   }
   if (tid < 32) moe_sk_prefix<NTMAX>(a, cbase);
+  /* GEMM2 beside GEMM1: GEMM2, launched next as this kernel's programmatic dependent, may take the SMs this grid
+     leaves (the dispatch's, then those of CTAs past their last unit); every CTA of this grid is resident by then */
+  if (a.done2) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   __syncthreads();
   const int k_iters = (a.K + kSkBK - 1) / kSkBK, units = cbase[a.El] * a.tiles_n;
   if (wg == 0) {
@@ -291,6 +312,7 @@ __global__ void __launch_bounds__(384, 1)
       default:
         break;
     }
+    if (a.done2) moe_sk_publish(a, un, tid - 128);
   }
 }
 

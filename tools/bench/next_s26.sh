@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# next_s26.sh — session 26's GPU runs (docs/perf/NOTES.md, moe "Session 26"). Run through tools/gpu-check.sh from
+# the repository root.
+# part a (2 GPUs, nvidia-h200-x2): GEMM2 as the swapped gate/up GEMM's programmatic dependent (MK_MOE_G12_SKINNY,
+#   new, default 1): (256, 4096, 8) at EP = 2 (128 rows an expert: the swapped GEMM1 in 192-row chunks, 448 units
+#   on 128 CTAs, 3.5 rounds) in turns 1 / 0, twice, with (128, 4096, 8) beside it (64 rows an expert: the core's
+#   GEMM1, unaffected but for done2 now counting rows). Prediction: GEMM2's first tiles start on the SMs the last
+#   half-round leaves idle (64 of 128) and on the dispatch's: (256, 4096, 8) -0.02 to -0.04 ms (0.594, run
+#   3447d2e-x2); (128, 4096, 8) level.
+#   MK_CALL_LIMIT=420 CTEST_ARGS="-R ^test_(moe_block|moe_pick)$" CTEST_TIMEOUT=200 CTEST_WALL=230 \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s26.sh a'
+# part b (4 GPUs, nvidia-h200-x4): the same at (128, 4096, 8) on 4 ranks (224 units on 128 CTAs, 1.75 rounds;
+#   issue 7's shape 2-4 % behind unfused), with (16, 4096, 8) beside it. Prediction: -0.02 to -0.035 ms (0.359,
+#   run 736c371-x4), below the unfused path's 0.346-0.352.
+#   MK_CALL_LIMIT=420 CTEST_ARGS="-R ^test_(moe_block_ep4|moe_pick)$" CTEST_TIMEOUT=200 CTEST_WALL=200 \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s26.sh b'
+source "$(dirname "$0")/bench_step.sh"
+PART=${1:-a}
+BIN=$PWD
+export PATH=$BIN:$PATH
+G=$(nvidia-smi -L | grep -c '^GPU')
+STEP_GREP="$STEP_GREP|phases"
+if [ "$PART" = a ]; then
+  for v in 1 0 1b 0b; do
+    moe "sk_g12_$v" "--shape 256,4096,8,2,14336 --shape 128,4096,8,2,14336" "MK_MOE_G12_SKINNY=${v%b}"
+  done
+fi
+if [ "$PART" = b ]; then
+  for v in 1 0 1b 0b; do
+    moe "sk_g12_$v" "--shape 128,4096,8,2,14336 --shape 16,4096,8,2,14336" "MK_MOE_G12_SKINNY=${v%b}"
+  done
+fi
