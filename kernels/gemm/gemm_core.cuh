@@ -166,9 +166,7 @@ struct mk_gemm_args {
   int splits;           /* 2 <= splits <= k-iterations; < 0: planned on the device (mk_gemm_dev_split) */
   float *ws;            /* [splits - 1][split_tiles][2 warpgroups][kBN/8][128 threads] float4 */
   uint32_t *flags;      /* [splits - 1][split_tiles][2]: 1 once written; 0 between launches */
-  int split_mode;       /* splits < 0 (device plan, mk_gemm_dev_split): 0 = cost model, 1 = always, 2 = every
-                           tile, tile-major (a tile's slices are consecutive units) */
-  int split_cap;        /* split_mode 2: partial tiles ws and flags hold ((splits - 1) x tiles); 0: 2 x ncta */
+  int split_mode;       /* splits < 0 (device plan, mk_gemm_dev_split): 0 = cost model, 1 = always */
   int epi_direct;       /* 1: store C straight from the accumulators (set by the launch from MK_GEMM_EPI) */
   int wg_skip;          /* 1 = a consumer warpgroup none of whose 64 rows is valid issues no wgmma for the
                            tile; the caller's choice, overridden by MK_GEMM_WG_SKIP = 0 or 1 */
@@ -187,7 +185,7 @@ int64_t mk_param_gemm_wg_skip(void); /* gemm.cu: MK_GEMM_WG_SKIP */
  * kSplitK: the same over units = the first total -
  * split_tiles tiles whole (full waves: the data-parallel part), then split_tiles * splits
  * slices of the last tiles, slice-major (unit dp + s * split_tiles + r is slice s of tile dp
- * + r; split_mode 2: tile-major, unit dp + r * splits + s, mk_gemm_dev_split), so the slices of the last wave run side by side on otherwise idle SMs, all CTAs at
+ * + r), so the slices of the last wave run side by side on otherwise idle SMs, all CTAs at
  * the same k-offsets of A and B (L2 reuse; an earlier stream-K version with staggered
  * offsets ran 1.3-1.7x slower per iteration, docs/perf/NOTES.md). Slice s < splits - 1 goes
  * to the fp32 workspace; slice splits - 1 waits for the others and adds them in order s = 0,
@@ -218,8 +216,7 @@ __device__ __forceinline__ void mk_gemm_unit(const mk_gemm_args &args, int dp, i
   if (!kSplitK || u < dp) {
     f(u, 0, k_iters, -1);
   } else {
-    const int v = u - dp, sl = args.split_mode == 2 ? v % args.splits : v / args.split_tiles;
-    const int r = args.split_mode == 2 ? v / args.splits : v - sl * args.split_tiles;
+    const int v = u - dp, sl = v / args.split_tiles, r = v - sl * args.split_tiles;
     f(dp + r, (int)((int64_t)k_iters * sl / args.splits), (int)((int64_t)k_iters * (sl + 1) / args.splits), sl);
   }
 }
@@ -345,10 +342,6 @@ __device__ __forceinline__ bool mk_gemm_split_fixup(float (&d)[kR], float *ws, u
  * unsplit wave; in k-iterations of one tile: rounds of slices (ceil(last * s / ncta)) x
  * k_iters / s, plus 3 per partial tile written or read (a 128 x 256 fp32 partial moves ~2.7x
  * the bytes of one k-iteration's A and B stages). split_mode 1: always the largest s (tests).
- * split_mode 2: every tile in s = min(max, k-iterations / 2, 1 + split_cap / tiles) slices, tile-major
- * (slice sl of tile r is unit r s + sl): for a GEMM whose CTAs come and go beside another kernel
- * (the MoE's GEMM2 as the swapped GEMM1's programmatic dependent), where no wave exists and a tile's
- * inputs become ready tile by tile; every tile split alike, so repeated calls are bit-identical.
  * Depends on the row counts and the grid only. A row's sums depend on whether its tile was
  * split, and grouped GEMMs (MoE) fill a group's rows in arrival order, so a split of only part
  * of the tiles (more tiles than CTAs) is taken only where no group spans two tile-rows
@@ -358,13 +351,6 @@ __device__ __forceinline__ bool mk_gemm_split_fixup(float (&d)[kR], float *ws, u
 __device__ __forceinline__ void mk_gemm_dev_split(mk_gemm_args &args, int total, int k_iters, int ncta,
                                                   const int *tile_off) {
   if (args.splits >= 0) return;
-  if (args.split_mode == 2) {
-    const int cap = args.split_cap > 0 ? args.split_cap : 2 * ncta;
-    const int s = total > 0 ? min(min(-args.splits, k_iters / 2), 1 + cap / total) : 1;
-    args.split_tiles = s >= 2 ? total : 0;
-    args.splits = s >= 2 ? s : 1;
-    return;
-  }
   const int last = total > 0 ? total - (total - 1) / ncta * ncta : 0;
   bool one_row = true;
   for (int g = 0; last < total && g < args.groups && one_row; g++) one_row = tile_off[g + 1] - tile_off[g] <= 1;

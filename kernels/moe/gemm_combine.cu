@@ -250,12 +250,6 @@ static mk_status launch_gemm2(const mk_moe_dev *d, int grid, cudaStream_t stream
   args.wg_skip = d->wg_skip;
   if (p.g12_need) { /* beside GEMM1: claims, so tiles start in order on whichever SMs come free */
     args.claim = d->g12_claim, args.pdl = 1;
-    if (d->g12_split) { /* MK_MOE_G12_SKINNY=2: every tile in k-slices, tile-major (expert by expert, as the
-                           swapped GEMM1 completes them); the swapped GEMM1 leaves the split workspace alone */
-      args.splits = -d->g12_split, args.split_mode = 2, args.split_cap = d->sk_cap;
-      args.ws = d->sk_ws, args.flags = d->sk_flags;
-      return mk_gemm_core_launch_split(d->act, d->w2, args, MK_GEMM_B_NK, p, grid, d->bn2, stream);
-    }
     if (d->split_k2) { /* MK_MOE_G12_DECODE=2: k-slices too (GEMM1 is unsplit: the workspace is GEMM2's) */
       args.splits = -d->split_k2, args.split_mode = d->split_force, args.ws = d->sk_ws, args.flags = d->sk_flags;
       return mk_gemm_core_launch_split(d->act, d->w2, args, MK_GEMM_B_NK, p, grid, d->bn2, stream);

@@ -90,16 +90,15 @@ MK_PARAM_INT(moe_pf_kblocks, "MOE_PF_KBLOCKS", -1, -1, 1024)
  * per whole tile-row, run f686361-x4: 0.2679). */
 MK_PARAM_INT(moe_g12_decode, "MOE_G12_DECODE", 2, 0, 2)
 
-/* The swapped gate/up GEMM (MK_MOE_SKINNY) with GEMM2 beside it (push combine, overlapped schedule): 1 (default)
- * GEMM2 is launched as its programmatic dependent (with MK_MOE_G12_DECODE = 2's rules for GEMM2's k-slices) and
- * each GEMM2 unit waits for the rows the swapped GEMM1's units stored in its tile-row's chunks; GEMM1's statically
- * assigned units run in 1.75 rounds at (128, 4096, 8) on 4 ranks (224 units on 128 CTAs), 3.5 at (256, 4096, 8)
- * on 2, and GEMM2 takes the SMs the last round leaves idle. 2: as 1 with every GEMM2 tile in k-slices (up to 8,
- * tile-major, as many as the split workspace holds: mk_gemm_args.split_mode 2), so that what is left of GEMM2 when
- * GEMM1 ends spreads over every SM in short units (a 128-wide tile of GEMM2 at I = 14336 streams 3.7 MB, ~0.15 ms
- * on one SM). 0: one after the other. Run adb52ae-x2 (2 x H200, (256, 4096, 8), in turns, twice): 1 0.6143 /
- * 0.6158 ms, 0 0.6212 / 0.6194. */
-MK_PARAM_INT(moe_g12_skinny, "MOE_G12_SKINNY", 1, 0, 2)
+/* The swapped gate/up GEMM (MK_MOE_SKINNY) with GEMM2 beside it (push combine, overlapped schedule, with
+ * MK_MOE_G12_DECODE = 2's rules for GEMM2's k-slices): 1 GEMM2 is launched as its programmatic dependent and
+ * each GEMM2 unit waits for the rows the swapped GEMM1's units stored in its tile-row's chunks, so GEMM2 takes
+ * the SMs GEMM1's last round leaves idle (its statically assigned units run in 1.75 rounds at (128, 4096, 8) on
+ * 4 ranks, 224 units on 128 CTAs; 3.5 at (256, 4096, 8) on 2); 0 (default): one after the other. Runs adb52ae-x2
+ * and 11b0072-x2 (2 x H200, (256, 4096, 8), in turns, four draws each): 1 0.6143 / 0.6158 / 0.6149 / 0.6152 ms,
+ * 0 0.6212 / 0.6194 / 0.6115 / 0.6134: level, GEMM2's first tile 0.25 ms earlier but its last as late. Every
+ * GEMM2 tile in k-slices, tile-major (11b0072, reverted): 0.666 / 0.667. Not measured on 4 ranks. */
+MK_PARAM_INT(moe_g12_skinny, "MOE_G12_SKINNY", 0, 0, 1)
 
 /* The unfused path's expert GEMMs: 0 a cublasLtMatmul per expert (plans kept per bucket of M), 1 one cuBLAS
  * grouped GEMM (cublasGemmGroupedBatchedEx) for all local experts, gate/up and down each; -1 (default) per
@@ -385,10 +384,8 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
       d->g12_bn = d->tile_n1 ? d->tile_n1 : 256;
     /* the swapped GEMM1 never uses the split workspace, so GEMM2's k-slices may (d->split_k is the core's) */
     if (mk_param_moe_g12_skinny() && d->sk_nt && m->sched == MK_MOE_SCHED_OVERLAP && d->push && d->glu &&
-        (!d->split_k2 || mk_param_moe_g12_decode() == 2 || mk_param_moe_g12_skinny() == 2)) {
+        (!d->split_k2 || mk_param_moe_g12_decode() == 2))
       d->g12_bn = d->sk_nt > 128 ? 256 : 128; /* moe_sk_config::kBW */
-      if (mk_param_moe_g12_skinny() == 2) d->g12_split = 8, d->sk_cap = 2 * m->sms * 256 / d->bn2;
-    }
     if (d->g12_bn) {
       d->g12_need = (int)((2 * (int64_t)d->I + d->g12_bn - 1) / d->g12_bn);
       MK_CHECK_GOTO(dalloc((void **)&d->g12_claim, 2 * sizeof(uint32_t)), st, fail);
@@ -400,11 +397,10 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
     MK_CHECK_GOTO(dalloc((void **)&d->pub_cnt, 2 * sizeof(uint64_t) * (size_t)W), st, fail);
     MK_CUDA_CHECK_GOTO(cudaMemset(d->pub_cnt, 0, 2 * sizeof(uint64_t) * (size_t)W), st, fail);
   }
-  if (d->split_k || d->split_k2 || d->g12_split) { /* at most two 256-wide partial tiles per GEMM CTA
-                                                     (mk_gemm_dev_split), sk_cap of bn2 columns (g12_split) */
+  if (d->split_k || d->split_k2) { /* at most two partial tiles per GEMM CTA (mk_gemm_dev_split) */
     MK_CHECK_GOTO(dalloc((void **)&d->sk_ws, (size_t)2 * m->sms * 128 * 256 * 4), st, fail);
-    MK_CHECK_GOTO(dalloc((void **)&d->sk_flags, sizeof(uint32_t) * 8 * (size_t)m->sms), st, fail);
-    MK_CUDA_CHECK_GOTO(cudaMemset(d->sk_flags, 0, sizeof(uint32_t) * 8 * (size_t)m->sms), st, fail);
+    MK_CHECK_GOTO(dalloc((void **)&d->sk_flags, sizeof(uint32_t) * 4 * (size_t)m->sms), st, fail);
+    MK_CUDA_CHECK_GOTO(cudaMemset(d->sk_flags, 0, sizeof(uint32_t) * 4 * (size_t)m->sms), st, fail);
   }
   /* Local scratch. */
   m->zero_bytes = sizeof(int32_t) * (size_t)(W + d->E + El);
@@ -450,7 +446,7 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
   MK_CUDA_CHECK_GOTO(cudaEventCreateWithFlags((cudaEvent_t *)&m->ev_g1, cudaEventDisableTiming), st, fail);
   /* Lazy loading: every kernel of the spinning producer/consumer pairs is loaded now. */
   MK_CHECK_GOTO(mk_moe_preload_dispatch(d->split_k), st, fail);
-  MK_CHECK_GOTO(mk_moe_preload_combine(d->split_k2 || d->g12_split), st, fail);
+  MK_CHECK_GOTO(mk_moe_preload_combine(d->split_k2), st, fail);
   if (a->fused_only) goto ready;
   /* Unfused path. */
   if (mk_nccl_shared(comm, &m->nccl) != MK_STATUS_OK) m->nccl = NULL;

@@ -101,10 +101,7 @@ typedef struct mk_moe_dev {
   int split_k2;    /* GEMM2's: split_k, or under AUTO 8 where GEMM2's 256-wide tiles are fewer than the SMs */
   int wg_skip;     /* the grouped GEMMs' idle-warpgroup skip (mk_gemm_args.wg_skip): decode-sized handles */
   float *sk_ws;    /* split-K partials: 2 SMs x 128 x 256 fp32 (both GEMMs, stream-ordered) */
-  uint32_t *sk_flags; /* [8 SMs] zeroed at create, re-armed by each launch */
-  int g12_split;   /* GEMM2 beside the swapped GEMM1 (MK_MOE_G12_SKINNY=2): every GEMM2 tile in up to g12_split
-                      k-slices, tile-major (mk_gemm_args.split_mode 2), at most sk_cap partial tiles; 0 = no */
-  int sk_cap;      /* g12_split: partial tiles of bn2 columns sk_ws holds (2 SMs x 256 / bn2) */
+  uint32_t *sk_flags; /* [4 SMs] zeroed at create, re-armed by each launch */
   uint64_t *g1_sync; /* overlapped schedule with MK_MOE_GEMM1_CLAIM, else NULL: [0] +1 per dispatch CTA
                         started (target C x (calls + 1)); [1] GEMM1's dynamic claims (uint32 [2],
                         mk_gemm_args.claim) */
