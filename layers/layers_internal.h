@@ -48,7 +48,6 @@ struct mk_model_gpu {
   /* activations for max_seq tokens */
   int32_t *ids, *topk_ids;
   int32_t *routes;                         /* host, mk_model_gpu_record_routes (NULL: off) */
-  int32_t *cu_seqlens;                     /* [4]: {0, n} and {0, pos + n} for flash attention */
   void *attn_ws;                           /* flash attention's split along the keys (few query rows, */
   size_t attn_ws_bytes;                    /* a long cache: decode of one sequence); NULL: none */
   float *x, *hf, *router_logits, *topk_w, *shared_logit, *shared_w, *sumsq, *logits;

@@ -74,10 +74,9 @@ static mk_status attend(mk_model_gpu_t *g, gpu_layer *L, int n, int pos0) {
   const float scale = 1.0f / sqrtf((float)hd);
   if (hd != 64 && hd != 128)
     return mk_attn_cache_fwd(g->q, L->kc, L->vc, g->o, n, pos0, g->nh_r, g->nkv_r, hd, scale, S_(g));
-  const int32_t cu[4] = {0, n, 0, pos0 + n}; /* pageable: staged before the call returns */
-  MK_CUDA_CHECK(cudaMemcpyAsync(g->cu_seqlens, cu, sizeof cu, cudaMemcpyHostToDevice, g->stream));
-  mk_attn_fwd_args a = {.q = g->q, .k = L->kc, .v = L->vc, .o = g->o, .lse = NULL, .cu_seqlens_q = g->cu_seqlens,
-                        .cu_seqlens_k = g->cu_seqlens + 2, .batch = 1, .max_seqlen_q = n, .max_seqlen_k = pos0 + n,
+  /* one sequence: no cu_seqlens (they were a pageable host-to-device copy in the stream before every call) */
+  mk_attn_fwd_args a = {.q = g->q, .k = L->kc, .v = L->vc, .o = g->o, .lse = NULL, .cu_seqlens_q = NULL,
+                        .cu_seqlens_k = NULL, .batch = 1, .max_seqlen_q = n, .max_seqlen_k = pos0 + n,
                         .total_q = n, .hq = g->nh_r, .hkv = g->nkv_r, .d = hd, .mask = MK_ATTN_MASK_CAUSAL,
                         .softmax_scale = scale, .workspace = g->attn_ws, .workspace_bytes = g->attn_ws_bytes};
   return mk_flash_attn_fwd(&a, S_(g));
@@ -538,7 +537,6 @@ mk_status mk_layers_create_(const mk_model_t *m, const mk_model_config_t *c, uin
   const size_t S = (size_t)max_seq, H = (size_t)c->hidden;
   size_t wide = (size_t)(c->dense_inter > c->shared_inter ? c->dense_inter : c->shared_inter) / chk.tp;
   DALLOC(g->ids, S * 4);
-  DALLOC(g->cu_seqlens, 4 * 4);
   if (c->head_dim == 64 || c->head_dim == 128) {
     /* The split's largest automatic choice: with up to 128 query rows (one CTA's) it takes as
      * many splits as leave one wave; more rows take fewer splits of the same bytes or more. A

@@ -200,6 +200,13 @@ mk_status fwd_validate(const mk_attn_fwd_args *a) {
   if (a->num_splits < 0 || a->num_splits > 1024)
     MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL,
                   "flash_attn_fwd: num_splits %d (0: automatic, 1: none, up to 1024)", a->num_splits);
+  if (!a->cu_seqlens_q != !a->cu_seqlens_k ||
+      (!a->cu_seqlens_q && (a->batch != 1 || a->total_q != a->max_seqlen_q)))
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL,
+                  "flash_attn_fwd: cu_seqlens_q and cu_seqlens_k are both set, or both NULL for one sequence (batch 1, "
+                  "total_q = max_seqlen_q); got %s / %s, batch %d, total_q %d, max_seqlen_q %d",
+                  a->cu_seqlens_q ? "set" : "NULL", a->cu_seqlens_k ? "set" : "NULL", a->batch, a->total_q,
+                  a->max_seqlen_q);
   if ((uintptr_t)a->workspace % 16 || (!a->workspace && a->workspace_bytes))
     MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL,
                   "flash_attn_fwd: workspace %p must be 16-byte aligned, and not NULL with %zu bytes", a->workspace,
@@ -251,7 +258,7 @@ extern "C" mk_status mk_flash_attn_fwd_workspace_size(const mk_attn_fwd_args *a,
 extern "C" mk_status mk_flash_attn_fwd(const mk_attn_fwd_args *a, mk_stream_t stream) {
   MK_CHECK(fwd_validate(a));
   if (a->batch == 0 || a->max_seqlen_q == 0) return MK_STATUS_OK;
-  if (!a->q || !a->k || !a->v || !a->o || !a->cu_seqlens_q || !a->cu_seqlens_k)
+  if (!a->q || !a->k || !a->v || !a->o)
     MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "flash_attn_fwd: a NULL tensor pointer");
   if (((uintptr_t)a->q | (uintptr_t)a->k | (uintptr_t)a->v | (uintptr_t)a->o) % 16)
     MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "flash_attn_fwd: q, k, v, o must be 16-byte aligned");
@@ -277,6 +284,7 @@ extern "C" mk_status mk_flash_attn_fwd(const mk_attn_fwd_args *a, mk_stream_t st
   p.lse = a->lse;
   p.cu_q = a->cu_seqlens_q;
   p.cu_k = a->cu_seqlens_k;
+  p.seqlen_q = a->max_seqlen_q, p.seqlen_k = a->max_seqlen_k;
   p.total_q = a->total_q;
   p.hq = a->hq;
   p.hkv = a->hkv;

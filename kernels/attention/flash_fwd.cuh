@@ -20,7 +20,8 @@ struct fwd_params {
   const uint16_t *q, *k, *v;
   uint16_t *o;
   float *lse;
-  const int32_t *cu_q, *cu_k;
+  const int32_t *cu_q, *cu_k; /* both NULL: one sequence of seqlen_q x seqlen_k */
+  int seqlen_q, seqlen_k;
   int total_q, hq, hkv, group;
   int mask; /* mk_attn_mask */
   int causal_offset;
@@ -79,7 +80,8 @@ __device__ __forceinline__ void fwd_block_init(const fwd_params &p, int h, int q
 template <int D, int BM, int BN>
 __device__ __forceinline__ bool fwd_block_setup(const fwd_params &p, int z, int m_block, int h, fwd_block &s) {
   const int splits = p.splits > 1 ? p.splits : 1, b = z / splits;
-  const int q0 = p.cu_q[b], seqlen_q = p.cu_q[b + 1] - q0, k0 = p.cu_k[b], seqlen_k = p.cu_k[b + 1] - k0;
+  const int q0 = p.cu_q ? p.cu_q[b] : 0, seqlen_q = p.cu_q ? p.cu_q[b + 1] - q0 : p.seqlen_q;
+  const int k0 = p.cu_k ? p.cu_k[b] : 0, seqlen_k = p.cu_k ? p.cu_k[b + 1] - k0 : p.seqlen_k;
   if (m_block * BM >= seqlen_q) return false;
   const long long off =
       p.mask == MK_ATTN_MASK_CAUSAL ? (long long)seqlen_k - seqlen_q : (long long)p.causal_offset;

@@ -48,7 +48,8 @@ typedef struct mk_attn_fwd_args {
   const uint16_t *v;          /* [total_k, hkv, d] bf16 */
   uint16_t *o;                /* [total_q, hq, d] bf16 */
   float *lse;                 /* [hq, total_q] fp32, natural log; may be NULL */
-  const int32_t *cu_seqlens_q; /* [batch + 1], device, cu[0] = 0, non-decreasing */
+  const int32_t *cu_seqlens_q; /* [batch + 1], device, cu[0] = 0, non-decreasing; both NULL: batch 1, one
+                                  sequence of max_seqlen_q queries (= total_q) and max_seqlen_k keys */
   const int32_t *cu_seqlens_k; /* [batch + 1], device */
   int batch;
   int max_seqlen_q;           /* >= every seqlen_q (sizes the grid) */

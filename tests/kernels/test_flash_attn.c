@@ -3,7 +3,8 @@
  * explicit offset) and non-causal, varlen batches with odd lengths, seqlen_q != seqlen_k,
  * empty sequences; each also split along the keys (forced 3 and 7 splits, more than some
  * blocks have key tiles, and the automatic choice with a workspace), and a decode of 64 tokens
- * of one sequence against 4160 keys, the model's case the automatic split is for. Outputs are poisoned first and every element is checked: O rel Frobenius
+ * of one sequence against 4160 keys, the model's case the automatic split is for; every one-sequence case
+ * also with both cu_seqlens NULL (the model's form). Outputs are poisoned first and every element is checked: O rel Frobenius
  * error <= 1e-2, LSE abs error <= 1e-3 (-inf exactly where a row sees no key); the row after
  * the last one must stay untouched. */
 #include <cuda_runtime_api.h>
@@ -79,23 +80,27 @@ static int run_case(const fa_case *c, uint64_t seed) {
                {MK_ATTN_IMPL_WGMMA, 3, "wgmma/3"},       {MK_ATTN_IMPL_WGMMA, 7, "wgmma/7"},
                {MK_ATTN_IMPL_MMA, 3, "mma.sync/3"},      {MK_ATTN_IMPL_WGMMA, -1, "wgmma/auto"},
                {MK_ATTN_IMPL_MMA, -1, "mma.sync/auto"}};
-  for (size_t k = 0; k < sizeof impls / sizeof impls[0]; k++) {
+  /* one sequence: every kernel again with both cu_seqlens NULL (max_seqlen_q x max_seqlen_k, the model's call) */
+  const size_t nimpl = sizeof impls / sizeof impls[0];
+  for (size_t k = 0; k < (c->batch == 1 ? 2 : 1) * nimpl; k++) {
+    const int nocu = k >= nimpl;
+    a.cu_seqlens_q = nocu ? NULL : dcq, a.cu_seqlens_k = nocu ? NULL : dck;
     CUDA_OK(cudaMemset(dout, 0xff, (nq + row_q) * 2)); /* poison: bf16 NaN */
     CUDA_OK(cudaMemset(dl, 0xff, (nl + 1) * 4));       /* poison: fp32 NaN */
-    a.impl = impls[k].impl;
-    a.num_splits = impls[k].splits > 0 ? impls[k].splits : 0;
+    a.impl = impls[k % nimpl].impl;
+    a.num_splits = impls[k % nimpl].splits > 0 ? impls[k % nimpl].splits : 0;
     a.workspace = NULL, a.workspace_bytes = 0;
     void *ws = NULL;
-    if (impls[k].splits) {
+    if (impls[k % nimpl].splits) {
       size_t bytes = 0;
       ASSERT_OK(mk_flash_attn_fwd_workspace_size(&a, &bytes));
-      if (impls[k].splits > 0) ASSERT_TRUE(bytes > 0);
+      if (impls[k % nimpl].splits > 0) ASSERT_TRUE(bytes > 0);
       if (bytes) {
         CUDA_OK(cudaMalloc(&ws, bytes));
         CUDA_OK(cudaMemset(ws, 0xff, bytes)); /* poison the partials too */
       }
       a.workspace = ws, a.workspace_bytes = bytes;
-      if (impls[k].splits > 0) { /* one byte short is refused */
+      if (impls[k % nimpl].splits > 0) { /* one byte short is refused */
         a.workspace_bytes = bytes - 1;
         ASSERT_STATUS(mk_flash_attn_fwd(&a, NULL), MK_STATUS_INVALID_ARGUMENT);
         a.workspace_bytes = bytes;
@@ -111,7 +116,7 @@ static int run_case(const fa_case *c, uint64_t seed) {
     memcpy(&lguard, &hl[nl], 4);
     guard_bad += lguard != 0xffffffffu;
     char what[160];
-    snprintf(what, sizeof what, "%-13s %s", impls[k].name, c->name);
+    snprintf(what, sizeof what, "%-13s %s%s", impls[k % nimpl].name, c->name, nocu ? " (no cu_seqlens)" : "");
     if (ws) CUDA_OK(cudaFree(ws));
     rc |= attn_check(what, ho, oref, nq, hl, lref, nl, 1e-2, 1e-3);
     if (guard_bad) {
@@ -155,6 +160,16 @@ int main(int argc, char **argv) {
   ASSERT_STATUS(mk_flash_attn_fwd(&bad, NULL), MK_STATUS_INVALID_ARGUMENT);
   bad.workspace = NULL; /* NULL with bytes */
   ASSERT_STATUS(mk_flash_attn_fwd(&bad, NULL), MK_STATUS_INVALID_ARGUMENT);
+  /* cu_seqlens: both or neither, and neither only for one sequence with total_q = max_seqlen_q */
+  mk_attn_fwd_args one = {.q = (const uint16_t *)(uintptr_t)16, .k = (const uint16_t *)(uintptr_t)16,
+                          .v = (const uint16_t *)(uintptr_t)16, .o = (uint16_t *)(uintptr_t)16, .batch = 2,
+                          .max_seqlen_q = 4, .max_seqlen_k = 4, .total_q = 4, .hq = 2, .hkv = 1, .d = 64,
+                          .softmax_scale = 1.f};
+  ASSERT_STATUS(mk_flash_attn_fwd(&one, NULL), MK_STATUS_INVALID_ARGUMENT); /* batch 2 */
+  one.batch = 1, one.total_q = 3;
+  ASSERT_STATUS(mk_flash_attn_fwd(&one, NULL), MK_STATUS_INVALID_ARGUMENT); /* total_q != max_seqlen_q */
+  one.total_q = 4, one.cu_seqlens_q = (const int32_t *)(uintptr_t)16;
+  ASSERT_STATUS(mk_flash_attn_fwd(&one, NULL), MK_STATUS_INVALID_ARGUMENT); /* one of the two */
   size_t wsb = 1;
   ASSERT_STATUS(mk_flash_attn_fwd_workspace_size(&bad, &wsb), MK_STATUS_INVALID_ARGUMENT);
   ASSERT_EQ(fails, 0);

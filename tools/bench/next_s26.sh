@@ -20,6 +20,13 @@
 #   run 736c371-x4), below the unfused path's 0.346-0.352.
 #   MK_CALL_LIMIT=420 CTEST_ARGS="-R ^test_(moe_block_ep4|moe_pick)$" CTEST_TIMEOUT=200 CTEST_WALL=200 \
 #     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s26.sh b'
+# part c (2 GPUs): the model's flash attention call without cu_seqlens (mk_attn_fwd_args: both NULL for one
+#   sequence), which removes a pageable host-to-device copy from the stream before every attention call of
+#   mk_model_gpu: the layer at TP = EP = 2, --decode one, this build against 4c6c4d3's (old_build, carried as
+#   .carry/old-4c6c4d3) in turns, twice. Prediction: the decode attention block -2 to -5 us on both paths, the
+#   rest level.
+#   MK_CALL_LIMIT=420 CTEST_ARGS="-R ^test_(flash_attn|model_gpu|model_gpu_unfused_2|model_gpu_fused_1|model_gpu_fused_2|model_gpu_sp_agree_2|model_gpu_agree_mixtral_flash_2|model_gpu_prefill)$" \
+#     CTEST_TIMEOUT=200 CTEST_WALL=200 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s26.sh c'
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-a}
 BIN=$PWD
@@ -34,5 +41,15 @@ fi
 if [ "$PART" = b ]; then
   for v in 1 0 1b 0b; do
     moe "sk_g12_$v" "--shape 128,4096,8,2,14336 --shape 16,4096,8,2,14336" "MK_MOE_G12_SKINNY=${v%b}"
+  done
+fi
+if [ "$PART" = c ]; then
+  REPO=$(cd ../.. && pwd)
+  old_build 4c6c4d3
+  for v in new old newb oldb; do
+    b=$BIN
+    case $v in old*) b=$OB ;; esac
+    TAIL=6 step "layer_$v" 120 "$b/mk-launch" -n "$G" -- "$b/mk-bench" layer --interleave --warmup 20 --iters 40 \
+      --seed 7 --json "$RES/layer_$v.json"
   done
 fi
