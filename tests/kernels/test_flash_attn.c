@@ -84,23 +84,24 @@ static int run_case(const fa_case *c, uint64_t seed) {
   const size_t nimpl = sizeof impls / sizeof impls[0];
   for (size_t k = 0; k < (c->batch == 1 ? 2 : 1) * nimpl; k++) {
     const int nocu = k >= nimpl;
+    const int splits = impls[k % nimpl].splits;
     a.cu_seqlens_q = nocu ? NULL : dcq, a.cu_seqlens_k = nocu ? NULL : dck;
     CUDA_OK(cudaMemset(dout, 0xff, (nq + row_q) * 2)); /* poison: bf16 NaN */
     CUDA_OK(cudaMemset(dl, 0xff, (nl + 1) * 4));       /* poison: fp32 NaN */
     a.impl = impls[k % nimpl].impl;
-    a.num_splits = impls[k % nimpl].splits > 0 ? impls[k % nimpl].splits : 0;
+    a.num_splits = splits > 0 ? splits : 0;
     a.workspace = NULL, a.workspace_bytes = 0;
     void *ws = NULL;
-    if (impls[k % nimpl].splits) {
+    if (splits) {
       size_t bytes = 0;
       ASSERT_OK(mk_flash_attn_fwd_workspace_size(&a, &bytes));
-      if (impls[k % nimpl].splits > 0) ASSERT_TRUE(bytes > 0);
+      if (splits > 0) ASSERT_TRUE(bytes > 0);
       if (bytes) {
         CUDA_OK(cudaMalloc(&ws, bytes));
         CUDA_OK(cudaMemset(ws, 0xff, bytes)); /* poison the partials too */
       }
       a.workspace = ws, a.workspace_bytes = bytes;
-      if (impls[k % nimpl].splits > 0) { /* one byte short is refused */
+      if (splits > 0) { /* one byte short is refused */
         a.workspace_bytes = bytes - 1;
         ASSERT_STATUS(mk_flash_attn_fwd(&a, NULL), MK_STATUS_INVALID_ARGUMENT);
         a.workspace_bytes = bytes;

@@ -6,6 +6,8 @@
 #                                  its rc and the lines of the log matching $STEP_GREP (last $TAIL).
 #   moe NAME SHAPES [VAR=VALUE...] [-- ARGS...]  one `mk-bench moe --breakdown --seed 7` of SHAPES under $G
 #                                  ranks with the environment VAR=VALUE, JSON into $RES/NAME.json.
+#   moe_turns PREFIX SHAPES VAR A B  `moe` of SHAPES with VAR=A, VAR=B, then both again (PREFIX_A, PREFIX_B, PREFIX_Ab,
+#                                  PREFIX_Bb): an A/B in turns, twice (A and B must not end in b).
 #   ar_step NAME ENV... -- ARGS...  one `mk-bench gemm_ar --interleave` under 4 ranks with the
 #                                  environment ENV (at least one VAR=VALUE), JSON into $RES/NAME.json.
 #   old_build COMMIT               builds mk-bench and mk-launch of the tree copied to $REPO/.carry/old-COMMIT
@@ -39,6 +41,10 @@ moe() {
   # shellcheck disable=SC2086
   TAIL=14 step "$name" 90 env "${envs[@]}" mk-launch -n "$G" -- mk-bench moe $shapes --iters 20 --seed 7 \
     --breakdown --json "$RES/$name.json" "${extra[@]}"
+}
+moe_turns() {
+  local p=$1 shapes=$2 var=$3 a=$4 b=$5 v
+  for v in "$a" "$b" "${a}b" "${b}b"; do moe "${p}_$v" "$shapes" "$var=${v%b}"; done
 }
 ar_step() {
   local name=$1 envs=()

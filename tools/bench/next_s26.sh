@@ -17,15 +17,15 @@
 #     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s26.sh a'
 # part b (4 GPUs, nvidia-h200-x4): the same at (128, 4096, 8) on 4 ranks (224 units on 128 CTAs, 1.75 rounds;
 #   issue 7's shape 2-4 % behind unfused), with (16, 4096, 8) beside it. Prediction: -0.02 to -0.035 ms (0.359,
-#   run 736c371-x4), below the unfused path's 0.346-0.352.
+#   run f686361-x4), below the unfused path's 0.346-0.352; after part a's level result, more likely level too.
 #   MK_CALL_LIMIT=420 CTEST_ARGS="-R ^test_(moe_block_ep4|moe_pick)$" CTEST_TIMEOUT=200 CTEST_WALL=200 \
 #     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s26.sh b'
 # part c (2 GPUs): the model's flash attention call without cu_seqlens (mk_attn_fwd_args: both NULL for one
 #   sequence), which removes a pageable host-to-device copy from the stream before every attention call of
-#   mk_model_gpu: the layer at TP = EP = 2, --decode one, this build against 4c6c4d3's (old_build, carried as
+#   mk_model_gpu: the layer at TP = EP = 2 (both presets, prefill and --decode one), this build against 4c6c4d3's (old_build, carried as
 #   .carry/old-4c6c4d3) in turns, twice. Prediction: the decode attention block -2 to -5 us on both paths, the
-#   rest level.
-#   MK_CALL_LIMIT=420 CTEST_ARGS="-R ^test_(flash_attn|model_gpu|model_gpu_unfused_2|model_gpu_fused_1|model_gpu_fused_2|model_gpu_sp_agree_2|model_gpu_agree_mixtral_flash_2|model_gpu_prefill)$" \
+#   rest level. Measured (run 8c30d48-x2): Qwen3 decode -2 to -5 us, Mixtral decode level, prefill -0.02 ms.
+#   MK_CALL_LIMIT=480 CTEST_ARGS="-R ^test_(flash_attn|model_gpu|model_gpu_unfused_2|model_gpu_fused_1|model_gpu_fused_2|model_gpu_sp_agree_2|model_gpu_agree_mixtral_flash_2|model_gpu_prefill)$" \
 #     CTEST_TIMEOUT=200 CTEST_WALL=200 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s26.sh c'
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-a}
@@ -33,16 +33,8 @@ BIN=$PWD
 export PATH=$BIN:$PATH
 G=$(nvidia-smi -L | grep -c '^GPU')
 STEP_GREP="$STEP_GREP|phases"
-if [ "$PART" = a ]; then
-  for v in 1 0 1b 0b; do
-    moe "sk_g12_$v" "--shape 256,4096,8,2,14336 --shape 128,4096,8,2,14336" "MK_MOE_G12_SKINNY=${v%b}"
-  done
-fi
-if [ "$PART" = b ]; then
-  for v in 1 0 1b 0b; do
-    moe "sk_g12_$v" "--shape 128,4096,8,2,14336 --shape 16,4096,8,2,14336" "MK_MOE_G12_SKINNY=${v%b}"
-  done
-fi
+[ "$PART" = a ] && moe_turns sk_g12 "--shape 256,4096,8,2,14336 --shape 128,4096,8,2,14336" MK_MOE_G12_SKINNY 1 0
+[ "$PART" = b ] && moe_turns sk_g12 "--shape 128,4096,8,2,14336 --shape 16,4096,8,2,14336" MK_MOE_G12_SKINNY 1 0
 if [ "$PART" = c ]; then
   REPO=$(cd ../.. && pwd)
   old_build 4c6c4d3
