@@ -69,6 +69,8 @@ typedef struct mk_bench_opts {
   int autotune;          /* --autotune (ops that have a role split) */
   int interleave;        /* --interleave: time the paths alternately (ops that support it) */
   int graph;             /* --graph: capture each call (per input set) in a CUDA graph, time the replays */
+  unsigned graph_eager;  /* with --graph, bit f: callable f of mk_bench_time_n timed eagerly all the same (an op's
+                            path that synchronises with the host cannot be captured); 0 by default */
   int rank;              /* only rank 0 prints the table and writes files (multi-rank ops) */
   int nranks;            /* ranks of a multi-rank op (0: one process); then --samples goes to FILE.rankN */
   /* Enqueued before each timed call, outside its events (NULL: nothing): mk-bench layer's device-side barrier,

@@ -1,7 +1,8 @@
 /* timing.c — time a call (or up to four, in turns) with CUDA events after warm-up (one call per
  * event pair, or --batch N back-to-back calls, reported per call); median/p10/p90
  * over iterations, and the host's time to issue a call (host_ms). With --graph every call is
- * replayed from a CUDA graph captured after the warm-up (one per callable and input set).
+ * replayed from a CUDA graph captured after the warm-up (one per callable and input set), except the
+ * callables of mk_bench_opts.graph_eager.
  * The optional L2 flush (a memset of 2x the L2 size) runs outside the timed events. */
 #include <cuda_runtime_api.h>
 #include <stdlib.h>
@@ -47,10 +48,10 @@ static double now_ms(void) {
 /* --graph: one graph per callable and input set, each capturing one call (after the warm-up,
  * so lazily allocated workspaces exist). */
 static mk_status capture_all(int nf, int rot, const mk_bench_fn *fns, void *const *users, void *stream,
-                             cudaGraphExec_t *ex) {
+                             unsigned eager, cudaGraphExec_t *ex) {
   cudaStream_t s = (cudaStream_t)stream;
   for (int f = 0; f < nf; f++)
-    for (int r = 0; r < rot; r++) {
+    for (int r = 0; r < rot && !((eager >> f) & 1); r++) {
       cudaGraph_t g = NULL;
       MK_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
       mk_status st = fns[f](users[f], r, stream);
@@ -102,9 +103,10 @@ static mk_status time_fns(const mk_bench_opts *o, int nf, const mk_bench_fn *fns
     for (int f = 0; f < nf; f++) MK_CHECK_GOTO(fns[f](users[f], (i * nf + f) % rot, stream), st, fail);
   if (o->graph) {
     MK_CUDA_CHECK_GOTO(cudaStreamSynchronize(s), st, fail);
-    MK_CHECK_GOTO(capture_all(nf, rot, fns, users, stream, ex), st, fail);
+    MK_CHECK_GOTO(capture_all(nf, rot, fns, users, stream, o->graph_eager, ex), st, fail);
     for (int i = 0; i < rot; i++) /* each graph once before timing (first launch uploads it) */
-      for (int f = 0; f < nf; f++) MK_CUDA_CHECK_GOTO(cudaGraphLaunch(ex[f * rot + i], s), st, fail);
+      for (int f = 0; f < nf; f++)
+        if (ex[f * rot + i]) MK_CUDA_CHECK_GOTO(cudaGraphLaunch(ex[f * rot + i], s), st, fail);
   }
   for (int i = 0; i < n; i++) {
     for (int f = 0; f < nf; f++) {
@@ -115,7 +117,7 @@ static mk_status time_fns(const mk_bench_opts *o, int nf, const mk_bench_fn *fns
       const double h0 = now_ms();
       for (int b = 0; b < nb; b++) { /* --batch: back to back, nothing between the calls */
         const int set = ((o->warmup + i * nb + b) * nf + f) % rot;
-        if (o->graph) MK_CUDA_CHECK_GOTO(cudaGraphLaunch(ex[f * rot + set], s), st, fail);
+        if (ex[f * rot + set]) MK_CUDA_CHECK_GOTO(cudaGraphLaunch(ex[f * rot + set], s), st, fail);
         else MK_CHECK_GOTO(fns[f](users[f], set, stream), st, fail);
       }
       host[f] += (now_ms() - h0) / nb;

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# next_s27.sh — session 27's GPU runs (docs/perf/NOTES.md, layer "Session 27"). Run through tools/gpu-check.sh from
+# the repository root.
+# part a (2 GPUs, nvidia-h200-x2): the layer (both presets, TP = EP = 2, prefill and --decode one) with the fused
+#   blocks timed eagerly and from CUDA-graph replays (mk-bench layer --graph, new), in turns, twice; then the MoE
+#   op alone at the layer's decode shapes (32 tokens a rank) and the E = 128 prefill, with phases. Prediction:
+#   the decode layer -10 to -25 us from graphs if the GPU idles between its ~20 kernels for launches; level if,
+#   as for the MoE op alone in session 22, the gaps are the kernels' own start-up and drain.
+#   MK_CALL_LIMIT=420 CTEST_ARGS="-R ^test_(model_gpu_fused_2|bench_layer_batch|mk_bench_cli)$" CTEST_TIMEOUT=200 CTEST_WALL=200 \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s27.sh a'
+source "$(dirname "$0")/bench_step.sh"
+PART=${1:-a}
+BIN=$PWD
+export PATH=$BIN:$PATH
+G=$(nvidia-smi -L | grep -c '^GPU')
+STEP_GREP="$STEP_GREP|phases"
+if [ "$PART" = a ]; then
+  for v in eager graph eagerb graphb; do
+    g=()
+    case $v in graph*) g=(--graph) ;; esac
+    TAIL=6 step "layer_$v" 120 mk-launch -n "$G" -- mk-bench layer --interleave --warmup 20 --iters 40 \
+      --seed 7 "${g[@]}" --json "$RES/layer_$v.json"
+  done
+  moe moe_dec "--shape 32,4096,8,2,14336 --shape 32,2048,128,8,768"
+  moe moe_e128 "--shape 4096,2048,128,8,768"
+fi
