@@ -51,6 +51,8 @@ struct mk_model_gpu {
   void *attn_ws;                           /* flash attention's split along the keys (few query rows, */
   size_t attn_ws_bytes;                    /* a long cache: decode of one sequence); NULL: none */
   float *x, *hf, *router_logits, *topk_w, *shared_logit, *shared_w, *sumsq, *logits;
+  uint64_t x_seed;                         /* random weights: x's fill at create (mk_model_gpu_reset_residual) */
+  int x_random;                            /* random weights (no checkpoint): x was filled from x_seed */
   uint16_t *hb, *q, *o, *y, *y2, *g, *u;  /* hb, o, y, y2, g in the symmetric heap (fused ops' in/out) */
   void **allocs;                           /* device allocations, freed at destroy */
   int nallocs, cap;

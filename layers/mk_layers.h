@@ -127,6 +127,12 @@ mk_status mk_model_batch_forward(mk_model_batch_t *b, const mk_model_batch_seq *
  * checkpoint; c's sizes at full scale are fine) and a random residual stream. */
 mk_status mk_model_gpu_create_random(const mk_model_config_t *c, mk_comm_t *comm, const mk_layout_t *layout,
                                      int max_seq, uint64_t seed, mk_model_gpu_t **out);
+/* Random-weight instances only: rows [0, n) of the residual stream back to their values at create, on the
+ * instance's stream (one fill kernel; not collective). A layer benchmark calls it before each timed call: run_part
+ * adds the blocks' outputs to the stream in place, and call after call the rows drift toward one direction that
+ * every token shares (the attention output over one context, the experts of that output), until every token is
+ * routed to the same experts (docs/perf/NOTES.md, layer, session 27). */
+mk_status mk_model_gpu_reset_residual(mk_model_gpu_t *g, int n);
 
 /* How a forward (or layer part) of n tokens runs between the TP linears: 0 tensor parallel (the
  * O / down projections all-reduced), 1 sequence parallel with NCCL collectives, 2 sequence
@@ -167,6 +173,8 @@ mk_status mk_model_batch_create_random(const mk_model_config_t *c, mk_comm_t *co
                                        const mk_model_batch_config *bc, uint64_t seed, mk_model_batch_t **out);
 mk_status mk_model_batch_prepare(mk_model_batch_t *b, const mk_model_batch_seq *seqs, int n);
 mk_status mk_model_batch_run_part(mk_model_batch_t *b, int layer, mk_layer_part part);
+/* mk_model_gpu_reset_residual of the prepared step's rows (create_random instances). */
+mk_status mk_model_batch_reset_residual(mk_model_batch_t *b);
 void *mk_model_batch_stream(const mk_model_batch_t *b); /* cudaStream_t */
 
 #ifdef __cplusplus

@@ -333,4 +333,11 @@ mk_status mk_model_batch_run_part(mk_model_batch_t *b, int layer, mk_layer_part 
   return mk_model_gpu_run_part(b->g, layer, part, b->T, 0); /* no KV cache: the position does not matter */
 }
 
+mk_status mk_model_batch_reset_residual(mk_model_batch_t *b) {
+  if (!b || b->n < 1)
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_MODEL, "model_batch: reset_residual: %s",
+                  b ? "no prepared pass (mk_model_batch_prepare)" : "no instance");
+  return mk_model_gpu_reset_residual(b->g, b->T);
+}
+
 void *mk_model_batch_stream(const mk_model_batch_t *b) { return b ? mk_model_gpu_stream(b->g) : NULL; }

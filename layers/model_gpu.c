@@ -580,7 +580,10 @@ mk_status mk_layers_create_(const mk_model_t *m, const mk_model_config_t *c, uin
     if (mk_param_tp_gather_sm()) /* collective: heap counters */
       MK_CHECK_GOTO(mk_gather_create(comm, tp0, chk.tp, &g->gather), st, fail);
   }
-  if (!m) MK_CHECK_GOTO(mk_fill_uniform_f32(g->x, S * H, seed + 17, -1.0f, 1.0f, S_(g)), st, fail); /* a state */
+  if (!m) { /* a state; mk_model_gpu_reset_residual puts rows of it back */
+    g->x_seed = seed + 17, g->x_random = 1;
+    MK_CHECK_GOTO(mk_fill_uniform_f32(g->x, S * H, g->x_seed, -1.0f, 1.0f, S_(g)), st, fail);
+  }
   g->moe_dec_cap = mk_layers_moe_dec_cap_(max_seq, (int)mk_param_moe_decode_tokens());
   for (int l = 0; l < c->n_layers; l++) { /* collective, same order on every rank */
     gpu_layer *L = &g->layers[l];
@@ -622,4 +625,13 @@ mk_status mk_model_gpu_create(const mk_model_t *m, mk_comm_t *comm, const mk_lay
 mk_status mk_model_gpu_create_random(const mk_model_config_t *c, mk_comm_t *comm, const mk_layout_t *layout,
                                      int max_seq, uint64_t seed, mk_model_gpu_t **out) {
   return mk_layers_create_(NULL, c, seed, comm, layout, max_seq, max_seq, 1, out);
+}
+
+mk_status mk_model_gpu_reset_residual(mk_model_gpu_t *g, int n) {
+  if (!g || !g->x_random || n < 0 || n > g->max_seq)
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_MODEL, "model_gpu: reset_residual: %s",
+                  !g ? "no instance" : !g->x_random ? "only an instance with random weights has a state to go back to"
+                                                    : "rows outside [0, max_seq]");
+  /* counter-based fill: the first n rows of the fill made at create */
+  return mk_fill_uniform_f32(g->x, (size_t)n * g->cfg.hidden, g->x_seed, -1.0f, 1.0f, S_(g));
 }

@@ -8,19 +8,29 @@
 #   as for the MoE op alone in session 22, the gaps are the kernels' own start-up and drain.
 #   MK_CALL_LIMIT=420 CTEST_ARGS="-R ^test_(model_gpu_fused_2|bench_layer_batch|mk_bench_cli)$" CTEST_TIMEOUT=200 CTEST_WALL=200 \
 #     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s27.sh a'
+#   Measured (run 282029b-x2): Qwen3 decode 0.2343 / 0.2336 -> 0.2180 / 0.2182 ms, Mixtral 0.375 / 0.378 -> 0.365 /
+#   0.364, prefill within 0.02. The layer's MoE blocks at decode ran below the time to stream their experts'
+#   weights once (Mixtral 0.279 ms against >= 0.293 for 4 experts of 352 MB at 4.8 TB/s; Qwen3 0.147 against the
+#   op's 0.236 at 32 tokens a rank): the residual stream, updated in place by every call, had drifted until every
+#   token picked the same experts.
+# part b (2 GPUs): part a's layer runs again with the residual stream reset before each timed call (mk-bench
+#   layer, new). Prediction: the MoE blocks at decode rise to at least the op's times at 32 tokens a rank
+#   (fused 0.418 / 0.236 ms for Mixtral / Qwen3, run 282029b-x2) on both paths; graphs still -10 to -16 us.
+#   MK_CALL_LIMIT=420 CTEST_ARGS="-R ^test_(model_gpu_fused_2|bench_layer_batch)$" CTEST_TIMEOUT=200 CTEST_WALL=200 \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s27.sh b'
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-a}
 BIN=$PWD
 export PATH=$BIN:$PATH
 G=$(nvidia-smi -L | grep -c '^GPU')
 STEP_GREP="$STEP_GREP|phases"
-if [ "$PART" = a ]; then
+if [ "$PART" = a ] || [ "$PART" = b ]; then
   for v in eager graph eagerb graphb; do
     g=()
     case $v in graph*) g=(--graph) ;; esac
     TAIL=6 step "layer_$v" 120 mk-launch -n "$G" -- mk-bench layer --interleave --warmup 20 --iters 40 \
       --seed 7 "${g[@]}" --json "$RES/layer_$v.json"
   done
-  moe moe_dec "--shape 32,4096,8,2,14336 --shape 32,2048,128,8,768"
-  moe moe_e128 "--shape 4096,2048,128,8,768"
+  [ "$PART" = a ] && moe moe_dec "--shape 32,4096,8,2,14336 --shape 32,2048,128,8,768"
+  [ "$PART" = a ] && moe moe_e128 "--shape 4096,2048,128,8,768"
 fi

@@ -17,9 +17,10 @@
  * the normed rows + the O projection's reduce-scatter; the MoE all-to-allv alone),
  * bound_ms = their maximum) and `layer` (both blocks back to back;
  * bound = the sum of the block bounds; extra JSON fields attn_ms, moe_ms, tokens_per_s, sp).
- * Times are the maximum over ranks of each rank's median; before each timed call a one-element NCCL
- * all-reduce over every rank (outside the timed events) lines the ranks up, so no rank's time holds a
- * wait for a peer that the previous call left behind. Only the config is read from
+ * Times are the maximum over ranks of each rank's median; before each timed call (outside its events) the
+ * residual stream's rows go back to their random values at create, so that every call routes its tokens as
+ * random hidden states do, and a one-element NCCL all-reduce over every rank lines the ranks up, so no
+ * rank's time holds a wait for a peer that the previous call left behind. Only the config is read from
  * --config FILE / --model DIR (its config.json): weights are random, the vocabulary is cut
  * to 256 (the layer does not use it), and the layer is the first MoE layer's shape. */
 #include <cuda_runtime_api.h>
@@ -69,12 +70,19 @@ static mk_status run_part(void *user, int iter, void *stream) {
  * block's combine, or the unfused path's host-synchronised all-to-all) leaves the ranks' next call
  * starting apart, and the early ranks' times include the wait for the late one (run 57bc3c2's
  * --samples: one iteration of the sequence-parallel fused layer at 5.8, 9.3, 9.3, 9.4 ms on the 4 ranks). */
+/* It also puts the residual stream's rows back to their random values at create (mk_model_gpu_reset_residual):
+ * run_part adds each block's output to them in place, and over hundreds of calls the rows drifted toward one
+ * direction shared by every token, until every token was routed to the same top-k experts (up to session 27 the
+ * layer's MoE blocks ran so, below the time to stream the experts' weights once: docs/perf/NOTES.md, layer). */
 typedef struct layer_barrier {
   mk_nccl_t *nc;
   float *zero; /* device, one 0.0f: the sum stays 0 */
+  const layer_model *m; /* the instance timed now (NULL: no reset), n its rows */
+  int n;
 } layer_barrier;
 static mk_status barrier_pre(void *ctx, void *stream) {
   layer_barrier *b = ctx;
+  if (b->m) MK_CHECK(b->m->b ? mk_model_batch_reset_residual(b->m->b) : mk_model_gpu_reset_residual(b->m->g, b->n));
   return mk_nccl_all_reduce(b->nc, b->zero, b->zero, 1, MK_DTYPE_F32, stream);
 }
 
@@ -118,6 +126,8 @@ static mk_status bench_phase(mk_comm_t *comm, const layer_model *m, const mk_ben
                                     MK_PART_FFN, MK_PART_ATTN};
   double med[3 * P_N], *all = malloc(sizeof med * (size_t)wd->size);
   if (!all) return MK_STATUS_OUT_OF_MEMORY;
+  layer_barrier *bar = o->pre_ctx; /* each timed call starts from the residual stream at create */
+  bar->m = m, bar->n = n;
   mk_status st = MK_STATUS_OK;
   /* The parts in groups timed together: one by one in P order (the unfused parts first: the MoE bound times the
    * unfused path's last routing), or with --interleave each block's and the layer's fused and unfused calls in
@@ -248,7 +258,7 @@ fail:
 static void usage(FILE *f) {
   fprintf(f, "usage: mk-launch -n N [--nodes K] -- mk-bench layer [--preset mixtral|qwen3 | --config FILE | --model DIR]\n"
              "       [--tokens T (8192)] [--batch B (64)] [--context C (4096)] [--tp N (0: largest that fits)]\n"
-             "       [--decode one|batch (one)] [common flags]\n"
+             "       [--decode one|batch (one)] [common flags but --batch]\n"
              "  One decoder layer (attention + MoE block) at full size, random weights, fused vs unfused:\n"
              "  prefill of T tokens, decode of B tokens against C cached positions: of one sequence\n"
              "  (--decode one), or one token each of B sequences over a paged KV cache of random K/V\n"
@@ -270,7 +280,9 @@ int mk_bench_layer(int argc, char **argv) {
   int64_t T = 8192, B = 64, C = 4096, tp = 0;
   int batch = 0; /* --decode batch */
   for (int i = 1; i < argc; i++) {
-    int used = mk_bench_parse_common(&o, argc, argv, i);
+    /* --batch is the decode batch here, not the common flag of back-to-back calls (which it shadowed up to
+       session 27: `--batch 8` ran 8 calls a sample at a batch of 64) */
+    int used = strcmp(argv[i], "--batch") ? mk_bench_parse_common(&o, argc, argv, i) : 0;
     if (used < 0) return 2;
     if (used) {
       i += used - 1;
