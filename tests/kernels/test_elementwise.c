@@ -185,18 +185,24 @@ int main(int argc, char **argv) {
     }
     printf("argmax: %d rows ok\n", n);
   } else if (!strcmp(op, "linear")) {
-    const int in = 96, out = 77;
-    float *x = rnd_f((size_t)n * in, -1, 1), *want = malloc(sizeof(float) * n * out);
-    uint16_t *w = rnd_b((size_t)out * in, -1, 1);
-    for (int t = 0; t < n; t++)
-      for (int j = 0; j < out; j++) {
-        double s = 0;
-        for (int k = 0; k < in; k++) s += (double)x[t * in + k] * bf(w[(size_t)j * in + k]);
-        want[t * out + j] = (float)s;
-      }
-    void *dx = dev(x, sizeof(float) * n * in), *dw = dev(w, (size_t)out * in * 2), *dy = dev(NULL, sizeof(float) * n * out);
-    ASSERT_OK(mk_linear_f32out(dx, n, in, dw, out, dy, NULL));
-    check_f32("linear_f32out", host(dy, sizeof(float) * n * out), want, (size_t)n * out, 1e-5);
+    /* the vector kernel (in % 8 == 0) at the decode routers' shapes (R = 1 and 4 warps' rows), a prefill-like
+       one (R = 8, a tail of rows) and the odd case; the scalar kernel (in % 8 != 0) */
+    const int shapes[5][3] = {{n, 96, 77}, {64, 4096, 8}, {64, 2048, 128}, {1003, 1024, 64}, {n, 100, 33}};
+    for (int c = 0; c < 5; c++) {
+      const int rows = shapes[c][0], in = shapes[c][1], out = shapes[c][2];
+      float *x = rnd_f((size_t)rows * in, -1, 1), *want = malloc(sizeof(float) * rows * out);
+      uint16_t *w = rnd_b((size_t)out * in, -1, 1);
+      for (int t = 0; t < rows; t++)
+        for (int j = 0; j < out; j++) {
+          double s = 0;
+          for (int k = 0; k < in; k++) s += (double)x[(size_t)t * in + k] * bf(w[(size_t)j * in + k]);
+          want[(size_t)t * out + j] = (float)s;
+        }
+      void *dx = dev(x, sizeof(float) * rows * in), *dw = dev(w, (size_t)out * in * 2);
+      void *dy = dev(NULL, sizeof(float) * rows * out); /* poisoned (NaN): every output must be written */
+      ASSERT_OK(mk_linear_f32out(dx, rows, in, dw, out, dy, NULL));
+      check_f32("linear_f32out", host(dy, sizeof(float) * rows * out), want, (size_t)rows * out, 1e-5);
+    }
   } else if (!strcmp(op, "attn")) {
     const int hq = 4, hkv = 2, pos0 = 11, ctx = pos0 + n;
     for (int d = 16; d <= 128; d *= 8) {

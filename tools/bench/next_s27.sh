@@ -18,13 +18,20 @@
 #   (fused 0.418 / 0.236 ms for Mixtral / Qwen3, run 282029b-x2) on both paths; graphs still -10 to -16 us.
 #   MK_CALL_LIMIT=420 CTEST_ARGS="-R ^test_(model_gpu_fused_2|bench_layer_batch)$" CTEST_TIMEOUT=200 CTEST_WALL=200 \
 #     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s27.sh b'
+#   Measured (run d29906b-x2): the MoE blocks at decode rose to 0.449 (Mixtral) and 0.275 ms (Qwen3) fused,
+#   0.510 / 0.335 unfused: held. Graphs -6 to -19 us.
+# part c (2 GPUs): part b's layer runs with mk_linear_f32out's vector kernel (the router). Prediction: the decode
+#   MoE blocks -5 to -15 us on both paths (the scalar router's 4-byte loads, ~10-20 us), prefill's MoE blocks
+#   -0.1 to -0.4 ms (the scalar router re-read each row of x once per expert).
+#   MK_CALL_LIMIT=420 CTEST_ARGS="-R ^test_(elementwise_linear|model_gpu_fused_2|model_gpu_unfused_2)$" CTEST_TIMEOUT=200 \
+#     CTEST_WALL=200 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s27.sh c'
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-a}
 BIN=$PWD
 export PATH=$BIN:$PATH
 G=$(nvidia-smi -L | grep -c '^GPU')
 STEP_GREP="$STEP_GREP|phases"
-if [ "$PART" = a ] || [ "$PART" = b ]; then
+if [ "$PART" = a ] || [ "$PART" = b ] || [ "$PART" = c ]; then
   for v in eager graph eagerb graphb; do
     g=()
     case $v in graph*) g=(--graph) ;; esac
