@@ -25,13 +25,18 @@
 #   -0.1 to -0.4 ms (the scalar router re-read each row of x once per expert).
 #   MK_CALL_LIMIT=420 CTEST_ARGS="-R ^test_(elementwise_linear|model_gpu_fused_2|model_gpu_unfused_2)$" CTEST_TIMEOUT=200 \
 #     CTEST_WALL=200 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s27.sh c'
+#   Measured (run 3931000-x2): decode level (refuted), Qwen3 prefill MoE block 1.366 -> 1.306 ms.
+# part d (4 GPUs, nvidia-h200-x4; not run yet): issue 9's table with the residual stream reset: the layer at
+#   TP = EP = 4, eager and --graph in turns, twice, with --json for docs/perf/layer_h200x4_<commit>*.json.
+#   MK_CALL_LIMIT=480 CTEST_ARGS="-R ^test_(elementwise_linear|model_gpu_fused_tp4|bench_layer_batch)$" \
+#     CTEST_TIMEOUT=200 CTEST_WALL=200 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s27.sh d'
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-a}
 BIN=$PWD
 export PATH=$BIN:$PATH
 G=$(nvidia-smi -L | grep -c '^GPU')
 STEP_GREP="$STEP_GREP|phases"
-if [ "$PART" = a ] || [ "$PART" = b ] || [ "$PART" = c ]; then
+if [ "$PART" = a ] || [ "$PART" = b ] || [ "$PART" = c ] || [ "$PART" = d ]; then
   for v in eager graph eagerb graphb; do
     g=()
     case $v in graph*) g=(--graph) ;; esac
