@@ -201,7 +201,22 @@ int main(int argc, char **argv) {
       void *dx = dev(x, sizeof(float) * rows * in), *dw = dev(w, (size_t)out * in * 2);
       void *dy = dev(NULL, sizeof(float) * rows * out); /* poisoned (NaN): every output must be written */
       ASSERT_OK(mk_linear_f32out(dx, rows, in, dw, out, dy, NULL));
-      check_f32("linear_f32out", host(dy, sizeof(float) * rows * out), want, (size_t)rows * out, 1e-5);
+      float *got = host(dy, sizeof(float) * rows * out);
+      check_f32("linear_f32out", got, want, (size_t)rows * out, 1e-5);
+      if (in % 8 == 0) /* every rows-a-warp value gives the same bits (each lane's sum runs in the same order) */
+        for (int r = 1; r <= 16; r *= 2) {
+          char v[8];
+          snprintf(v, sizeof v, "%d", r);
+          setenv("MK_LINEAR_F32_ROWS", v, 1);
+          mk_param_reset_cache();
+          CUDA_OK(cudaMemset(dy, 0xff, sizeof(float) * rows * out));
+          ASSERT_OK(mk_linear_f32out(dx, rows, in, dw, out, dy, NULL));
+          float *again = host(dy, sizeof(float) * rows * out);
+          ASSERT_TRUE(memcmp(again, got, sizeof(float) * rows * out) == 0);
+          free(again);
+        }
+      unsetenv("MK_LINEAR_F32_ROWS");
+      mk_param_reset_cache();
     }
   } else if (!strcmp(op, "attn")) {
     const int hq = 4, hkv = 2, pos0 = 11, ctx = pos0 + n;

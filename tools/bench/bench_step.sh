@@ -8,6 +8,8 @@
 #                                  ranks with the environment VAR=VALUE, JSON into $RES/NAME.json.
 #   moe_turns PREFIX SHAPES VAR A B  `moe` of SHAPES with VAR=A, VAR=B, then both again (PREFIX_A, PREFIX_B, PREFIX_Ab,
 #                                  PREFIX_Bb): an A/B in turns, twice (A and B must not end in b).
+#   layer NAME BIN [ARGS...]       one `mk-bench layer --interleave --warmup 20 --iters 40 --seed 7` of BIN's build
+#                                  under $G ranks, JSON into $RES/NAME.json.
 #   ar_step NAME ENV... -- ARGS...  one `mk-bench gemm_ar --interleave` under 4 ranks with the
 #                                  environment ENV (at least one VAR=VALUE), JSON into $RES/NAME.json.
 #   old_build COMMIT               builds mk-bench and mk-launch of the tree copied to $REPO/.carry/old-COMMIT
@@ -45,6 +47,12 @@ moe() {
 moe_turns() {
   local p=$1 shapes=$2 var=$3 a=$4 b=$5 v
   for v in "$a" "$b" "${a}b" "${b}b"; do moe "${p}_$v" "$shapes" "$var=${v%b}"; done
+}
+layer() {
+  local name=$1 bin=$2
+  shift 2
+  TAIL=6 step "$name" 120 "$bin/mk-launch" -n "$G" -- "$bin/mk-bench" layer --interleave --warmup 20 --iters 40 \
+    --seed 7 "$@" --json "$RES/$name.json"
 }
 ar_step() {
   local name=$1 envs=()

@@ -41,7 +41,6 @@ if [ "$PART" = c ]; then
   for v in new old newb oldb; do
     b=$BIN
     case $v in old*) b=$OB ;; esac
-    TAIL=6 step "layer_$v" 120 "$b/mk-launch" -n "$G" -- "$b/mk-bench" layer --interleave --warmup 20 --iters 40 \
-      --seed 7 --json "$RES/layer_$v.json"
+    layer "layer_$v" "$b"
   done
 fi

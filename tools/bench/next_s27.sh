@@ -40,8 +40,7 @@ if [ "$PART" = a ] || [ "$PART" = b ] || [ "$PART" = c ] || [ "$PART" = d ]; the
   for v in eager graph eagerb graphb; do
     g=()
     case $v in graph*) g=(--graph) ;; esac
-    TAIL=6 step "layer_$v" 120 mk-launch -n "$G" -- mk-bench layer --interleave --warmup 20 --iters 40 \
-      --seed 7 "${g[@]}" --json "$RES/layer_$v.json"
+    layer "layer_$v" "$BIN" "${g[@]}"
   done
   [ "$PART" = a ] && moe moe_dec "--shape 32,4096,8,2,14336 --shape 32,2048,128,8,768"
   [ "$PART" = a ] && moe moe_e128 "--shape 4096,2048,128,8,768"
