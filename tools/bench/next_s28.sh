@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# next_s28.sh — session 28's GPU runs (docs/perf/NOTES.md, layer "Session 28"). Run through tools/gpu-check.sh from
+# the repository root.
+# part a (2 GPUs, nvidia-h200-x2): the layer (both presets, TP = EP = 2) eagerly and from graphs, each process
+#   traced by libmk_ktrace.so (CUPTI, tools/ktrace/ktrace.c); tools/bench/ktrace_report.py prints each kind of
+#   call's kernels with their median durations and the gaps between them (kt_<v>.txt), to place the decode
+#   layer's time: where the MoE block loses ~0.03-0.04 ms beyond the op alone, and the attention block's 0.085 ms
+#   of compute at decode against ~0.015 ms of weights and KV to stream.
+#   MK_CALL_LIMIT=300 CTEST_ARGS="-R ^test_bench_layer_batch$" CTEST_TIMEOUT=120 CTEST_WALL=120 \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s28.sh a'
+source "$(dirname "$0")/bench_step.sh"
+PART=${1:-a}
+BIN=$PWD
+export PATH=$BIN:$PATH
+G=$(nvidia-smi -L | grep -c '^GPU')
+KT=$BIN/../lib/libmk_ktrace.so
+kt_layer() { # NAME [ARGS...]: the layer under the tracer, then the report of both ranks
+  local name=$1
+  shift
+  [ -f "$KT" ] || { echo "no $KT (CUPTI not found at configure)"; return; }
+  mkdir -p "$RES/$name"
+  TAIL=6 step "$name" 150 env CUDA_INJECTION64_PATH="$KT" KTRACE_DIR="$RES/$name" mk-launch -n "$G" -- \
+    mk-bench layer --interleave --warmup 10 --iters 20 --seed 7 "$@" --json "$RES/$name.json"
+  python3 "$BIN/../../tools/bench/ktrace_report.py" "$RES/$name" --files "$G" > "$RES/$name.txt" 2>&1
+  echo "$name: $(grep -c '^-- group' "$RES/$name.txt") groups"
+  (cd "$RES" && tar czf "$name.csv.tgz" "$name" && rm -rf "$name")
+}
+if [ "$PART" = a ]; then
+  kt_layer kt_eager
+  kt_layer kt_graph --graph
+fi
