@@ -43,6 +43,13 @@ mk_status mk_rope_neox_bf16(uint16_t *x, int64_t n, int heads, int hd, int64_t p
  * in one launch. */
 mk_status mk_rope_neox_pos_bf16(uint16_t *x, int64_t n, int heads, int hd, const int32_t *pos, double theta,
                                 mk_stream_t stream);
+/* The merged q/k/v projection's output qkv [n, (nh + 2 nkv) hd] -> q [n, nh hd], k and v [n, nkv hd]:
+ * bias bq/bk/bv (each may be NULL), per-head RMSNorm of q and k with q_norm/k_norm [hd] (both or neither),
+ * rotate-half RoPE of q and k at position pos0 + t, each step rounded to bf16 as mk_bias_add_bf16,
+ * mk_rmsnorm_bf16 and mk_rope_neox_bf16 do. hd even, <= 256. */
+mk_status mk_qkv_post_bf16(const uint16_t *qkv, int64_t n, int nh, int nkv, int hd, const float *bq, const float *bk,
+                           const float *bv, const float *q_norm, const float *k_norm, float eps, int64_t pos0,
+                           double theta, uint16_t *q, uint16_t *k, uint16_t *v, mk_stream_t stream);
 /* x[r, c] += b[c] (bf16 rows, fp32 bias). */
 mk_status mk_bias_add_bf16(uint16_t *x, int64_t rows, int cols, const float *b, mk_stream_t stream);
 /* x[t, i] += (row_scale ? row_scale[t] : 1) * y[t, i]; x fp32 [n, dim], y bf16. */

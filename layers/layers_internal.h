@@ -13,7 +13,8 @@ typedef struct gpu_mlp { /* SwiGLU MLP, column/row parallel over tp: gate/up [I_
 
 typedef struct gpu_layer {
   float *attn_norm, *mlp_norm;             /* [H] */
-  uint16_t *wq, *wk, *wv, *wo;             /* [qw_r, H], [kw_r, H] x2, [H, qw_r] */
+  uint16_t *wq, *wk, *wv, *wo;             /* [qw_r, H], [kw_r, H] x2, [H, qw_r]; wq, wk, wv one block (wk =
+                                              wq + qw_r H, wv = wk + kw_r H): the fused path's merged q/k/v GEMM */
   float *bq, *bk, *bv;                     /* this rank's slices; NULL if none */
   float *q_norm, *k_norm;                  /* [hd] (per head) or this rank's slice of the full width */
   uint16_t *kc, *vc;                       /* [max_seq, kw_r] */
@@ -54,6 +55,7 @@ struct mk_model_gpu {
   uint64_t x_seed;                         /* random weights: x's fill at create (mk_model_gpu_reset_residual) */
   int x_random;                            /* random weights (no checkpoint): x was filled from x_seed */
   uint16_t *hb, *q, *o, *y, *y2, *g, *u;  /* hb, o, y, y2, g in the symmetric heap (fused ops' in/out) */
+  uint16_t *qkv;                           /* [max_seq, qw_r + 2 kw_r]: the merged q/k/v GEMM's output (attn_block) */
   void **allocs;                           /* device allocations, freed at destroy */
   int nallocs, cap;
 };

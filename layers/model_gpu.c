@@ -223,13 +223,32 @@ mk_status mk_layers_attn_out_(mk_model_gpu_t *g, gpu_layer *L, int n, int reduce
   return mk_residual_add(g->x, g->y, NULL, n, H, S_(g));
 }
 
+/* 1 (default): the fused path, where not sequence parallel, projects q, k and v with one GEMM over the
+ * layer's [wq; wk; wv] and follows it with one kernel for the bias, the per-head q/k norm, RoPE and the
+ * copies into q and the KV cache (mk_qkv_post_bf16); 0: as the unfused path, three GEMMs and the separate
+ * kernels (up to seven). A q/k norm over the full width (MK_QK_NORM_FULL) always takes the separate path. */
+MK_PARAM_INT(layer_qkv, "LAYER_QKV", 1, 0, 1)
+
+static int qkv_merged(const mk_model_gpu_t *g, int n) {
+  return g->path == MK_PATH_FUSED && !sp_on(g, n) && g->cfg.qk_norm != MK_QK_NORM_FULL && g->cfg.head_dim <= 256 &&
+         mk_param_layer_qkv();
+}
+
 static mk_status attn_block(mk_model_gpu_t *g, gpu_layer *L, int n, int reduce) {
   const mk_model_config_t *c = &g->cfg;
   const int hd = c->head_dim, pos0 = g->pos;
   uint16_t *k = L->kc + (size_t)pos0 * g->kw_r, *v = L->vc + (size_t)pos0 * g->kw_r;
-  MK_CHECK(mk_layers_attn_qkv_(g, L, n, k, v, reduce));
-  MK_CHECK(mk_rope_neox_bf16(g->q, n, g->nh_r, hd, pos0, c->rope_theta, S_(g)));
-  MK_CHECK(mk_rope_neox_bf16(k, n, g->nkv_r, hd, pos0, c->rope_theta, S_(g)));
+  if (qkv_merged(g, n)) {
+    const int head = c->qk_norm == MK_QK_NORM_HEAD;
+    MK_CHECK(mk_rmsnorm_f32(g->x, L->attn_norm, n, c->hidden, c->rms_eps, g->hb, NULL, S_(g)));
+    MK_CHECK(gemm(g, g->hb, L->wq, g->qkv, n, g->qw_r + 2 * g->kw_r, c->hidden));
+    MK_CHECK(mk_qkv_post_bf16(g->qkv, n, g->nh_r, g->nkv_r, hd, L->bq, L->bk, L->bv, head ? L->q_norm : NULL,
+                              head ? L->k_norm : NULL, c->rms_eps, pos0, c->rope_theta, g->q, k, v, S_(g)));
+  } else {
+    MK_CHECK(mk_layers_attn_qkv_(g, L, n, k, v, reduce));
+    MK_CHECK(mk_rope_neox_bf16(g->q, n, g->nh_r, hd, pos0, c->rope_theta, S_(g)));
+    MK_CHECK(mk_rope_neox_bf16(k, n, g->nkv_r, hd, pos0, c->rope_theta, S_(g)));
+  }
   MK_CHECK(attend(g, L, n, pos0));
   return mk_layers_attn_out_(g, L, n, reduce);
 }
@@ -557,6 +576,7 @@ mk_status mk_layers_create_(const mk_model_t *m, const mk_model_config_t *c, uin
   DALLOC(g->sumsq, 2 * S * 4);
   DALLOC(g->logits, (size_t)logit_rows * (size_t)c->vocab * 4);
   DALLOC(g->q, S * (size_t)g->qw_r * 2);
+  DALLOC(g->qkv, S * (size_t)(g->qw_r + 2 * g->kw_r) * 2);
   DALLOC(g->u, S * (wide ? wide : 8) * 2);
   HALLOC(g->hb, S * H * 2);
   HALLOC(g->o, S * (size_t)g->qw_r * 2);

@@ -114,9 +114,8 @@ mk_status mk_layers_load_(mk_model_gpu_t *g, const mk_model_t *m) {
     gpu_layer *L = &g->layers[l];
     MK_CHECK(put_vec(g, m, MK_W_ATTN_NORM, l, 0, H, &L->attn_norm));
     MK_CHECK(put_vec(g, m, MK_W_MLP_NORM, l, 0, H, &L->mlp_norm));
-    DALLOC(L->wq, (size_t)(g->qw_r * H) * 2);
-    DALLOC(L->wk, (size_t)(g->kw_r * H) * 2);
-    DALLOC(L->wv, (size_t)(g->kw_r * H) * 2);
+    DALLOC(L->wq, (size_t)((g->qw_r + 2 * g->kw_r) * H) * 2); /* [wq; wk; wv], one block (layers_internal.h) */
+    L->wk = L->wq + g->qw_r * H, L->wv = L->wk + g->kw_r * H;
     DALLOC(L->wo, (size_t)(g->qw_r * H) * 2);
     MK_CHECK(put(m, MK_W_Q, l, -1, q0, q0 + g->qw_r, 0, -1, 1, L->wq, NULL));
     MK_CHECK(put(m, MK_W_K, l, -1, k0, k0 + g->kw_r, 0, -1, 1, L->wk, NULL));

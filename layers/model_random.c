@@ -18,11 +18,14 @@ typedef struct rnd {
   uint64_t seed;
 } rnd;
 
+static mk_status w_fill(rnd *r, uint16_t *out, size_t n, int64_t fan_in) {
+  const float s = 1.0f / sqrtf((float)fan_in);
+  return mk_fill_uniform_bf16(out, n, r->seed++, -s, s, S_(r->g));
+}
 static mk_status w_bf16(rnd *r, uint16_t **out, size_t n, int64_t fan_in) {
   mk_model_gpu_t *g = r->g;
-  const float s = 1.0f / sqrtf((float)fan_in);
   DALLOC(*out, n * 2);
-  return mk_fill_uniform_bf16(*out, n, r->seed++, -s, s, S_(g));
+  return w_fill(r, *out, n, fan_in);
 }
 static mk_status v_f32(rnd *r, float **out, size_t n, float lo, float hi) {
   mk_model_gpu_t *g = r->g;
@@ -51,9 +54,11 @@ mk_status mk_layers_random_(mk_model_gpu_t *g, uint64_t seed) {
     gpu_layer *L = &g->layers[l];
     MK_CHECK(v_f32(&r, &L->attn_norm, (size_t)H, 1, 1));
     MK_CHECK(v_f32(&r, &L->mlp_norm, (size_t)H, 1, 1));
-    MK_CHECK(w_bf16(&r, &L->wq, (size_t)(g->qw_r * H), H));
-    MK_CHECK(w_bf16(&r, &L->wk, (size_t)(g->kw_r * H), H));
-    MK_CHECK(w_bf16(&r, &L->wv, (size_t)(g->kw_r * H), H));
+    DALLOC(L->wq, (size_t)((g->qw_r + 2 * g->kw_r) * H) * 2); /* [wq; wk; wv], one block (layers_internal.h) */
+    L->wk = L->wq + g->qw_r * H, L->wv = L->wk + g->kw_r * H;
+    MK_CHECK(w_fill(&r, L->wq, (size_t)(g->qw_r * H), H));
+    MK_CHECK(w_fill(&r, L->wk, (size_t)(g->kw_r * H), H));
+    MK_CHECK(w_fill(&r, L->wv, (size_t)(g->kw_r * H), H));
     MK_CHECK(w_bf16(&r, &L->wo, (size_t)(g->qw_r * H), (int64_t)c->n_heads * hd));
     if (c->qkv_bias) {
       MK_CHECK(v_f32(&r, &L->bq, (size_t)g->qw_r, -0.01f, 0.01f));

@@ -54,6 +54,62 @@ __global__ void __launch_bounds__(kWarps * 32) moe_route_kernel(const float *log
   }
   if (lane == 0 && shared_logit) shared_w[t] = 1.0f / (1.0f + expf(-shared_logit[t]));
 }
+
+/* The same routing for E <= 32 kPer with the row in registers: lane l holds experts l, l + 32, ...
+ * (the order moe_route_kernel reads them in, so the max, the sum and every choice are the same bits);
+ * each round takes the warp's largest not yet taken (ties: the lower expert), and its lane marks it
+ * taken. moe_route_kernel re-read the row from memory and scanned the chosen list in local memory
+ * for every expert of every round: 10.6 us for 64 tokens at E = 128, k = 8 (run 7fa1977-x2). */
+template <int kPer>
+__global__ void __launch_bounds__(kWarps * 32) moe_route_reg_kernel(const float *logits, int64_t T, int E, int K,
+                                                                    int renorm, const float *shared_logit,
+                                                                    int32_t *ids, float *wout, float *shared_w,
+                                                                    int32_t *counts) {
+  const int lane = threadIdx.x & 31;
+  const int64_t t = (int64_t)blockIdx.x * kWarps + threadIdx.x / 32;
+  if (t >= T) return;
+  const float *l = logits + t * E;
+  float v[kPer];
+#pragma unroll
+  for (int i = 0; i < kPer; i++) v[i] = lane + 32 * i < E ? l[lane + 32 * i] : -INFINITY;
+  float mx = -INFINITY;
+#pragma unroll
+  for (int i = 0; i < kPer; i++)
+    if (lane + 32 * i < E) mx = fmaxf(mx, v[i]);
+  for (int o = 16; o; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+  float sum = 0.f;
+#pragma unroll
+  for (int i = 0; i < kPer; i++)
+    if (lane + 32 * i < E) sum += expf(v[i] - mx);
+  for (int o = 16; o; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+  unsigned taken = 0; /* bit i: expert lane + 32 i chosen */
+  int my_e = 0;
+  float my_p = 0.f, tot = 0.f;
+  for (int k = 0; k < K; k++) {
+    float bv = -INFINITY;
+    int be = 0x7fffffff;
+#pragma unroll
+    for (int i = 0; i < kPer; i++) { /* ascending e: a tie keeps the lower */
+      const int e = lane + 32 * i;
+      if (e < E && !((taken >> i) & 1) && (v[i] > bv || (v[i] == bv && e < be))) bv = v[i], be = e;
+    }
+    for (int o = 16; o; o >>= 1) {
+      const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+      const int oe = __shfl_xor_sync(0xffffffffu, be, o);
+      if (ov > bv || (ov == bv && oe < be)) bv = ov, be = oe;
+    }
+    if ((be & 31) == lane) taken |= 1u << (be >> 5);
+    const float pk = expf(bv - mx) / sum;
+    tot += pk;
+    if (lane == k) my_e = be, my_p = pk;
+  }
+  if (lane < K) {
+    ids[t * K + lane] = my_e;
+    wout[t * K + lane] = renorm ? my_p / tot : my_p;
+    if (counts) atomicAdd(&counts[my_e], 1);
+  }
+  if (lane == 0 && shared_logit) shared_w[t] = 1.0f / (1.0f + expf(-shared_logit[t]));
+}
 }  // namespace
 
 extern "C" mk_status mk_moe_route(const float *logits, int64_t T, int E, int top_k, int renorm,
@@ -71,8 +127,16 @@ extern "C" mk_status mk_moe_route(const float *logits, int64_t T, int E, int top
   if (!logits || !ids || !w)
     MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "moe_route: logits, ids and w must be non-null");
   const int64_t blocks = (T + kWarps - 1) / kWarps;
-  moe_route_kernel<<<(unsigned)blocks, kWarps * 32, 0, s>>>(logits, T, E, top_k, renorm, shared_logit, ids, w,
-                                                            shared_w, counts);
+#define MK_ROUTE_REG(P)                                                                                     \
+  moe_route_reg_kernel<P><<<(unsigned)blocks, kWarps * 32, 0, s>>>(logits, T, E, top_k, renorm, shared_logit, ids, w, \
+                                                                   shared_w, counts)
+  if (E <= 32) MK_ROUTE_REG(1);
+  else if (E <= 64) MK_ROUTE_REG(2);
+  else if (E <= 128) MK_ROUTE_REG(4);
+  else if (E <= 256) MK_ROUTE_REG(8);
+  else moe_route_kernel<<<(unsigned)blocks, kWarps * 32, 0, s>>>(logits, T, E, top_k, renorm, shared_logit, ids, w,
+                                                                  shared_w, counts);
+#undef MK_ROUTE_REG
   MK_CUDA_LAUNCH_CHECK();
   return MK_STATUS_OK;
 }

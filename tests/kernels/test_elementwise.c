@@ -1,6 +1,6 @@
 /* test_elementwise.c (gpu) — each model elementwise op against its CPU twin, every element,
  * fresh random inputs, poisoned outputs:  test_elementwise OP  with OP one of
- * embed rmsnorm qknorm rope rope_pos bias residual swiglu argmax convert linear attn.
+ * embed rmsnorm qknorm rope rope_pos qkv bias residual swiglu argmax convert linear attn.
  * bf16 outputs: relative Frobenius error <= 1e-2 (the twin works in fp32/double on the same
  * bf16 inputs); integer outputs (argmax) exactly. */
 #include <cuda_runtime_api.h>
@@ -138,6 +138,87 @@ int main(int argc, char **argv) {
     if (by_row) ASSERT_OK(mk_rope_neox_pos_bf16(dx, n, heads, hd, dev(pos, sizeof(int32_t) * n), 1e6, NULL));
     else ASSERT_OK(mk_rope_neox_bf16(dx, n, heads, hd, pos0, 1e6, NULL));
     check_bf16(op, host(dx, (size_t)n * heads * hd * 2), want, (size_t)n * heads * hd);
+  } else if (!strcmp(op, "qkv")) { /* mk_qkv_post_bf16, then mk_rope_neox_bf16 on more rows than its grid */
+    static const int cases[][6] = {/* n, nh, nkv, hd, bias, norm */
+                                   {67, 4, 2, 128, 1, 1},
+                                   {37, 3, 1, 64, 1, 0},
+                                   {9, 2, 2, 256, 0, 1},
+                                   {130, 8, 1, 128, 0, 0}};
+    const int pos0 = 4000;
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+      const int rows = cases[c][0], nh = cases[c][1], nkv = cases[c][2], hd = cases[c][3], h2 = hd / 2;
+      const int slots = nh + 2 * nkv, wq = nh * hd, wk = nkv * hd;
+      uint16_t *x = rnd_b((size_t)rows * slots * hd, -2, 2);
+      float *b = cases[c][4] ? rnd_f((size_t)slots * hd, -0.5f, 0.5f) : NULL;
+      float *nw = cases[c][5] ? rnd_f(2 * (size_t)hd, 0.5f, 1.5f) : NULL;
+      float *want = malloc(sizeof(float) * rows * slots * hd); /* [t][q | k | v] */
+      ASSERT_TRUE(want);
+      for (int t = 0; t < rows; t++)
+        for (int sl = 0; sl < slots; sl++) {
+          float *r = want + ((size_t)t * slots + sl) * hd;
+          const int kind = sl < nh ? 0 : sl < nh + nkv ? 1 : 2;
+          for (int i = 0; i < hd; i++) {
+            r[i] = bf(x[((size_t)t * slots + sl) * hd + i]);
+            if (b) r[i] = bf(mk_bf16_from_float(r[i] + b[sl * hd + i])); /* bq | bk | bv laid end to end */
+          }
+          if (nw && kind < 2) {
+            double ss = 0;
+            for (int i = 0; i < hd; i++) ss += (double)r[i] * r[i];
+            rms_row(r, nw + kind * hd, hd, ss, hd, 1e-6f, r);
+            for (int i = 0; i < hd; i++) r[i] = bf(mk_bf16_from_float(r[i]));
+          }
+          for (int i = 0; kind < 2 && i < h2; i++) {
+            float inv = (float)(1.0 / pow(1e6, (double)(2 * i) / hd)), ang = (float)(pos0 + t) * inv;
+            float cs = cosf(ang), sn = sinf(ang), a = r[i], bb = r[i + h2];
+            r[i] = a * cs - bb * sn, r[i + h2] = bb * cs + a * sn;
+          }
+        }
+      void *dx = dev(x, (size_t)rows * slots * hd * 2), *db = b ? dev(b, sizeof(float) * slots * hd) : NULL;
+      void *dn = nw ? dev(nw, sizeof(float) * 2 * hd) : NULL;
+      uint16_t *dq = dev(NULL, (size_t)rows * wq * 2), *dk = dev(NULL, (size_t)rows * wk * 2);
+      uint16_t *dv = dev(NULL, (size_t)rows * wk * 2);
+      float *fb = db, *fn = dn;
+      ASSERT_OK(mk_qkv_post_bf16(dx, rows, nh, nkv, hd, fb, fb ? fb + wq : NULL, fb ? fb + wq + wk : NULL, fn,
+                                 fn ? fn + hd : NULL, 1e-6f, pos0, 1e6, dq, dk, dv, NULL));
+      uint16_t *got[3] = {host(dq, (size_t)rows * wq * 2), host(dk, (size_t)rows * wk * 2),
+                          host(dv, (size_t)rows * wk * 2)};
+      const int width[3] = {wq, wk, wk}, first[3] = {0, wq, wq + wk};
+      for (int p = 0; p < 3; p++) { /* the part's columns of want, row by row */
+        float *wp = malloc(sizeof(float) * rows * width[p]);
+        ASSERT_TRUE(wp);
+        for (int t = 0; t < rows; t++)
+          memcpy(wp + (size_t)t * width[p], want + (size_t)t * slots * hd + first[p], sizeof(float) * width[p]);
+        char what[96];
+        snprintf(what, sizeof what, "qkv n=%d nh=%d nkv=%d hd=%d bias=%d norm=%d: %c", rows, nh, nkv, hd, !!b, !!nw,
+                 "qkv"[p]);
+        check_bf16(what, got[p], wp, (size_t)rows * width[p]);
+        free(wp), free(got[p]);
+      }
+      ASSERT_STATUS(mk_qkv_post_bf16(dx, rows, nh, nkv, 514, NULL, NULL, NULL, NULL, NULL, 1e-6f, 0, 1e6, dq, dk, dv,
+                                     NULL), MK_STATUS_INVALID_ARGUMENT);
+      free(x), free(b), free(nw), free(want);
+      cudaFree(dx), cudaFree(db), cudaFree(dn), cudaFree(dq), cudaFree(dk), cudaFree(dv);
+    }
+    { /* RoPE over 3000 x 40 heads x 32 pairs: more than its 2048 CTAs of 256 threads take at once */
+      const int rows = 3000, heads = 40, hd = 64;
+      const size_t cnt = (size_t)rows * heads * hd;
+      uint16_t *x = rnd_b(cnt, -1, 1);
+      float *want = malloc(sizeof(float) * cnt);
+      ASSERT_TRUE(want);
+      for (size_t i = 0; i < cnt; i++) want[i] = bf(x[i]);
+      for (int t = 0; t < rows; t++)
+        for (int i = 0; i < hd / 2; i++) {
+          float inv = (float)(1.0 / pow(1e6, (double)(2 * i) / hd)), ang = (float)(7 + t) * inv;
+          float cs = cosf(ang), sn = sinf(ang);
+          for (int h = 0; h < heads; h++) {
+            float *r = want + ((size_t)t * heads + h) * hd, a = r[i], bb = r[i + hd / 2];
+            r[i] = a * cs - bb * sn, r[i + hd / 2] = bb * cs + a * sn;
+          }
+        }
+      void *dx = dev(x, cnt * 2);
+      ASSERT_OK(mk_rope_neox_bf16(dx, rows, heads, hd, 7, 1e6, NULL));
+      check_bf16("rope 3000 x 40 heads", host(dx, cnt * 2), want, cnt);
+    }
   } else if (!strcmp(op, "bias") || !strcmp(op, "residual") || !strcmp(op, "swiglu") || !strcmp(op, "convert")) {
     size_t N = (size_t)n * dim;
     uint16_t *a = rnd_b(N, -4, 4), *b = rnd_b(N, -2, 2);

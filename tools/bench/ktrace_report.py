@@ -29,7 +29,14 @@ def demangle(names):
 
 
 def short(name, width):
-    name = re.sub(r"\(.*\)$", "", name)  # the argument list
+    if name.endswith(")"):  # the argument list: the last balanced (...)
+        depth = 0
+        for i in range(len(name) - 1, -1, -1):
+            depth += name[i] == ")"
+            depth -= name[i] == "("
+            if depth == 0:
+                name = name[:i]
+                break
     name = re.sub(r"\b(void|unsigned|const) ", "", name)
     return name if len(name) <= width else name[: width - 1] + "~"
 

@@ -8,6 +8,16 @@
 #   of compute at decode against ~0.015 ms of weights and KV to stream.
 #   MK_CALL_LIMIT=300 CTEST_ARGS="-R ^test_bench_layer_batch$" CTEST_TIMEOUT=120 CTEST_WALL=120 \
 #     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s28.sh a'
+#   Measured (run 7fa1977-x2, raw/run-7fa1977-x2/kt_*.txt): see NOTES. The decode layer's small kernels: Qwen3's
+#   moe_route 10.6 us for 64 tokens, the three q/k/v GEMMs with their split-K reduces and two RoPEs ~30 us (Mixtral)
+#   of ~20 kernels; at prefill mk_rope_kernel 141 + 37 us (Mixtral), its double pow once per pair and thread.
+# part b (2 GPUs): the merged q/k/v GEMM with mk_qkv_post_bf16 on the fused path (MK_LAYER_QKV=1, new) against the
+#   separate kernels (0), in turns, twice, eagerly; then --graph; then the layer traced again; moe_route with the row
+#   in registers and RoPE's frequency table on both paths. Predictions: decode fused -12 to -20 us (Mixtral) and
+#   -15 to -22 us (Qwen3) from MK_LAYER_QKV=1; Qwen3's decode MoE block -6 to -8 us on both paths (route 10.6 -> ~3
+#   us); prefill attention blocks -0.1 to -0.15 ms on both paths (RoPE 178 -> ~25 us at Mixtral).
+#   MK_CALL_LIMIT=420 CTEST_ARGS="-R ^test_(elementwise_(qkv|rope|rope_pos|linear)|moe_router|model_gpu_fused_[12]|model_gpu_unfused_2|model_gpu_agree_mixtral_flash_2)$" \
+#     CTEST_TIMEOUT=200 CTEST_WALL=240 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s28.sh b'
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-a}
 BIN=$PWD
@@ -28,4 +38,11 @@ kt_layer() { # NAME [ARGS...]: the layer under the tracer, then the report of bo
 if [ "$PART" = a ]; then
   kt_layer kt_eager
   kt_layer kt_graph --graph
+fi
+if [ "$PART" = b ]; then
+  for v in 1 0 1b 0b; do
+    MK_LAYER_QKV=${v%b} layer "layer_qkv$v" "$BIN"
+  done
+  layer layer_graph "$BIN" --graph
+  kt_layer kt_eager
 fi
