@@ -3,6 +3,7 @@
 (tools/ktrace/ktrace.c).
 
     ktrace_report.py DIR [--boundary REGEX] [--min-count N] [--skip REGEX] [--max-groups N]
+    ktrace_report.py DIR --list REGEX     every kernel whose name matches: count, median, p10, p90
 
 Each file (one process, one rank) is cut into calls at every kernel whose demangled name matches
 --boundary (default: the layer bench's pre-call reset, `mk_fill_uniform_kernel<float>`); kernels
@@ -58,6 +59,18 @@ def report(path, a):
         print(f"{path}: no kernels")
         return
     names = demangle(sorted({k[3] for k in ks}))
+    if a.list:
+        pat, by = re.compile(a.list), {}
+        for s, e, _, n in ks:
+            if pat.search(names[n]):
+                by.setdefault(names[n], []).append((e - s) / 1000.0)
+        print(f"== {os.path.basename(path)}: kernels matching {a.list!r} (us)")
+        for n, ds in sorted(by.items(), key=lambda kv: -len(kv[1])):
+            ds.sort()
+            q = lambda f: ds[min(len(ds) - 1, int(f * len(ds)))]
+            print(f"   {len(ds):6d} x median {statistics.median(ds):8.1f} p10 {q(0.1):8.1f} p90 {q(0.9):8.1f}  "
+                  f"{short(n, a.width)}")
+        return
     bnd, skip = re.compile(a.boundary), re.compile(a.skip)
     calls, cur, prev_end = [], None, None
     for s, e, stream, n in ks:
@@ -110,6 +123,7 @@ def main():
     ap.add_argument("--min-count", type=int, default=5)
     ap.add_argument("--max-groups", type=int, default=40)
     ap.add_argument("--width", type=int, default=110)
+    ap.add_argument("--list", help="a regex: per-kernel statistics of the matching kernels instead of calls")
     ap.add_argument("--files", type=int, default=1, help="how many of the files (ranks), in name order")
     a = ap.parse_args()
     files = sorted(glob.glob(os.path.join(a.dir, "ktrace.*.csv")))

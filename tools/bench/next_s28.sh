@@ -18,6 +18,13 @@
 #   us); prefill attention blocks -0.1 to -0.15 ms on both paths (RoPE 178 -> ~25 us at Mixtral).
 #   MK_CALL_LIMIT=420 CTEST_ARGS="-R ^test_(elementwise_(qkv|rope|rope_pos|linear)|moe_router|model_gpu_fused_[12]|model_gpu_unfused_2|model_gpu_agree_mixtral_flash_2)$" \
 #     CTEST_TIMEOUT=200 CTEST_WALL=240 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s28.sh b'
+# part c (2 GPUs): why the decode MoE's moe_plan_exchange_kernel (one CTA: plan, count records, wait) takes ~30 us
+#   in the layer (both ranks start it within ~1 us of each other, run 175bba9-x2) when the op's phases put the
+#   counts ~11 us after the plan's start (run 282029b-x2): the op alone traced at the layer's decode shapes, and
+#   the Mixtral layer traced with the rows sent after the counts (MK_MOE_SEND_EARLY=0) and with the dispatch
+#   launched after the exchange (MK_MOE_DISPATCH_EARLY=0).
+#   MK_CALL_LIMIT=300 CTEST_ARGS="-R ^test_moe_router$" CTEST_TIMEOUT=60 CTEST_WALL=60 \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s28.sh c'
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-a}
 BIN=$PWD
@@ -32,6 +39,8 @@ kt_layer() { # NAME [ARGS...]: the layer under the tracer, then the report of bo
   TAIL=6 step "$name" 150 env CUDA_INJECTION64_PATH="$KT" KTRACE_DIR="$RES/$name" mk-launch -n "$G" -- \
     mk-bench layer --interleave --warmup 10 --iters 20 --seed 7 "$@" --json "$RES/$name.json"
   python3 "$BIN/../../tools/bench/ktrace_report.py" "$RES/$name" --files "$G" > "$RES/$name.txt" 2>&1
+  [ -n "${KT_LIST:-}" ] && python3 "$BIN/../../tools/bench/ktrace_report.py" "$RES/$name" --files "$G" \
+    --list "$KT_LIST" > "$RES/$name.list.txt" 2>&1 && cat "$RES/$name.list.txt"
   echo "$name: $(grep -c '^-- group' "$RES/$name.txt") groups"
   (cd "$RES" && tar czf "$name.csv.tgz" "$name" && rm -rf "$name")
 }
@@ -45,4 +54,18 @@ if [ "$PART" = b ]; then
   done
   layer layer_graph "$BIN" --graph
   kt_layer kt_eager
+fi
+if [ "$PART" = c ]; then
+  export KT_LIST='moe_|gather_rows|skinny'
+  if [ -f "$KT" ]; then
+    mkdir -p "$RES/kt_moe"
+    TAIL=8 step kt_moe 90 env CUDA_INJECTION64_PATH="$KT" KTRACE_DIR="$RES/kt_moe" mk-launch -n "$G" -- mk-bench moe \
+      --shape 32,4096,8,2,14336 --shape 32,2048,128,8,768 --iters 20 --seed 7 --breakdown --json "$RES/kt_moe.json"
+    python3 "$BIN/../../tools/bench/ktrace_report.py" "$RES/kt_moe" --files "$G" --list "$KT_LIST" > "$RES/kt_moe.txt"
+    cat "$RES/kt_moe.txt"
+    (cd "$RES" && tar czf kt_moe.csv.tgz kt_moe && rm -rf kt_moe)
+  fi
+  MK_MOE_SEND_EARLY=1 kt_layer kt_se1 --preset mixtral
+  MK_MOE_SEND_EARLY=0 kt_layer kt_se0 --preset mixtral
+  MK_MOE_DISPATCH_EARLY=0 kt_layer kt_de0 --preset mixtral
 fi
