@@ -272,11 +272,15 @@ static mk_status mlp(mk_model_gpu_t *g, const gpu_mlp *p, int n, uint16_t *out, 
   return row_linear(g, g->g, p->down, out, n, H, p->inter_r);
 }
 
+/* 1 (default): the fused path's all-gather of the MoE output on the SMs (mk_gather_rows) also adds it to the
+ * residual stream once every slice is in (mk_gather_rows_add); 0: a separate residual kernel. */
+MK_PARAM_INT(layer_gather_add, "LAYER_GATHER_ADD", 1, 0, 1)
+
 /* The TP group splits the tokens for the experts: TP rank r dispatches rows [r c, r c + c) of
  * hb (c = ceil(n / tp), the last ranks fewer or none), its MoE output lands at rows [r c, ...)
  * of y, and an all-gather over the TP group (NCCL, in place, padded slices of c rows; y holds
  * max_seq + tp rows) gives every rank y [n, H]. Each token's result does not depend on which
- * rank dispatched it, so the split changes no value. */
+ * rank dispatched it, so the split changes no value. Then x += y (the residual). */
 static mk_status moe_split(mk_model_gpu_t *g, gpu_layer *L, int n) {
   const int H = g->cfg.hidden, k = g->cfg.top_k, tp = g->lay.tp, cw = (n + tp - 1) / tp;
   const int r0 = g->tp_rank * cw < n ? g->tp_rank * cw : n, cnt = (r0 + cw < n ? r0 + cw : n) - r0;
@@ -289,9 +293,14 @@ static mk_status moe_split(mk_model_gpu_t *g, gpu_layer *L, int n) {
   /* fused, slices up to 1 MiB (decode; above, NCCL's bandwidth, not measured against this): the
    * slices pushed to the TP peers on the SMs. y is not stored into again by a peer before this
    * rank's next MoE call has exchanged its counts (a barrier over every rank). */
-  if (fused && g->gather && (uint64_t)cw * H * 2 <= (1u << 20))
-    return mk_gather_rows(g->gather, g->y, (uint64_t)cw * H * 2, S_(g));
-  return tp_gather(g, mine, (size_t)cw * H);
+  if (fused && g->gather && (uint64_t)cw * H * 2 <= (1u << 20)) {
+    if (mk_param_layer_gather_add()) /* the residual in the gather's kernel, once every slice is in */
+      return mk_gather_rows_add(g->gather, g->y, (uint64_t)cw * H * 2, g->x, H, n, S_(g));
+    MK_CHECK(mk_gather_rows(g->gather, g->y, (uint64_t)cw * H * 2, S_(g)));
+  } else {
+    MK_CHECK(tp_gather(g, mine, (size_t)cw * H));
+  }
+  return mk_residual_add(g->x, g->y, NULL, n, H, S_(g));
 }
 
 /* The MoE block sequence parallel: norm, router and experts on this rank's rows, which were the
@@ -325,10 +334,32 @@ static mk_status ffn_sp(mk_model_gpu_t *g, gpu_layer *L, int n, int comm) {
   return comm ? mk_residual_add(xs, g->y2 + r0 * H, g->shared_w + r0, cnt, H, S_(g)) : MK_STATUS_OK;
 }
 
+/* The MoE layer after its routing (hb, topk_ids, topk_w, shared_w set): the experts, the shared expert, the
+ * residuals. */
+static mk_status ffn_moe_rest(mk_model_gpu_t *g, gpu_layer *L, int n) {
+  const int H = g->cfg.hidden;
+  MK_CHECK(moe_split(g, L, n)); /* x += y included */
+  if (!L->seg) return MK_STATUS_OK;
+  MK_CHECK(mlp(g, &L->shared, n, g->y2, g->hb, 1));
+  return mk_residual_add(g->x, g->y2, g->shared_w, n, H, S_(g));
+}
+
+/* 1 (default): the fused path's MoE layers, at up to MK_LAYER_ROUTE_MAX tokens (decode), take the norm, the router
+ * (and the shared expert's gate) and the routing in one kernel (mk_moe_norm_route: the same bits as the three);
+ * 0: the separate kernels, as the unfused path. */
+MK_PARAM_INT(layer_route, "LAYER_ROUTE", 1, 0, 1)
+MK_PARAM_INT(layer_route_max, "LAYER_ROUTE_MAX", 256, 1, 1 << 20)
+
 mk_status mk_layers_ffn_(mk_model_gpu_t *g, gpu_layer *L, int n) {
   const mk_model_config_t *c = &g->cfg;
   const int H = c->hidden, E = c->n_experts;
   if (sp_on(g, n)) return ffn_sp(g, L, n, 1);
+  if (L->is_moe && g->path == MK_PATH_FUSED && mk_param_layer_route() && n <= mk_param_layer_route_max() &&
+      mk_moe_norm_route_fits(H, E, c->top_k)) {
+    MK_CHECK(mk_moe_norm_route(g->x, L->mlp_norm, n, H, c->rms_eps, L->router, E, L->seg, c->top_k,
+                               c->norm_topk_prob, g->hb, g->topk_ids, g->topk_w, L->seg ? g->shared_w : NULL, S_(g)));
+    return ffn_moe_rest(g, L, n);
+  }
   MK_CHECK(mk_rmsnorm_f32(g->x, L->mlp_norm, n, H, c->rms_eps, g->hb, g->hf, S_(g)));
   if (!L->is_moe) {
     MK_CHECK(mlp(g, &L->dense, n, g->y, g->hb, 1));
@@ -338,12 +369,9 @@ mk_status mk_layers_ffn_(mk_model_gpu_t *g, gpu_layer *L, int n) {
   if (L->seg) MK_CHECK(mk_linear_f32out(g->hf, n, H, L->seg, 1, g->shared_logit, S_(g)));
   MK_CHECK(mk_moe_route(g->router_logits, n, E, c->top_k, c->norm_topk_prob, L->seg ? g->shared_logit : NULL,
                         g->topk_ids, g->topk_w, L->seg ? g->shared_w : NULL, NULL, S_(g)));
-  MK_CHECK(moe_split(g, L, n));
-  MK_CHECK(mk_residual_add(g->x, g->y, NULL, n, H, S_(g)));
-  if (!L->seg) return MK_STATUS_OK;
-  MK_CHECK(mlp(g, &L->shared, n, g->y2, g->hb, 1));
-  return mk_residual_add(g->x, g->y2, g->shared_w, n, H, S_(g));
+  return ffn_moe_rest(g, L, n);
 }
+
 
 mk_status mk_model_gpu_run_part(mk_model_gpu_t *g, int layer, mk_layer_part part, int n, int pos) {
   if (!g || layer < 0 || layer >= g->cfg.n_layers || n < 1 || pos < 0 || n > g->max_seq - pos ||

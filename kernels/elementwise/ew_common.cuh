@@ -14,6 +14,9 @@ static inline int mk_ew_blocks(size_t n, int threads) {
   size_t b = (n + threads - 1) / threads;
   return (int)(b < 65535 ? (b ? b : 1) : 65535);
 }
+/* Threads of mk_rmsnorm_f32's CTA for rows of dim (its sum of squares depends on it; moe_norm_route_kernel
+ * takes the same to give the same bits). */
+static inline int mk_ew_rmsnorm_threads(int dim) { return dim >= 1024 ? 1024 : dim > 128 ? 256 : 128; }
 /* Block-wide sum of one float per thread (blockDim.x a multiple of 32, <= 1024). */
 __device__ __forceinline__ float mk_ew_block_sum(float v) {
   __shared__ float part[32];

@@ -53,15 +53,13 @@ __global__ void mk_rowsumsq_kernel(const uint16_t *__restrict__ x, int64_t rows,
   }
 }
 
-static int threads_for(int dim) { return dim >= 1024 ? 1024 : dim > 128 ? 256 : 128; }
-
 extern "C" mk_status mk_rmsnorm_f32(const float *x, const float *w, int64_t n, int dim, float eps, uint16_t *out_bf16,
                                     float *out_f32, mk_stream_t stream) {
   if (n == 0) return MK_STATUS_OK;
   if (!x || !w || n < 0 || dim < 1 || (!out_bf16 && !out_f32))
     MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "rmsnorm: bad arguments (n=%lld dim=%d)", (long long)n, dim);
-  mk_rmsnorm_f32_kernel<<<mk_ew_blocks((size_t)n, 1), threads_for(dim), 0, (cudaStream_t)stream>>>(x, w, n, dim, eps,
-                                                                                                    out_bf16, out_f32);
+  mk_rmsnorm_f32_kernel<<<mk_ew_blocks((size_t)n, 1), mk_ew_rmsnorm_threads(dim), 0, (cudaStream_t)stream>>>(
+      x, w, n, dim, eps, out_bf16, out_f32);
   MK_CUDA_LAUNCH_CHECK();
   return MK_STATUS_OK;
 }
@@ -73,7 +71,7 @@ extern "C" mk_status mk_rmsnorm_bf16(uint16_t *x, int64_t rows, int dim, const f
     MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL,
                   "rmsnorm_bf16: bad arguments (rows=%lld dim=%d norm_dim=%d, sumsq %s)", (long long)rows, dim,
                   norm_dim, sumsq ? "given" : "NULL");
-  mk_rmsnorm_bf16_kernel<<<mk_ew_blocks((size_t)rows, 1), threads_for(dim), 0, (cudaStream_t)stream>>>(
+  mk_rmsnorm_bf16_kernel<<<mk_ew_blocks((size_t)rows, 1), mk_ew_rmsnorm_threads(dim), 0, (cudaStream_t)stream>>>(
       x, rows, dim, w, sumsq, norm_dim, eps);
   MK_CUDA_LAUNCH_CHECK();
   return MK_STATUS_OK;
@@ -84,7 +82,8 @@ extern "C" mk_status mk_rowsumsq_bf16(const uint16_t *x, int64_t rows, int dim, 
   if (!x || !out || rows < 0 || dim < 1)
     MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "rowsumsq: bad arguments (rows=%lld dim=%d)",
                   (long long)rows, dim);
-  mk_rowsumsq_kernel<<<mk_ew_blocks((size_t)rows, 1), threads_for(dim), 0, (cudaStream_t)stream>>>(x, rows, dim, out);
+  mk_rowsumsq_kernel<<<mk_ew_blocks((size_t)rows, 1), mk_ew_rmsnorm_threads(dim), 0, (cudaStream_t)stream>>>(
+      x, rows, dim, out);
   MK_CUDA_LAUNCH_CHECK();
   return MK_STATUS_OK;
 }

@@ -15,6 +15,8 @@
  * after a system fence: mk_signal_add). CTA 0's thread 0 then waits (bounded, mk_wait_ge) until
  * sig[s] >= want + B for every s != i, where want (device memory of this handle, read and written
  * only by that thread; launches are stream-ordered) is the sum of B over the earlier calls, and
+ * adds B to want. mk_gather_rows_add: every CTA's thread 0 waits so, then the CTA adds its share of the
+ * gathered rows to x (the residual stream, fp32), and the last CTA out (a ticket counter beside want)
  * adds B to want. The kernel's end orders the
  * rows before any later kernel of the stream. Counters only grow; nothing is reset; graph
  * replays keep working.
@@ -31,22 +33,39 @@
 namespace {
 constexpr int kThreads = 512;
 
+/* x (NULL: none): also x[i] += y[i] for the first `elems` bf16 elements y of buf, once every slice is in. */
 __global__ void __launch_bounds__(kThreads) gather_rows_kernel(mk_dev_world w, uint64_t buf_off, uint64_t slice,
                                                                int first, int n, int me, int B, uint64_t sig_off,
-                                                               unsigned long long *want) {
+                                                               unsigned long long *want, float *x, int64_t elems) {
   const int j = blockIdx.x / B, b = blockIdx.x % B;
   const int dst = (me + 1 + j) % n, dst_local = (first + dst) % w.local_size;
   const uint64_t chunk = ((slice + B - 1) / B + 15) / 16 * 16, lo = (uint64_t)b * chunk;
   const uint64_t hi = lo + chunk < slice ? lo + chunk : slice;
   const uint64_t at = buf_off + (uint64_t)me * slice + lo;
+  const uint64_t target = (uint64_t)*want + (uint64_t)B; /* read before this CTA's ticket below */
   if (hi > lo) mk_copy_cta(w.peer_heap[dst_local] + at, w.heap + at, hi - lo);
   __syncthreads();
   if (threadIdx.x == 0) mk_signal_add(w, dst_local, sig_off + 8 * (uint64_t)me, 1);
-  if (blockIdx.x == 0 && threadIdx.x == 0) {
-    const uint64_t target = (uint64_t)*want + (uint64_t)B;
-    for (int s = 0; s < n; s++)
-      if (s != me && !mk_wait_ge(w, sig_off + 8 * (uint64_t)s, target, MK_OP_GATHER, first + s, -1)) return;
-    *want = target;
+  if (!x) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+      for (int s = 0; s < n; s++)
+        if (s != me && !mk_wait_ge(w, sig_off + 8 * (uint64_t)s, target, MK_OP_GATHER, first + s, -1)) return;
+      *want = target;
+    }
+    return;
+  }
+  int ok = 1;
+  if (threadIdx.x == 0)
+    for (int s = 0; s < n && ok; s++)
+      if (s != me) ok = mk_wait_ge(w, sig_off + 8 * (uint64_t)s, target, MK_OP_GATHER, first + s, -1);
+  if (!__syncthreads_and(ok)) return;
+  const uint16_t *y = (const uint16_t *)(w.heap + buf_off);
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < elems; i += (int64_t)gridDim.x * blockDim.x)
+    x[i] += __uint_as_float((uint32_t)y[i] << 16);
+  /* the last CTA out advances want: every CTA has read it by then (its ticket follows its read) */
+  if (threadIdx.x == 0) {
+    unsigned *done = (unsigned *)(want + 1);
+    if (atomicAdd(done, 1u) == gridDim.x - 1) *want = target, *done = 0;
   }
 }
 }  // namespace
@@ -56,7 +75,8 @@ struct mk_gather {
   mk_dev_world w;
   int first, n, me;
   uint64_t sig_off;
-  unsigned long long *want; /* sum of B over the calls so far */
+  unsigned long long *want; /* [0] sum of B over the calls so far; [1] (as unsigned) CTAs out of a
+                               mk_gather_rows_add call, 0 between calls */
   char *heap;
 };
 
@@ -79,8 +99,8 @@ extern "C" mk_status mk_gather_create(mk_comm_t *comm, int first, int n, mk_gath
   MK_CHECK_GOTO(mk_comm_dev_world(comm, &h->w), st, fail);
   h->heap = (char *)mk_comm_heap_ptr(comm, 0);
   MK_CHECK_GOTO(mk_comm_heap_alloc(comm, 8 * (uint64_t)n, &h->sig_off), st, fail); /* collective, zeroed */
-  MK_CUDA_CHECK_GOTO(cudaMalloc((void **)&h->want, sizeof *h->want), st, fail);
-  MK_CUDA_CHECK_GOTO(cudaMemset(h->want, 0, sizeof *h->want), st, fail);
+  MK_CUDA_CHECK_GOTO(cudaMalloc((void **)&h->want, 2 * sizeof *h->want), st, fail);
+  MK_CUDA_CHECK_GOTO(cudaMemset(h->want, 0, 2 * sizeof *h->want), st, fail);
   /* lazy loading: load the kernel now, not at a first launch beside a peer's spinning one */
   MK_CUDA_CHECK_GOTO(cudaFuncGetAttributes(&fa, (const void *)gather_rows_kernel), st, fail);
   MK_CUDA_CHECK_GOTO(cudaDeviceSynchronize(), st, fail);
@@ -97,7 +117,8 @@ extern "C" void mk_gather_destroy(mk_gather_t *h) {
   free(h);
 }
 
-extern "C" mk_status mk_gather_rows(mk_gather_t *h, void *buf, uint64_t slice_bytes, mk_stream_t stream) {
+static mk_status gather_launch(mk_gather_t *h, void *buf, uint64_t slice_bytes, float *x, int64_t elems,
+                               mk_stream_t stream) {
   if (!h || !buf) MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "gather_rows: handle and buf must be set");
   const char *p = (const char *)buf;
   const uint64_t off = (uint64_t)(p - h->heap), need = (uint64_t)h->n * slice_bytes;
@@ -109,7 +130,20 @@ extern "C" mk_status mk_gather_rows(mk_gather_t *h, void *buf, uint64_t slice_by
   const uint64_t b = slice_bytes / (16u << 10);
   const int B = b < 8 ? 8 : b > 32 ? 32 : (int)b;
   gather_rows_kernel<<<(unsigned)((h->n - 1) * B), kThreads, 0, (cudaStream_t)stream>>>(
-      h->w, off, slice_bytes, h->first, h->n, h->me, B, h->sig_off, h->want);
+      h->w, off, slice_bytes, h->first, h->n, h->me, B, h->sig_off, h->want, x, elems);
   MK_CUDA_LAUNCH_CHECK();
   return MK_STATUS_OK;
+}
+
+extern "C" mk_status mk_gather_rows(mk_gather_t *h, void *buf, uint64_t slice_bytes, mk_stream_t stream) {
+  return gather_launch(h, buf, slice_bytes, NULL, 0, stream);
+}
+
+extern "C" mk_status mk_gather_rows_add(mk_gather_t *h, void *buf, uint64_t slice_bytes, float *x, int dim, int rows,
+                                        mk_stream_t stream) {
+  if (!x || dim < 1 || rows < 0 || (uint64_t)rows * (uint64_t)dim * 2 > (h ? (uint64_t)h->n * slice_bytes : 0))
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL,
+                  "gather_rows_add: x [%d x %d] (x set, rows of bf16 within the gathered buffer's %d x %llu bytes)",
+                  rows, dim, h ? h->n : 0, (unsigned long long)slice_bytes);
+  return gather_launch(h, buf, slice_bytes, x, (int64_t)rows * dim, stream);
 }

@@ -82,6 +82,10 @@ typedef struct mk_gather mk_gather_t;
 mk_status mk_gather_create(mk_comm_t *comm, int first, int n, mk_gather_t **out);
 void mk_gather_destroy(mk_gather_t *h); /* NULL: no-op */
 mk_status mk_gather_rows(mk_gather_t *h, void *buf, uint64_t slice_bytes, mk_stream_t stream);
+/* The same, then x[r, i] += fp32(buf's row r, column i) for the first `rows` rows of the gathered buffer taken as
+ * bf16 rows of dim (the residual after the MoE block: one launch instead of two). */
+mk_status mk_gather_rows_add(mk_gather_t *h, void *buf, uint64_t slice_bytes, float *x, int dim, int rows,
+                             mk_stream_t stream);
 
 mk_status mk_fused_create(mk_comm_t *comm, unsigned ops, int64_t max_m, int64_t max_n, int64_t max_k,
                           mk_fused_t **out);

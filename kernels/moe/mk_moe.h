@@ -46,6 +46,17 @@ extern "C" {
  * tokens per expert, zeroed by the call. 1 <= top_k <= min(E, 8), E <= 1024. */
 mk_status mk_moe_route(const float *logits, int64_t T, int E, int top_k, int renorm, const float *shared_logit,
                        int32_t *ids, float *w, float *shared_w, int32_t *counts, mk_stream_t stream);
+/* RMSNorm, router and routing of T tokens in one launch (a CTA a token; decode sizes): hb [T, H] (bf16) =
+ * rmsnorm(x [T, H] fp32, norm_w [H], eps); the router's fp32 logits of the normed rows against router [E, H]
+ * (bf16) and, with seg [H] (bf16; NULL: none), the shared expert's gate logit; then as mk_moe_route (ids, w
+ * [T, top_k]; shared_w [T] = sigmoid(gate logit) with seg). The outputs are the bits of mk_rmsnorm_f32 +
+ * mk_linear_f32out + mk_moe_route. Needs mk_moe_norm_route_fits(H, E, top_k): H % 8 == 0, H <= 8192, top_k <=
+ * E <= 256; x, router and seg 16-byte aligned. Each CTA reads all of router: for many tokens the separate
+ * kernels are faster. */
+int mk_moe_norm_route_fits(int H, int E, int top_k);
+mk_status mk_moe_norm_route(const float *x, const float *norm_w, int64_t T, int H, float eps, const uint16_t *router,
+                            int E, const uint16_t *seg, int top_k, int renorm, uint16_t *hb, int32_t *ids, float *w,
+                            float *shared_w, mk_stream_t stream);
 
 typedef enum mk_moe_path { MK_MOE_FUSED = 0, MK_MOE_UNFUSED = 1 } mk_moe_path;
 

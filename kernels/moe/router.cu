@@ -5,10 +5,12 @@
 #include <cuda_runtime.h>
 
 #include "core/check.h"
+#include "kernels/elementwise/ew_common.cuh"
 #include "kernels/moe/mk_moe.h"
 
 namespace {
 constexpr int kWarps = 8;
+constexpr int kNormRouteMaxH = 8192; /* the normed row and the logits in the default 48 KB of shared memory */
 
 __global__ void __launch_bounds__(kWarps * 32) moe_route_kernel(const float *logits, int64_t T, int E, int K,
                                                                 int renorm, const float *shared_logit, int32_t *ids,
@@ -55,20 +57,16 @@ __global__ void __launch_bounds__(kWarps * 32) moe_route_kernel(const float *log
   if (lane == 0 && shared_logit) shared_w[t] = 1.0f / (1.0f + expf(-shared_logit[t]));
 }
 
-/* The same routing for E <= 32 kPer with the row in registers: lane l holds experts l, l + 32, ...
- * (the order moe_route_kernel reads them in, so the max, the sum and every choice are the same bits);
- * each round takes the warp's largest not yet taken (ties: the lower expert), and its lane marks it
- * taken. moe_route_kernel re-read the row from memory and scanned the chosen list in local memory
- * for every expert of every round: 10.6 us for 64 tokens at E = 128, k = 8 (run 7fa1977-x2). */
+/* The same routing for E <= 32 kPer with the row in registers, by one warp: lane l holds experts l,
+ * l + 32, ... (the order moe_route_kernel reads them in, so the max, the sum and every choice are the same
+ * bits); each round takes the warp's largest not yet taken (ties: the lower expert), and its lane marks it
+ * taken. moe_route_kernel re-read the row from memory and scanned the chosen list in local memory for every
+ * expert of every round: 10.6 us for 64 tokens at E = 128, k = 8 (run 7fa1977-x2). Writes the token's K ids
+ * and weights (ids, wout: its rows) and, with shared_logit, the shared expert's gate. */
 template <int kPer>
-__global__ void __launch_bounds__(kWarps * 32) moe_route_reg_kernel(const float *logits, int64_t T, int E, int K,
-                                                                    int renorm, const float *shared_logit,
-                                                                    int32_t *ids, float *wout, float *shared_w,
-                                                                    int32_t *counts) {
+__device__ __forceinline__ void moe_route_row(const float *l, int E, int K, int renorm, const float *shared_logit,
+                                              int32_t *ids, float *wout, float *shared_w, int32_t *counts) {
   const int lane = threadIdx.x & 31;
-  const int64_t t = (int64_t)blockIdx.x * kWarps + threadIdx.x / 32;
-  if (t >= T) return;
-  const float *l = logits + t * E;
   float v[kPer];
 #pragma unroll
   for (int i = 0; i < kPer; i++) v[i] = lane + 32 * i < E ? l[lane + 32 * i] : -INFINITY;
@@ -104,11 +102,70 @@ __global__ void __launch_bounds__(kWarps * 32) moe_route_reg_kernel(const float 
     if (lane == k) my_e = be, my_p = pk;
   }
   if (lane < K) {
-    ids[t * K + lane] = my_e;
-    wout[t * K + lane] = renorm ? my_p / tot : my_p;
+    ids[lane] = my_e;
+    wout[lane] = renorm ? my_p / tot : my_p;
     if (counts) atomicAdd(&counts[my_e], 1);
   }
-  if (lane == 0 && shared_logit) shared_w[t] = 1.0f / (1.0f + expf(-shared_logit[t]));
+  if (lane == 0 && shared_logit) *shared_w = 1.0f / (1.0f + expf(-*shared_logit));
+}
+
+template <int kPer>
+__global__ void __launch_bounds__(kWarps * 32) moe_route_reg_kernel(const float *logits, int64_t T, int E, int K,
+                                                                    int renorm, const float *shared_logit,
+                                                                    int32_t *ids, float *wout, float *shared_w,
+                                                                    int32_t *counts) {
+  const int64_t t = (int64_t)blockIdx.x * kWarps + threadIdx.x / 32;
+  if (t >= T) return;
+  moe_route_row<kPer>(logits + t * E, E, K, renorm, shared_logit ? shared_logit + t : NULL, ids + t * K, wout + t * K,
+                      shared_w ? shared_w + t : NULL, counts);
+}
+
+/* mk_moe_norm_route: one CTA a token, of mk_ew_rmsnorm_threads(H) threads (the block mk_rmsnorm_f32 takes, so
+ * the sum of squares is the same bits). RMSNorm of the row -> hb (bf16) and the fp32 row in shared memory; the
+ * router logits and the shared expert's gate logit, a warp an output, each summed in mk_linear_f32_vec_kernel's
+ * order (16-byte weight loads, lane slices in k order, a butterfly: the bits of mk_linear_f32out for any rows a
+ * warp); then warp 0 routes the row (moe_route_row). The same outputs, bit for bit, as mk_rmsnorm_f32,
+ * mk_linear_f32out (and the gate's) and mk_moe_route in one launch instead of three or four. */
+template <int kPer>
+__global__ void moe_norm_route_kernel(const float *x, const float *nw, int H, float eps, const uint16_t *router, int E,
+                                      const uint16_t *seg, int K, int renorm, uint16_t *hb, int32_t *ids, float *wout,
+                                      float *shared_w) {
+  extern __shared__ float4 nr_smem[];
+  float *v = (float *)nr_smem, *lg = v + H; /* [H] the normed row, [E + 1] the logits */
+  const int64_t t = blockIdx.x;
+  const float *r = x + t * H;
+  float s = 0;
+  for (int i = threadIdx.x; i < H; i += blockDim.x) s += r[i] * r[i];
+  s = mk_ew_block_sum(s);
+  const float inv = 1.0f / sqrtf(s / H + eps);
+  for (int i = threadIdx.x; i < H; i += blockDim.x) {
+    const float a = nw[i] * (r[i] * inv);
+    v[i] = a;
+    hb[t * H + i] = mk_ew_f_bf16(a);
+  }
+  __syncthreads();
+  const int lane = threadIdx.x & 31, warp = threadIdx.x / 32, nwarps = blockDim.x / 32, nv = H / 8;
+  for (int j = warp; j < E + (seg ? 1 : 0); j += nwarps) {
+    const uint4 *wr = (const uint4 *)(j < E ? router + (int64_t)j * H : seg);
+    float a = 0;
+#pragma unroll 2
+    for (int q = lane; q < nv; q += 32) {
+      const uint4 wv = wr[q];
+      const float4 xa = nr_smem[2 * q], xb = nr_smem[2 * q + 1];
+      const float w8[8] = {mk_ew_bf16_f((uint16_t)(wv.x & 0xffff)), mk_ew_bf16_f((uint16_t)(wv.x >> 16)),
+                           mk_ew_bf16_f((uint16_t)(wv.y & 0xffff)), mk_ew_bf16_f((uint16_t)(wv.y >> 16)),
+                           mk_ew_bf16_f((uint16_t)(wv.z & 0xffff)), mk_ew_bf16_f((uint16_t)(wv.z >> 16)),
+                           mk_ew_bf16_f((uint16_t)(wv.w & 0xffff)), mk_ew_bf16_f((uint16_t)(wv.w >> 16))};
+      a = fmaf(xa.x, w8[0], a), a = fmaf(xa.y, w8[1], a), a = fmaf(xa.z, w8[2], a), a = fmaf(xa.w, w8[3], a);
+      a = fmaf(xb.x, w8[4], a), a = fmaf(xb.y, w8[5], a), a = fmaf(xb.z, w8[6], a), a = fmaf(xb.w, w8[7], a);
+    }
+    for (int o = 16; o; o >>= 1) a += __shfl_xor_sync(0xffffffffu, a, o);
+    if (lane == 0) lg[j] = a;
+  }
+  __syncthreads();
+  if (warp == 0)
+    moe_route_row<kPer>(lg, E, K, renorm, seg ? lg + E : NULL, ids + t * K, wout + t * K, seg ? shared_w + t : NULL,
+                        NULL);
 }
 }  // namespace
 
@@ -139,4 +196,34 @@ extern "C" mk_status mk_moe_route(const float *logits, int64_t T, int E, int top
 #undef MK_ROUTE_REG
   MK_CUDA_LAUNCH_CHECK();
   return MK_STATUS_OK;
+}
+
+extern "C" mk_status mk_moe_norm_route(const float *x, const float *norm_w, int64_t T, int H, float eps,
+                                       const uint16_t *router, int E, const uint16_t *seg, int top_k, int renorm,
+                                       uint16_t *hb, int32_t *ids, float *w, float *shared_w, mk_stream_t stream) {
+  if (T == 0) return MK_STATUS_OK;
+  if (!mk_moe_norm_route_fits(H, E, top_k) || T < 0 || !x || !norm_w || !router || !hb || !ids || !w ||
+      (seg && !shared_w) || ((uintptr_t)x | (uintptr_t)router | (uintptr_t)seg) % 16)
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL,
+                  "moe_norm_route: bad arguments T=%lld H=%d E=%d top_k=%d (need H %% 8 == 0, H <= %d, top_k <= E <= "
+                  "256, top_k <= %d, x / router / seg 16-byte aligned, shared_w with seg)",
+                  (long long)T, H, E, top_k, kNormRouteMaxH, MK_MOE_MAX_TOPK);
+  const int threads = mk_ew_rmsnorm_threads(H);
+  const size_t smem = sizeof(float) * (size_t)(H + E + 1);
+  cudaStream_t s = (cudaStream_t)stream;
+#define MK_NORM_ROUTE(P)                                                                                     \
+  moe_norm_route_kernel<P><<<(unsigned)T, threads, smem, s>>>(x, norm_w, H, eps, router, E, seg, top_k, renorm, hb, \
+                                                              ids, w, shared_w)
+  if (E <= 32) MK_NORM_ROUTE(1);
+  else if (E <= 64) MK_NORM_ROUTE(2);
+  else if (E <= 128) MK_NORM_ROUTE(4);
+  else MK_NORM_ROUTE(8);
+#undef MK_NORM_ROUTE
+  MK_CUDA_LAUNCH_CHECK();
+  return MK_STATUS_OK;
+}
+
+extern "C" int mk_moe_norm_route_fits(int H, int E, int top_k) {
+  return H >= 8 && H % 8 == 0 && H <= kNormRouteMaxH && E >= 1 && E <= 256 && top_k >= 1 && top_k <= E &&
+         top_k <= MK_MOE_MAX_TOPK;
 }

@@ -3,7 +3,8 @@
  * default: the node group), several calls on one heap buffer (the counters grow across calls)
  * with slice sizes that do and do not split evenly into the chunks of a destination (8, 8, 8, 32
  * and 20 CTAs a destination: the counters' targets sum a varying count), fresh
- * random slices each call, the others' slices poisoned first, every element checked; then the
+ * random slices each call, the others' slices poisoned first, every element checked; every other call
+ * mk_gather_rows_add, which also adds the gathered rows to an fp32 x (every sum checked exactly); then the
  * argument checks (a buffer outside the heap, a group that leaves the node group). */
 #include <cuda_runtime_api.h>
 #include <stdlib.h>
@@ -37,6 +38,9 @@ int main(int argc, char **argv) {
   ASSERT_TRUE(hb != NULL);
   cudaStream_t s;
   CUDA_OK(cudaStreamCreate(&s));
+  float *hx = malloc(max_slice * (size_t)G * 2), *dx = NULL; /* max_slice * G / 2 floats */
+  ASSERT_TRUE(hx != NULL);
+  CUDA_OK(cudaMalloc((void **)&dx, max_slice * (size_t)G * 2));
   const size_t slices[] = {(size_t)16 * 4096 * 2, 16, (size_t)3 * 2048 * 2 + 16 * 5, max_slice, (size_t)20 * 16384 + 16};
   for (int it = 0; it < 10; it++) {
     const size_t sl = slices[it % 5], ne = sl / 2;
@@ -46,13 +50,28 @@ int main(int argc, char **argv) {
                                    (mk_stream_t)s));
     CUDA_OK(cudaStreamSynchronize(s));
     ASSERT_OK(mk_comm_barrier(c)); /* no peer's store may land before this rank's poison */
-    ASSERT_OK(mk_gather_rows(h, buf, sl, (mk_stream_t)s));
+    /* odd calls: mk_gather_rows_add, x [rows, 8] += the gathered bf16 elements, every one checked exactly */
+    const int add = it & 1, dim = 8, rows = (int)(ne * (size_t)G / (size_t)dim);
+    for (int i = 0; add && i < rows * dim; i++) hx[i] = mk_rng_uniform(sd + 77, (uint64_t)i, -4.0f, 8.0f);
+    if (add) CUDA_OK(cudaMemcpy(dx, hx, sizeof(float) * (size_t)rows * dim, cudaMemcpyHostToDevice));
+    if (add) ASSERT_OK(mk_gather_rows_add(h, buf, sl, dx, dim, rows, (mk_stream_t)s));
+    else ASSERT_OK(mk_gather_rows(h, buf, sl, (mk_stream_t)s));
     CUDA_OK(cudaStreamSynchronize(s));
     ASSERT_OK(mk_comm_check(c));
     CUDA_OK(cudaMemcpy(hb, buf, sl * (size_t)G, cudaMemcpyDeviceToHost));
     size_t bad = 0;
     for (int r = 0; r < G; r++)
       for (size_t i = 0; i < ne; i++) bad += hb[(size_t)r * ne + i] != bf(sd + (uint64_t)(first + r), i);
+    if (add) {
+      float *gx = malloc(sizeof(float) * (size_t)rows * dim);
+      ASSERT_TRUE(gx != NULL);
+      CUDA_OK(cudaMemcpy(gx, dx, sizeof(float) * (size_t)rows * dim, cudaMemcpyDeviceToHost));
+      size_t badx = 0;
+      for (int i = 0; i < rows * dim; i++) badx += gx[i] != hx[i] + mk_bf16_to_float(hb[i]);
+      if (badx) printf("rank %d: call %d: %zu wrong sums of %d\n", w->rank, it, badx, rows * dim);
+      bad += badx;
+      free(gx);
+    }
     if (bad) printf("rank %d: call %d, slice %zu bytes: %zu wrong elements\n", w->rank, it, sl, bad);
     ASSERT_EQ(bad, 0);
     ASSERT_OK(mk_comm_barrier(c)); /* the next call's poison only after every rank has read */
@@ -62,6 +81,7 @@ int main(int argc, char **argv) {
   CUDA_OK(cudaMalloc(&outside, 4096));
   ASSERT_STATUS(mk_gather_rows(h, outside, 1024, (mk_stream_t)s), MK_STATUS_INVALID_ARGUMENT);
   ASSERT_STATUS(mk_gather_rows(h, buf, 24, (mk_stream_t)s), MK_STATUS_INVALID_ARGUMENT); /* not 16-byte slices */
+  ASSERT_STATUS(mk_gather_rows_add(h, buf, 1024, dx, 8, 64 * G + 1, (mk_stream_t)s), MK_STATUS_INVALID_ARGUMENT);
   mk_gather_t *bad_h = NULL;
   ASSERT_STATUS(mk_gather_create(c, -1, G, &bad_h), MK_STATUS_INVALID_ARGUMENT);
   ASSERT_TRUE(bad_h == NULL);
@@ -69,7 +89,8 @@ int main(int argc, char **argv) {
   mk_gather_destroy(h);
   mk_gather_destroy(NULL);
   CUDA_OK(cudaStreamDestroy(s));
-  free(hb);
+  free(hb), free(hx);
+  cudaFree(dx);
   printf("rank %d: gather over %d ranks from %d: ok\n", w->rank, G, first);
   ASSERT_OK(mk_comm_barrier(c));
   mk_comm_destroy(c);

@@ -29,6 +29,76 @@ static void cpu_route(const float *l, int E, int K, int renorm, int32_t *ids, fl
     for (int k = 0; k < K; k++) w[k] = (float)(w[k] / tot);
 }
 
+/* mk_moe_norm_route gives the bits of mk_rmsnorm_f32 + mk_linear_f32out (+ the shared gate's) + mk_moe_route on
+ * fresh random rows: hb, ids, weights and the shared gate, every element compared exactly. */
+static void norm_route_check(uint64_t seed) {
+  static const int cases[][5] = {/* T, H, E, top_k, seg */
+                                 {37, 4096, 8, 2, 0},
+                                 {64, 2048, 128, 8, 1},
+                                 {5, 200, 60, 4, 1},
+                                 {9, 1024, 256, 8, 0}};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    const int T = cases[c][0], H = cases[c][1], E = cases[c][2], K = cases[c][3], seg = cases[c][4];
+    const size_t nx = (size_t)T * H;
+    float *x = malloc(sizeof(float) * nx), *nw = malloc(sizeof(float) * H);
+    uint16_t *rw = malloc(2 * ((size_t)E + 1) * H);
+    ASSERT_TRUE(x && nw && rw);
+    for (size_t i = 0; i < nx; i++) x[i] = mk_rng_uniform(seed + 500 + c, i, -2.0f, 4.0f);
+    for (int i = 0; i < H; i++) nw[i] = mk_rng_uniform(seed + 600 + c, (uint64_t)i, 0.5f, 1.0f);
+    for (size_t i = 0; i < ((size_t)E + 1) * H; i++)
+      rw[i] = mk_rng_bf16_bits(mk_rng_uniform(seed + 700 + c, i, -0.1f, 0.2f));
+    float *dx, *dn, *dhf, *dl, *dsl, *dw[2], *dsw[2];
+    uint16_t *dr, *dhb[2];
+    int32_t *did[2];
+    CUDA_OK(cudaMalloc((void **)&dx, sizeof(float) * nx));
+    CUDA_OK(cudaMalloc((void **)&dn, sizeof(float) * H));
+    CUDA_OK(cudaMalloc((void **)&dhf, sizeof(float) * nx));
+    CUDA_OK(cudaMalloc((void **)&dl, sizeof(float) * T * E));
+    CUDA_OK(cudaMalloc((void **)&dsl, sizeof(float) * T));
+    CUDA_OK(cudaMalloc((void **)&dr, 2 * ((size_t)E + 1) * H));
+    for (int v = 0; v < 2; v++) { /* 0: the separate kernels, 1: mk_moe_norm_route; poisoned */
+      CUDA_OK(cudaMalloc((void **)&dw[v], sizeof(float) * T * K));
+      CUDA_OK(cudaMalloc((void **)&dsw[v], sizeof(float) * T));
+      CUDA_OK(cudaMalloc((void **)&dhb[v], 2 * nx));
+      CUDA_OK(cudaMalloc((void **)&did[v], sizeof(int32_t) * T * K));
+      CUDA_OK(cudaMemset(dw[v], 0xff, sizeof(float) * T * K));
+      CUDA_OK(cudaMemset(dsw[v], 0xff, sizeof(float) * T));
+      CUDA_OK(cudaMemset(dhb[v], 0xff, 2 * nx));
+      CUDA_OK(cudaMemset(did[v], 0xff, sizeof(int32_t) * T * K));
+    }
+    CUDA_OK(cudaMemcpy(dx, x, sizeof(float) * nx, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(dn, nw, sizeof(float) * H, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(dr, rw, 2 * ((size_t)E + 1) * H, cudaMemcpyHostToDevice));
+    const uint16_t *segw = seg ? dr + (size_t)E * H : NULL;
+    ASSERT_OK(mk_rmsnorm_f32(dx, dn, T, H, 1e-6f, dhb[0], dhf, NULL));
+    ASSERT_OK(mk_linear_f32out(dhf, T, H, dr, E, dl, NULL));
+    if (seg) ASSERT_OK(mk_linear_f32out(dhf, T, H, segw, 1, dsl, NULL));
+    ASSERT_OK(mk_moe_route(dl, T, E, K, 1, seg ? dsl : NULL, did[0], dw[0], seg ? dsw[0] : NULL, NULL, NULL));
+    ASSERT_TRUE(mk_moe_norm_route_fits(H, E, K));
+    ASSERT_OK(mk_moe_norm_route(dx, dn, T, H, 1e-6f, dr, E, segw, K, 1, dhb[1], did[1], dw[1], seg ? dsw[1] : NULL,
+                                NULL));
+    CUDA_OK(cudaDeviceSynchronize());
+    size_t bad = 0;
+    const size_t bytes[4] = {2 * nx, sizeof(int32_t) * T * K, sizeof(float) * T * K, seg ? sizeof(float) * T : 0};
+    const void *p0[4] = {dhb[0], did[0], dw[0], dsw[0]}, *p1[4] = {dhb[1], did[1], dw[1], dsw[1]};
+    for (int q = 0; q < 4; q++) {
+      unsigned char *a = malloc(bytes[q] + 1), *b = malloc(bytes[q] + 1);
+      ASSERT_TRUE(a && b);
+      CUDA_OK(cudaMemcpy(a, p0[q], bytes[q], cudaMemcpyDeviceToHost));
+      CUDA_OK(cudaMemcpy(b, p1[q], bytes[q], cudaMemcpyDeviceToHost));
+      for (size_t i = 0; i < bytes[q]; i++) bad += a[i] != b[i];
+      free(a), free(b);
+    }
+    printf("norm_route T=%d H=%d E=%d top_k=%d seg=%d: %zu bytes differ from the separate kernels\n", T, H, E, K, seg,
+           bad);
+    ASSERT_EQ(bad, 0);
+    cudaFree(dx), cudaFree(dn), cudaFree(dhf), cudaFree(dl), cudaFree(dsl), cudaFree(dr);
+    for (int v = 0; v < 2; v++) cudaFree(dw[v]), cudaFree(dsw[v]), cudaFree(dhb[v]), cudaFree(did[v]);
+    free(x), free(nw), free(rw);
+  }
+  ASSERT_TRUE(!mk_moe_norm_route_fits(4100, 8, 2) && !mk_moe_norm_route_fits(4096, 300, 8));
+}
+
 int main(int argc, char **argv) {
   mk_test_init(argc, argv, 120);
   mk_test_require_gpus(1);
@@ -82,6 +152,7 @@ int main(int argc, char **argv) {
     ASSERT_DBL_LE(ew, 1e-5);
     ASSERT_DBL_LE(es, 1e-5);
   }
+  norm_route_check(seed);
   /* bad arguments are refused */
   ASSERT_STATUS(mk_moe_route(dl, T, 8, 9, 1, NULL, did, dw, NULL, NULL, NULL), MK_STATUS_INVALID_ARGUMENT);
   ASSERT_STATUS(mk_moe_route(dl, T, 2048, 2, 1, NULL, did, dw, NULL, NULL, NULL), MK_STATUS_INVALID_ARGUMENT);

@@ -29,6 +29,13 @@
 #     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s28.sh c'
 #   Measured (run fcd8848-x2): the exchange kernel takes 26.5-27.7 us in the op alone too; the rows land ~22 us
 #   after the plan starts and gate GEMM1's first tile. SEND_EARLY=0 level, DISPATCH_EARLY=0 slower.
+# part d (2 GPUs): the fused path's norm + router + route in one kernel (mk_moe_norm_route, MK_LAYER_ROUTE) and the
+#   residual inside the MoE output's gather (mk_gather_rows_add, MK_LAYER_GATHER_ADD): both on (the default) against
+#   both off, in turns, twice; then --graph; then the layer traced. Prediction: decode fused -10 to -14 us at each
+#   model (norm, router and route 15.5 / 16.7 us of kernels and gaps at Mixtral / Qwen3 -> one kernel of ~5 / ~7;
+#   the residual's 2.6 us kernel and its gap); the unfused path and prefill unchanged.
+#   MK_CALL_LIMIT=420 CTEST_ARGS="-R ^test_(moe_router|gather_rows|elementwise_(rmsnorm|qknorm)|model_gpu_fused_[12]|model_gpu_agree_mixtral_flash_2|bench_layer_batch)$" \
+#     CTEST_TIMEOUT=200 CTEST_WALL=240 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s28.sh d'
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-a}
 BIN=$PWD
@@ -72,4 +79,11 @@ if [ "$PART" = c ]; then
   MK_MOE_SEND_EARLY=1 kt_layer kt_se1 --preset mixtral
   MK_MOE_SEND_EARLY=0 kt_layer kt_se0 --preset mixtral
   MK_MOE_DISPATCH_EARLY=0 kt_layer kt_de0 --preset mixtral
+fi
+if [ "$PART" = d ]; then
+  for v in 1 0 1b 0b; do
+    MK_LAYER_ROUTE=${v%b} MK_LAYER_GATHER_ADD=${v%b} layer "layer_small$v" "$BIN"
+  done
+  layer layer_graph "$BIN" --graph
+  kt_layer kt_eager
 fi
