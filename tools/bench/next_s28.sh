@@ -36,6 +36,13 @@
 #   the residual's 2.6 us kernel and its gap); the unfused path and prefill unchanged.
 #   MK_CALL_LIMIT=420 CTEST_ARGS="-R ^test_(moe_router|gather_rows|elementwise_(rmsnorm|qknorm)|model_gpu_fused_[12]|model_gpu_agree_mixtral_flash_2|bench_layer_batch)$" \
 #     CTEST_TIMEOUT=200 CTEST_WALL=240 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s28.sh d'
+#   Measured (runs 6df28f0-x2, then bd148ff-x2 with 4 router outputs a warp and the add vectorised): Qwen3 decode
+#   fused 0.3313 / 0.3331 against 0.3350 / 0.3350 ms off, Mixtral 0.518 / 0.522 against 0.525 / 0.536; the fused
+#   kernel 14.3 us (Qwen3) / 12.6 us (Mixtral) against ~15-17 us of separate kernels and gaps: under the prediction.
+# part e (1 GPU of the 2): ncu (--clock-control none) on test_moe_router's calls of mk_moe_norm_route and of the
+#   separate norm, router and route kernels it compares them with: why the fused kernel takes 12-14 us at T = 64.
+#   MK_CALL_LIMIT=300 CTEST_ARGS="-R ^test_moe_router$" CTEST_TIMEOUT=60 CTEST_WALL=60 \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s28.sh e'
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-a}
 BIN=$PWD
@@ -86,4 +93,13 @@ if [ "$PART" = d ]; then
   done
   layer layer_graph "$BIN" --graph
   kt_layer kt_eager
+fi
+if [ "$PART" = e ]; then
+  T=$(find "$BIN/.." -name test_moe_router -type f -perm -u+x | head -1)
+  NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  echo "test: $T ncu: $NCU"
+  [ -n "$T" ] && [ -n "$NCU" ] && TAIL=80 STEP_GREP='norm_route|rmsnorm_f32|linear_f32|route_reg|Duration|Throughput|Stall|stall|Registers|Achieved Occ|Block Size|Grid Size|One or More|Warp Cycles|Issued' \
+    step ncu_route 200 "$NCU" --clock-control none -k 'regex:norm_route|rmsnorm_f32|linear_f32_vec|route_reg' \
+    --launch-count 12 --section SpeedOfLight --section LaunchStats --section Occupancy --section WarpStateStats \
+    --section MemoryWorkloadAnalysis "$T"
 fi
