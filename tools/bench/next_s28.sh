@@ -100,6 +100,6 @@ if [ "$PART" = e ]; then
   echo "test: $T ncu: $NCU"
   [ -n "$T" ] && [ -n "$NCU" ] && TAIL=80 STEP_GREP='norm_route|rmsnorm_f32|linear_f32|route_reg|Duration|Throughput|Stall|stall|Registers|Achieved Occ|Block Size|Grid Size|One or More|Warp Cycles|Issued' \
     step ncu_route 200 "$NCU" --clock-control none -k 'regex:norm_route|rmsnorm_f32|linear_f32_vec|route_reg' \
-    --launch-count 12 --section SpeedOfLight --section LaunchStats --section Occupancy --section WarpStateStats \
+    --launch-count 18 --section SpeedOfLight --section LaunchStats --section Occupancy --section WarpStateStats \
     --section MemoryWorkloadAnalysis "$T"
 fi
