@@ -38,4 +38,18 @@ __device__ __forceinline__ void mk_ew_rope_table(float *inv, int hd, double thet
   for (int i = threadIdx.x; i < hd / 2; i += blockDim.x) inv[i] = (float)(1.0 / pow(theta, (double)(2 * i) / hd));
   __syncthreads();
 }
+/* RMSNorm of one fp32 row r [dim] by the whole CTA: ob[i] = bf16(v), of[i] = v (either NULL) with v = w[i] * (r[i] /
+ * rms). mk_rmsnorm_f32 and moe_norm_route_kernel both call it, with the same block size, for the same bits. */
+__device__ __forceinline__ void mk_ew_rmsnorm_row(const float *r, const float *w, int dim, float eps, uint16_t *ob,
+                                                  float *of) {
+  float s = 0;
+  for (int i = threadIdx.x; i < dim; i += blockDim.x) s += r[i] * r[i];
+  s = mk_ew_block_sum(s);
+  const float inv = 1.0f / sqrtf(s / dim + eps);
+  for (int i = threadIdx.x; i < dim; i += blockDim.x) {
+    const float v = w[i] * (r[i] * inv);
+    if (ob) ob[i] = mk_ew_f_bf16(v);
+    if (of) of[i] = v;
+  }
+}
 #endif

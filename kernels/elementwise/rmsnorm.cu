@@ -13,18 +13,8 @@
 
 __global__ void mk_rmsnorm_f32_kernel(const float *__restrict__ x, const float *__restrict__ w, int64_t n, int dim,
                                       float eps, uint16_t *__restrict__ ob, float *__restrict__ of) {
-  for (int64_t t = blockIdx.x; t < n; t += gridDim.x) {
-    const float *r = x + t * dim;
-    float s = 0;
-    for (int i = threadIdx.x; i < dim; i += blockDim.x) s += r[i] * r[i];
-    s = mk_ew_block_sum(s);
-    const float inv = 1.0f / sqrtf(s / dim + eps);
-    for (int i = threadIdx.x; i < dim; i += blockDim.x) {
-      float v = w[i] * (r[i] * inv);
-      if (ob) ob[t * dim + i] = mk_ew_f_bf16(v);
-      if (of) of[t * dim + i] = v;
-    }
-  }
+  for (int64_t t = blockIdx.x; t < n; t += gridDim.x)
+    mk_ew_rmsnorm_row(x + t * dim, w, dim, eps, ob ? ob + t * dim : NULL, of ? of + t * dim : NULL);
 }
 
 __global__ void mk_rmsnorm_bf16_kernel(uint16_t *__restrict__ x, int64_t rows, int dim, const float *__restrict__ w,

@@ -134,16 +134,7 @@ __global__ void moe_norm_route_kernel(const float *x, const float *nw, int H, fl
   extern __shared__ float4 nr_smem[];
   float *v = (float *)nr_smem, *lg = v + H; /* [H] the normed row, [E + 1] the logits */
   const int64_t t = blockIdx.x;
-  const float *r = x + t * H;
-  float s = 0;
-  for (int i = threadIdx.x; i < H; i += blockDim.x) s += r[i] * r[i];
-  s = mk_ew_block_sum(s);
-  const float inv = 1.0f / sqrtf(s / H + eps);
-  for (int i = threadIdx.x; i < H; i += blockDim.x) {
-    const float a = nw[i] * (r[i] * inv);
-    v[i] = a;
-    hb[t * H + i] = mk_ew_f_bf16(a);
-  }
+  mk_ew_rmsnorm_row(x + t * H, nw, H, eps, hb + t * H, v);
   __syncthreads();
   /* a warp takes U consecutive outputs at once (U = outputs / warps, up to 4), their U weight loads of a step in
      flight together: one output a warp at a time kept ~32 KB in flight an SM, and each CTA reads the whole router

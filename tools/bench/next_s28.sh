@@ -43,6 +43,8 @@
 #   separate norm, router and route kernels it compares them with: why the fused kernel takes 12-14 us at T = 64.
 #   MK_CALL_LIMIT=300 CTEST_ARGS="-R ^test_moe_router$" CTEST_TIMEOUT=60 CTEST_WALL=60 \
 #     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s28.sh e'
+#   Measured (run 36b2940-x2): the fused kernel 20.3 us under ncu at T = 64, E = 128 (64 of 132 SMs busy, half the
+#   stalls on L1TEX scoreboard: the router's loads); the separate kernels 4.2 + 9.8 + 6.4 + 5.3 us.
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-a}
 BIN=$PWD
