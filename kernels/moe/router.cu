@@ -11,7 +11,6 @@
 namespace {
 constexpr int kWarps = 8;
 constexpr int kNormRouteMaxH = 8192; /* the normed row and the logits in the default 48 KB of shared memory */
-constexpr int kNormRouteU = 4;       /* router outputs a warp takes at once, at most */
 
 __global__ void __launch_bounds__(kWarps * 32) moe_route_kernel(const float *logits, int64_t T, int E, int K,
                                                                 int renorm, const float *shared_logit, int32_t *ids,
@@ -127,53 +126,63 @@ __global__ void __launch_bounds__(kWarps * 32) moe_route_reg_kernel(const float 
  * order (16-byte weight loads, lane slices in k order, a butterfly: the bits of mk_linear_f32out for any rows a
  * warp); then warp 0 routes the row (moe_route_row). The same outputs, bit for bit, as mk_rmsnorm_f32,
  * mk_linear_f32out (and the gate's) and mk_moe_route in one launch instead of three or four. */
-template <int kPer>
-__global__ void moe_norm_route_kernel(const float *x, const float *nw, int H, float eps, const uint16_t *router, int E,
-                                      const uint16_t *seg, int K, int renorm, uint16_t *hb, int32_t *ids, float *wout,
-                                      float *shared_w) {
+template <int kPer, int kU>
+__global__ void __launch_bounds__(1024)
+    moe_norm_route_kernel(const float *x, const float *nw, int H, float eps, const uint16_t *router, int E,
+                          const uint16_t *seg, int K, int renorm, uint16_t *hb, int32_t *ids, float *wout,
+                          float *shared_w) {
   extern __shared__ float4 nr_smem[];
   float *v = (float *)nr_smem, *lg = v + H; /* [H] the normed row, [E + 1] the logits */
   const int64_t t = blockIdx.x;
   mk_ew_rmsnorm_row(x + t * H, nw, H, eps, hb + t * H, v);
   __syncthreads();
-  /* a warp takes U consecutive outputs at once (U = outputs / warps, up to 4), their U weight loads of a step in
-     flight together: one output a warp at a time kept ~32 KB in flight an SM, and each CTA reads the whole router
-     (16.8 us for Qwen3's 512 KB, run 6df28f0-x2). Each output's sum keeps its order, so its bits. */
+  /* a warp takes kU consecutive outputs at once (kU = outputs / warps: 1, 2 or 4), and each lane issues the weight
+     loads of 8 / kU steps before their FMAs: 32 to 64 bytes a lane in flight. One output a warp with 2 steps in
+     flight took 13.6 us at Mixtral's T = 37 (8 busy warps a CTA, stalled on the loads' latency) and 16.8 us for
+     Qwen3's 512 KB router (runs 6df28f0-x2, 36b2940-x2). Each output's sum keeps mk_linear_f32_vec_kernel's order
+     (a lane's slices q = lane, lane + 32, ... in turn, then the butterfly), so its bits. */
+  constexpr int kSteps = 8 / kU;
   const int lane = threadIdx.x & 31, warp = threadIdx.x / 32, nwarps = blockDim.x / 32, nv = H / 8;
-  const int outs = E + (seg ? 1 : 0), U = min(kNormRouteU, (outs + nwarps - 1) / nwarps);
-  for (int j0 = warp * U; j0 < outs; j0 += nwarps * U) {
-    const uint4 *wr[kNormRouteU];
-    float a[kNormRouteU];
+  const int outs = E + (seg ? 1 : 0);
+  for (int j0 = warp * kU; j0 < outs; j0 += nwarps * kU) {
+    const uint4 *wr[kU];
+    float a[kU];
 #pragma unroll
-    for (int u = 0; u < kNormRouteU; u++) {
-      const int j = j0 + u < outs && u < U ? j0 + u : j0; /* past the last: a copy of the first, not stored */
+    for (int u = 0; u < kU; u++) {
+      const int j = j0 + u < outs ? j0 + u : j0; /* past the last: a copy of the first, not stored */
       wr[u] = (const uint4 *)(j < E ? router + (int64_t)j * H : seg);
       a[u] = 0;
     }
-#pragma unroll 2
-    for (int q = lane; q < nv; q += 32) {
-      const float4 xa = nr_smem[2 * q], xb = nr_smem[2 * q + 1];
-      uint4 wv[kNormRouteU];
+    for (int q0 = lane; q0 < nv; q0 += 32 * kSteps) {
+      uint4 wv[kSteps][kU];
 #pragma unroll
-      for (int u = 0; u < kNormRouteU; u++)
-        if (u < U) wv[u] = wr[u][q];
+      for (int st = 0; st < kSteps; st++)
 #pragma unroll
-      for (int u = 0; u < kNormRouteU; u++) {
-        if (u >= U) continue;
-        const float w8[8] = {mk_ew_bf16_f((uint16_t)(wv[u].x & 0xffff)), mk_ew_bf16_f((uint16_t)(wv[u].x >> 16)),
-                             mk_ew_bf16_f((uint16_t)(wv[u].y & 0xffff)), mk_ew_bf16_f((uint16_t)(wv[u].y >> 16)),
-                             mk_ew_bf16_f((uint16_t)(wv[u].z & 0xffff)), mk_ew_bf16_f((uint16_t)(wv[u].z >> 16)),
-                             mk_ew_bf16_f((uint16_t)(wv[u].w & 0xffff)), mk_ew_bf16_f((uint16_t)(wv[u].w >> 16))};
-        float b = a[u];
-        b = fmaf(xa.x, w8[0], b), b = fmaf(xa.y, w8[1], b), b = fmaf(xa.z, w8[2], b), b = fmaf(xa.w, w8[3], b);
-        b = fmaf(xb.x, w8[4], b), b = fmaf(xb.y, w8[5], b), b = fmaf(xb.z, w8[6], b), b = fmaf(xb.w, w8[7], b);
-        a[u] = b;
+        for (int u = 0; u < kU; u++)
+          if (q0 + 32 * st < nv) wv[st][u] = wr[u][q0 + 32 * st];
+#pragma unroll
+      for (int st = 0; st < kSteps; st++) {
+        const int q = q0 + 32 * st;
+        if (q >= nv) break;
+        const float4 xa = nr_smem[2 * q], xb = nr_smem[2 * q + 1];
+#pragma unroll
+        for (int u = 0; u < kU; u++) {
+          const uint4 w = wv[st][u];
+          const float w8[8] = {mk_ew_bf16_f((uint16_t)(w.x & 0xffff)), mk_ew_bf16_f((uint16_t)(w.x >> 16)),
+                               mk_ew_bf16_f((uint16_t)(w.y & 0xffff)), mk_ew_bf16_f((uint16_t)(w.y >> 16)),
+                               mk_ew_bf16_f((uint16_t)(w.z & 0xffff)), mk_ew_bf16_f((uint16_t)(w.z >> 16)),
+                               mk_ew_bf16_f((uint16_t)(w.w & 0xffff)), mk_ew_bf16_f((uint16_t)(w.w >> 16))};
+          float b = a[u];
+          b = fmaf(xa.x, w8[0], b), b = fmaf(xa.y, w8[1], b), b = fmaf(xa.z, w8[2], b), b = fmaf(xa.w, w8[3], b);
+          b = fmaf(xb.x, w8[4], b), b = fmaf(xb.y, w8[5], b), b = fmaf(xb.z, w8[6], b), b = fmaf(xb.w, w8[7], b);
+          a[u] = b;
+        }
       }
     }
 #pragma unroll
-    for (int u = 0; u < kNormRouteU; u++) {
+    for (int u = 0; u < kU; u++) {
       for (int o = 16; o; o >>= 1) a[u] += __shfl_xor_sync(0xffffffffu, a[u], o);
-      if (lane == 0 && u < U && j0 + u < outs) lg[j0 + u] = a[u];
+      if (lane == 0 && j0 + u < outs) lg[j0 + u] = a[u];
     }
   }
   __syncthreads();
@@ -225,13 +234,21 @@ extern "C" mk_status mk_moe_norm_route(const float *x, const float *norm_w, int6
   const int threads = mk_ew_rmsnorm_threads(H);
   const size_t smem = sizeof(float) * (size_t)(H + E + 1);
   cudaStream_t s = (cudaStream_t)stream;
-#define MK_NORM_ROUTE(P)                                                                                     \
-  moe_norm_route_kernel<P><<<(unsigned)T, threads, smem, s>>>(x, norm_w, H, eps, router, E, seg, top_k, renorm, hb, \
-                                                              ids, w, shared_w)
-  if (E <= 32) MK_NORM_ROUTE(1);
-  else if (E <= 64) MK_NORM_ROUTE(2);
-  else if (E <= 128) MK_NORM_ROUTE(4);
-  else MK_NORM_ROUTE(8);
+#define MK_NORM_ROUTE(P, U)                                                                                     \
+  moe_norm_route_kernel<P, U><<<(unsigned)T, threads, smem, s>>>(x, norm_w, H, eps, router, E, seg, top_k, renorm, \
+                                                                 hb, ids, w, shared_w)
+#define MK_NORM_ROUTE_U(P)                                       \
+  do {                                                           \
+    if (per_warp <= 1) MK_NORM_ROUTE(P, 1);                      \
+    else if (per_warp <= 2) MK_NORM_ROUTE(P, 2);                 \
+    else MK_NORM_ROUTE(P, 4);                                    \
+  } while (0)
+  const int per_warp = (E + (seg ? 1 : 0) + threads / 32 - 1) / (threads / 32); /* router outputs a warp */
+  if (E <= 32) MK_NORM_ROUTE_U(1);
+  else if (E <= 64) MK_NORM_ROUTE_U(2);
+  else if (E <= 128) MK_NORM_ROUTE_U(4);
+  else MK_NORM_ROUTE_U(8);
+#undef MK_NORM_ROUTE_U
 #undef MK_NORM_ROUTE
   MK_CUDA_LAUNCH_CHECK();
   return MK_STATUS_OK;
