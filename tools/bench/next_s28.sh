@@ -39,6 +39,9 @@
 #   Measured (runs 6df28f0-x2, then bd148ff-x2 with 4 router outputs a warp and the add vectorised): Qwen3 decode
 #   fused 0.3313 / 0.3331 against 0.3350 / 0.3350 ms off, Mixtral 0.518 / 0.522 against 0.525 / 0.536; the fused
 #   kernel 14.3 us (Qwen3) / 12.6 us (Mixtral) against ~15-17 us of separate kernels and gaps: under the prediction.
+#   Again at 3c32e9d (1, 2 or 4 router outputs a warp by the shape, 8 / that many steps of loads in flight a lane):
+#   predicted Mixtral's fused kernel 12.6 -> ~5 us (decode layer -5 to -8 us), Qwen3's level (4 outputs a warp, 2
+#   steps: as at bd148ff).
 # part e (1 GPU of the 2): ncu (--clock-control none) on test_moe_router's calls of mk_moe_norm_route and of the
 #   separate norm, router and route kernels it compares them with: why the fused kernel takes 12-14 us at T = 64.
 #   MK_CALL_LIMIT=300 CTEST_ARGS="-R ^test_moe_router$" CTEST_TIMEOUT=60 CTEST_WALL=60 \
