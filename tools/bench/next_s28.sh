@@ -42,6 +42,8 @@
 #   Again at 3c32e9d (1, 2 or 4 router outputs a warp by the shape, 8 / that many steps of loads in flight a lane):
 #   predicted Mixtral's fused kernel 12.6 -> ~5 us (decode layer -5 to -8 us), Qwen3's level (4 outputs a warp, 2
 #   steps: as at bd148ff).
+#   Measured (run bd7ae88-x2): the kernel 12.6 -> 7.4 us (Mixtral), 14.3 -> 10.7 us (Qwen3); decode fused Mixtral
+#   0.520 / 0.516 against 0.543 / 0.525 off, Qwen3 0.330 / 0.328 against 0.338 / 0.337.
 # part e (1 GPU of the 2): ncu (--clock-control none) on test_moe_router's calls of mk_moe_norm_route and of the
 #   separate norm, router and route kernels it compares them with: why the fused kernel takes 12-14 us at T = 64.
 #   MK_CALL_LIMIT=300 CTEST_ARGS="-R ^test_moe_router$" CTEST_TIMEOUT=60 CTEST_WALL=60 \
