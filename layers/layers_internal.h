@@ -76,6 +76,8 @@ int mk_layers_moe_dec_cap_(int max_seq, int want);
 int mk_layers_moe_use_dec_(int cap, int fused, int n, int tp);
 /* model_load.c */
 mk_status mk_layers_load_(mk_model_gpu_t *g, const mk_model_t *m);
+/* wq, wk, wv of a layer as one block [wq; wk; wv] (the fused path's merged q/k/v GEMM reads it whole) */
+mk_status mk_layers_qkv_alloc_(mk_model_gpu_t *g, gpu_layer *L);
 /* model_random.c: the same buffers with random weights (benchmarks) */
 mk_status mk_layers_random_(mk_model_gpu_t *g, uint64_t seed);
 void *mk_layers_dalloc_(mk_model_gpu_t *g, size_t bytes); /* zeroed device memory, tracked; NULL on failure */

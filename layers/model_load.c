@@ -75,6 +75,13 @@ fail:
     if (!((ptr) = mk_layers_dalloc_(g, (bytes)))) return MK_STATUS_OUT_OF_MEMORY; \
   } while (0)
 
+mk_status mk_layers_qkv_alloc_(mk_model_gpu_t *g, gpu_layer *L) {
+  const size_t H = (size_t)g->cfg.hidden;
+  DALLOC(L->wq, (g->qw_r + 2 * (size_t)g->kw_r) * H * 2);
+  L->wk = L->wq + g->qw_r * H, L->wv = L->wk + g->kw_r * H;
+  return MK_STATUS_OK;
+}
+
 /* An optional vector slice [r0, r0 + n) as fp32; NULL if the model has none. */
 static mk_status put_vec(mk_model_gpu_t *g, const mk_model_t *m, mk_weight_role role, int layer, int64_t r0, int64_t n,
                          float **out) {
@@ -114,8 +121,7 @@ mk_status mk_layers_load_(mk_model_gpu_t *g, const mk_model_t *m) {
     gpu_layer *L = &g->layers[l];
     MK_CHECK(put_vec(g, m, MK_W_ATTN_NORM, l, 0, H, &L->attn_norm));
     MK_CHECK(put_vec(g, m, MK_W_MLP_NORM, l, 0, H, &L->mlp_norm));
-    DALLOC(L->wq, (size_t)((g->qw_r + 2 * g->kw_r) * H) * 2); /* [wq; wk; wv], one block (layers_internal.h) */
-    L->wk = L->wq + g->qw_r * H, L->wv = L->wk + g->kw_r * H;
+    MK_CHECK(mk_layers_qkv_alloc_(g, L));
     DALLOC(L->wo, (size_t)(g->qw_r * H) * 2);
     MK_CHECK(put(m, MK_W_Q, l, -1, q0, q0 + g->qw_r, 0, -1, 1, L->wq, NULL));
     MK_CHECK(put(m, MK_W_K, l, -1, k0, k0 + g->kw_r, 0, -1, 1, L->wk, NULL));

@@ -54,8 +54,7 @@ mk_status mk_layers_random_(mk_model_gpu_t *g, uint64_t seed) {
     gpu_layer *L = &g->layers[l];
     MK_CHECK(v_f32(&r, &L->attn_norm, (size_t)H, 1, 1));
     MK_CHECK(v_f32(&r, &L->mlp_norm, (size_t)H, 1, 1));
-    DALLOC(L->wq, (size_t)((g->qw_r + 2 * g->kw_r) * H) * 2); /* [wq; wk; wv], one block (layers_internal.h) */
-    L->wk = L->wq + g->qw_r * H, L->wv = L->wk + g->kw_r * H;
+    MK_CHECK(mk_layers_qkv_alloc_(g, L));
     MK_CHECK(w_fill(&r, L->wq, (size_t)(g->qw_r * H), H));
     MK_CHECK(w_fill(&r, L->wk, (size_t)(g->kw_r * H), H));
     MK_CHECK(w_fill(&r, L->wv, (size_t)(g->kw_r * H), H));

@@ -29,6 +29,15 @@ __device__ __forceinline__ float mk_ew_block_sum(float v) {
   for (int o = 16; o; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;
 }
+/* a + the dot product of 8 fp32 inputs (xa, xb) with 8 bf16 weights (one 16-byte load w), one FMA after the other
+ * in k order: the sum order of mk_linear_f32_vec_kernel, which moe_norm_route_kernel keeps for the same bits. */
+__device__ __forceinline__ float mk_ew_dot8(float a, uint4 w, float4 xa, float4 xb) {
+  a = fmaf(xa.x, mk_ew_bf16_f((uint16_t)(w.x & 0xffff)), a), a = fmaf(xa.y, mk_ew_bf16_f((uint16_t)(w.x >> 16)), a);
+  a = fmaf(xa.z, mk_ew_bf16_f((uint16_t)(w.y & 0xffff)), a), a = fmaf(xa.w, mk_ew_bf16_f((uint16_t)(w.y >> 16)), a);
+  a = fmaf(xb.x, mk_ew_bf16_f((uint16_t)(w.z & 0xffff)), a), a = fmaf(xb.y, mk_ew_bf16_f((uint16_t)(w.z >> 16)), a);
+  a = fmaf(xb.z, mk_ew_bf16_f((uint16_t)(w.w & 0xffff)), a), a = fmaf(xb.w, mk_ew_bf16_f((uint16_t)(w.w >> 16)), a);
+  return a;
+}
 /* RoPE's inverse frequencies theta^(-2i/hd), i < hd / 2, as the fp32 reference computes them (in double,
  * rounded to float), into a CTA's shared table inv[hd / 2] (hd / 2 <= kMaxHalf), then a barrier. The
  * double pow once per pair and thread made mk_rope_kernel take 141 us for the 8192 x 16 heads of q at

@@ -55,19 +55,9 @@ __global__ void __launch_bounds__(256) mk_linear_f32_vec_kernel(const float *__r
           const float4 *xr = (const float4 *)(x + (t0 + r) * (int64_t)in) + 2 * v;
           xa[r] = xr[0], xb[r] = xr[1];
         }
-      const float w8[8] = {mk_ew_bf16_f((uint16_t)(wv.x & 0xffff)), mk_ew_bf16_f((uint16_t)(wv.x >> 16)),
-                           mk_ew_bf16_f((uint16_t)(wv.y & 0xffff)), mk_ew_bf16_f((uint16_t)(wv.y >> 16)),
-                           mk_ew_bf16_f((uint16_t)(wv.z & 0xffff)), mk_ew_bf16_f((uint16_t)(wv.z >> 16)),
-                           mk_ew_bf16_f((uint16_t)(wv.w & 0xffff)), mk_ew_bf16_f((uint16_t)(wv.w >> 16))};
 #pragma unroll
       for (int r = 0; r < R; r++)
-        if (r < rows) {
-          float a = s[r];
-          a = fmaf(xa[r].x, w8[0], a), a = fmaf(xa[r].y, w8[1], a), a = fmaf(xa[r].z, w8[2], a);
-          a = fmaf(xa[r].w, w8[3], a), a = fmaf(xb[r].x, w8[4], a), a = fmaf(xb[r].y, w8[5], a);
-          a = fmaf(xb[r].z, w8[6], a), a = fmaf(xb[r].w, w8[7], a);
-          s[r] = a;
-        }
+        if (r < rows) s[r] = mk_ew_dot8(s[r], wv, xa[r], xb[r]);
     }
 #pragma unroll
     for (int r = 0; r < R; r++) {

@@ -59,8 +59,8 @@ __global__ void __launch_bounds__(kThreads) gather_rows_kernel(mk_dev_world w, u
     for (int s = 0; s < n && ok; s++)
       if (s != me) ok = mk_wait_ge(w, sig_off + 8 * (uint64_t)s, target, MK_OP_GATHER, first + s, -1);
   if (!__syncthreads_and(ok)) return;
-  /* 8 elements a thread a step (16 bytes of y, 32 of x; x is 16-byte aligned where elems % 8 == 0, checked at the
-     launch), every load of two steps in flight: a scalar loop's dependent loads took 21 us for 64 x 2048 on 16 CTAs
+  /* 8 elements a thread a step (16 bytes of y, 32 of x; where elems % 8 == 0 and x is 16-byte aligned, else the
+     scalar loop below takes them all), every load of two steps in flight: a scalar loop's dependent loads took 21 us for 64 x 2048 on 16 CTAs
      (run 6df28f0-x2) */
   const uint16_t *y = (const uint16_t *)(w.heap + buf_off);
   const int64_t nthr = (int64_t)gridDim.x * blockDim.x, tid = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;

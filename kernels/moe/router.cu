@@ -122,7 +122,7 @@ __global__ void __launch_bounds__(kWarps * 32) moe_route_reg_kernel(const float 
 
 /* mk_moe_norm_route: one CTA a token, of mk_ew_rmsnorm_threads(H) threads (the block mk_rmsnorm_f32 takes, so
  * the sum of squares is the same bits). RMSNorm of the row -> hb (bf16) and the fp32 row in shared memory; the
- * router logits and the shared expert's gate logit, a warp an output, each summed in mk_linear_f32_vec_kernel's
+ * router logits and the shared expert's gate logit, kU outputs a warp, each summed in mk_linear_f32_vec_kernel's
  * order (16-byte weight loads, lane slices in k order, a butterfly: the bits of mk_linear_f32out for any rows a
  * warp); then warp 0 routes the row (moe_route_row). The same outputs, bit for bit, as mk_rmsnorm_f32,
  * mk_linear_f32out (and the gate's) and mk_moe_route in one launch instead of three or four. */
@@ -166,17 +166,7 @@ __global__ void __launch_bounds__(1024)
         if (q >= nv) break;
         const float4 xa = nr_smem[2 * q], xb = nr_smem[2 * q + 1];
 #pragma unroll
-        for (int u = 0; u < kU; u++) {
-          const uint4 w = wv[st][u];
-          const float w8[8] = {mk_ew_bf16_f((uint16_t)(w.x & 0xffff)), mk_ew_bf16_f((uint16_t)(w.x >> 16)),
-                               mk_ew_bf16_f((uint16_t)(w.y & 0xffff)), mk_ew_bf16_f((uint16_t)(w.y >> 16)),
-                               mk_ew_bf16_f((uint16_t)(w.z & 0xffff)), mk_ew_bf16_f((uint16_t)(w.z >> 16)),
-                               mk_ew_bf16_f((uint16_t)(w.w & 0xffff)), mk_ew_bf16_f((uint16_t)(w.w >> 16))};
-          float b = a[u];
-          b = fmaf(xa.x, w8[0], b), b = fmaf(xa.y, w8[1], b), b = fmaf(xa.z, w8[2], b), b = fmaf(xa.w, w8[3], b);
-          b = fmaf(xb.x, w8[4], b), b = fmaf(xb.y, w8[5], b), b = fmaf(xb.z, w8[6], b), b = fmaf(xb.w, w8[7], b);
-          a[u] = b;
-        }
+        for (int u = 0; u < kU; u++) a[u] = mk_ew_dot8(a[u], wv[st][u], xa, xb);
       }
     }
 #pragma unroll

@@ -15,8 +15,12 @@
 #   old_build COMMIT               builds mk-bench and mk-launch of the tree copied to $REPO/.carry/old-COMMIT
 #                                  (git archive COMMIT | tar x -C .carry/old-COMMIT --exclude=docs; carried) into
 #                                  /tmp/oldb and sets OB to its bin folder, for A/B runs in one call.
-# Needs RES (the output folder, set by tools/gpu-check.sh).
+# Needs RES (the output folder, set by tools/gpu-check.sh); sets BIN (the working folder), PATH and G (the GPUs).
 RES=${RES:?set RES to the output folder}
+# BIN: the build's bin folder, where tools/gpu-check.sh runs the scripts, first on PATH; G: the machine's GPUs.
+BIN=${BIN:-$PWD}
+export PATH=$BIN:$PATH
+G=${G:-$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')}
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export MK_BOOTSTRAP_TIMEOUT_MS=${MK_BOOTSTRAP_TIMEOUT_MS:-120000}
 T0=$(date +%s)

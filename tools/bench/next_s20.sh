@@ -32,9 +32,6 @@
 # Steps that would pass the call's limit are skipped (bench_step.sh).
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-a}
-BIN=$PWD
-export PATH=$BIN:$PATH
-G=$(nvidia-smi -L | grep -c '^GPU')
 L2="mk-launch -n $G --nodes 2 --"
 TAG=h200_2x$((G / 2))
 if [ "$PART" = m ]; then # the unfused baselines after the cuBLASLt plan cache, one node group

@@ -45,9 +45,6 @@
 #   decode as part i's grouped column, the others as its per-expert column; fused unchanged.
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-g}
-BIN=$PWD
-export PATH=$BIN:$PATH
-G=$(nvidia-smi -L | grep -c '^GPU')
 cpu_state() { # CPU quota and CFS throttling of this container (cgroup v2 or v1), the CPUs seen
   echo "nproc $(nproc)"
   for f in /sys/fs/cgroup/cpu.max /sys/fs/cgroup/cpu.stat /sys/fs/cgroup/cpu/cpu.cfs_quota_us \

@@ -35,9 +35,6 @@
 #     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s22.sh s'
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-a}
-BIN=$PWD
-export PATH=$BIN:$PATH
-G=$(nvidia-smi -L | grep -c '^GPU')
 if [ "$PART" = a ]; then
   TAIL=20 step "moe_h200x${G}" 200 mk-launch -n "$G" -- mk-bench moe --iters 20 --json "$RES/moe_h200x${G}.json"
   TAIL=30 step "layer_h200x${G}" 240 env MK_DEBUG=INFO MK_DEBUG_SUBSYS=KERNEL mk-launch -n "$G" -- mk-bench layer \

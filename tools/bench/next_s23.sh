@@ -33,9 +33,6 @@
 #     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s23.sh n'
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-v}
-BIN=$PWD
-export PATH=$BIN:$PATH
-G=$(nvidia-smi -L | grep -c '^GPU')
 # turns PREFIX VAR "SHAPES" A B: mk-bench moe --breakdown with VAR=A, VAR=B, then both again, logs PREFIX<value>[b]
 turns() {
   local pre=$1 var=$2 shapes=$3 a=$4 b=$5 v

@@ -52,9 +52,6 @@
 #     CTEST_TIMEOUT=150 CTEST_WALL=200 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s24.sh z'
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-d}
-BIN=$PWD
-export PATH=$BIN:$PATH
-G=$(nvidia-smi -L | grep -c '^GPU')
 STEP_GREP="$STEP_GREP|phases"
 # turns PREFIX VAR "SHAPES" A B: moe with VAR=A, VAR=B, then both again, logs PREFIX<value>[b]
 turns() {

@@ -39,9 +39,6 @@
 #     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s25.sh e'
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-a}
-BIN=$PWD
-export PATH=$BIN:$PATH
-G=$(nvidia-smi -L | grep -c '^GPU')
 STEP_GREP="$STEP_GREP|^attn_prefill|^\[0\] +(qwen3|mixtral) "
 if [ "$PART" = a ]; then
   TAIL=12 step attn_q64_qwen3 60 mk-bench attn --mode prefill --seq 4160 --q 64 --hq 8 --hkv 1 --causal 1 \

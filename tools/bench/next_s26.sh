@@ -29,9 +29,6 @@
 #     CTEST_TIMEOUT=200 CTEST_WALL=200 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s26.sh c'
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-a}
-BIN=$PWD
-export PATH=$BIN:$PATH
-G=$(nvidia-smi -L | grep -c '^GPU')
 STEP_GREP="$STEP_GREP|phases"
 [ "$PART" = a ] && moe_turns sk_g12 "--shape 256,4096,8,2,14336 --shape 128,4096,8,2,14336" MK_MOE_G12_SKINNY 1 0
 [ "$PART" = b ] && moe_turns sk_g12 "--shape 128,4096,8,2,14336 --shape 16,4096,8,2,14336" MK_MOE_G12_SKINNY 1 0

@@ -32,9 +32,6 @@
 #     CTEST_TIMEOUT=200 CTEST_WALL=200 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s27.sh d'
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-a}
-BIN=$PWD
-export PATH=$BIN:$PATH
-G=$(nvidia-smi -L | grep -c '^GPU')
 STEP_GREP="$STEP_GREP|phases"
 if [ "$PART" = a ] || [ "$PART" = b ] || [ "$PART" = c ] || [ "$PART" = d ]; then
   for v in eager graph eagerb graphb; do

@@ -52,9 +52,6 @@
 #   stalls on L1TEX scoreboard: the router's loads); the separate kernels 4.2 + 9.8 + 6.4 + 5.3 us.
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-a}
-BIN=$PWD
-export PATH=$BIN:$PATH
-G=$(nvidia-smi -L | grep -c '^GPU')
 KT=$BIN/../lib/libmk_ktrace.so
 kt_layer() { # NAME [ARGS...]: the layer under the tracer, then the report of both ranks
   local name=$1
