@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# next_s29.sh — session 29's GPU runs (docs/perf/NOTES.md, moe "Session 29"). Run through tools/gpu-check.sh from
+# the repository root.
+# part a (1 GPU of the 2, nvidia-h200-x2): why a rank's decode gate/up GEMM streams its 940 MB of weights at 3.64
+#   TB/s (Mixtral layer, run bd7ae88-x2) when a plain streaming read reaches 4.5: tools/bench/tma_stream.cu times TMA
+#   rings of each box shape with no arithmetic; then the grouped GEMM alone at the layer's shape (4 experts of 32
+#   rows, 28672 x 4096) against cuBLASLt, at tile widths 256 and 128, and ncu's memory view of the core's kernel.
+#   MK_CALL_LIMIT=360 CTEST_ARGS="-R ^test_gemm_grouped$" CTEST_TIMEOUT=60 CTEST_WALL=60 \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s29.sh a'
+source "$(dirname "$0")/bench_step.sh"
+PART=${1:-a}
+SRC=$BIN/../..
+if [ "$PART" = a ]; then
+  STEP_GREP='.' TAIL=20 step tma_stream 120 bash -c "nvcc -std=c++17 -arch=sm_90a -O3 -I$SRC $SRC/tools/bench/tma_stream.cu \
+    -o /tmp/tma_stream && /tmp/tma_stream"
+  G1='--group-rows 32,32,32,32 --shape 128x28672x4096 --interleave --warmup 10 --iters 40 --seed 7'
+  STEP_GREP='^gemm|fused|unfused|TB|ms' TAIL=8 step g_def 60 mk-bench gemm $G1 --json "$RES/g_def.json"
+  STEP_GREP='^gemm|fused|unfused|TB|ms' TAIL=8 step g_128 60 env MK_GEMM_TILE_N=128 mk-bench gemm $G1 --json "$RES/g_128.json"
+  STEP_GREP='^gemm|fused|unfused|TB|ms' TAIL=8 step g_128s 60 env MK_GEMM_TILE_N=128 MK_GEMM_WG_SKIP=1 mk-bench gemm $G1 \
+    --json "$RES/g_128s.json"
+  NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  [ -n "$NCU" ] && TAIL=60 STEP_GREP='Duration|Throughput|DRAM|dram|L2|Stall|Issued|Elapsed|SM Freq|Mem.*Busy' \
+    step ncu_g 120 env MK_GEMM_TILE_N=128 MK_GEMM_WG_SKIP=1 "$NCU" --clock-control none -k 'regex:gemm_core' \
+    --launch-skip 4 --launch-count 1 --section SpeedOfLight --section MemoryWorkloadAnalysis \
+    --section WarpStateStats mk-bench gemm $G1 --path fused
+fi
