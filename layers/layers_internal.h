@@ -72,7 +72,7 @@ mk_status mk_layers_ffn_(mk_model_gpu_t *g, gpu_layer *L, int n);
  * dec_cap: the second, fused-only handle's max_tokens for MK_MOE_DECODE_TOKENS = want (0: no
  * second handle: want is 0 or the main handle is not larger). use_dec: whether a call of n tokens
  * split over tp ranks (ceil(n / tp) each) on the fused path (fused != 0) goes to it. */
-int mk_layers_moe_dec_cap_(int max_seq, int want);
+int mk_layers_moe_dec_cap_(int max_seq, int want, int tp);
 int mk_layers_moe_use_dec_(int cap, int fused, int n, int tp);
 /* model_load.c */
 mk_status mk_layers_load_(mk_model_gpu_t *g, const mk_model_t *m);

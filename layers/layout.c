@@ -41,7 +41,10 @@ mk_status mk_layers_layout_choose(const mk_model_config_t *c, const mk_world *w,
   return MK_STATUS_OK;
 }
 
-int mk_layers_moe_dec_cap_(int max_seq, int want) { return want > 0 && want < max_seq ? want : 0; }
+int mk_layers_moe_dec_cap_(int max_seq, int want, int tp) {
+  if (want < 0) want = tp >= 1 ? (64 + tp - 1) / tp : 64; /* a decode batch of 64 over the TP group */
+  return want > 0 && want < max_seq ? want : 0;
+}
 
 int mk_layers_moe_use_dec_(int cap, int fused, int n, int tp) {
   return cap > 0 && fused && tp >= 1 && n >= 1 && (n + tp - 1) / tp <= cap;

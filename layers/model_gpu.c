@@ -543,12 +543,14 @@ void mk_model_gpu_destroy(mk_model_gpu_t *g) {
     (ptr) = mk_comm_heap_ptr(comm, off_);                                    \
   } while (0)
 
-/* Tokens per rank of each MoE layer's second, decode-sized handle (fused path only; 0 = none):
+/* Tokens per rank of each MoE layer's second, decode-sized handle (fused path only; 0 = none; -1, the
+ * default: ceil(64 / tp), a decode batch of 64 over the TP group, so that W x max_tokens <= 64 at
+ * TP = EP takes the MoE's decode path without the count exchange, MK_MOE_LL):
  * the handle made for max_seq tokens runs its decode calls with the schedule AUTO picks for
  * max_seq (serial, split-K off from 1024 on), the second one with the bench's decode choices
  * (overlapped, split-K where mk_moe_pick_split_k says). Same value on every rank. docs/perf/NOTES.md,
  * layer, "MoE block at decode": measured at 8d89cd6, Mixtral decode MoE block 0.420 -> 0.337 ms. */
-MK_PARAM_INT(moe_decode_tokens, "MOE_DECODE_TOKENS", 64, 0, 1 << 20)
+MK_PARAM_INT(moe_decode_tokens, "MOE_DECODE_TOKENS", -1, -1, 1 << 20)
 /* Fused path, tp > 1: the MoE block's TP all-gather on the SMs (mk_gather_rows) or, 0, NCCL
  * (8d89cd6: 0.005 ms less on the Mixtral decode MoE block, even on Qwen3's). */
 MK_PARAM_INT(tp_gather_sm, "TP_GATHER_SM", 1, 0, 1)
@@ -632,7 +634,7 @@ mk_status mk_layers_create_(const mk_model_t *m, const mk_model_config_t *c, uin
     g->x_seed = seed + 17, g->x_random = 1;
     MK_CHECK_GOTO(mk_fill_uniform_f32(g->x, S * H, g->x_seed, -1.0f, 1.0f, S_(g)), st, fail);
   }
-  g->moe_dec_cap = mk_layers_moe_dec_cap_(max_seq, (int)mk_param_moe_decode_tokens());
+  g->moe_dec_cap = mk_layers_moe_dec_cap_(max_seq, (int)mk_param_moe_decode_tokens(), chk.tp);
   for (int l = 0; l < c->n_layers; l++) { /* collective, same order on every rank */
     gpu_layer *L = &g->layers[l];
     if (!L->is_moe) continue;

@@ -377,6 +377,61 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_dispatch_kernel(mk_moe_de
   }
 }
 
+/* Decode without the count exchange (d.ll; moe_internal.h): C CTAs, a unit is (token, part of its row)
+ * per warp. Token t's pair (t, q) with expert e (rank r = e / El, local expert l) goes to row
+ * l R + rank Tm + slot of A1 at r, slot = the number of this rank's tokens before t routed to e (lane i
+ * tests tokens i and i + 32 of the T <= 64: ballots, no atomics, the same rows on every run). Part 0
+ * also writes the row's rowinfo there. Then each CTA adds 1 to land_cnt at every rank (one system fence
+ * per rank, in parallel), so every rank waits for W x C adds a call. CTA 0 first zeroes done2 and g2_out
+ * (this rank's; GEMM1 and GEMM2 follow on the stream). */
+constexpr int kLlParts = 8;
+__global__ void __launch_bounds__(kMoeCommThreads) moe_ll_send_kernel(mk_moe_dev d, const uint16_t *x,
+                                                                      const int32_t *ids, int64_t T) {
+  const uint64_t target = moe_target(d);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
+  if (threadIdx.x == 0) {
+    moe_stamp(d.prof, MK_MOE_PH_START);
+    moe_stamp(d.prof, MK_MOE_PH_EXCH_START);
+  }
+  if (blockIdx.x == 0) {
+    uint64_t *rd = mk_local_ptr<uint64_t>(d.w, d.o_done2);
+    const int64_t words = kMoeG12Chunks * (d.m_cap / 128 + d.El + 1) + 1; /* done2, g2_out */
+    for (int64_t i = threadIdx.x; i < words; i += blockDim.x) rd[i] = 0;
+  }
+  const uint64_t row_bytes = (uint64_t)d.H * 2;
+  const uint64_t part_bytes = (row_bytes / kLlParts + 15) / 16 * 16;
+  int mine[MK_MOE_MAX_TOPK], mine2[MK_MOE_MAX_TOPK]; /* lane's tokens lane and lane + 32 */
+  for (int q = 0; q < MK_MOE_MAX_TOPK; q++) {
+    mine[q] = q < d.K && lane < T ? ids[lane * d.K + q] : -1;
+    mine2[q] = q < d.K && lane + 32 < T ? ids[(lane + 32) * d.K + q] : -1;
+  }
+  const int64_t units = T * kLlParts;
+  for (int64_t u = (int64_t)blockIdx.x * kMoeWarps + warp; u < units; u += (int64_t)gridDim.x * kMoeWarps) {
+    const int t = (int)(u / kLlParts), part = (int)(u % kLlParts);
+    const uint64_t b0 = (uint64_t)part * part_bytes;
+    for (int q = 0; q < d.K; q++) {
+      const int e = ids[(int64_t)t * d.K + q];
+      if ((unsigned)e >= (unsigned)d.E) continue; /* skipped, as the plan skips it */
+      bool m1 = false, m2 = false;
+#pragma unroll
+      for (int i = 0; i < MK_MOE_MAX_TOPK; i++) m1 |= mine[i] == e, m2 |= mine2[i] == e;
+      const int slot = __popc(__ballot_sync(0xffffffffu, m1 && lane < t)) +
+                       __popc(__ballot_sync(0xffffffffu, m2 && lane + 32 < t));
+      const int r = e / d.El;
+      const int64_t p = (int64_t)(e % d.El) * d.R + (int64_t)d.rank * d.Tm + slot;
+      if (b0 < row_bytes)
+        moe_copy_row(mk_peer_ptr<char>(d.w, moe_local(d, r), d.o_a1) + p * row_bytes + b0,
+                     (const char *)(x + (int64_t)t * d.H) + b0, (int64_t)min(part_bytes, row_bytes - b0));
+      if (part == 0 && lane == 0)
+        *mk_peer_ptr<uint64_t>(d.w, moe_local(d, r), d.o_rowinfo + (uint64_t)p * 8) =
+            (target & 0xffffffull) << 40 | (uint64_t)d.rank << 32 | (uint32_t)(t * d.K + q);
+    }
+  }
+  __syncthreads();
+  for (int r = threadIdx.x; r < d.W; r += blockDim.x) mk_signal_add(d.w, moe_local(d, r), d.o_land_cnt, 1);
+  if (threadIdx.x == 0) moe_stamp(d.prof, MK_MOE_PH_SENT);
+}
+
 /* GEMM1 hooks: a tile-row's loads wait until all its rows have landed in A1. Weights do not
  * depend on the routing: while the rows are still in flight, the producer first has the
  * tile's next pf_kblocks k-blocks of B (its weights) fetched into L2 (one bulk prefetch per
@@ -405,19 +460,22 @@ struct moe_gemm1_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
    * kept off the SMs, could never land. Normally they start as dispatch CTAs exit, so they join. */
   const uint64_t *started, *calls;
   int join_from, C;
+  uint64_t o_land_cnt, ll_need; /* d.ll: every tile waits for land_cnt >= (calls + 1) ll_need (W x C adds) */
   __device__ __forceinline__ bool join() const {
     return (int)blockIdx.x < join_from || mk_ld_volatile(started) >= (uint64_t)C * (mk_ld_volatile(calls) + 1);
   }
   __device__ __forceinline__ void before_load(const mk_gemm_tile &t) {
     const int tile = tile_base[t.group] + (t.m0 - exp_off[t.group]) / mk_gemm_config::kBM;
-    const uint64_t need = (uint64_t)(t.m_end - t.m0);
+    const uint64_t need = ll_need ? (mk_ld_volatile(calls) + 1) * ll_need : (uint64_t)(t.m_end - t.m0);
+    const uint64_t o_wait = ll_need ? o_land_cnt : o_ready + (uint64_t)tile * 8;
     const int64_t k0 = (int64_t)t.k0 * mk_gemm_config::kBK;
-    if (pf_kblocks && k0 < kb && mk_ld_volatile(mk_local_ptr<uint64_t>(w, o_ready) + tile) < need) {
+    if (pf_kblocks && k0 < kb && mk_ld_volatile(mk_local_ptr<uint64_t>(w, o_wait)) < need) {
       const int64_t cols = min((int64_t)pf_kblocks * mk_gemm_config::kBK, kb - k0);
       const uint16_t *b = B + ((int64_t)t.group * nb + t.n0) * kb + k0;
       for (int n = t.n0; n < t.n_end; n++, b += kb) moe_prefetch_l2(b, (uint32_t)cols * 2);
     }
-    mk_wait_ge_paced(w, o_ready + (uint64_t)tile * 8, (uint64_t)(t.m_end - t.m0), MK_OP_MOE, -1, tile, kMoePollNs);
+    mk_wait_ge_paced(w, o_wait, need, MK_OP_MOE, -1, tile, kMoePollNs);
+    if (ll_need) asm volatile("fence.proxy.async.global;" ::: "memory"); /* peers' stores, then TMA loads */
     if (prof) {
       moe_stamp(prof, MK_MOE_PH_G1_FIRST);
       moe_stamp(prof, MK_MOE_PH_G1_LAST);
@@ -471,6 +529,13 @@ extern "C" mk_status mk_moe_launch_plan(const mk_moe_dev *d, const int32_t *ids,
   return MK_STATUS_OK;
 }
 
+extern "C" mk_status mk_moe_launch_ll_send(const mk_moe_dev *d, const uint16_t *x, const int32_t *ids, int64_t T,
+                                           void *stream) {
+  moe_ll_send_kernel<<<d->C, kMoeCommThreads, 0, (cudaStream_t)stream>>>(*d, x, ids, T);
+  MK_CUDA_LAUNCH_CHECK();
+  return MK_STATUS_OK;
+}
+
 extern "C" mk_status mk_moe_launch_dispatch(const mk_moe_dev *d, const uint16_t *x, void *stream) {
   moe_dispatch_kernel<<<d->C, kMoeCommThreads, 0, (cudaStream_t)stream>>>(*d, x);
   MK_CUDA_LAUNCH_CHECK();
@@ -493,7 +558,8 @@ static mk_status launch_gemm1(const mk_moe_dev *d, int grid, cudaStream_t stream
   mk_gemm_args args = {kGlu ? d->act : d->C1, d->m_cap, 2 * (int64_t)d->I, d->H, d->El, d->rows};
   args.wg_skip = d->wg_skip;
   p.started = d->g1_sync, p.calls = d->calls, p.C = d->C;
-  p.join_from = d->g1_sync ? grid - d->C : grid;
+  p.join_from = d->g1_sync && !d->ll ? grid - d->C : grid;
+  p.o_land_cnt = d->o_land_cnt, p.ll_need = d->ll ? (uint64_t)d->W * (uint64_t)d->C : 0;
   if (d->g1_sync) args.claim = (uint32_t *)(d->g1_sync + 1);
   if constexpr (!kG12) {
     if (d->split_k) { /* k-slices of the last wave, planned on the device (gemm_split.cuh) */
@@ -541,6 +607,7 @@ extern "C" mk_status mk_moe_preload_dispatch(int split_k) {
   MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)moe_exchange_kernel));
   MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)moe_plan_exchange_kernel));
   MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)moe_dispatch_kernel));
+  MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)moe_ll_send_kernel));
   MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)moe_swiglu_kernel));
   MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)mk_gemm_core_kernel<moe_gemm1_policy<false>, 0, 256>));
   MK_CUDA_CHECK(cudaFuncGetAttributes(&a, (const void *)mk_gemm_core_kernel<moe_gemm1_policy<false>, 0, 128>));

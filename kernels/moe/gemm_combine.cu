@@ -49,6 +49,9 @@ struct moe_gemm2_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   uint64_t *prof;
   /* push */
   uint16_t *const *rowdst;
+  const uint64_t *rowinfo, *calls; /* d.ll: row p's home and (token, q) instead of rowdst */
+  uint64_t o_pland;
+  int64_t H;
   mk_dev_world w;
   uint64_t *g2_out, o_psig;
   int W, rank;
@@ -57,7 +60,16 @@ struct moe_gemm2_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   uint64_t o_done2;
   int g12_need, g12_half, K; /* GEMM1's tiles a tile-row, act columns a GEMM1 tile, GEMM2's K (= I) */
   __device__ __forceinline__ uint16_t *out_row(const mk_gemm_args &a, int64_t row) const {
-    if constexpr (kPush) return rowdst[row]; /* rows past m_end: read (rowdst has m_cap + 128), never written */
+    if constexpr (kPush) {
+      if (rowinfo) { /* d.ll: this call's rows go home; the rest of a region (and rows past m_end) into C2 */
+        /* L2 (cg): written by peers this call; calls by the previous call's advance kernel */
+        const uint64_t v = __ldcg((const unsigned long long *)rowinfo + row);
+        if ((v >> 40) == ((__ldcg((const unsigned long long *)calls) + 1) & 0xffffffull))
+          return mk_peer_ptr<uint16_t>(w, (int)((v >> 32) & 0xff), o_pland) + (uint64_t)(uint32_t)v * H;
+        return a.C + row * a.n;
+      }
+      return rowdst[row]; /* rows past m_end: read (rowdst has m_cap + 128), never written */
+    }
     return a.C + row * a.n;
   }
   /* The 256 consumer threads, after the CTA's last tile: every row this CTA stored happens before
@@ -239,6 +251,8 @@ static mk_status launch_gemm2(const mk_moe_dev *d, int grid, cudaStream_t stream
   p.tile_base = d->tile_base;
   p.prof = d->prof;
   p.rowdst = d->rowdst;
+  p.rowinfo = d->ll ? (const uint64_t *)(d->w.heap + d->o_rowinfo) : NULL, p.calls = d->calls;
+  p.o_pland = d->o_pland, p.H = d->H;
   p.w = d->w;
   p.g2_out = (uint64_t *)(d->w.heap + d->o_g2_out);
   p.o_psig = d->o_psig;

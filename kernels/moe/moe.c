@@ -29,6 +29,15 @@ MK_PARAM_INT(moe_gemm2_claim, "MOE_GEMM2_CLAIM", 1, 0, 1)
  * go to GEMM1 once the dispatch is done. */
 MK_PARAM_INT(moe_dispatch_ctas, "MOE_DISPATCH_CTAS", 0, 0, 1024)
 
+/* Decode without the count exchange (mk_moe_dev.ll; moe_internal.h, dispatch_gemm.cu): a sender kernel
+ * stores each (token, expert) row straight into a static region of A1 at the expert's rank and every
+ * tile waits for one counter, instead of the plan, the count exchange and the dispatch's copies. -1
+ * (default): where the overlapped schedule pushes rows home in one node group, SwiGLU in GEMM1's
+ * epilogue, no split-K or swapped gate/up GEMM, and W x max_tokens <= 64 (an expert's region of
+ * W max_tokens rows is one warpgroup's 64 rows); 1: also up to 128 rows (both warpgroups compute
+ * every region); 0: never. */
+MK_PARAM_INT(moe_ll, "MOE_LL", -1, -1, 1)
+
 /* Push combine (gemm_combine.cu): GEMM2's epilogue stores each row straight into its home rank, and
  * a local reduce sums the top-k rows there, instead of the combine kernel's per-rank partial sums
  * after (serial) or beside (overlapped) GEMM2. 1: inside one node group (the epilogue stores over
@@ -310,6 +319,13 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
   const uint64_t metas = Wu * (uint64_t)d->Tm * sizeof(mk_moe_meta), far = m->nnodes > 1;
   d->send_early = m->dispatch_early && !far && mk_param_moe_send_early();
   d->land_par = d->send_early ? area : 0, d->lmeta_par = d->send_early ? metas : 0;
+  {
+    const int64_t ll = mk_param_moe_ll(), R = (int64_t)W * d->Tm;
+    d->ll = ll != 0 && m->sched == MK_MOE_SCHED_OVERLAP && d->push && d->glu && m->nnodes == 1 && !d->split_k &&
+            !(d->glu && mk_moe_pick_skinny(a, W) > 0) && d->Tm <= 64 && R <= (ll == 1 ? 128 : 64) && W <= 256;
+    d->R = d->ll ? R : 0;
+    if (d->ll && d->m_cap < El * R) d->m_cap = El * R;
+  }
   const int64_t tiles = d->m_cap / 128 + El + 1;
   /* Heap: the same sequence on every rank (nnodes and sizes are the same everywhere). */
   MK_CHECK_GOTO(heap(m, Wu * d->cnt_stride * 4, &d->o_cnt_in), st, fail);
@@ -329,6 +345,11 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
   d->o_done2 = d->o_ready + (uint64_t)tiles * 8;
   d->o_g2_out = d->o_done2 + (uint64_t)tiles * 8 * MK_MOE_G12_CHUNKS;
   MK_CHECK_GOTO(heap(m, 16, &d->o_cnt_done), st, fail);
+  if (d->ll) {
+    MK_CHECK_GOTO(heap(m, (uint64_t)(El * d->R + 128) * d->H * 2, &d->o_a1), st, fail);
+    MK_CHECK_GOTO(heap(m, (uint64_t)(El * d->R + 128) * 8, &d->o_rowinfo), st, fail);
+    MK_CHECK_GOTO(heap(m, 8, &d->o_land_cnt), st, fail);
+  }
   d->o_plan_done = d->o_cnt_done + 8;
   { /* push: pland [Tm][K][H] in comb's area where it fits (top_k <= W), else an area of its own where the
        heap has room (the same answer on every rank), else no push */
@@ -414,7 +435,25 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
   d->exp_off = d->rows + El;
   d->tile_base = d->exp_off + El + 1;
   MK_CHECK_GOTO(dalloc((void **)&d->posmap, sizeof(int32_t) * (size_t)(Wu * d->Tm * d->K)), st, fail);
-  MK_CHECK_GOTO(dalloc((void **)&d->A1, (size_t)d->m_cap * d->H * 2), st, fail);
+  if (d->ll) { /* A1 in the heap, zeroed (a region's unused rows are computed); static groups of R rows */
+    d->A1 = (uint16_t *)(d->w.heap + d->o_a1);
+    MK_CUDA_CHECK_GOTO(cudaMemset(d->A1, 0, (size_t)(El * d->R + 128) * d->H * 2), st, fail);
+    int32_t *h = malloc(sizeof(int32_t) * (size_t)(3 * El + 2));
+    if (!h) {
+      st = MK_STATUS_OUT_OF_MEMORY;
+      goto fail;
+    }
+    for (int e = 0; e <= El; e++) { /* rows [El], exp_off [El + 1], tile_base [El + 1] */
+      if (e < El) h[e] = (int32_t)d->R;
+      h[El + e] = (int32_t)(e * d->R);
+      h[2 * El + 1 + e] = e;
+    }
+    const cudaError_t ce = cudaMemcpy(d->rows, h, sizeof(int32_t) * (size_t)(3 * El + 2), cudaMemcpyHostToDevice);
+    free(h);
+    MK_CUDA_CHECK_GOTO(ce, st, fail);
+  } else {
+    MK_CHECK_GOTO(dalloc((void **)&d->A1, (size_t)d->m_cap * d->H * 2), st, fail);
+  }
   MK_CHECK_GOTO(dalloc((void **)&d->C1, (size_t)d->m_cap * d->I * 4), st, fail);
   MK_CHECK_GOTO(dalloc((void **)&d->act, (size_t)d->m_cap * d->I * 2), st, fail);
   MK_CHECK_GOTO(dalloc((void **)&d->C2, (size_t)d->m_cap * d->H * 2), st, fail);
@@ -493,7 +532,7 @@ void mk_moe_destroy(mk_moe_t *m) {
   cudaFree(d->slot);
   cudaFree(d->n_from);
   cudaFree(d->posmap);
-  cudaFree(d->A1);
+  if (!d->ll) cudaFree(d->A1); /* d.ll: in the heap */
   cudaFree(d->C1);
   cudaFree(d->act);
   cudaFree(d->C2);
@@ -525,6 +564,13 @@ static mk_status forward_fused(mk_moe_t *m, const uint16_t *x, int64_t T, const 
   mk_moe_dev *d = &m->d;
   cudaStream_t s2 = (cudaStream_t)m->s2;
   if (d->prof) MK_CUDA_CHECK(cudaMemsetAsync(d->prof, 0, sizeof(uint64_t) * MK_MOE_PHASES, s));
+  if (d->ll) { /* rows straight into A1 at their experts' ranks; GEMM1 on every SM; GEMM2 pushes them home */
+    MK_CHECK(mk_moe_launch_ll_send(d, x, ids, T, s));
+    MK_CHECK(mk_moe_launch_gemm1(d, m->sms, s));
+    MK_CHECK(mk_moe_launch_gemm2(d, m->sms, s));
+    MK_CHECK(mk_moe_launch_push_reduce(d, T, ids, w, out, s)); /* barrier point 2: every row home */
+    return mk_moe_launch_advance(d, s);
+  }
   if (!m->dispatch_early) MK_CHECK(mk_moe_launch_plan(d, ids, w, T, s)); /* barrier point 1: all counts known */
   if (m->sched == MK_MOE_SCHED_HYBRID) { /* serial dispatch, combine beside GEMM2 */
     MK_CHECK(mk_moe_launch_dispatch(d, x, s));

@@ -37,7 +37,18 @@
  * Push combine (mk_moe_dev.push: one node group): GEMM2's epilogue stores each row straight home,
  *   pland    [Tm][K][H] bf16       at home: row (t, q) = y of token t's q-th expert (o_comb when
  *                                  Tm K <= W Tm, else its own area)
- *   psig     [W] u64               +1 per call from expert rank d once all its GEMM2 CTAs stored */
+ *   psig     [W] u64               +1 per call from expert rank d once all its GEMM2 CTAs stored
+ * Decode without the count exchange (mk_moe_dev.ll, MK_MOE_LL: push, one node group, W Tm <= 64 by
+ *   default): every local expert has one static region of R = W Tm rows in A1, source s's rows at
+ *   [e R + s Tm, + its count); a sender places each (token, expert) row there at the expert's rank,
+ *   its slot the number of its earlier tokens routed to that expert (no atomics, no counts):
+ *   a1       [El R + 128][H] bf16  A1 in the heap (peers store into it); rows past a source's count
+ *                                  hold stale or zero values, computed and discarded
+ *   rowinfo  [El R + 128] u64      row p's (call target & 0xffffff) << 40 | home << 32 | token K + q,
+ *                                  by the sender; GEMM2 pushes row p home where the target matches,
+ *                                  else into C2 (scratch)
+ *   land_cnt u64                   +1 per call from each sender CTA of every source, after its rows
+ *                                  (target: (calls + 1) W C); GEMM1's tiles wait for it */
 #ifndef MK_KERNELS_MOE_INTERNAL_H
 #define MK_KERNELS_MOE_INTERNAL_H
 
@@ -117,6 +128,9 @@ typedef struct mk_moe_dev {
   uint32_t *g12_claim; /* g12_need: GEMM2's dynamic claims (uint32 [2], mk_gemm_args.claim), zeroed at create */
   int pf_kblocks;  /* GEMM1: 64-wide k-blocks of its first B tile each CTA prefetches into L2 while
                       the tile's rows are in flight (0 = off; moe.c sizes it to half the L2) */
+  int ll;            /* decode without the count exchange (see the heap list above); R = W Tm rows an expert */
+  int64_t R;
+  uint64_t o_a1, o_rowinfo, o_land_cnt;
   uint64_t *pub_cnt; /* several node groups with MK_MOE_REMOTE_WHOLE, else NULL: [2][W] chunks published
                         to rank r so far (dispatch, then combine), zeroed at create; the CTA whose add
                         completes a call's count PUTs the whole area for r (moe_publish) */
@@ -172,6 +186,7 @@ int mk_moe_pick_g12(const mk_moe_args *a, int W, int sms);
  * and exchanges the counts: one kernel for T <= 1024 (decode), else a memset, plan and exchange. */
 mk_status mk_moe_launch_plan(const mk_moe_dev *d, const int32_t *ids, const float *w, int64_t T, void *stream);
 mk_status mk_moe_launch_dispatch(const mk_moe_dev *d, const uint16_t *x, void *stream);
+mk_status mk_moe_launch_ll_send(const mk_moe_dev *d, const uint16_t *x, const int32_t *ids, int64_t T, void *stream);
 mk_status mk_moe_launch_gemm1(const mk_moe_dev *d, int grid, void *stream);
 mk_status mk_moe_launch_swiglu(const mk_moe_dev *d, int64_t rows_host, void *stream); /* rows_host < 0: device */
 mk_status mk_moe_preload_dispatch(int split_k); /* split_k: also the split-K GEMM1 kernels */

@@ -50,6 +50,8 @@ typedef struct cfg {
   int H, T;            /* hidden size (0: 256); tokens of rank 0, + 3 per rank (0: the defaults below) */
   int I, reps;         /* expert size (0: 384); reps > 0: variant 0's fused path only, reps calls back to back */
   unsigned variants;   /* bit v: run variant v (0: all) */
+  int ll;              /* max_tokens 64 / W (MK_MOE_LL's decode path by default); T: rank r has 64 / W - 5 r
+                          tokens (at least 1), hot routing none on the last rank */
 } cfg;
 
 static void run_case(mk_comm_t *c, const cfg *g, uint64_t seed, cudaStream_t s) {
@@ -58,10 +60,11 @@ static void run_case(mk_comm_t *c, const cfg *g, uint64_t seed, cudaStream_t s) 
   /* g->T > 1024: prefill-sized (the serial schedule); the heap is sized alike on every rank: the
      default counts reach 64 + 61 * (W - 1) + 13 tokens on the last rank (321 at W = 8) */
   const int Tdef = 64 + 61 * (W - 1) + 13;
-  const int Tmax = g->T > 300 ? g->T + 3 * (W - 1) : Tdef > 300 ? Tdef : 300;
+  const int Tmax = g->ll ? 64 / W : g->T > 300 ? g->T + 3 * (W - 1) : Tdef > 300 ? Tdef : 300;
   /* hot routing: the last rank has 1 token (E = 8) or none at all (E = 16); g->T <= 300: decode-sized,
      a few rows per dispatch CTA, each cut into parts over several warps */
-  const int T = g->T                                         ? g->T + 3 * me
+  const int T = g->ll ? (!strcmp(g->routing, "hot") && me == W - 1 ? 0 : Tmax - 5 * me > 1 ? Tmax - 5 * me : 1)
+                : g->T                                         ? g->T + 3 * me
                 : !strcmp(g->routing, "hot") && me == W - 1 ? (E == 16 ? 0 : 1)
                                                               : 64 + 61 * me + (E == 16 ? 13 : 0);
   /* weights of every expert on the host (fp32 of bf16 values), this rank's on the device */
@@ -140,17 +143,20 @@ static void run_case(mk_comm_t *c, const cfg *g, uint64_t seed, cudaStream_t s) 
    * programmatic dependent (MK_MOE_SKINNY=0, MK_MOE_TILE_N=128, MK_MOE_G12_DECODE=1), fused path only; variant 14
    * the same with GEMM2's k-slices too (MK_MOE_G12_DECODE=2: where split-K AUTO leaves GEMM1 whole and splits
    * GEMM2, the E = 32 case at 2 ranks), fused path only; variant 15 runs variant 12 with GEMM2 as the swapped
-   * GEMM1's programmatic dependent (MK_MOE_G12_SKINNY=1, in one node group), fused path only */
-  static const char *const names[16] = {"fused",          "fused (SwiGLU pass)",           "fused (serial)",
+   * GEMM1's programmatic dependent (MK_MOE_G12_SKINNY=1, in one node group), fused path only; variant 16 runs
+   * variant 0's arguments with the decode path without the count exchange off (MK_MOE_LL=0; the ll cases,
+   * whose variant 0 takes it in one node group), fused path only */
+  static const char *const names[17] = {"fused",          "fused (SwiGLU pass)",           "fused (serial)",
                                          "fused (hybrid)", "fused (split-K, SwiGLU pass)", "fused (serial, split-K)",
                                          "fused (GEMM1 static tiles)", "fused (combine kernel)",
                                          "fused (serial, combine kernel)", "fused (serial, GEMM2 beside GEMM1)",
                                          "fused (GEMM1 swapped, 64-row chunks)", "fused (GEMM1 swapped, 128-row chunks)",
                                          "fused (GEMM1 swapped, 192-row chunks)", "fused (GEMM2 beside GEMM1's tail)",
                                          "fused (GEMM2's k-slices beside GEMM1's tail)",
-                                         "fused (GEMM1 swapped, 192-row chunks, GEMM2 beside it)"};
+                                         "fused (GEMM1 swapped, 192-row chunks, GEMM2 beside it)",
+                                         "fused (MK_MOE_LL=0)"};
   static const char *const skinny[3] = {"64", "128", "192"};
-  for (int variant = 0; variant < (g->reps ? 1 : 16); variant++) {
+  for (int variant = 0; variant < (g->reps ? 1 : 17); variant++) {
     if (g->variants && !(g->variants >> variant & 1)) continue;
     if (variant == 15) setenv("MK_MOE_SKINNY", "192", 1), setenv("MK_MOE_G12_SKINNY", "1", 1), mk_param_reset_cache();
     if (variant == 13 || variant == 14) {
@@ -162,6 +168,7 @@ static void run_case(mk_comm_t *c, const cfg *g, uint64_t seed, cudaStream_t s) 
     if (variant == 6) setenv("MK_MOE_GEMM1_CLAIM", "0", 1), mk_param_reset_cache();
     if (variant == 7 || variant == 8) setenv("MK_MOE_PUSH", "0", 1), mk_param_reset_cache();
     if (variant == 9) setenv("MK_MOE_G12_SMS", "0", 1), mk_param_reset_cache();
+    if (variant == 16) setenv("MK_MOE_LL", "0", 1), mk_param_reset_cache();
     const int serial = variant == 2 || variant == 5 || variant == 8 || variant == 9;
     mk_moe_args a = {.hidden = H, .inter = I, .n_experts = E, .top_k = K, .max_tokens = Tmax, .w1 = dw1, .w2 = dw2,
                      .comm_ctas = serial ? 0 : 4, .swiglu_pass = variant == 1 || variant == 4,
@@ -170,7 +177,7 @@ static void run_case(mk_comm_t *c, const cfg *g, uint64_t seed, cudaStream_t s) 
                      .split_k = variant == 4   ? -8
                                 : variant == 5 ? -16
                                 : variant == 0 || variant == 6 || variant == 7 || (variant >= 10 && variant <= 12) ||
-                                        variant == 14 || variant == 15
+                                        variant == 14 || variant == 15 || variant == 16
                                     ? 0
                                     : 1}; /* < 0: wherever possible */
     mk_moe_t *m;
@@ -242,6 +249,7 @@ static void run_case(mk_comm_t *c, const cfg *g, uint64_t seed, cudaStream_t s) 
     if (variant >= 10) unsetenv("MK_MOE_SKINNY"), mk_param_reset_cache();
     if (variant == 13 || variant == 14) unsetenv("MK_MOE_TILE_N"), unsetenv("MK_MOE_G12_DECODE"), mk_param_reset_cache();
     if (variant == 15) unsetenv("MK_MOE_G12_SKINNY"), mk_param_reset_cache();
+    if (variant == 16) unsetenv("MK_MOE_LL"), mk_param_reset_cache();
   }
   cudaFree(dw1), cudaFree(dw2), cudaFree(dx), cudaFree(dout), cudaFree(did), cudaFree(dtw);
   for (int e = 0; e < E; e++) free(gate[e]), free(up[e]), free(down[e]);
@@ -277,13 +285,18 @@ int main(int argc, char **argv) {
   /* the last case: decode-sized with enough gate/up tiles (2 x 16896 / 256 = 132 a local expert) for GEMM1's CTAs to
      fill every SM the dispatch leaves, each waiting for rows; across node groups the rows' and counts'
      signals need an SM for the loopback proxy's kernel (the fused MoE deadlocked there, run dba0e56) */
-  const cfg cases[] = {{8, 2, 1, "uniform", 0, 0, 0, 0, 0},    {16, 4, 0, "zipf", 0, 0, 0, 0, 0},
-                       {8, 2, 0, "hot", 0, 0, 0, 0, 0},        {16, 4, 1, "hot", 0, 0, 0, 0, 0},
-                       {8, 2, 1, "uniform", 2048, 5, 0, 0, 0}, {8, 2, 1, "uniform", 0, 1100, 0, 0, 0},
-                       {8, 2, 1, "uniform", 0, 5, 16896, 16, 0},
+  const cfg cases[] = {{8, 2, 1, "uniform", 0, 0, 0, 0, 0, 0},    {16, 4, 0, "zipf", 0, 0, 0, 0, 0, 0},
+                       {8, 2, 0, "hot", 0, 0, 0, 0, 0, 0},        {16, 4, 1, "hot", 0, 0, 0, 0, 0, 0},
+                       {8, 2, 1, "uniform", 2048, 5, 0, 0, 0, 0}, {8, 2, 1, "uniform", 0, 1100, 0, 0, 0, 0},
+                       {8, 2, 1, "uniform", 0, 5, 16896, 16, 0, 0},
                        /* split-K AUTO at 2 ranks: GEMM1 whole (~38 rows an expert expected), GEMM2's 32 tiles in
                           k-slices (the device's cost model splits them at I = 4096: 64 k-iterations) */
-                       {32, 2, 1, "uniform", 0, 0, 4096, 0, 1u << 0 | 1u << 13 | 1u << 14}};
+                       {32, 2, 1, "uniform", 0, 0, 4096, 0, 1u << 0 | 1u << 13 | 1u << 14, 0},
+                       /* W x max_tokens = 64: the decode path without the count exchange (MK_MOE_LL) in one
+                          node group, with GEMM2's tiles or k-slices beside GEMM1, against it off */
+                       {8, 2, 1, "uniform", 0, 0, 4096, 0, 1u << 0 | 1u << 13 | 1u << 14 | 1u << 16, 1},
+                       {16, 4, 1, "hot", 0, 0, 0, 0, 1u << 0 | 1u << 16, 1},
+                       {128, 8, 1, "zipf", 512, 0, 0, 0, 1u << 0 | 1u << 13 | 1u << 16, 1}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(c, &cases[i], seed + 7919 * i, s);
   mk_comm_destroy(c);
   printf("OK\n");

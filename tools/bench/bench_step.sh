@@ -12,6 +12,8 @@
 #                                  under $G ranks, JSON into $RES/NAME.json.
 #   ar_step NAME ENV... -- ARGS...  one `mk-bench gemm_ar --interleave` under 4 ranks with the
 #                                  environment ENV (at least one VAR=VALUE), JSON into $RES/NAME.json.
+#   kt_layer NAME [ARGS...]       the layer under the kernel tracer (libmk_ktrace.so), then ktrace_report.py of both
+#                                  ranks into $RES/NAME.txt (KT_LIST: also a --list report); the CSVs packed.
 #   old_build COMMIT               builds mk-bench and mk-launch of the tree copied to $REPO/.carry/old-COMMIT
 #                                  (git archive COMMIT | tar x -C .carry/old-COMMIT --exclude=docs; carried) into
 #                                  /tmp/oldb and sets OB to its bin folder, for A/B runs in one call.
@@ -72,4 +74,18 @@ old_build() {
      cmake --build /tmp/oldb -j "$(nproc)" --target mk-bench mk-launch > "$RES/old_build.log" 2>&1)
   echo "old build rc=$? at $(( $(date +%s) - T0 )) s"
   OB=/tmp/oldb/bin
+}
+KT=$BIN/../lib/libmk_ktrace.so
+kt_layer() { # NAME [ARGS...]: the layer under the tracer, then the report of both ranks
+  local name=$1
+  shift
+  [ -f "$KT" ] || { echo "no $KT (CUPTI not found at configure)"; return; }
+  mkdir -p "$RES/$name"
+  TAIL=6 step "$name" 150 env CUDA_INJECTION64_PATH="$KT" KTRACE_DIR="$RES/$name" mk-launch -n "$G" -- \
+    mk-bench layer --interleave --warmup 10 --iters 20 --seed 7 "$@" --json "$RES/$name.json"
+  python3 "$BIN/../../tools/bench/ktrace_report.py" "$RES/$name" --files "$G" > "$RES/$name.txt" 2>&1
+  [ -n "${KT_LIST:-}" ] && python3 "$BIN/../../tools/bench/ktrace_report.py" "$RES/$name" --files "$G" \
+    --list "$KT_LIST" > "$RES/$name.list.txt" 2>&1 && cat "$RES/$name.list.txt"
+  echo "$name: $(grep -c '^-- group' "$RES/$name.txt") groups"
+  (cd "$RES" && tar czf "$name.csv.tgz" "$name" && rm -rf "$name")
 }

@@ -52,20 +52,6 @@
 #   stalls on L1TEX scoreboard: the router's loads); the separate kernels 4.2 + 9.8 + 6.4 + 5.3 us.
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-a}
-KT=$BIN/../lib/libmk_ktrace.so
-kt_layer() { # NAME [ARGS...]: the layer under the tracer, then the report of both ranks
-  local name=$1
-  shift
-  [ -f "$KT" ] || { echo "no $KT (CUPTI not found at configure)"; return; }
-  mkdir -p "$RES/$name"
-  TAIL=6 step "$name" 150 env CUDA_INJECTION64_PATH="$KT" KTRACE_DIR="$RES/$name" mk-launch -n "$G" -- \
-    mk-bench layer --interleave --warmup 10 --iters 20 --seed 7 "$@" --json "$RES/$name.json"
-  python3 "$BIN/../../tools/bench/ktrace_report.py" "$RES/$name" --files "$G" > "$RES/$name.txt" 2>&1
-  [ -n "${KT_LIST:-}" ] && python3 "$BIN/../../tools/bench/ktrace_report.py" "$RES/$name" --files "$G" \
-    --list "$KT_LIST" > "$RES/$name.list.txt" 2>&1 && cat "$RES/$name.list.txt"
-  echo "$name: $(grep -c '^-- group' "$RES/$name.txt") groups"
-  (cd "$RES" && tar czf "$name.csv.tgz" "$name" && rm -rf "$name")
-}
 if [ "$PART" = a ]; then
   kt_layer kt_eager
   kt_layer kt_graph --graph

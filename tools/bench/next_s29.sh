@@ -24,3 +24,22 @@ if [ "$PART" = a ]; then
     --launch-skip 4 --launch-count 1 --section SpeedOfLight --section MemoryWorkloadAnalysis \
     --section WarpStateStats mk-bench gemm $G1 --path fused
 fi
+# part c (2 GPUs): the decode path without the count exchange (MK_MOE_LL, new; the layer's decode handle now
+#   ceil(64 / tp) tokens a rank, MK_MOE_DECODE_TOKENS=-1): the op at the layer's decode shapes, on (-1) against off
+#   (0) in turns, twice; the layer with it, without it, and as before (off, 64 tokens a rank), in turns; then
+#   --graph; then the layer traced. Prediction: the MoE block's front (plan start to GEMM1's first tile, ~27 us in
+#   run eb9864d's stamps) to ~10-12 us: the op and the fused decode layer -12 to -18 us at both models.
+#   MK_CALL_LIMIT=480 CTEST_ARGS="-R ^test_(moe_block|moe_pick|layers_moe_dec|model_gpu_fused_[12]|model_gpu_agree_mixtral_flash_2|bench_layer_batch)$" \
+#     CTEST_TIMEOUT=200 CTEST_WALL=260 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s29.sh c'
+if [ "$PART" = c ]; then
+  moe_turns ll "--shape 32,4096,8,2,14336 --shape 32,2048,128,8,768" MK_MOE_LL -1 0
+  for v in ll noll old llb nollb; do
+    case $v in
+      ll*) MK_MOE_LL=-1 layer "layer_$v" "$BIN" ;;
+      noll*) MK_MOE_LL=0 layer "layer_$v" "$BIN" ;;
+      old) MK_MOE_LL=0 MK_MOE_DECODE_TOKENS=64 layer "layer_$v" "$BIN" ;;
+    esac
+  done
+  layer layer_graph "$BIN" --graph
+  KT_LIST='moe_|gather_rows' kt_layer kt_eager
+fi
