@@ -62,9 +62,11 @@ struct moe_gemm2_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   __device__ __forceinline__ uint16_t *out_row(const mk_gemm_args &a, int64_t row) const {
     if constexpr (kPush) {
       if (rowinfo) { /* d.ll: this call's rows go home; the rest of a region (and rows past m_end) into C2 */
-        /* L2 (cg): written by peers this call; calls by the previous call's advance kernel */
-        const uint64_t v = __ldcg((const unsigned long long *)rowinfo + row);
-        if ((v >> 40) == ((__ldcg((const unsigned long long *)calls) + 1) & 0xffffffull))
+        /* plain loads (L1): called for 8 rows a thread and tile, so an L2 round trip each (ld.cg) cost Qwen3's
+           decode layer 0.025 ms (run 724d44c); rowinfo was written by peers before this call's GEMM1 acquired
+           land_cnt, and this kernel's CTAs read no rowinfo before their tiles wait for GEMM1's done2 */
+        const uint64_t v = rowinfo[row];
+        if ((v >> 40) == ((calls[0] + 1) & 0xffffffull))
           return mk_peer_ptr<uint16_t>(w, (int)((v >> 32) & 0xff), o_pland) + (uint64_t)(uint32_t)v * H;
         return a.C + row * a.n;
       }

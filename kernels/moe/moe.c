@@ -495,13 +495,14 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
     MK_CHECK_GOTO(mk_cublas_grouped_create(El, &m->grouped), st, fail);
   MK_CHECK_GOTO(dalloc((void **)&m->sendbuf, (size_t)d->Tm * d->K * d->H * 2), st, fail);
   MK_CHECK_GOTO(dalloc((void **)&m->recvbuf, (size_t)d->m_cap * d->H * 2), st, fail);
-  MK_CHECK_GOTO(dalloc((void **)&m->u_counts, sizeof(int32_t) * (size_t)(3 * d->E + d->Tm * d->K + W * El * 9)), st,
-                fail);
+  MK_CHECK_GOTO(
+      dalloc((void **)&m->u_counts, sizeof(int32_t) * (size_t)(3 * d->E + d->Tm * d->K + W * El * 9 + El)), st, fail);
   m->u_fill = m->u_counts + d->E;
   m->u_off = m->u_fill + d->E;
   m->u_pairpos = m->u_off + d->E;
   m->u_rc = m->u_pairpos + d->Tm * d->K;
   m->u_table = m->u_rc + W * El;
+  m->u_rows = m->u_table + 8 * W * El;
   MK_CUDA_CHECK_GOTO(cudaMallocHost((void **)&m->h_counts, sizeof(int32_t) * (size_t)(2 * d->E + W * El * 9 + El)),
                      st, fail);
   m->h_rc = m->h_counts + 2 * d->E;

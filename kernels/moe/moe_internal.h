@@ -154,6 +154,7 @@ struct mk_moe {
                                    mk_moe_unfused_grouped says so, else NULL */
   uint16_t *sendbuf, *recvbuf;
   int32_t *u_counts, *u_fill, *u_off, *u_pairpos, *u_rc, *u_table;
+  int32_t *u_rows; /* [El] the unfused GEMMs' group sizes (d.rows is the fused path's: static under d.ll) */
   int32_t *h_counts, *h_rc, *h_table; /* pinned host */
   size_t *h_a2a;                      /* [4 W]: send counts/displs, recv counts/displs */
   int h_rows_valid;

@@ -58,7 +58,7 @@ mk_status mk_moe_forward_unfused(mk_moe_t *m, const uint16_t *x, int64_t T, cons
   MK_CUDA_CHECK(cudaMemcpyAsync(m->u_off, h_off, sizeof(int32_t) * (size_t)E, cudaMemcpyHostToDevice, s));
   MK_CUDA_CHECK(cudaMemcpyAsync(m->u_table, m->h_table, sizeof(int32_t) * (size_t)(8 * W * El),
                                 cudaMemcpyHostToDevice, s));
-  MK_CUDA_CHECK(cudaMemcpyAsync(d->rows, h_rows, sizeof(int32_t) * (size_t)El, cudaMemcpyHostToDevice, s));
+  MK_CUDA_CHECK(cudaMemcpyAsync(m->u_rows, h_rows, sizeof(int32_t) * (size_t)El, cudaMemcpyHostToDevice, s));
   MK_CUDA_CHECK(cudaMemsetAsync(m->u_fill, 0, sizeof(int32_t) * (size_t)E, s));
   MK_CHECK(mk_moe_launch_permute(ids, T, d->K, H, x, m->u_off, m->u_fill, m->sendbuf, m->u_pairpos, s));
   /* dispatch */
@@ -100,9 +100,9 @@ mk_status mk_moe_time_parts(mk_moe_t *m, int compute, mk_stream_t stream) {
   mk_moe_dev *d = &m->d;
   const size_t *sc = m->h_a2a, *sd = sc + d->W, *rc = sd + d->W, *rd = rc + d->W;
   if (compute) {
-    MK_CHECK(mk_gemm_grouped_bf16(d->A1, d->w1, d->C1, d->rows, d->El, d->m_cap, 2 * (int64_t)d->I, d->H,
+    MK_CHECK(mk_gemm_grouped_bf16(d->A1, d->w1, d->C1, m->u_rows, d->El, d->m_cap, 2 * (int64_t)d->I, d->H,
                                   MK_GEMM_B_NK, stream));
-    return mk_gemm_grouped_bf16(d->act, d->w2, d->C2, d->rows, d->El, d->m_cap, d->H, d->I, MK_GEMM_B_NK, stream);
+    return mk_gemm_grouped_bf16(d->act, d->w2, d->C2, m->u_rows, d->El, d->m_cap, d->H, d->I, MK_GEMM_B_NK, stream);
   }
   MK_CHECK(mk_nccl_all_to_allv(m->nccl, m->sendbuf, sc, sd, m->recvbuf, rc, rd, MK_DTYPE_BF16, stream));
   return mk_nccl_all_to_allv(m->nccl, m->recvbuf, rc, rd, m->sendbuf, sc, sd, MK_DTYPE_BF16, stream);
