@@ -461,10 +461,12 @@ struct moe_gemm1_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   const uint64_t *started, *calls;
   int join_from, C;
   uint64_t o_land_cnt, ll_need; /* d.ll: every tile waits for land_cnt >= (calls + 1) ll_need (W x C adds) */
+  bool ll_seen = false;          /* d.ll: this CTA's producer has seen every row land (its later tiles skip the wait) */
   __device__ __forceinline__ bool join() const {
     return (int)blockIdx.x < join_from || mk_ld_volatile(started) >= (uint64_t)C * (mk_ld_volatile(calls) + 1);
   }
   __device__ __forceinline__ void before_load(const mk_gemm_tile &t) {
+    if (ll_seen) return;
     const int tile = tile_base[t.group] + (t.m0 - exp_off[t.group]) / mk_gemm_config::kBM;
     const uint64_t need = ll_need ? (mk_ld_volatile(calls) + 1) * ll_need : (uint64_t)(t.m_end - t.m0);
     const uint64_t o_wait = ll_need ? o_land_cnt : o_ready + (uint64_t)tile * 8;
@@ -475,7 +477,10 @@ struct moe_gemm1_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
       for (int n = t.n0; n < t.n_end; n++, b += kb) moe_prefetch_l2(b, (uint32_t)cols * 2);
     }
     mk_wait_ge_paced(w, o_wait, need, MK_OP_MOE, -1, tile, kMoePollNs);
-    if (ll_need) asm volatile("fence.proxy.async.global;" ::: "memory"); /* peers' stores, then TMA loads */
+    if (ll_need) { /* peers' stores, then TMA loads; once a CTA: every row has landed */
+      asm volatile("fence.proxy.async.global;" ::: "memory");
+      ll_seen = true;
+    }
     if (prof) {
       moe_stamp(prof, MK_MOE_PH_G1_FIRST);
       moe_stamp(prof, MK_MOE_PH_G1_LAST);

@@ -33,9 +33,9 @@ MK_PARAM_INT(moe_dispatch_ctas, "MOE_DISPATCH_CTAS", 0, 0, 1024)
  * stores each (token, expert) row straight into a static region of A1 at the expert's rank and every
  * tile waits for one counter, instead of the plan, the count exchange and the dispatch's copies. -1
  * (default): where the overlapped schedule pushes rows home in one node group, SwiGLU in GEMM1's
- * epilogue, no split-K or swapped gate/up GEMM, and W x max_tokens <= 64 (an expert's region of
- * W max_tokens rows is one warpgroup's 64 rows); 1: also up to 128 rows (both warpgroups compute
- * every region); 0: never. */
+ * epilogue, no split-K or swapped gate/up GEMM, W x max_tokens <= 64 (an expert's region of
+ * W max_tokens rows is one warpgroup's 64 rows) and 4 top_k >= E (a region expects a quarter of its
+ * rows filled); 1: also at any E and up to 128 rows (both warpgroups compute every region); 0: never. */
 MK_PARAM_INT(moe_ll, "MOE_LL", -1, -1, 1)
 
 /* Push combine (gemm_combine.cu): GEMM2's epilogue stores each row straight into its home rank, and
@@ -321,8 +321,11 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
   d->land_par = d->send_early ? area : 0, d->lmeta_par = d->send_early ? metas : 0;
   {
     const int64_t ll = mk_param_moe_ll(), R = (int64_t)W * d->Tm;
+    /* auto: where an expert's region expects at least a quarter of its rows filled (R K / E >= R / 4: Mixtral's
+       E = 8, k = 2, not Qwen3's E = 128, k = 8, whose 1/16-full regions ran slower, run 77e0b2c) */
     d->ll = ll != 0 && m->sched == MK_MOE_SCHED_OVERLAP && d->push && d->glu && m->nnodes == 1 && !d->split_k &&
-            !(d->glu && mk_moe_pick_skinny(a, W) > 0) && d->Tm <= 64 && R <= (ll == 1 ? 128 : 64) && W <= 256;
+            !(d->glu && mk_moe_pick_skinny(a, W) > 0) && d->Tm <= 64 && R <= (ll == 1 ? 128 : 64) && W <= 256 &&
+            (ll == 1 || 4 * (int64_t)a->top_k >= a->n_experts);
     d->R = d->ll ? R : 0;
     if (d->ll && d->m_cap < El * R) d->m_cap = El * R;
   }

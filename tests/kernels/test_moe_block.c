@@ -50,7 +50,7 @@ typedef struct cfg {
   int H, T;            /* hidden size (0: 256); tokens of rank 0, + 3 per rank (0: the defaults below) */
   int I, reps;         /* expert size (0: 384); reps > 0: variant 0's fused path only, reps calls back to back */
   unsigned variants;   /* bit v: run variant v (0: all) */
-  int ll;              /* max_tokens 64 / W (MK_MOE_LL's decode path by default); T: rank r has 64 / W - 5 r
+  int ll;              /* max_tokens 64 / W, MK_MOE_LL=1 (its decode path in one node group); T: rank r has 64 / W - 5 r
                           tokens (at least 1), hot routing none on the last rank */
 } cfg;
 
@@ -145,7 +145,7 @@ static void run_case(mk_comm_t *c, const cfg *g, uint64_t seed, cudaStream_t s) 
    * GEMM2, the E = 32 case at 2 ranks), fused path only; variant 15 runs variant 12 with GEMM2 as the swapped
    * GEMM1's programmatic dependent (MK_MOE_G12_SKINNY=1, in one node group), fused path only; variant 16 runs
    * variant 0's arguments with the decode path without the count exchange off (MK_MOE_LL=0; the ll cases,
-   * whose variant 0 takes it in one node group), fused path only */
+   * whose other variants run with MK_MOE_LL=1: it in one node group), fused path only */
   static const char *const names[17] = {"fused",          "fused (SwiGLU pass)",           "fused (serial)",
                                          "fused (hybrid)", "fused (split-K, SwiGLU pass)", "fused (serial, split-K)",
                                          "fused (GEMM1 static tiles)", "fused (combine kernel)",
@@ -156,6 +156,7 @@ static void run_case(mk_comm_t *c, const cfg *g, uint64_t seed, cudaStream_t s) 
                                          "fused (GEMM1 swapped, 192-row chunks, GEMM2 beside it)",
                                          "fused (MK_MOE_LL=0)"};
   static const char *const skinny[3] = {"64", "128", "192"};
+  if (g->ll) setenv("MK_MOE_LL", "1", 1), mk_param_reset_cache(); /* wherever it fits: E = 128 too */
   for (int variant = 0; variant < (g->reps ? 1 : 17); variant++) {
     if (g->variants && !(g->variants >> variant & 1)) continue;
     if (variant == 15) setenv("MK_MOE_SKINNY", "192", 1), setenv("MK_MOE_G12_SKINNY", "1", 1), mk_param_reset_cache();
@@ -251,8 +252,9 @@ static void run_case(mk_comm_t *c, const cfg *g, uint64_t seed, cudaStream_t s) 
     if (variant >= 10) unsetenv("MK_MOE_SKINNY"), mk_param_reset_cache();
     if (variant == 13 || variant == 14) unsetenv("MK_MOE_TILE_N"), unsetenv("MK_MOE_G12_DECODE"), mk_param_reset_cache();
     if (variant == 15) unsetenv("MK_MOE_G12_SKINNY"), mk_param_reset_cache();
-    if (variant == 16) unsetenv("MK_MOE_LL"), mk_param_reset_cache();
+    if (variant == 16) setenv("MK_MOE_LL", "1", 1), mk_param_reset_cache();
   }
+  if (g->ll) unsetenv("MK_MOE_LL"), mk_param_reset_cache();
   cudaFree(dw1), cudaFree(dw2), cudaFree(dx), cudaFree(dout), cudaFree(did), cudaFree(dtw);
   for (int e = 0; e < E; e++) free(gate[e]), free(up[e]), free(down[e]);
   free(gate), free(up), free(down), free(router), free(w1), free(w2), free(x), free(ref), free(tw), free(xb), free(ob);

@@ -46,3 +46,21 @@ if [ "$PART" = c ]; then
   layer layer_graph "$BIN" --graph
   KT_LIST='moe_|gather_rows' kt_layer kt_eager
 fi
+# part d (2 GPUs): after the per-CTA latch of GEMM1's wait (ll_seen) and the auto rule (4 top_k >= E): the op at
+#   both decode shapes with MK_MOE_LL=1 against 0 in turns, twice; the layer by default (Mixtral on it, Qwen3 off)
+#   against MK_MOE_LL=0 and =1 (Qwen3 forced on), in turns; then --graph. Prediction: E = 8 op -10 to -15 us as in
+#   part c; E = 128 forced on still slower (its 1/16-full regions), less so (the per-tile wait gone); Mixtral's
+#   decode layer -6 to -10 us.
+#   MK_CALL_LIMIT=420 CTEST_ARGS="-R ^test_(moe_block|moe_pick|model_gpu_fused_2|model_gpu_agree_mixtral_flash_2)$" \
+#     CTEST_TIMEOUT=200 CTEST_WALL=220 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s29.sh d'
+if [ "$PART" = d ]; then
+  moe_turns lld "--shape 32,4096,8,2,14336 --shape 32,2048,128,8,768" MK_MOE_LL 1 0
+  for v in def noll on defb nollb onb; do
+    case $v in
+      def*) layer "layer_$v" "$BIN" ;;
+      noll*) MK_MOE_LL=0 layer "layer_$v" "$BIN" ;;
+      on*) MK_MOE_LL=1 layer "layer_$v" "$BIN" ;;
+    esac
+  done
+  layer layer_graph "$BIN" --graph
+fi
