@@ -379,8 +379,10 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_dispatch_kernel(mk_moe_de
 
 /* Decode without the count exchange (d.ll; moe_internal.h): C CTAs, a unit is (token, part of its row)
  * per warp. Token t's pair (t, q) with expert e (rank r = e / El, local expert l) goes to row
- * l R + rank Tm + slot of A1 at r, slot = the number of this rank's tokens before t routed to e (lane i
- * tests tokens i and i + 32 of the T <= 64: ballots, no atomics, the same rows on every run). Part 0
+ * l R + rank Tm + slot of A1 at r, slot = the number of this rank's pairs with e before (t, q) (lane i
+ * tests tokens i and i + 32 of the T <= 64: ballots, no atomics, the same rows on every run; an expert
+ * listed twice in a token counts twice, and where that overfills a region of Tm rows the call is aborted
+ * with an error record of tile -2, nothing stored out of the region). Part 0
  * also writes the row's rowinfo there. Then each CTA adds 1 to land_cnt at every rank (one system fence
  * per rank, in parallel), so every rank waits for W x C adds a call. CTA 0 first zeroes done2 and g2_out
  * (this rank's; GEMM1 and GEMM2 follow on the stream). */
@@ -412,11 +414,16 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_ll_send_kernel(mk_moe_dev
     for (int q = 0; q < d.K; q++) {
       const int e = ids[(int64_t)t * d.K + q];
       if ((unsigned)e >= (unsigned)d.E) continue; /* skipped, as the plan skips it */
-      bool m1 = false, m2 = false;
+      int slot = 0; /* pairs with e before (t, q): earlier tokens' (an id twice counts twice), then this token's */
 #pragma unroll
-      for (int i = 0; i < MK_MOE_MAX_TOPK; i++) m1 |= mine[i] == e, m2 |= mine2[i] == e;
-      const int slot = __popc(__ballot_sync(0xffffffffu, m1 && lane < t)) +
-                       __popc(__ballot_sync(0xffffffffu, m2 && lane + 32 < t));
+      for (int i = 0; i < MK_MOE_MAX_TOPK; i++)
+        slot += __popc(__ballot_sync(0xffffffffu, mine[i] == e && lane < t)) +
+                __popc(__ballot_sync(0xffffffffu, mine2[i] == e && lane + 32 < t));
+      for (int i = 0; i < q; i++) slot += ids[(int64_t)t * d.K + i] == e;
+      if (slot >= d.Tm) { /* only with an expert twice in some token's top-k: no room in the region */
+        if (lane == 0 && part == 0) mk_raise_timeout(d.w, MK_OP_MOE, d.rank, -2, (uint64_t)d.Tm, (uint64_t)slot);
+        continue;
+      }
       const int r = e / d.El;
       const int64_t p = (int64_t)(e % d.El) * d.R + (int64_t)d.rank * d.Tm + slot;
       if (b0 < row_bytes)
