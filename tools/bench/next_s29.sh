@@ -68,3 +68,7 @@ if [ "$PART" = d ]; then
   done
   layer layer_graph "$BIN" --graph
 fi
+# part e (2 GPUs): the final commit's layer (defaults), after the review's tests.
+#   MK_CALL_LIMIT=480 CTEST_ARGS="-R ^test_(moe_block|moe_block_grouped|moe_pick|layers_moe_dec|model_gpu|model_gpu_fused_2|model_gpu_unfused_2|model_gpu_sp_agree_2|model_gpu_agree_mixtral_flash_2|bench_layer_batch|serve_gpu_2x1_unfused)$" \
+#     CTEST_TIMEOUT=240 CTEST_WALL=330 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s29.sh e'
+[ "$PART" = e ] && layer layer_final "$BIN"
