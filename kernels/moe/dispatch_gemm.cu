@@ -411,15 +411,18 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_ll_send_kernel(mk_moe_dev
   for (int64_t u = (int64_t)blockIdx.x * kMoeWarps + warp; u < units; u += (int64_t)gridDim.x * kMoeWarps) {
     const int t = (int)(u / kLlParts), part = (int)(u % kLlParts);
     const uint64_t b0 = (uint64_t)part * part_bytes;
+    int te[MK_MOE_MAX_TOPK]; /* token t's ids, from the lane that holds them (-1 past K) */
+#pragma unroll
+    for (int q = 0; q < MK_MOE_MAX_TOPK; q++) te[q] = __shfl_sync(0xffffffffu, t < 32 ? mine[q] : mine2[q], t & 31);
     for (int q = 0; q < d.K; q++) {
-      const int e = ids[(int64_t)t * d.K + q];
+      const int e = te[q];
       if ((unsigned)e >= (unsigned)d.E) continue; /* skipped, as the plan skips it */
       int slot = 0; /* pairs with e before (t, q): earlier tokens' (an id twice counts twice), then this token's */
 #pragma unroll
       for (int i = 0; i < MK_MOE_MAX_TOPK; i++)
         slot += __popc(__ballot_sync(0xffffffffu, mine[i] == e && lane < t)) +
                 __popc(__ballot_sync(0xffffffffu, mine2[i] == e && lane + 32 < t));
-      for (int i = 0; i < q; i++) slot += ids[(int64_t)t * d.K + i] == e;
+      for (int i = 0; i < q; i++) slot += te[i] == e;
       if (slot >= d.Tm) { /* only with an expert twice in some token's top-k: no room in the region */
         if (lane == 0 && part == 0) mk_raise_timeout(d.w, MK_OP_MOE, d.rank, -2, (uint64_t)d.Tm, (uint64_t)slot);
         continue;

@@ -71,4 +71,12 @@ fi
 # part e (2 GPUs): the final commit's layer (defaults), after the review's tests.
 #   MK_CALL_LIMIT=480 CTEST_ARGS="-R ^test_(moe_block|moe_block_grouped|moe_pick|layers_moe_dec|model_gpu|model_gpu_fused_2|model_gpu_unfused_2|model_gpu_sp_agree_2|model_gpu_agree_mixtral_flash_2|bench_layer_batch|serve_gpu_2x1_unfused)$" \
 #     CTEST_TIMEOUT=240 CTEST_WALL=330 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s29.sh e'
-[ "$PART" = e ] && layer layer_final "$BIN"
+#   Measured (run c71f9f0-x2): 11 tests passed; Mixtral decode fused 0.5161 (0.5112 at 224a1f4). Then the token's
+#   ids from the lanes that hold them (no dependent loads), again with the op at E = 8 on and off:
+#   MK_CALL_LIMIT=400 CTEST_ARGS="-R ^test_(moe_block|model_gpu_fused_2|model_gpu_agree_mixtral_flash_2)$" \
+#     CTEST_TIMEOUT=200 CTEST_WALL=200 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s29.sh e'
+if [ "$PART" = e ]; then
+  layer layer_final "$BIN"
+  moe_turns lle "--shape 32,4096,8,2,14336" MK_MOE_LL -1 0
+  layer layer_finalb "$BIN"
+fi
