@@ -74,13 +74,13 @@ __device__ __forceinline__ bool mk_aborted(const mk_dev_world &w) { return *(vol
 
 /* First timeout wins the record; then the flag goes up. static: each .cu that includes this
  * header keeps its own copy (two of them in one program would otherwise clash at link time). */
-static __device__ __noinline__ void mk_raise_timeout(const mk_dev_world &w, int op, int peer, int tile, uint64_t expected,
-                                              uint64_t seen) {
-  mk_err_record *r = &w.ctrl->rec;
+static __device__ __noinline__ void mk_raise_record(mk_heap_ctrl *ctrl, int rank, int op, int peer, int tile,
+                                                    uint64_t expected, uint64_t seen) {
+  mk_err_record *r = &ctrl->rec;
   if (atomicCAS((int *)&r->valid, 0, -1) == 0) {
     volatile mk_err_record *v = r;
     v->op = op;
-    v->rank = w.rank;
+    v->rank = rank;
     v->peer = peer;
     v->tile = tile;
     v->expected = expected;
@@ -89,7 +89,13 @@ static __device__ __noinline__ void mk_raise_timeout(const mk_dev_world &w, int 
     v->valid = 1;
   }
   __threadfence_system();
-  atomicExch((int *)&w.ctrl->abort_flag, 1);
+  atomicExch((int *)&ctrl->abort_flag, 1);
+}
+/* The same from a world: a kernel whose only call is mk_raise_record with two scalars keeps its world in
+ * parameter space (a call taking the world by reference made the LL sender copy it to a 712-byte stack frame). */
+static __device__ __forceinline__ void mk_raise_timeout(const mk_dev_world &w, int op, int peer, int tile,
+                                                        uint64_t expected, uint64_t seen) {
+  mk_raise_record(w.ctrl, w.rank, op, peer, tile, expected, seen);
 }
 
 /* One thread: wait until the counter at `sig_off` in this rank's heap is >= target. Returns

@@ -408,6 +408,7 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_ll_send_kernel(mk_moe_dev
     mine2[q] = q < d.K && lane + 32 < T ? ids[(lane + 32) * d.K + q] : -1;
   }
   const int64_t units = T * kLlParts;
+  int over = 0; /* a pair that found no room: the call fails (error record after the loop, out of its registers) */
   for (int64_t u = (int64_t)blockIdx.x * kMoeWarps + warp; u < units; u += (int64_t)gridDim.x * kMoeWarps) {
     const int t = (int)(u / kLlParts), part = (int)(u % kLlParts);
     const uint64_t b0 = (uint64_t)part * part_bytes;
@@ -417,14 +418,14 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_ll_send_kernel(mk_moe_dev
     for (int q = 0; q < d.K; q++) {
       const int e = te[q];
       if ((unsigned)e >= (unsigned)d.E) continue; /* skipped, as the plan skips it */
-      int slot = 0; /* pairs with e before (t, q): earlier tokens' (an id twice counts twice), then this token's */
+      /* pairs with e before (t, q): earlier tokens' (an id twice counts twice; one warp sum), then this token's */
+      int c = 0;
 #pragma unroll
-      for (int i = 0; i < MK_MOE_MAX_TOPK; i++)
-        slot += __popc(__ballot_sync(0xffffffffu, mine[i] == e && lane < t)) +
-                __popc(__ballot_sync(0xffffffffu, mine2[i] == e && lane + 32 < t));
+      for (int i = 0; i < MK_MOE_MAX_TOPK; i++) c += (mine[i] == e && lane < t) + (mine2[i] == e && lane + 32 < t);
+      int slot = (int)__reduce_add_sync(0xffffffffu, (unsigned)c);
       for (int i = 0; i < q; i++) slot += te[i] == e;
       if (slot >= d.Tm) { /* only with an expert twice in some token's top-k: no room in the region */
-        if (lane == 0 && part == 0) mk_raise_timeout(d.w, MK_OP_MOE, d.rank, -2, (uint64_t)d.Tm, (uint64_t)slot);
+        over = max(over, slot + 1);
         continue;
       }
       const int r = e / d.El;
@@ -437,6 +438,7 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_ll_send_kernel(mk_moe_dev
             (target & 0xffffffull) << 40 | (uint64_t)d.rank << 32 | (uint32_t)(t * d.K + q);
     }
   }
+  if (over && lane == 0) mk_raise_timeout(d.w, MK_OP_MOE, d.rank, -2, (uint64_t)d.Tm, (uint64_t)(over - 1));
   __syncthreads();
   for (int r = threadIdx.x; r < d.W; r += blockDim.x) mk_signal_add(d.w, moe_local(d, r), d.o_land_cnt, 1);
   if (threadIdx.x == 0) moe_stamp(d.prof, MK_MOE_PH_SENT);

@@ -75,6 +75,13 @@ fi
 #   ids from the lanes that hold them (no dependent loads), again with the op at E = 8 on and off:
 #   MK_CALL_LIMIT=400 CTEST_ARGS="-R ^test_(moe_block|model_gpu_fused_2|model_gpu_agree_mixtral_flash_2)$" \
 #     CTEST_TIMEOUT=200 CTEST_WALL=200 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s29.sh e'
+#   Measured (run 7f14a4e-x2): E = 8 op 0.4183 -> 0.4131 (was -> 0.4067 at 224a1f4), Mixtral decode layer 0.5190 /
+#   0.5196: the duplicate-id check's call of mk_raise_timeout (the world by reference) gave the sender a 712-byte
+#   stack frame. Then mk_raise_timeout passes two scalars to the out-of-line mk_raise_record (every kernel's frame
+#   shrinks: plan_exchange 856 -> 176 bytes, the MoE GEMM1s 296 -> <= 96), the warp sum by __reduce_add_sync, and the
+#   record raised after the loop; part e again with the comm tests:
+#   MK_CALL_LIMIT=330 CTEST_ARGS="-R ^test_(moe_block|comm_timeout|comm_put_signal|fused_ar_push_2|gather_rows|model_gpu_fused_2)$" \
+#     CTEST_TIMEOUT=150 CTEST_WALL=170 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s29.sh e'
 if [ "$PART" = e ]; then
   layer layer_final "$BIN"
   moe_turns lle "--shape 32,4096,8,2,14336" MK_MOE_LL -1 0
