@@ -69,8 +69,8 @@ mk_status mk_layers_ffn_(mk_model_gpu_t *g, gpu_layer *L, int n);
 /* layout.c: the decode-sized MoE handle (pure host logic, test_layers_moe_dec). The MoE handle of
  * a layer is made for max_seq tokens per rank; from max_tokens >= 1024 its AUTO schedule is serial
  * and split-K off (kernels/moe/moe.c), which its decode calls of a few tokens per rank then pay.
- * dec_cap: the second, fused-only handle's max_tokens for MK_MOE_DECODE_TOKENS = want (0: no
- * second handle: want is 0 or the main handle is not larger). use_dec: whether a call of n tokens
+ * dec_cap: the second, fused-only handle's max_tokens for MK_MOE_DECODE_TOKENS = want (< 0: ceil(64 /
+ * tp); 0: no second handle: want is 0 or the main handle is not larger). use_dec: whether a call of n tokens
  * split over tp ranks (ceil(n / tp) each) on the fused path (fused != 0) goes to it. */
 int mk_layers_moe_dec_cap_(int max_seq, int want, int tp);
 int mk_layers_moe_use_dec_(int cap, int fused, int n, int tp);

@@ -380,7 +380,7 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_dispatch_kernel(mk_moe_de
 /* Decode without the count exchange (d.ll; moe_internal.h): C CTAs, a unit is (token, part of its row)
  * per warp. Token t's pair (t, q) with expert e (rank r = e / El, local expert l) goes to row
  * l R + rank Tm + slot of A1 at r, slot = the number of this rank's pairs with e before (t, q) (lane i
- * tests tokens i and i + 32 of the T <= 64: ballots, no atomics, the same rows on every run; an expert
+ * tests tokens i and i + 32 of the T <= 64, one warp sum: no atomics, the same rows on every run; an expert
  * listed twice in a token counts twice, and where that overfills a region of Tm rows the call is aborted
  * with an error record of tile -2, nothing stored out of the region). Part 0
  * also writes the row's rowinfo there. Then each CTA adds 1 to land_cnt at every rank (one system fence
@@ -478,7 +478,10 @@ struct moe_gemm1_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
     return (int)blockIdx.x < join_from || mk_ld_volatile(started) >= (uint64_t)C * (mk_ld_volatile(calls) + 1);
   }
   __device__ __forceinline__ void before_load(const mk_gemm_tile &t) {
-    if (ll_seen) return;
+    if (ll_seen) { /* every row landed when this CTA's first tile waited */
+      moe_stamp(prof, MK_MOE_PH_G1_LAST);
+      return;
+    }
     const int tile = tile_base[t.group] + (t.m0 - exp_off[t.group]) / mk_gemm_config::kBM;
     const uint64_t need = ll_need ? (mk_ld_volatile(calls) + 1) * ll_need : (uint64_t)(t.m_end - t.m0);
     const uint64_t o_wait = ll_need ? o_land_cnt : o_ready + (uint64_t)tile * 8;

@@ -324,7 +324,7 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
     /* auto: where an expert's region expects at least a quarter of its rows filled (R K / E >= R / 4: Mixtral's
        E = 8, k = 2, not Qwen3's E = 128, k = 8, whose 1/16-full regions ran slower, run 77e0b2c) */
     d->ll = ll != 0 && m->sched == MK_MOE_SCHED_OVERLAP && d->push && d->glu && m->nnodes == 1 && !d->split_k &&
-            !(d->glu && mk_moe_pick_skinny(a, W) > 0) && d->Tm <= 64 && R <= (ll == 1 ? 128 : 64) && W <= 256 &&
+            mk_moe_pick_skinny(a, W) <= 0 && d->Tm <= 64 && R <= (ll == 1 ? 128 : 64) &&
             (ll == 1 || 4 * (int64_t)a->top_k >= a->n_experts);
     d->R = d->ll ? R : 0;
     if (d->ll && d->m_cap < El * R) d->m_cap = El * R;
@@ -441,19 +441,14 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
   if (d->ll) { /* A1 in the heap, zeroed (a region's unused rows are computed); static groups of R rows */
     d->A1 = (uint16_t *)(d->w.heap + d->o_a1);
     MK_CUDA_CHECK_GOTO(cudaMemset(d->A1, 0, (size_t)(El * d->R + 128) * d->H * 2), st, fail);
-    int32_t *h = malloc(sizeof(int32_t) * (size_t)(3 * El + 2));
-    if (!h) {
-      st = MK_STATUS_OUT_OF_MEMORY;
-      goto fail;
-    }
-    for (int e = 0; e <= El; e++) { /* rows [El], exp_off [El + 1], tile_base [El + 1] */
+    int32_t h[3 * 512 + 2]; /* rows [El], exp_off [El + 1], tile_base [El + 1]; El <= 512 (checked above) */
+    for (int e = 0; e <= El; e++) {
       if (e < El) h[e] = (int32_t)d->R;
       h[El + e] = (int32_t)(e * d->R);
       h[2 * El + 1 + e] = e;
     }
-    const cudaError_t ce = cudaMemcpy(d->rows, h, sizeof(int32_t) * (size_t)(3 * El + 2), cudaMemcpyHostToDevice);
-    free(h);
-    MK_CUDA_CHECK_GOTO(ce, st, fail);
+    MK_CUDA_CHECK_GOTO(cudaMemcpy(d->rows, h, sizeof(int32_t) * (size_t)(3 * El + 2), cudaMemcpyHostToDevice), st,
+                       fail);
   } else {
     MK_CHECK_GOTO(dalloc((void **)&d->A1, (size_t)d->m_cap * d->H * 2), st, fail);
   }

@@ -41,7 +41,7 @@
  * Decode without the count exchange (mk_moe_dev.ll, MK_MOE_LL: push, one node group, W Tm <= 64 by
  *   default): every local expert has one static region of R = W Tm rows in A1, source s's rows at
  *   [e R + s Tm, + its count); a sender places each (token, expert) row there at the expert's rank,
- *   its slot the number of its earlier tokens routed to that expert (no atomics, no counts):
+ *   its slot the number of the source's earlier pairs with that expert (no atomics, no counts):
  *   a1       [El R + 128][H] bf16  A1 in the heap (peers store into it); rows past a source's count
  *                                  hold stale or zero values, computed and discarded
  *   rowinfo  [El R + 128] u64      row p's (call target & 0xffffff) << 40 | home << 32 | token K + q,

@@ -1,8 +1,7 @@
 /* test_layers_moe_dec.c (unit) — which MoE handle a layer call uses (layout.c): the decode-sized,
  * fused-only second handle exists only where MK_MOE_DECODE_TOKENS asks for one smaller than the
  * layer's handle (max_seq tokens; -1: ceil(64 / tp) tokens), and takes exactly the fused calls whose
- * per-rank share of the
- * tokens, ceil(n / tp), fits it. */
+ * per-rank share of the tokens, ceil(n / tp), fits it. */
 #include "layers/layers_internal.h"
 #include "tests/mk_test.h"
 

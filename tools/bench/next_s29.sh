@@ -26,6 +26,23 @@ if [ "$PART" = a ]; then
     --launch-skip 4 --launch-count 1 --section SpeedOfLight --section MemoryWorkloadAnalysis \
     --section WarpStateStats mk-bench gemm $G1 --path fused
 fi
+# part b (2 GPUs): a debug build, docs/perf/raw/run-eb9864d-x2/dbg29.patch applied to 4182cf3 (not merged): the
+#   decode MoE front's globaltimer stamps at call 30, printed at call 31; GEMM+AR at the layer's decode O projections
+#   with --breakdown.
+#   git apply docs/perf/raw/run-eb9864d-x2/dbg29.patch; MK_CALL_LIMIT=300 CTEST_ARGS="-R ^test_moe_router$" \
+#     CTEST_TIMEOUT=60 CTEST_WALL=60 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s29.sh b'
+#   Measured (run eb9864d-x2): GEMM1's first tile 27 us after the plan starts (NOTES, moe, session 29, item 2);
+#   GEMM+AR 64 x 4096 x 2048 0.0245 against unfused 0.0201 ms (its push waits 8 us for the peer's slabs).
+if [ "$PART" = b ]; then
+  for sh in 32,4096,8,2,14336 32,2048,128,8,768; do
+    STEP_GREP='MDBG|fused' TAIL=200 step "mdbg_${sh%%,*}_${sh#*,*,}" 60 mk-launch -n "$G" -- mk-bench moe --shape $sh \
+      --path fused --warmup 10 --iters 40 --seed 7
+  done
+  for nk in 4096,2048 2048,2048; do
+    STEP_GREP='gemm_ar|phase|pushed|waited' TAIL=30 step "ar_oproj_${nk%,*}" 60 mk-launch -n "$G" -- \
+      mk-bench gemm_ar --m 64 --n "${nk%,*}" --k "${nk#*,}" --interleave --breakdown --seed 7
+  done
+fi
 # part c (2 GPUs): the decode path without the count exchange (MK_MOE_LL, new; the layer's decode handle now
 #   ceil(64 / tp) tokens a rank, MK_MOE_DECODE_TOKENS=-1): the op at the layer's decode shapes, on (-1) against off
 #   (0) in turns, twice; the layer with it, without it, and as before (off, 64 tokens a rank), in turns; then
@@ -78,7 +95,7 @@ fi
 #   Measured (run 7f14a4e-x2): E = 8 op 0.4183 -> 0.4131 (was -> 0.4067 at 224a1f4), Mixtral decode layer 0.5190 /
 #   0.5196: the duplicate-id check's call of mk_raise_timeout (the world by reference) gave the sender a 712-byte
 #   stack frame. Then mk_raise_timeout passes two scalars to the out-of-line mk_raise_record (every kernel's frame
-#   shrinks: plan_exchange 856 -> 176 bytes, the MoE GEMM1s 296 -> <= 96), the warp sum by __reduce_add_sync, and the
+#   shrinks: plan_exchange 856 -> 176 bytes, the MoE GEMM1s 296 -> 0), the warp sum by __reduce_add_sync, and the
 #   record raised after the loop; part e again with the comm tests:
 #   MK_CALL_LIMIT=330 CTEST_ARGS="-R ^test_(moe_block|comm_timeout|comm_put_signal|fused_ar_push_2|gather_rows|model_gpu_fused_2)$" \
 #     CTEST_TIMEOUT=150 CTEST_WALL=170 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s29.sh e'
