@@ -288,6 +288,8 @@ static mk_status moe_split(mk_model_gpu_t *g, gpu_layer *L, int n) {
   uint16_t *mine = g->y + (size_t)g->tp_rank * cw * H;
   /* n is the same on every rank, so every rank picks the same handle (the calls are collective) */
   mk_moe_t *h = L->moe_dec && mk_layers_moe_use_dec_(g->moe_dec_cap, fused, n, tp) ? L->moe_dec : L->moe;
+  if (fused && h == L->moe_dec && mk_moe_shares_out(h)) /* the TP group is the EP group: GEMM2 stores every row */
+    return mk_moe_forward_all(h, g->hb, n, cw, g->topk_ids, g->topk_w, g->y, g->x, S_(g)); /* into every rank */
   MK_CHECK(mk_moe_forward(h, fused ? MK_MOE_FUSED : MK_MOE_UNFUSED, g->hb + (size_t)r0 * H, cnt,
                           g->topk_ids + (size_t)r0 * k, g->topk_w + (size_t)r0 * k, mine, S_(g)));
   /* fused, slices up to 1 MiB (decode; above, NCCL's bandwidth, not measured against this): the
@@ -551,6 +553,10 @@ void mk_model_gpu_destroy(mk_model_gpu_t *g) {
  * (overlapped, split-K where mk_moe_pick_split_k says). Same value on every rank. docs/perf/NOTES.md,
  * layer, "MoE block at decode": measured at 8d89cd6, Mixtral decode MoE block 0.420 -> 0.337 ms. */
 MK_PARAM_INT(moe_decode_tokens, "MOE_DECODE_TOKENS", -1, -1, 1 << 20)
+/* Fused path, decode-sized MoE handle, TP group = EP group (every rank): 1 (default) the MoE op gives every rank
+ * every token's output and adds it to the residual stream (mk_moe_forward_all: GEMM2 stores each expert row into
+ * every rank), with no all-gather after it; 0: each rank's tokens, then the all-gather (mk_gather_rows_add). */
+MK_PARAM_INT(layer_moe_all, "LAYER_MOE_ALL", 1, 0, 1)
 /* Fused path, tp > 1: the MoE block's TP all-gather on the SMs (mk_gather_rows) or, 0, NCCL
  * (8d89cd6: 0.005 ms less on the Mixtral decode MoE block, even on Qwen3's). */
 MK_PARAM_INT(tp_gather_sm, "TP_GATHER_SM", 1, 0, 1)
@@ -644,6 +650,7 @@ mk_status mk_layers_create_(const mk_model_t *m, const mk_model_config_t *c, uin
     if (g->moe_dec_cap) { /* fused only, GEMM1's interleaved weights shared with L->moe */
       mk_moe_args ad = a;
       ad.max_tokens = g->moe_dec_cap, ad.fused_only = 1, ad.w1_from = L->moe;
+      ad.share_out = chk.tp == w->size && mk_param_layer_moe_all(); /* the TP group is the MoE's (every rank) */
       MK_CHECK_GOTO(mk_moe_create(comm, &ad, &L->moe_dec), st, fail);
     }
   }

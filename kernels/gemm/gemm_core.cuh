@@ -28,6 +28,7 @@
  *     __device__ void after_store(const mk_gemm_tile &t);
  *     // optional (defaults in mk_gemm_hooks_default):
  *     __device__ uint16_t *out_row(const mk_gemm_args &a, int64_t row) const;  // where row of C goes
+ *     static constexpr bool kOutAlso;  template <class V> __device__ void out_also(a, row, p, v) const;
  *     static constexpr bool kRoles;  int role_ctas, compute_ctas;
  *     __device__ void run_role(int i, uint8_t *smem, int smem_bytes);
  *     static constexpr bool kTail;   __device__ void tail(uint8_t *smem, int smem_bytes);
@@ -54,6 +55,9 @@
  *   tiles (or the tail); before_load must not wait for what after_store publishes in the same kernel.
  * - out_row(a, row): the address of row `row` of C (default a.C + row * a.n); lets a fused op
  *   store rows straight into a peer's buffer. Called for rows past m_end too (not written).
+ * - out_also(a, row, p, v) (kOutAlso): called by the storing thread right after each store of the
+ *   epilogue, v (a 16-byte uint4 staged, a 4-byte __nv_bfloat162 direct) just stored at p in row `row`
+ *   (< m_end); lets a fused op store the same bytes elsewhere too (the MoE's rows to every rank).
  * - Roles (kRoles): the launch adds role_ctas CTAs after the compute_ctas GEMM CTAs (the launch
  *   sets compute_ctas); CTA compute_ctas + i calls run_role(i, smem, bytes) with the whole
  *   dynamic shared memory and no GEMM work, then exits. All CTAs are co-resident (the total
@@ -400,8 +404,11 @@ struct mk_gemm_hooks_default {
   static constexpr bool kTail = false;
   static constexpr bool kTrigger = false; /* true: every CTA lets the stream's next kernel, launched with
                                              mk_gemm_args.pdl, start at once (griddepcontrol.launch_dependents) */
+  static constexpr bool kOutAlso = false; /* true: out_also after every store of the epilogue */
   int role_ctas = 0, compute_ctas = 0;
   __device__ __forceinline__ uint16_t *out_row(const mk_gemm_args &a, int64_t row) const { return a.C + row * a.n; }
+  template <class V>
+  __device__ __forceinline__ void out_also(const mk_gemm_args &, int64_t, uint16_t *, const V &) const {}
   __device__ __forceinline__ void run_role(int, uint8_t *, int) {}
   __device__ __forceinline__ void tail(uint8_t *, int) {}
   __device__ __forceinline__ bool join() const { return true; } /* dynamic claims: this CTA claims units */
@@ -454,9 +461,13 @@ struct mk_gemm_sched {
  * 8 rows per instruction). A width of 64 s + 32 (160, 224) ends with a half slab (lanes 0-3 of each
  * row). Row r of C starts at row_ptr(r); masked to rows < m_end and columns < ncols (a multiple of 8:
  * a chunk is all in or all out). */
-template <int kW, class RowPtr>
+struct mk_gemm_no_also {
+  __device__ __forceinline__ void operator()(int64_t, uint16_t *, const uint4 &) const {}
+};
+template <int kW, class RowPtr, class Also = mk_gemm_no_also>
 __device__ __forceinline__ void mk_gemm_store_staged(const float (&d)[kW / 2], uint32_t stg, int lane, int64_t rb,
-                                                     int m_end, int64_t n0, int64_t ncols, RowPtr row_ptr) {
+                                                     int m_end, int64_t n0, int64_t ncols, RowPtr row_ptr,
+                                                     Also also = Also()) {
   using namespace mk_sm90;
   static_assert(kW % 32 == 0, "staged width");
   const int mi = lane >> 3, srow = (mi & 1) * 8 + (lane & 7), rc = lane & 7;
@@ -481,7 +492,11 @@ __device__ __forceinline__ void mk_gemm_store_staged(const float (&d)[kW / 2], u
       const int row = it * 4 + mi;
       if (rc < 2 * pairs) {
         const uint4 v = lds128(stg + row * 128 + ((rc ^ (row & 7)) << 4));
-        if (rb + row < m_end && col < ncols) *(uint4 *)(row_ptr(rb + row) + col) = v;
+        if (rb + row < m_end && col < ncols) {
+          uint16_t *p = row_ptr(rb + row) + col;
+          *(uint4 *)p = v;
+          also(rb + row, p, v);
+        }
       }
     }
     __syncwarp(); /* the slab is read before the next one overwrites it */
@@ -697,8 +712,12 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
           }
         }
       } else if (Cfg::kEpiStage && !args.epi_direct) {
-        mk_gemm_store_staged<kBN>(d, stg, lane, t.m0 + cw * 64 + warp * 16, t.m_end, t.n0, args.n,
-                                  [&](int64_t r) { return policy.out_row(args, r); });
+        mk_gemm_store_staged<kBN>(
+            d, stg, lane, t.m0 + cw * 64 + warp * 16, t.m_end, t.n0, args.n,
+            [&](int64_t r) { return policy.out_row(args, r); },
+            [&](int64_t r, uint16_t *p, const uint4 &v) {
+              if constexpr (Policy::kOutAlso) policy.out_also(args, r, p, v);
+            });
       } else {
       uint16_t *c_lo = policy.out_row(args, r0), *c_hi = policy.out_row(args, r0 + 8);
 #pragma unroll
@@ -708,10 +727,12 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
           if (ok_lo) {
             __nv_bfloat162 v = __floats2bfloat162_rn(d[4 * j], d[4 * j + 1]);
             *(__nv_bfloat162 *)(c_lo + col) = v;
+            if constexpr (Policy::kOutAlso) policy.out_also(args, r0, c_lo + col, v);
           }
           if (ok_hi) {
             __nv_bfloat162 v = __floats2bfloat162_rn(d[4 * j + 2], d[4 * j + 3]);
             *(__nv_bfloat162 *)(c_hi + col) = v;
+            if constexpr (Policy::kOutAlso) policy.out_also(args, r0 + 8, c_hi + col, v);
           }
         }
       }

@@ -363,8 +363,10 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_dispatch_kernel(mk_moe_de
       __syncwarp();
       if (lane < n) {
         d.posmap[((int64_t)s * d.Tm + j) * d.K + lane] = p;
-        if (d.push) /* GEMM2 stores row p straight into row (token, q) of pland at home s */
-          d.rowdst[p] = mk_peer_ptr<uint16_t>(d.w, moe_local(d, s), d.o_pland) +
+        if (d.push) /* GEMM2 stores row p straight into row (token, q) of pland at home s (fan: row (s, token, q)
+                       here, and at every rank through out_also) */
+          d.rowdst[p] = (d.fan ? mk_local_ptr<uint16_t>(d.w, d.o_pland) + (int64_t)s * d.Tm * d.K * d.H
+                               : mk_peer_ptr<uint16_t>(d.w, moe_local(d, s), d.o_pland)) +
                         ((int64_t)lm[j].token * d.K + ((lm[j].q >> (4 * lane)) & 15)) * d.H;
         __threadfence();
         moe_red_add_gpu(mk_local_ptr<uint64_t>(d.w, d.o_ready) + moe_tile_of(d, e, p), 1);

@@ -32,7 +32,11 @@
  *                 outside [0, E) skipped, as the plan skips them): a fixed order.
  *                 Rows cross NVLink once per (token, expert), not once per (token, rank) as the
  *                 combine's partial sums do, but beside GEMM2 rather than after it. Up to 1024
- *                 CTAs (one node group: no proxy kernel needs SM room beside them).
+ *                 CTAs (one node group: no proxy kernel needs SM room beside them). Its last CTA
+ *                 out advances the call (no advance kernel after it).
+ *   fan           (d.fan, mk_moe_forward_all) the epilogue stores each row into every rank's pland
+ *                 (out_also: the same heap offset at each peer), and every rank reduces every
+ *                 token of the group (and adds it to the residual): no all-gather after.
  * The epoch advance after reduce closes the call (counters only grow; nothing is reset
  * except the local ready/done2/g2_out counters, which only this rank's kernels touch). */
 #include "kernels/gemm/gemm_split.cuh"
@@ -44,6 +48,7 @@ template <bool kPush>
 struct moe_gemm2_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   static constexpr bool kAfterStore = true;
   static constexpr bool kTail = kPush;
+  static constexpr bool kOutAlso = kPush;
   uint64_t *done2;
   const int32_t *exp_off, *tile_base;
   uint64_t *prof;
@@ -59,20 +64,42 @@ struct moe_gemm2_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
      until GEMM1 has stored the act columns they read of that tile-row (done2, reset each call) */
   uint64_t o_done2;
   int g12_need, g12_half, K; /* GEMM1's tiles a tile-row, act columns a GEMM1 tile, GEMM2's K (= I) */
+  int fan;                   /* d.fan: every row into every rank's pland [W][Tm][K][H] (tm_k = Tm K rows a home) */
+  int64_t tm_k;
+  /* d.ll: row's rowinfo carries this call's target (a row of this call, not a stale one of its region) */
+  __device__ __forceinline__ bool ll_now(int64_t row, uint64_t *v) const {
+    /* plain loads (L1): called for 8 rows a thread and tile, so an L2 round trip each (ld.cg) cost Qwen3's
+       decode layer 0.025 ms (run 724d44c); rowinfo was written by peers before this call's GEMM1 acquired
+       land_cnt, and this kernel's CTAs read no rowinfo before their tiles wait for GEMM1's done2 */
+    *v = rowinfo[row];
+    return (*v >> 40) == ((calls[0] + 1) & 0xffffffull);
+  }
   __device__ __forceinline__ uint16_t *out_row(const mk_gemm_args &a, int64_t row) const {
     if constexpr (kPush) {
-      if (rowinfo) { /* d.ll: this call's rows go home; the rest of a region (and rows past m_end) into C2 */
-        /* plain loads (L1): called for 8 rows a thread and tile, so an L2 round trip each (ld.cg) cost Qwen3's
-           decode layer 0.025 ms (run 724d44c); rowinfo was written by peers before this call's GEMM1 acquired
-           land_cnt, and this kernel's CTAs read no rowinfo before their tiles wait for GEMM1's done2 */
-        const uint64_t v = rowinfo[row];
-        if ((v >> 40) == ((calls[0] + 1) & 0xffffffull))
-          return mk_peer_ptr<uint16_t>(w, (int)((v >> 32) & 0xff), o_pland) + (uint64_t)(uint32_t)v * H;
-        return a.C + row * a.n;
+      if (rowinfo) { /* d.ll: this call's rows go home (fan: here, at their home's rows); the rest of a region
+                        (and rows past m_end) into C2 */
+        uint64_t v;
+        if (!ll_now(row, &v)) return a.C + row * a.n;
+        const int home = (int)((v >> 32) & 0xff);
+        if (fan) return mk_local_ptr<uint16_t>(w, o_pland) + ((uint64_t)home * tm_k + (uint32_t)v) * H;
+        return mk_peer_ptr<uint16_t>(w, home, o_pland) + (uint64_t)(uint32_t)v * H;
       }
       return rowdst[row]; /* rows past m_end: read (rowdst has m_cap + 128), never written */
     }
     return a.C + row * a.n;
+  }
+  /* d.fan: the bytes just stored at p (this rank's pland) into every other rank's pland too, the same offset */
+  template <class V>
+  __device__ __forceinline__ void out_also(const mk_gemm_args &, int64_t row, uint16_t *p, const V &v) const {
+    if constexpr (kPush) {
+      uint64_t info;
+      if (!fan || (rowinfo && !ll_now(row, &info))) return;
+      const uint64_t off = (uint64_t)((char *)p - w.heap);
+      for (int j = 1; j < W; j++) {
+        const int r = rank + j < W ? rank + j : rank + j - W;
+        *mk_peer_ptr<V>(w, r % w.local_size, off) = v;
+      }
+    }
   }
   /* The 256 consumer threads, after the CTA's last tile: every row this CTA stored happens before
    * thread 128's system fence (named barrier), so its add on g2_out publishes them; the CTA that
@@ -216,31 +243,60 @@ __global__ void __launch_bounds__(kReduceWarps * 32) moe_reduce_kernel(mk_moe_de
   }
 }
 
-/* Push combine's reduce: one 16-byte vector of one token per thread, its K rows loaded together. */
-__global__ void __launch_bounds__(kReduceWarps * 32) moe_push_reduce_kernel(mk_moe_dev d, int64_t T,
-                                                                            const int32_t *ids, const float *wts,
-                                                                            uint16_t *out) {
-  if (!moe_wait_home(d, d.o_psig, d.W, 1)) return;
-  const int64_t vecs = d.H / 8, n = T * vecs;
-  const uint16_t *pland = mk_local_ptr<uint16_t>(d.w, d.o_pland);
-  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
-    const int64_t t = i / vecs, v = i % vecs;
-    uint4 y[MK_MOE_MAX_TOPK];
-    bool on[MK_MOE_MAX_TOPK];
-#pragma unroll
-    for (int q = 0; q < MK_MOE_MAX_TOPK; q++) {
-      on[q] = q < d.K && (unsigned)ids[t * d.K + q] < (unsigned)d.E;
-      if (on[q]) y[q] = *(const uint4 *)(pland + ((t * d.K + q) * d.H + 8 * v));
-    }
-    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-#pragma unroll
-    for (int q = 0; q < MK_MOE_MAX_TOPK; q++)
-      if (on[q]) moe_axpy8(acc, wts[t * d.K + q], y[q]);
-    *(uint4 *)(out + t * d.H + 8 * v) = moe_pack8(acc);
+/* The call's end (stream order: after every kernel of it): the handle's next targets, and the profile's END. */
+__device__ __forceinline__ void moe_advance_call(unsigned long long *calls, uint64_t *prof) {
+  *calls += 1;
+  if (prof) { /* prof[MK_MOE_PHASES]: the last call's END, kept across calls (not zeroed with the stamps) */
+    prof[MK_MOE_PH_PREV_END] = prof[MK_MOE_PHASES];
+    prof[MK_MOE_PHASES] = mk_globaltimer();
   }
-  if (d.prof) {
-    __syncthreads();
-    if (threadIdx.x == 0) moe_stamp(d.prof, MK_MOE_PH_DONE);
+  moe_stamp(prof, MK_MOE_PH_END);
+}
+
+/* Push combine's reduce: one 16-byte vector of one token per thread, its K rows loaded together. stride > 0 (d.fan):
+ * token t of the group's T is row t % stride of rank t / stride, at pland [(rank Tm + t % stride) K + q], and resid
+ * (NULL: none) += the bf16 sum; stride 0 with d.fan (mk_moe_forward on a sharing handle): this rank's rows of
+ * pland. Every CTA then takes a ticket (after its read of calls in moe_wait_home, and also on a failed wait, as the
+ * advance kernel ran regardless); the last one advances the call and re-arms the ticket. */
+__global__ void __launch_bounds__(kReduceWarps * 32) moe_push_reduce_kernel(mk_moe_dev d, mk_moe_red r) {
+  if (moe_wait_home(d, d.o_psig, d.W, 1)) {
+    const int64_t vecs = d.H / 8, n = r.T * vecs;
+    const uint16_t *pland = mk_local_ptr<uint16_t>(d.w, d.o_pland);
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+      const int64_t t = i / vecs, v = i % vecs;
+      const int64_t pr = r.stride ? t / r.stride * d.Tm + t % r.stride : d.fan ? (int64_t)d.rank * d.Tm + t : t;
+      uint4 y[MK_MOE_MAX_TOPK];
+      bool on[MK_MOE_MAX_TOPK];
+#pragma unroll
+      for (int q = 0; q < MK_MOE_MAX_TOPK; q++) {
+        on[q] = q < d.K && (unsigned)r.ids[t * d.K + q] < (unsigned)d.E;
+        if (on[q]) y[q] = *(const uint4 *)(pland + ((pr * d.K + q) * d.H + 8 * v));
+      }
+      float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+#pragma unroll
+      for (int q = 0; q < MK_MOE_MAX_TOPK; q++)
+        if (on[q]) moe_axpy8(acc, r.w[t * d.K + q], y[q]);
+      const uint4 o = moe_pack8(acc);
+      *(uint4 *)(r.out + t * d.H + 8 * v) = o;
+      if (r.resid) { /* resid += out (bf16 -> fp32), as mk_residual_add */
+        float4 *x = (float4 *)(r.resid + t * d.H + 8 * v);
+        float4 a = x[0], b = x[1];
+        a.x += __uint_as_float(o.x << 16), a.y += __uint_as_float(o.x & 0xffff0000u);
+        a.z += __uint_as_float(o.y << 16), a.w += __uint_as_float(o.y & 0xffff0000u);
+        b.x += __uint_as_float(o.z << 16), b.y += __uint_as_float(o.z & 0xffff0000u);
+        b.z += __uint_as_float(o.w << 16), b.w += __uint_as_float(o.w & 0xffff0000u);
+        x[0] = a, x[1] = b;
+      }
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    if (d.prof) moe_stamp(d.prof, MK_MOE_PH_DONE);
+    __threadfence(); /* this CTA's reads of calls before its ticket */
+    if (atomicAdd(d.tick, 1u) == gridDim.x - 1) {
+      *d.tick = 0;
+      moe_advance_call((unsigned long long *)d.calls, d.prof);
+    }
   }
 }
 
@@ -262,6 +318,7 @@ static mk_status launch_gemm2(const mk_moe_dev *d, int grid, cudaStream_t stream
   p.o_done2 = d->o_done2;
   p.g12_need = kPush ? d->g12_need : 0;
   p.g12_half = d->g12_bn / 2, p.K = d->I;
+  p.fan = d->fan, p.tm_k = d->Tm * d->K;
   mk_gemm_args args = {d->C2, d->m_cap, d->H, d->I, d->El, d->rows};
   args.wg_skip = d->wg_skip;
   if (p.g12_need) { /* beside GEMM1: claims, so tiles start in order on whichever SMs come free */
@@ -289,12 +346,11 @@ extern "C" mk_status mk_moe_launch_gemm2(const mk_moe_dev *d, int grid, void *st
   return d->push ? launch_gemm2<true>(d, grid, (cudaStream_t)stream) : launch_gemm2<false>(d, grid, (cudaStream_t)stream);
 }
 
-extern "C" mk_status mk_moe_launch_push_reduce(const mk_moe_dev *d, int64_t T, const int32_t *ids, const float *w,
-                                               uint16_t *out, void *stream) {
-  const int64_t per = kReduceWarps * 32, items = T * (int64_t)(d->H / 8);
+extern "C" mk_status mk_moe_launch_push_reduce(const mk_moe_dev *d, const mk_moe_red *r, void *stream) {
+  const int64_t per = kReduceWarps * 32, items = r->T * (int64_t)(d->H / 8);
   int64_t blocks = items > 0 ? (items + per - 1) / per : 1;
   if (blocks > 1024) blocks = 1024; /* 128 (the combine's reduce) left ~1 TB/s of HBM: too few loads in flight */
-  moe_push_reduce_kernel<<<(unsigned)blocks, kReduceWarps * 32, 0, (cudaStream_t)stream>>>(*d, T, ids, w, out);
+  moe_push_reduce_kernel<<<(unsigned)blocks, kReduceWarps * 32, 0, (cudaStream_t)stream>>>(*d, *r);
   MK_CUDA_LAUNCH_CHECK();
   return MK_STATUS_OK;
 }
@@ -317,14 +373,7 @@ extern "C" mk_status mk_moe_launch_reduce(const mk_moe_dev *d, int64_t T, uint16
 }
 
 /* After a fused call (every kernel of it done, stream-ordered): the handle's next targets. */
-__global__ void moe_advance_kernel(unsigned long long *calls, uint64_t *prof) {
-  *calls += 1;
-  if (prof) { /* prof[MK_MOE_PHASES]: the last call's END, kept across calls (not zeroed with the stamps) */
-    prof[MK_MOE_PH_PREV_END] = prof[MK_MOE_PHASES];
-    prof[MK_MOE_PHASES] = mk_globaltimer();
-  }
-  moe_stamp(prof, MK_MOE_PH_END);
-}
+__global__ void moe_advance_kernel(unsigned long long *calls, uint64_t *prof) { moe_advance_call(calls, prof); }
 
 extern "C" mk_status mk_moe_launch_advance(const mk_moe_dev *d, void *stream) {
   moe_advance_kernel<<<1, 1, 0, (cudaStream_t)stream>>>((unsigned long long *)d->calls, d->prof);

@@ -104,6 +104,9 @@ typedef struct mk_moe_args {
                                           instead of making another; it must outlive this one.
                                           NULL: copy. (A second, decode-sized handle over the same
                                           experts: layers/model_gpu.c) */
+  int share_out;                       /* fused: 1 = also mk_moe_forward_all, where the push combine is on
+                                          (one node group) and the heap has room for W times its landing
+                                          area (mk_moe_shares_out says); 0 = not */
 } mk_moe_args;
 
 typedef struct mk_moe mk_moe_t;
@@ -118,6 +121,18 @@ void mk_moe_destroy(mk_moe_t *m); /* NULL: no-op */
  * UNFUSED: synchronises the stream to read the counts (NCCL all-to-allv needs them). */
 mk_status mk_moe_forward(mk_moe_t *m, mk_moe_path path, const uint16_t *x, int64_t T, const int32_t *topk_ids,
                          const float *topk_w, uint16_t *out, mk_stream_t stream);
+
+/* The block over a group's tokens, every rank getting every token's output (fused path, a handle made
+ * with args.share_out for which mk_moe_shares_out is 1). Collective. The W ranks hold the same T_all
+ * tokens: x [T_all, H] (bf16), topk_ids / topk_w [T_all, k]; rank r dispatches rows [r stride,
+ * min(T_all, (r + 1) stride)) (stride <= max_tokens, T_all <= W stride; the same T_all and stride on
+ * every rank). GEMM2 stores each expert row into every rank, and every rank reduces every token:
+ * out [T_all, H] (bf16) on every rank, the bits mk_moe_forward gives at each token's rank, and, with
+ * resid (fp32 [T_all, H], 16-byte aligned; NULL: none), resid += out: an all-gather of the outputs
+ * (and the residual add) without another launch or signal. */
+mk_status mk_moe_forward_all(mk_moe_t *m, const uint16_t *x, int64_t T_all, int64_t stride, const int32_t *topk_ids,
+                             const float *topk_w, uint16_t *out, float *resid, mk_stream_t stream);
+int mk_moe_shares_out(const mk_moe_t *m); /* 1: mk_moe_forward_all runs on m; 0: not (NULL: 0) */
 
 /* Pieces for the benchmark's bounds, on the layout of the last UNFUSED call (needs one):
  * both grouped GEMMs (+ SwiGLU) alone, and both NCCL all-to-allv alone. */

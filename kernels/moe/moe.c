@@ -355,12 +355,28 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
   }
   d->o_plan_done = d->o_cnt_done + 8;
   { /* push: pland [Tm][K][H] in comb's area where it fits (top_k <= W), else an area of its own where the
-       heap has room (the same answer on every rank), else no push */
+       heap has room (the same answer on every rank), else no push; args.share_out (fan): [W][Tm][K][H], an
+       area of its own where the heap has room, else no fan */
     const uint64_t pl = (uint64_t)d->Tm * (uint64_t)d->K * (uint64_t)d->H * 2;
     d->o_pland = d->o_comb;
-    if (d->push && pl > area && mk_comm_heap_left(comm) < pl) d->push = 0;
-    if (d->push && pl > area) MK_CHECK_GOTO(heap(m, pl, &d->o_pland), st, fail);
+    d->fan = d->push && a->share_out && mk_comm_heap_left(comm) >= Wu * pl;
+    if (d->fan) {
+      MK_CHECK_GOTO(heap(m, Wu * pl, &d->o_pland), st, fail);
+    } else {
+      if (d->push && pl > area && mk_comm_heap_left(comm) < pl) d->push = 0;
+      if (d->push && pl > area) MK_CHECK_GOTO(heap(m, pl, &d->o_pland), st, fail);
+    }
+    if (d->ll && !d->push) { /* the decode path needs the push combine */
+      MK_WARN(MK_SUBSYS_KERNEL, "moe: the symmetric heap has no room for the push combine's %llu bytes, which the "
+              "decode path without the count exchange needs (MK_MOE_LL=0, or a larger heap)", (unsigned long long)pl);
+      st = MK_STATUS_OUT_OF_MEMORY;
+      goto fail;
+    }
     MK_CHECK_GOTO(heap(m, Wu * 8, &d->o_psig), st, fail);
+    if (d->push) { /* the reduce's ticket (its last CTA advances the call) */
+      MK_CHECK_GOTO(dalloc((void **)&d->tick, sizeof *d->tick), st, fail);
+      MK_CUDA_CHECK_GOTO(cudaMemset(d->tick, 0, sizeof *d->tick), st, fail);
+    }
   }
   { /* GEMM1's L2 prefetch while rows are in flight: its first wave's B tiles (tile_n1 rows, else 256),
        k-blocks of 64 columns (128 bytes a row), at most half the L2 in all and 8 k-blocks a tile, or
@@ -536,6 +552,7 @@ void mk_moe_destroy(mk_moe_t *m) {
   cudaFree(d->act);
   cudaFree(d->C2);
   cudaFree(d->rowdst);
+  cudaFree(d->tick);
   if (m->w1g_owned) cudaFree(d->w1g);
   cudaFree(d->prof);
   cudaFree(d->sk_ws);
@@ -558,8 +575,11 @@ void mk_moe_destroy(mk_moe_t *m) {
   free(m);
 }
 
+/* x [T, H], ids and w [T, K]: this rank's tokens; red: what the reduce sums (this rank's tokens into out, or,
+ * stride > 0, every rank's: mk_moe_forward_all). */
 static mk_status forward_fused(mk_moe_t *m, const uint16_t *x, int64_t T, const int32_t *ids, const float *w,
-                               uint16_t *out, cudaStream_t s) {
+                               const mk_moe_red *red, cudaStream_t s) {
+  uint16_t *out = red->out;
   mk_moe_dev *d = &m->d;
   cudaStream_t s2 = (cudaStream_t)m->s2;
   if (d->prof) MK_CUDA_CHECK(cudaMemsetAsync(d->prof, 0, sizeof(uint64_t) * MK_MOE_PHASES, s));
@@ -567,8 +587,7 @@ static mk_status forward_fused(mk_moe_t *m, const uint16_t *x, int64_t T, const 
     MK_CHECK(mk_moe_launch_ll_send(d, x, ids, T, s));
     MK_CHECK(mk_moe_launch_gemm1(d, m->sms, s));
     MK_CHECK(mk_moe_launch_gemm2(d, m->sms, s));
-    MK_CHECK(mk_moe_launch_push_reduce(d, T, ids, w, out, s)); /* barrier point 2: every row home */
-    return mk_moe_launch_advance(d, s);
+    return mk_moe_launch_push_reduce(d, red, s); /* barrier point 2: every row home; the advance */
   }
   if (!m->dispatch_early) MK_CHECK(mk_moe_launch_plan(d, ids, w, T, s)); /* barrier point 1: all counts known */
   if (m->sched == MK_MOE_SCHED_HYBRID) { /* serial dispatch, combine beside GEMM2 */
@@ -589,18 +608,14 @@ static mk_status forward_fused(mk_moe_t *m, const uint16_t *x, int64_t T, const 
     if (d->g12_need) { /* GEMM2 beside GEMM1: its programmatic dependent (MK_MOE_G12_SMS) */
       MK_CHECK(mk_moe_launch_gemm1(d, m->sms - m->g12_sms, s));
       MK_CHECK(mk_moe_launch_gemm2(d, m->sms, s));
-      MK_CHECK(mk_moe_launch_push_reduce(d, T, ids, w, out, s));
-      return mk_moe_launch_advance(d, s);
+      return mk_moe_launch_push_reduce(d, red, s);
     }
     MK_CHECK(mk_moe_launch_gemm1(d, m->sms, s));
     if (!d->glu) MK_CHECK(mk_moe_launch_swiglu(d, -1, s));
     MK_CHECK(mk_moe_launch_gemm2(d, m->sms, s));
-    if (d->push) {
-      MK_CHECK(mk_moe_launch_push_reduce(d, T, ids, w, out, s));
-    } else {
-      MK_CHECK(mk_moe_launch_combine(d, s));
-      MK_CHECK(mk_moe_launch_reduce(d, T, out, s));
-    }
+    if (d->push) return mk_moe_launch_push_reduce(d, red, s);
+    MK_CHECK(mk_moe_launch_combine(d, s));
+    MK_CHECK(mk_moe_launch_reduce(d, T, out, s));
     return mk_moe_launch_advance(d, s);
   }
   /* Overlapped (dispatch_early): the dispatch is forked before the plan and exchange, its CTAs
@@ -622,8 +637,7 @@ static mk_status forward_fused(mk_moe_t *m, const uint16_t *x, int64_t T, const 
     MK_CUDA_CHECK(cudaEventRecord((cudaEvent_t)m->ev_join, s2));
     MK_CHECK(mk_moe_launch_gemm2(d, m->sms, s));
     MK_CUDA_CHECK(cudaStreamWaitEvent(s, (cudaEvent_t)m->ev_join, 0));
-    MK_CHECK(mk_moe_launch_push_reduce(d, T, ids, w, out, s)); /* barrier point 2: every row home */
-    return mk_moe_launch_advance(d, s);
+    return mk_moe_launch_push_reduce(d, red, s); /* barrier point 2: every row home; the advance */
   }
   /* The combine starts once GEMM1 is done, not when the dispatch is: its CTAs would otherwise
    * sit on their SMs for all of GEMM1 polling done2, which only GEMM2 advances. */
@@ -646,11 +660,39 @@ mk_status mk_moe_forward(mk_moe_t *m, mk_moe_path path, const uint16_t *x, int64
   if (T > 0 && (!x || !topk_ids || !topk_w || !out || ((uintptr_t)x | (uintptr_t)out) % 16))
     MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL,
                   "moe_forward: x, topk_ids, topk_w and out must be non-null (x and out 16-byte aligned)");
-  if (path == MK_MOE_FUSED) return forward_fused(m, x, T, topk_ids, topk_w, out, (cudaStream_t)stream);
+  if (path == MK_MOE_FUSED) {
+    const mk_moe_red red = {T, 0, topk_ids, topk_w, out, NULL};
+    return forward_fused(m, x, T, topk_ids, topk_w, &red, (cudaStream_t)stream);
+  }
   if (path == MK_MOE_UNFUSED && m->a.fused_only)
     MK_ERR_RETURN(MK_STATUS_INVALID_USAGE, MK_SUBSYS_KERNEL, "moe_forward: UNFUSED on a handle made with fused_only");
   if (path == MK_MOE_UNFUSED) return mk_moe_forward_unfused(m, x, T, topk_ids, topk_w, out, stream);
   MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "moe_forward: unknown path %d", (int)path);
+}
+
+int mk_moe_shares_out(const mk_moe_t *m) { return m && m->d.fan; }
+
+mk_status mk_moe_forward_all(mk_moe_t *m, const uint16_t *x, int64_t T_all, int64_t stride, const int32_t *topk_ids,
+                             const float *topk_w, uint16_t *out, float *resid, mk_stream_t stream) {
+  if (!m) MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "moe_forward_all: handle is NULL");
+  if (!m->d.fan)
+    MK_ERR_RETURN(MK_STATUS_INVALID_USAGE, MK_SUBSYS_KERNEL,
+                  "moe_forward_all: the handle shares no outputs (made without args.share_out, or without the push "
+                  "combine: several node groups, MK_MOE_PUSH=0, the hybrid schedule or a full heap)");
+  const mk_moe_dev *d = &m->d;
+  if (stride < 1 || stride > d->Tm || T_all < 0 || T_all > (int64_t)d->W * stride)
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL,
+                  "moe_forward_all: T_all=%lld tokens in slices of stride=%lld over %d ranks (need 1 <= stride <= "
+                  "max_tokens=%lld, 0 <= T_all <= ranks x stride)",
+                  (long long)T_all, (long long)stride, d->W, (long long)d->Tm);
+  if (T_all > 0 && (!x || !topk_ids || !topk_w || !out || ((uintptr_t)x | (uintptr_t)out | (uintptr_t)resid) % 16))
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL,
+                  "moe_forward_all: x, topk_ids, topk_w and out must be non-null (x, out and resid 16-byte aligned)");
+  const int64_t r0 = (int64_t)d->rank * stride < T_all ? (int64_t)d->rank * stride : T_all;
+  const int64_t T = (r0 + stride < T_all ? r0 + stride : T_all) - r0;
+  const mk_moe_red red = {T_all, stride, topk_ids, topk_w, out, resid};
+  return forward_fused(m, x ? x + r0 * d->H : NULL, T, topk_ids ? topk_ids + r0 * d->K : NULL,
+                       topk_w ? topk_w + r0 * d->K : NULL, &red, (cudaStream_t)stream);
 }
 
 static const char *const phase_names[MK_MOE_PHASES] = {"exch", "counts", "sent", "landed", "g1_first", "g1_last",

@@ -38,6 +38,9 @@
  *   pland    [Tm][K][H] bf16       at home: row (t, q) = y of token t's q-th expert (o_comb when
  *                                  Tm K <= W Tm, else its own area)
  *   psig     [W] u64               +1 per call from expert rank d once all its GEMM2 CTAs stored
+ *   With mk_moe_dev.fan (args.share_out, mk_moe_forward_all) pland is [W][Tm][K][H] on every rank:
+ *   GEMM2 stores row (home h, token t, q) at [h][t][q] into every rank (the same heap offset), and
+ *   every rank's reduce sums every token. The reduce's last CTA advances the call (no advance kernel).
  * Decode without the count exchange (mk_moe_dev.ll, MK_MOE_LL: push, one node group, W Tm <= 64 by
  *   default): every local expert has one static region of R = W Tm rows in A1, source s's rows at
  *   [e R + s Tm, + its count); a sender places each (token, expert) row there at the expert's rank,
@@ -91,7 +94,10 @@ typedef struct mk_moe_dev {
                                   two copies, by the parity of the call's target */
   uint64_t land_par, lmeta_par; /* send_early: bytes from one copy of land / lmeta to the other, else 0 */
   int push;          /* push combine: GEMM2 stores rows home (one node group, not hybrid; MK_MOE_PUSH) */
-  uint16_t **rowdst; /* push: [m_cap + 128] where row p of C2 goes (a pland row at its home), by the dispatch */
+  uint16_t **rowdst; /* push: [m_cap + 128] where row p of C2 goes (a pland row at its home; fan: at this rank,
+                        every rank's copy at the same offset), by the dispatch */
+  int fan;           /* push, args.share_out: every GEMM2 row into every rank's pland [W][Tm][K][H] */
+  uint32_t *tick;    /* push: the reduce's CTAs out this call (the last one advances calls and re-arms it) */
   /* local scratch (cudaMalloc) */
   int32_t *n_send;   /* [W] rows to rank d (zeroed each call) */
   int32_t *cnt_pairs;/* [E] pairs per global expert (zeroed each call) */
@@ -195,9 +201,17 @@ mk_status mk_moe_preload_dispatch(int split_k); /* split_k: also the split-K GEM
 mk_status mk_moe_launch_gemm2(const mk_moe_dev *d, int grid, void *stream);
 mk_status mk_moe_launch_combine(const mk_moe_dev *d, void *stream);
 mk_status mk_moe_launch_reduce(const mk_moe_dev *d, int64_t T, uint16_t *out, void *stream);
-/* push: out[t] = sum over q of w[t, q] pland[t][q] once every expert rank's GEMM2 is home */
-mk_status mk_moe_launch_push_reduce(const mk_moe_dev *d, int64_t T, const int32_t *ids, const float *w,
-                                    uint16_t *out, void *stream);
+/* push: out[t] = sum over q of w[t, q] pland[t][q] once every expert rank's GEMM2 is home; then the call's
+ * advance (*calls += 1, as mk_moe_launch_advance). stride > 0 (d.fan): the T tokens of the whole group, token i
+ * of rank i / stride, and resid (NULL: none) += out. */
+typedef struct mk_moe_red {
+  int64_t T, stride;
+  const int32_t *ids;
+  const float *w;
+  uint16_t *out;
+  float *resid;
+} mk_moe_red;
+mk_status mk_moe_launch_push_reduce(const mk_moe_dev *d, const mk_moe_red *r, void *stream);
 mk_status mk_moe_preload_combine(int split_k);
 /* The profile slots that keep the earliest stamp (stored complemented: moe_stamp, mk_moe_phases). */
 #define MK_MOE_PH_IS_FIRST(i)                                                                                     \

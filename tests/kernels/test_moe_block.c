@@ -8,7 +8,8 @@
  * a prefill-sized case (1100+ tokens: max_tokens >= 1024, so AUTO runs the serial schedule);
  * a decode-sized case whose gate/up tiles fill every SM (16 calls back to back);
  * bit-identical repeat runs; CUDA-graph replay of the fused path; split-K of the grouped GEMMs;
- * the push combine (GEMM2 storing rows home) and the combine kernel;
+ * the push combine (GEMM2 storing rows home) and the combine kernel; handles made with args.share_out
+ * (the decode-path cases): mk_moe_forward_all, every token's output and the residual add on every rank;
  * E % EP != 0 and split_k > 16 refused. */
 #include <cuda_runtime_api.h>
 #include <math.h>
@@ -52,7 +53,85 @@ typedef struct cfg {
   unsigned variants;   /* bit v: run variant v (0: all) */
   int ll;              /* max_tokens 64 / W, MK_MOE_LL=1 (its decode path in one node group); T: rank r has 64 / W - 5 r
                           tokens (at least 1), hot routing none on the last rank */
+  int share;           /* handles made with args.share_out; the ranks' tokens are one group's T_all = W max_tokens - 3
+                          in slices of max_tokens (the last rank 3 fewer), and mk_moe_forward_all is checked too */
 } cfg;
+
+/* mk_moe_forward_all on m (made with args.share_out): every rank gets all T_all tokens' outputs (ref, within 1e-2;
+   rank r's slice the bits of rank r's direct call, own: this rank's [T, H], broadcast) and resid += out exactly;
+   a graph replay gives the same bits. Where the handle shares nothing (no push combine: several node groups,
+   MK_MOE_PUSH=0) the call is refused. */
+static void check_all(mk_comm_t *c, mk_moe_t *m, const uint16_t *xb, const int32_t *tid, const float *tw,
+                      const float *ref, const uint16_t *own, int T_all, int stride, int H, int K, const char *what,
+                      cudaStream_t s) {
+  const mk_world *wd = mk_comm_world(c);
+  const int W = wd->size, me = wd->rank;
+  if (!mk_moe_shares_out(m)) {
+    ASSERT_STATUS(mk_moe_forward_all(m, NULL, 0, stride, NULL, NULL, NULL, NULL, (mk_stream_t)s),
+                  MK_STATUS_INVALID_USAGE);
+    printf("rank %d %s: shares no outputs (refused)\n", me, what);
+    return;
+  }
+  const size_t n = (size_t)T_all * H;
+  uint16_t *dx, *dout, *ob = malloc(2 * n), *ob2 = malloc(2 * n), *slice = malloc(2 * (size_t)stride * H);
+  int32_t *did;
+  float *dtw, *dres, *res0 = malloc(4 * n), *res = malloc(4 * n);
+  CUDA_OK(cudaMalloc((void **)&dx, 2 * n));
+  CUDA_OK(cudaMalloc((void **)&dout, 2 * n));
+  CUDA_OK(cudaMalloc((void **)&dres, 4 * n));
+  CUDA_OK(cudaMalloc((void **)&did, sizeof(int32_t) * T_all * K));
+  CUDA_OK(cudaMalloc((void **)&dtw, sizeof(float) * T_all * K));
+  CUDA_OK(cudaMemcpy(dx, xb, 2 * n, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(did, tid, sizeof(int32_t) * T_all * K, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dtw, tw, sizeof(float) * T_all * K, cudaMemcpyHostToDevice));
+  for (size_t i = 0; i < n; i++) res0[i] = mk_rng_uniform(mk_test_seed() + 77, i, -1.0f, 2.0f);
+  /* bad slices are refused with a message */
+  ASSERT_STATUS(mk_moe_forward_all(m, dx, (int64_t)W * stride + 1, stride, did, dtw, dout, NULL, (mk_stream_t)s),
+                MK_STATUS_INVALID_ARGUMENT);
+  ASSERT_STATUS(mk_moe_forward_all(m, dx, T_all, 0, did, dtw, dout, NULL, (mk_stream_t)s), MK_STATUS_INVALID_ARGUMENT);
+  cudaGraph_t graph = NULL;
+  cudaGraphExec_t exec = NULL;
+  for (int run = 0; run < 3; run++) { /* two calls, then a graph replay of a third */
+    CUDA_OK(cudaMemcpyAsync(dres, res0, 4 * n, cudaMemcpyHostToDevice, s));
+    CUDA_OK(cudaMemsetAsync(dout, 0xff, 2 * n, s)); /* poison: NaN */
+    if (run < 2) {
+      ASSERT_OK(mk_moe_forward_all(m, dx, T_all, stride, did, dtw, dout, dres, (mk_stream_t)s));
+    } else {
+      CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+      ASSERT_OK(mk_moe_forward_all(m, dx, T_all, stride, did, dtw, dout, dres, (mk_stream_t)s));
+      CUDA_OK(cudaStreamEndCapture(s, &graph));
+      CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+      CUDA_OK(cudaGraphLaunch(exec, s));
+    }
+    CUDA_OK(cudaStreamSynchronize(s));
+    ASSERT_OK(mk_comm_check(c));
+    CUDA_OK(cudaMemcpy(run ? ob2 : ob, dout, 2 * n, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(res, dres, 4 * n, cudaMemcpyDeviceToHost));
+    size_t off = 0;
+    for (size_t i = 0; i < n; i++) { /* fp32 add of the bf16 output, as mk_residual_add */
+      const float want = res0[i] + mk_bf16_to_float((run ? ob2 : ob)[i]);
+      off += memcmp(&want, &res[i], 4) != 0;
+    }
+    ASSERT_EQ(off, 0);
+    if (run) {
+      same_bits(ob, ob2, n, me, what, run);
+      continue;
+    }
+    const double err = mk_test_rel_err_bf16(ob, ref, n);
+    printf("rank %d %s: all %d tokens (slices of %d), rel err %.3g\n", me, what, T_all, stride, err);
+    ASSERT_DBL_LE(err, 1e-2);
+    for (int r = 0; r < W; r++) { /* rank r's slice: the bits of its direct call */
+      const int r0 = r * stride < T_all ? r * stride : T_all, tr = (r0 + stride < T_all ? r0 + stride : T_all) - r0;
+      if (r == me) memcpy(slice, own, 2 * (size_t)tr * H);
+      ASSERT_OK(mk_comm_bcast(c, slice, 2 * (size_t)stride * H, r));
+      same_bits(slice, ob + (size_t)r0 * H, (size_t)tr * H, me, what, 100 + r);
+    }
+  }
+  CUDA_OK(cudaGraphExecDestroy(exec));
+  CUDA_OK(cudaGraphDestroy(graph));
+  cudaFree(dx), cudaFree(dout), cudaFree(dres), cudaFree(did), cudaFree(dtw);
+  free(ob), free(ob2), free(slice), free(res0), free(res);
+}
 
 static void run_case(mk_comm_t *c, const cfg *g, uint64_t seed, cudaStream_t s) {
   const mk_world *wd = mk_comm_world(c);
@@ -63,10 +142,14 @@ static void run_case(mk_comm_t *c, const cfg *g, uint64_t seed, cudaStream_t s) 
   const int Tmax = g->ll ? 64 / W : g->T > 300 ? g->T + 3 * (W - 1) : Tdef > 300 ? Tdef : 300;
   /* hot routing: the last rank has 1 token (E = 8) or none at all (E = 16); g->T <= 300: decode-sized,
      a few rows per dispatch CTA, each cut into parts over several warps */
-  const int T = g->ll ? (!strcmp(g->routing, "hot") && me == W - 1 ? 0 : Tmax - 5 * me > 1 ? Tmax - 5 * me : 1)
+  /* g->share: one group's T_all tokens in slices of Tmax, this rank's [r0, r0 + T) */
+  const int T_all = W * Tmax - 3, r0 = g->share ? (me * Tmax < T_all ? me * Tmax : T_all) : 0;
+  const int T = g->share ? (r0 + Tmax < T_all ? r0 + Tmax : T_all) - r0
+                : g->ll ? (!strcmp(g->routing, "hot") && me == W - 1 ? 0 : Tmax - 5 * me > 1 ? Tmax - 5 * me : 1)
                 : g->T                                         ? g->T + 3 * me
                 : !strcmp(g->routing, "hot") && me == W - 1 ? (E == 16 ? 0 : 1)
                                                               : 64 + 61 * me + (E == 16 ? 13 : 0);
+  const int Th = g->share ? T_all : T; /* tokens on the host: the group's (share) or this rank's */
   /* weights of every expert on the host (fp32 of bf16 values), this rank's on the device */
   float *router = malloc(sizeof(float) * E * H), **gate = calloc(E, sizeof *gate), **up = calloc(E, sizeof *up),
         **down = calloc(E, sizeof *down);
@@ -92,20 +175,26 @@ static void run_case(mk_comm_t *c, const cfg *g, uint64_t seed, cudaStream_t s) 
     if (!strcmp(g->routing, "hot")) bias = e == 0 ? 40.0f : 0.0f;
     router[e * H] = bias;
   }
-  /* this rank's tokens: column 0 is 1 (the bias feature) */
-  const int Ta = T > 0 ? T : 1; /* host buffers are never empty */
-  float *x = malloc(sizeof(float) * Ta * H), *ref = malloc(sizeof(float) * Ta * H), *tw = malloc(sizeof(float) * Ta * K);
-  uint16_t *xb = malloc(2 * (size_t)Ta * H), *ob = malloc(2 * (size_t)Ta * H), *ob2 = malloc(2 * (size_t)Ta * H);
-  int32_t *tid = malloc(sizeof(int32_t) * Ta * K);
-  for (int i = 0; i < T * H; i++) x[i] = i % H ? bfv(seed + 5000 + me, (uint64_t)i, 1.0f, &xb[i]) : 1.0f;
-  for (int t = 0; t < T; t++) xb[t * H] = mk_bf16_from_float(1.0f);
+  /* this rank's tokens (share: the group's, the same on every rank): column 0 is 1 (the bias feature) */
+  const int Ta = Th > 0 ? Th : 1; /* host buffers are never empty */
+  float *xa = malloc(sizeof(float) * Ta * H), *refa = malloc(sizeof(float) * Ta * H);
+  float *twa = malloc(sizeof(float) * Ta * K);
+  uint16_t *xba = malloc(2 * (size_t)Ta * H), *ob = malloc(2 * (size_t)Ta * H), *ob2 = malloc(2 * (size_t)Ta * H);
+  int32_t *tida = malloc(sizeof(int32_t) * Ta * K);
+  for (int i = 0; i < Th * H; i++)
+    xa[i] = i % H ? bfv(seed + 5000 + (g->share ? 0 : me), (uint64_t)i, 1.0f, &xba[i]) : 1.0f;
+  for (int t = 0; t < Th; t++) xba[t * H] = mk_bf16_from_float(1.0f);
+  /* this rank's: rows [r0, r0 + T) of the host's */
+  float *ref = refa + (size_t)r0 * H, *tw = twa + (size_t)r0 * K;
+  uint16_t *xb = xba + (size_t)r0 * H;
+  int32_t *tid = tida + (size_t)r0 * K;
   mk_ref_moe_weights rw = {.hidden = H, .n_experts = E, .top_k = K, .inter = I, .norm_topk_prob = g->renorm,
                            .router = router, .gate = (const float *const *)gate, .up = (const float *const *)up,
                            .down = (const float *const *)down};
-  if (T > 0) ASSERT_OK(mk_ref_moe_block(&rw, x, T, ref, tid, tw));
+  if (Th > 0) ASSERT_OK(mk_ref_moe_block(&rw, xa, Th, refa, tida, twa));
   int hot0 = 0;
-  for (int t = 0; t < T; t++) hot0 += tid[t * K] == 0;
-  if (!strcmp(g->routing, "hot")) ASSERT_EQ(hot0, T);
+  for (int t = 0; t < Th; t++) hot0 += tida[t * K] == 0;
+  if (!strcmp(g->routing, "hot")) ASSERT_EQ(hot0, Th);
 
   uint16_t *dw1, *dw2, *dx, *dout;
   int32_t *did;
@@ -180,7 +269,8 @@ static void run_case(mk_comm_t *c, const cfg *g, uint64_t seed, cudaStream_t s) 
                                 : variant == 0 || variant == 6 || variant == 7 || (variant >= 10 && variant <= 12) ||
                                         variant == 14 || variant == 15 || variant == 16
                                     ? 0
-                                    : 1}; /* < 0: wherever possible */
+                                    : 1, /* < 0: wherever possible */
+                     .share_out = g->share};
     mk_moe_t *m;
     ASSERT_OK(mk_moe_create(c, &a, &m));
     for (int path = 0; path < (variant || g->reps ? 1 : 2); path++) {
@@ -231,6 +321,7 @@ static void run_case(mk_comm_t *c, const cfg *g, uint64_t seed, cudaStream_t s) 
     }
     /* after the unfused calls too (they share the handle's scratch): against the reference */
     if (T > 0) ASSERT_DBL_LE(mk_test_rel_err_bf16(ob2, ref, (size_t)T * H), 1e-2);
+    if (g->share) check_all(c, m, xba, tida, twa, refa, ob2, T_all, Tmax, H, K, names[variant], s);
     if (variant == 2) { /* phase stamps of the last call: in order where the phases are ordered */
       double ph[MK_MOE_PHASES];
       ASSERT_OK(mk_moe_phases(m, ph));
@@ -257,8 +348,8 @@ static void run_case(mk_comm_t *c, const cfg *g, uint64_t seed, cudaStream_t s) 
   if (g->ll) unsetenv("MK_MOE_LL"), mk_param_reset_cache();
   cudaFree(dw1), cudaFree(dw2), cudaFree(dx), cudaFree(dout), cudaFree(did), cudaFree(dtw);
   for (int e = 0; e < E; e++) free(gate[e]), free(up[e]), free(down[e]);
-  free(gate), free(up), free(down), free(router), free(w1), free(w2), free(x), free(ref), free(tw), free(xb), free(ob);
-  free(ob2), free(tid);
+  free(gate), free(up), free(down), free(router), free(w1), free(w2), free(xa), free(refa), free(twa), free(xba);
+  free(ob), free(ob2), free(tida);
 }
 
 int main(int argc, char **argv) {
@@ -289,18 +380,19 @@ int main(int argc, char **argv) {
   /* the last case: decode-sized with enough gate/up tiles (2 x 16896 / 256 = 132 a local expert) for GEMM1's CTAs to
      fill every SM the dispatch leaves, each waiting for rows; across node groups the rows' and counts'
      signals need an SM for the loopback proxy's kernel (the fused MoE deadlocked there, run dba0e56) */
-  const cfg cases[] = {{8, 2, 1, "uniform", 0, 0, 0, 0, 0, 0},    {16, 4, 0, "zipf", 0, 0, 0, 0, 0, 0},
-                       {8, 2, 0, "hot", 0, 0, 0, 0, 0, 0},        {16, 4, 1, "hot", 0, 0, 0, 0, 0, 0},
-                       {8, 2, 1, "uniform", 2048, 5, 0, 0, 0, 0}, {8, 2, 1, "uniform", 0, 1100, 0, 0, 0, 0},
-                       {8, 2, 1, "uniform", 0, 5, 16896, 16, 0, 0},
+  const cfg cases[] = {{8, 2, 1, "uniform", 0, 0, 0, 0, 0, 0, 0},    {16, 4, 0, "zipf", 0, 0, 0, 0, 0, 0, 0},
+                       {8, 2, 0, "hot", 0, 0, 0, 0, 0, 0, 0},        {16, 4, 1, "hot", 0, 0, 0, 0, 0, 0, 0},
+                       {8, 2, 1, "uniform", 2048, 5, 0, 0, 0, 0, 0}, {8, 2, 1, "uniform", 0, 1100, 0, 0, 0, 0, 0},
+                       {8, 2, 1, "uniform", 0, 5, 16896, 16, 0, 0, 0},
                        /* split-K AUTO at 2 ranks: GEMM1 whole (~38 rows an expert expected), GEMM2's 32 tiles in
                           k-slices (the device's cost model splits them at I = 4096: 64 k-iterations) */
-                       {32, 2, 1, "uniform", 0, 0, 4096, 0, 1u << 0 | 1u << 13 | 1u << 14, 0},
+                       {32, 2, 1, "uniform", 0, 0, 4096, 0, 1u << 0 | 1u << 13 | 1u << 14, 0, 0},
                        /* W x max_tokens = 64: the decode path without the count exchange (MK_MOE_LL) in one
-                          node group, with GEMM2's tiles or k-slices beside GEMM1, against it off */
-                       {8, 2, 1, "uniform", 0, 0, 4096, 0, 1u << 0 | 1u << 13 | 1u << 14 | 1u << 16, 1},
-                       {16, 4, 1, "hot", 0, 0, 0, 0, 1u << 0 | 1u << 16, 1},
-                       {128, 8, 1, "zipf", 512, 0, 0, 0, 1u << 0 | 1u << 13 | 1u << 16, 1}};
+                          node group, with GEMM2's tiles or k-slices beside GEMM1, against it off (and the combine
+                          kernel, which shares no outputs); handles made with args.share_out, mk_moe_forward_all */
+                       {8, 2, 1, "uniform", 0, 0, 4096, 0, 1u << 0 | 1u << 7 | 1u << 13 | 1u << 14 | 1u << 16, 1, 1},
+                       {16, 4, 1, "hot", 0, 0, 0, 0, 1u << 0 | 1u << 16, 1, 1},
+                       {128, 8, 1, "zipf", 512, 0, 0, 0, 1u << 0 | 1u << 13 | 1u << 16, 1, 1}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(c, &cases[i], seed + 7919 * i, s);
   mk_comm_destroy(c);
   printf("OK\n");
