@@ -137,6 +137,10 @@ mk_status mk_fused_create_group(mk_comm_t *comm, int first, int n, unsigned ops,
     if (op == MK_FUSED_GEMM_AR && f->nnodes == 1) { /* small-M one-shot slots (gemm_ar.cu) */
       const uint64_t rows = (uint64_t)(max_m < 128 ? max_m : 128); /* M <= 128 (kMaxM, gemm_skinny.cuh) */
       MK_CHECK_GOTO(mk_comm_heap_alloc(comm, 2ull * (uint64_t)f->world * rows * (uint64_t)max_n * 2, &ws->sk), st, fail);
+      /* its LL slots (MK_FUSED_AR_LL): partials of up to 1 MiB, each 4 bytes beside a 4-byte flag */
+      const uint64_t part = rows * (uint64_t)max_n * 2;
+      ws->llbytes = 2 * (part < (1u << 20) ? part : (1u << 20));
+      MK_CHECK_GOTO(mk_comm_heap_alloc(comm, 2ull * (uint64_t)f->world * ws->llbytes, &ws->ll), st, fail);
     }
     if (f->nnodes == 1 && op != MK_FUSED_AG_GEMM && mk_param_fused_push()) { /* push mode's PX, where it fits */
       ws->pxbytes = ((uint64_t)f->world * (uint64_t)cdiv(max_m, f->world) * (uint64_t)max_n * 2 + 255) & ~(uint64_t)255;

@@ -30,6 +30,9 @@ typedef struct mk_fused_ws {
   uint64_t cey;     /* AR copy-engine mode: the gathered sums Y [W ceil(max_m/W)][max_n] bf16 (after X) */
   uint64_t sk;      /* AR, one node group: slots S [2][W][min(max_m, 64)][max_n] bf16 of the small-M
                        one-shot path (gemm_ar.cu; 0: not allocated) */
+  uint64_t ll;      /* AR, one node group: the small-M one-shot path's LL slots [2][W][llbytes] (gemm_ar.cu,
+                       MK_FUSED_AR_LL: each 4 bytes of a partial beside a 4-byte flag; 0: not allocated) */
+  uint64_t llbytes; /* bytes of one LL slot: twice the largest partial it holds */
   uint64_t xbuf;    /* several node groups: staging of data from other node groups (AG: unused;
                        RS: [W][ceil(max_m/W)][max_n]; AR: [W][max_m][max_n]) */
   uint64_t px;      /* RS/AR push mode (MK_FUSED_PUSH, one node group): [2][W][ceil(max_m/W)][max_n] bf16,

@@ -24,6 +24,13 @@
  * consumer threads sum the W partials of the slab in the order 0..W-1 in fp32 into C: the same
  * bits on every rank. The epoch is read on the device and advanced by the kernel's last CTA
  * (graph replays work); flags only grow (fused_common.cuh).
+ * LL one-shot (MK_FUSED_AR_LL; NCCL's LL protocol): the slab's CTA stores its partial into the LL
+ * slot L[e & 1][me] of every rank instead, each 4 bytes (a bf16 pair) beside the 4-byte flag e + 1
+ * in one 8-byte word (16-byte volatile stores of two words), with no fence and no flag after them;
+ * in finish every consumer thread loads its words of each rank's slot (volatile) until both flags
+ * of each 16 bytes read e + 1 (bounded, error record), then sums in rank order as above. A word is
+ * written in one piece, so a matching flag means its data is in: no fence, no flag round trip,
+ * twice the bytes. Slot reuse as S below: flags of call e - 2 read e - 1, never e + 1.
  * Two-shot from M = MK_FUSED_AR_SKINNY_TWO_M on: rank q owns rows [q c, (q + 1) c) of every slab,
  * c = ceil(M / W); the slab's CTA pushes each chunk of its partial to the chunk's owner only (into
  * S[e & 1][me] there) and sets cnt[me][j] on the owners; in finish, the owner waits for the W
@@ -78,6 +85,8 @@ struct mk_ar_skinny_epi {
   int W, me, slot;  /* ranks (one node group: local ranks = global ranks), epoch slot */
   int bn;           /* slab width, the kernel's BN */
   int two;          /* two-shot (MK_FUSED_AR_SKINNY_TWO_M): rows split in W chunks, owner q sums chunk q */
+  int ll;           /* LL one-shot (MK_FUSED_AR_LL): partials with their flags in L, not S and cnt */
+  uint64_t llb, llbytes; /* heap offset of L [2][W][llbytes] */
   uint64_t sk, cnt; /* heap offsets: S, cnt */
   uint16_t *C;
   uint64_t *calls;  /* this handle's call count of the op (advanced with the epoch) */
@@ -93,6 +102,33 @@ struct mk_ar_skinny_epi {
   }
   __device__ __forceinline__ uint64_t sbuf(uint64_t e, int p, const mk_gemm_skinny_args &a) const {
     return sk + (((e & 1) * W + p) * (uint64_t)a.m * a.n) * 2;
+  }
+  /* L[e & 1][p]: word (r N + n) / 2 holds the bf16 pair (n, n + 1) of row r in its low 4 bytes, the flag in the high */
+  __device__ __forceinline__ uint64_t lbuf(uint64_t e, int p) const { return llb + ((e & 1) * W + p) * llbytes; }
+  /* Every consumer thread: the 16 bytes at p (two LL words) once both flags read f; false on abort or timeout (the
+     error recorded; from rank `peer`, slab `tile`). */
+  __device__ __forceinline__ bool ll_load(const char *p, uint32_t f, int peer, int tile, uint4 *out) const {
+    uint64_t t0 = 0;
+    for (uint32_t it = 0;; it++) {
+      uint4 v;
+      asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+                   : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                   : "l"(p)
+                   : "memory");
+      if (v.y == f && v.w == f) {
+        *out = v;
+        return true;
+      }
+      if (it == 0) {
+        t0 = mk_globaltimer();
+      } else if ((it & 63) == 0) {
+        if (mk_aborted(w)) return false;
+        if (mk_globaltimer() - t0 > w.timeout_ns) {
+          mk_raise_timeout(w, MK_OP_GEMM_AR, peer, tile, f, v.y);
+          return false;
+        }
+      }
+    }
   }
   /* Two-shot: rank q owns rows [q c, (q + 1) c) of every slab, c = ceil(M / W). */
   __device__ __forceinline__ int chunk(const mk_gemm_skinny_args &a) const { return (a.m + W - 1) / W; }
@@ -116,6 +152,23 @@ struct mk_ar_skinny_epi {
       if (t < a.m && n < a.n) *(__nv_bfloat162 *)(sl + t * kRow + (n - n0)) = v;
     });
     mk_sm90::named_bar_sync(1, 256);
+    if (ll) { /* 4 bf16 a thread and step: two LL words (data, flag) in one 16-byte store to every rank */
+      const uint32_t f = (uint32_t)(e + 1);
+      const uint64_t lm = lbuf(e, me);
+      const int v4 = cols / 4;
+      for (int i = ct; i < a.m * v4; i += 256) {
+        const int r = i / v4, c = i - r * v4;
+        const uint2 d = *reinterpret_cast<const uint2 *>(sl + r * kRow + c * 4);
+        const uint64_t off = lm + ((uint64_t)r * a.n + n0 + c * 4) * 4;
+        for (int p = 0; p < W; p++)
+          asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(w.peer_heap[p] + off), "r"(d.x),
+                       "r"(f), "r"(d.y), "r"(f)
+                       : "memory");
+      }
+      mk_sm90::named_bar_sync(1, 256); /* `stage` is free */
+      if (prof && ct == 0) stamp(MK_FUSED_AR_PH_PUSHED);
+      return;
+    }
     const int ch = chunk(a);
     for (int i = ct; i < total; i += 256) {
       const int r = i / vec, c = i - r * vec;
@@ -176,7 +229,30 @@ struct mk_ar_skinny_epi {
     const int step = a.splits == 1 ? (int)gridDim.x : a.tiles;
     const int ch = chunk(a), r0 = min(a.m, me * ch), r1 = min(a.m, r0 + ch);
     bool good = true;
-    for (int tile = first; good && (!two || r0 < r1) && tile >= 0 && tile < a.tiles; tile += step) {
+    for (int tile = first; ll && tile >= 0 && tile < a.tiles; tile += step) { /* LL one-shot */
+      const uint32_t f = (uint32_t)(e + 1);
+      const int n0 = tile * bn, vec = min(bn, a.n - n0) / 8;
+      int mine = 1;
+      for (int i = ct; mine && i < a.m * vec; i += 256) {
+        const int r = i / vec;
+        const uint64_t off = (uint64_t)r * a.n + n0 + (i - r * vec) * 8;
+        float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        for (int p = 0; p < W && mine; p++) {
+          const char *q = mk_local_ptr<char>(w, lbuf(e, p)) + off * 4;
+          uint4 lo, hi;
+          mine = ll_load(q, f, p, tile, &lo) && ll_load(q + 16, f, p, tile, &hi);
+          mk_fused_acc8(acc, make_uint4(lo.x, lo.z, hi.x, hi.z));
+        }
+        if (mine) *reinterpret_cast<uint4 *>(C + off) = mk_fused_pack8(acc);
+      }
+      if (ct == 0) ok = 1;
+      mk_sm90::named_bar_sync(1, 256);
+      if (!mine) ok = 0; /* a benign race: every writer writes 0 */
+      mk_sm90::named_bar_sync(1, 256);
+      if (!ok) break; /* the error is recorded */
+      if (prof && ct == 0) stamp(MK_FUSED_AR_PH_WAITED);
+    }
+    for (int tile = first; !ll && good && (!two || r0 < r1) && tile >= 0 && tile < a.tiles; tile += step) {
       /* one-shot: every row; two-shot phase 2: this rank's chunk, its sums also to every peer */
       good = wait_flags(a, 0, tile, e, -1, W, ct, &ok);
       if (!good) break; /* the error is recorded */
@@ -248,6 +324,19 @@ MK_PARAM_INT(fused_ar_skinny_ctas, "FUSED_AR_SKINNY_CTAS", 0, 0, 1024)
  * 0.0542; M = 128 0.0750 / 0.0713 against 0.0676 / 0.0639 (unfused 0.0681 / 0.0654). */
 MK_PARAM_INT(fused_ar_skinny_two_m, "FUSED_AR_SKINNY_TWO_M", 64, 0, 128)
 
+/* The small-M path's LL one-shot (ll_load above): 1 wherever the LL slot holds the partial (M N 2 <= 1 MiB), 0
+ * never, -1 (default) where it also sends at most MK_FUSED_AR_LL_KB KiB over NVLink a rank ((W - 1) 2 M N 2: the
+ * LL words double the bytes); it takes the place of the two-shot there. */
+MK_PARAM_INT(fused_ar_ll, "FUSED_AR_LL", -1, -1, 1)
+MK_PARAM_INT(fused_ar_ll_kb, "FUSED_AR_LL_KB", 2048, 0, 1 << 20)
+
+extern "C" int mk_fused_ar_ll(const mk_fused_t *f, int64_t m, int64_t n) {
+  const mk_fused_ws *ws = &f->ws[MK_FUSED_GEMM_AR];
+  const int64_t mode = mk_param_fused_ar_ll();
+  if (!mode || !ws->ll || (uint64_t)(2 * m * n * 2) > ws->llbytes) return 0;
+  return mode == 1 || (f->world - 1) * 4 * m * n <= mk_param_fused_ar_ll_kb() << 10;
+}
+
 extern "C" int mk_fused_ar_small_m(const mk_fused_t *f, const mk_fused_args *a) {
   const int64_t skinny = mk_param_gemm_skinny();
   /* auto: every M <= 128 (run 5f41751: 64 x 8192 x 1024 0.0375 ms here, 0.049 on the reducer path; at
@@ -272,7 +361,9 @@ static mk_status mk_ar_skinny(mk_fused_t *f, const mk_fused_args *a, cudaStream_
   epi.prof = f->ar_prof;
   const int bn = mk_gemm_skinny_bn();
   epi.bn = bn;
-  epi.two = mk_param_fused_ar_skinny_two_m() && a->m >= mk_param_fused_ar_skinny_two_m();
+  epi.ll = mk_fused_ar_ll(f, a->m, a->n);
+  epi.llb = ws->ll, epi.llbytes = ws->llbytes;
+  epi.two = !epi.ll && mk_param_fused_ar_skinny_two_m() && a->m >= mk_param_fused_ar_skinny_two_m();
   if (f->ar_prof) MK_CUDA_CHECK(cudaMemsetAsync(f->ar_prof, 0, sizeof(uint64_t) * MK_FUSED_AR_PHASES, stream));
   const int ctas = mk_param_fused_ar_skinny_ctas() ? (int)std::min<int64_t>(mk_param_fused_ar_skinny_ctas(), f->sms) : f->sms;
   int splits = mk_gemm_skinny_splits(a->n, a->k, ctas, bn);

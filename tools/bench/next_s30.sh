@@ -28,3 +28,27 @@ if [ "$PART" = b ]; then
   layer layer_graph "$BIN" --graph
   KT_LIST='moe_|gather_rows|residual' kt_layer kt_all --tokens 256
 fi
+# part c (2 GPUs): GEMM+AR's small-M path in the LL format (MK_FUSED_AR_LL, new, default -1: each 4 bytes of a partial
+#   beside a 4-byte flag, no fence, no flags; one-shot) against the fenced path (=0: one-shot below M = 64, two-shot
+#   from it): the layer's decode O projections (64 x 4096 x 2048 Mixtral, 64 x 2048 x 2048 Qwen3) and the issue's
+#   N = 8192, K = 7168 at M = 16, 64, 128, with --breakdown, in turns, twice; then the layer, on and off in turns.
+#   Prediction (run eb9864d's stamps: 8 us between the last push and the peer's flags): the O projection's GEMM+AR
+#   -4 to -6 us (19.9 -> ~15 us in the trace), the decode layers as much; M = 128 (2 MiB of LL words) level or slower.
+#   MK_CALL_LIMIT=420 CTEST_ARGS="-R ^test_(fused_(ar_2|ar_ll0_2|ar_ll1c_2|ar_sk2_2|ar_push_2|ar_tail_2|rs_2|ar_group2_4)|model_gpu_fused_2|model_gpu_agree_2_moedec)$" \
+#     CTEST_TIMEOUT=120 CTEST_WALL=200 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s30.sh c'
+if [ "$PART" = c ]; then
+  export STEP_GREP='gemm_ar|phases|rror|FAIL'
+  for v in ll noll llb nollb; do
+    case $v in ll*) L=-1 ;; *) L=0 ;; esac
+    TAIL=6 step "ar_o_$v" 40 env MK_FUSED_AR_LL=$L mk-launch -n "$G" -- mk-bench gemm_ar --m 64 --n 4096 --k 2048 \
+      --interleave --breakdown --seed 7 --json "$RES/ar_o_$v.json"
+    TAIL=6 step "ar_q_$v" 40 env MK_FUSED_AR_LL=$L mk-launch -n "$G" -- mk-bench gemm_ar --m 64 --n 2048 --k 2048 \
+      --interleave --breakdown --seed 7 --json "$RES/ar_q_$v.json"
+    TAIL=12 step "ar_i_$v" 60 env MK_FUSED_AR_LL=$L mk-launch -n "$G" -- mk-bench gemm_ar --m 16 --m 64 --m 128 \
+      --n 8192 --k 7168 --interleave --breakdown --seed 7 --json "$RES/ar_i_$v.json"
+  done
+  unset STEP_GREP
+  for v in ll noll llb nollb; do
+    case $v in ll*) MK_FUSED_AR_LL=-1 layer "layer_$v" "$BIN" ;; *) MK_FUSED_AR_LL=0 layer "layer_$v" "$BIN" ;; esac
+  done
+fi
