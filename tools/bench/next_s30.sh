@@ -52,3 +52,12 @@ if [ "$PART" = c ]; then
     case $v in ll*) MK_FUSED_AR_LL=-1 layer "layer_$v" "$BIN" ;; *) MK_FUSED_AR_LL=0 layer "layer_$v" "$BIN" ;; esac
   done
 fi
+# part d (2 GPUs): the final commit: the 2-GPU tests of the fused ops and the MoE, then the three fused ops at the
+#   issue's shapes (defaults) on 2 ranks against NCCL + cuBLASLt, after session 29's stack frames and the LL GEMM+AR.
+#   MK_CALL_LIMIT=420 CTEST_ARGS="-R ^test_(fused_[a-z_0-9]*_2|moe_block|moe_router|gather_rows|gemm_skinny|model_gpu_unfused_2|model_gpu_sp_agree_2)$" \
+#     CTEST_TIMEOUT=120 CTEST_WALL=200 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s30.sh d'
+if [ "$PART" = d ]; then
+  for op in ag_gemm gemm_rs gemm_ar; do
+    TAIL=10 step "${op}_x2" 90 mk-launch -n "$G" -- mk-bench "$op" --interleave --seed 7 --json "$RES/${op}_x2.json"
+  done
+fi
