@@ -241,7 +241,7 @@ struct mk_ar_skinny_epi {
           const char *q = mk_local_ptr<char>(w, lbuf(e, p)) + off * 4;
           uint4 lo, hi;
           mine = ll_load(q, f, p, tile, &lo) && ll_load(q + 16, f, p, tile, &hi);
-          mk_fused_acc8(acc, make_uint4(lo.x, lo.z, hi.x, hi.z));
+          if (mine) mk_fused_acc8(acc, make_uint4(lo.x, lo.z, hi.x, hi.z));
         }
         if (mine) *reinterpret_cast<uint4 *>(C + off) = mk_fused_pack8(acc);
       }

@@ -278,14 +278,10 @@ __global__ void __launch_bounds__(kReduceWarps * 32) moe_push_reduce_kernel(mk_m
         if (on[q]) moe_axpy8(acc, r.w[t * d.K + q], y[q]);
       const uint4 o = moe_pack8(acc);
       *(uint4 *)(r.out + t * d.H + 8 * v) = o;
-      if (r.resid) { /* resid += out (bf16 -> fp32), as mk_residual_add */
-        float4 *x = (float4 *)(r.resid + t * d.H + 8 * v);
-        float4 a = x[0], b = x[1];
-        a.x += __uint_as_float(o.x << 16), a.y += __uint_as_float(o.x & 0xffff0000u);
-        a.z += __uint_as_float(o.y << 16), a.w += __uint_as_float(o.y & 0xffff0000u);
-        b.x += __uint_as_float(o.z << 16), b.y += __uint_as_float(o.z & 0xffff0000u);
-        b.z += __uint_as_float(o.w << 16), b.w += __uint_as_float(o.w & 0xffff0000u);
-        x[0] = a, x[1] = b;
+      if (r.resid) { /* resid += out (bf16 -> fp32; 1 x y is exact), as mk_residual_add */
+        float4 *x = (float4 *)(r.resid + t * d.H + 8 * v), xv[2] = {x[0], x[1]};
+        moe_axpy8(*(float(*)[8])xv, 1.f, o);
+        x[0] = xv[0], x[1] = xv[1];
       }
     }
   }

@@ -61,3 +61,10 @@ if [ "$PART" = d ]; then
     TAIL=10 step "${op}_x2" 90 mk-launch -n "$G" -- mk-bench "$op" --interleave --seed 7 --json "$RES/${op}_x2.json"
   done
 fi
+# part e (2 GPUs): after the review (the push reduce's residual add through moe_axpy8; the LL sum skips a failed
+#   load's words): the tests that cover both, and the layer once.
+#   MK_CALL_LIMIT=300 CTEST_ARGS="-R ^test_(moe_block|fused_ar_2|fused_ar_ll1c_2|model_gpu_agree_2_moedec|model_gpu_fused_2)$" \
+#     CTEST_TIMEOUT=150 CTEST_WALL=200 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s30.sh e'
+if [ "$PART" = e ]; then
+  layer layer_review "$BIN"
+fi
