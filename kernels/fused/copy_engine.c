@@ -71,6 +71,14 @@ MK_PARAM_INT(fused_ce_seq, "FUSED_CE_SEQ", 1, 0, 1)
  * 2048-row ones (one per owner; run 4f49fcd). In this order an owner's pieces are stored one after the other
  * anyway, and its copy overlaps the next owner's tiles whatever its size. */
 MK_PARAM_INT(fused_ce_seq_rows, "FUSED_CE_SEQ_ROWS", 0, 0, 1ll << 30)
+/* GEMM+RS / GEMM+AR beside mode (kernels/fused/beside.cuh): 1 = the reduction (AR: both shots) on SMs beside
+ * the GEMM wherever it applies (one node group, the copy-engine staging, M a multiple of 128 W), 0 = off. The
+ * comm kernel's CTAs during the GEMM (the GEMM gets the other SMs), the width of a piece in columns (a multiple
+ * of 256), and the CTAs per SM of the launch after the GEMM that finishes the last pieces (0: none). */
+MK_PARAM_INT(fused_beside, "FUSED_BESIDE", 0, 0, 1)
+MK_PARAM_INT(fused_beside_sms, "FUSED_BESIDE_SMS", 4, 1, 64)
+MK_PARAM_INT(fused_beside_cols, "FUSED_BESIDE_COLS", 256, 256, 1ll << 20)
+MK_PARAM_INT(fused_beside_tail, "FUSED_BESIDE_TAIL", 2, 0, 8)
 
 typedef int (*mk_memop32_fn)(cudaStream_t stream, unsigned long long addr, uint32_t value, unsigned flags);
 static mk_memop32_fn g_write32, g_wait32;

@@ -74,6 +74,7 @@ struct mk_fused {
   int64_t rmap_key[3][4][3];
   int rmap_next[3];
   int push_calls[3];   /* RS/AR calls launched in push mode (mk_fused_push_calls) */
+  int beside_calls[3]; /* RS/AR calls launched in beside mode (mk_fused_beside_calls) */
 };
 enum { MK_FUSED_RMAP_SLOTS = 4 };
 
@@ -91,6 +92,14 @@ int64_t mk_param_fused_reduce_tma(void);
 int64_t mk_param_fused_tail(void);
 int64_t mk_param_fused_push(void); /* MK_FUSED_PUSH (fused.c), read at create (PX) and per call */
 int64_t mk_param_fused_ar_copy(void); /* MK_FUSED_AR_COPY (copy_engine.c) */
+/* Beside mode (beside.cuh; params in copy_engine.c): MK_FUSED_BESIDE, the comm kernel's CTAs beside the GEMM,
+ * the piece width in columns, the tail launch's CTAs per SM; the comm kernel's dynamic shared memory (bytes: one
+ * of its CTAs an SM, none beside a GEMM CTA). */
+int64_t mk_param_fused_beside(void);
+int64_t mk_param_fused_beside_sms(void);
+int64_t mk_param_fused_beside_cols(void);
+int64_t mk_param_fused_beside_tail(void);
+enum { MK_FUSED_BESIDE_SMEM = 120 << 10 };
 /* AG+GEMM copy-engine mode (copy_engine.c): whether this call uses it (mk_fused_ce_select:
  * MK_FUSED_AG_COPY -1 or 1, one node group, W > 1); rows per piece (MK_FUSED_CE_ROWS, 128 times a power of two); begin = flag
  * resets, arrival, the fork and the peer copies on the side streams, and the local copy

@@ -49,6 +49,7 @@
 #pragma once
 #include <cstring>
 
+#include "kernels/fused/beside.cuh"
 #include "kernels/fused/fused_common.cuh"
 
 /* kOp (the mk_fused_op) only makes the kernel of each op its own instantiation (one per .cu). */
@@ -87,6 +88,9 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   int push;          /* push mode (ws.px, MK_FUSED_PUSH; RS and AR two-shot on SM roles, one node group): the
                         epilogue stores rows of owner o != me into o's PX[e & 1][me], the reducers read PX */
   uint64_t px, pxbytes;
+  int bs;            /* beside mode (beside.cuh; with ce): count each tile in prog[o][i][k] of bsg */
+  mk_beside_geom bsg;
+  uint64_t bs_prog;  /* heap offset of prog */
   bool entered = false;
   mk_fused_trace tr;    /* MK_TRACE */
   int tn = 0;           /* per thread: events recorded */
@@ -161,6 +165,14 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   /* Copy-engine mode: the tile's elements / 8 per (owner, piece) it covers, to the side
    * stream's progress counters (own heap; the stream waits for rows x N / 8). */
   __device__ __forceinline__ void ce_progress(const mk_gemm_tile &t) const {
+    if (bs) { /* one part of one piece (whole 128-row tile-rows per owner; bsg.cw a multiple of the tile width) */
+      const int o = (int)(t.m0 / ms), lt = (int)((t.m0 - (int64_t)o * ms) / 128);
+      const int i = lt / bsg.gmo * bsg.ncs + t.n0 / bsg.cw;
+      __threadfence(); /* read by this GPU's comm kernel only */
+      atomicAdd(mk_local_ptr<unsigned long long>(w, bs_prog + 8 * bsg.idx(o, i, lt % bsg.gmo)),
+                (unsigned long long)(t.m_end - t.m0) * (unsigned long long)(t.n_end - t.n0) / 8);
+      return;
+    }
     const uint64_t cols8 = (uint64_t)(t.n_end - t.n0) / 8;
     __threadfence_system();
     for (int64_t o = t.m0 / ms; o < v.W && o * ms < t.m_end; o++) {
@@ -664,11 +676,58 @@ static const CUtensorMap *mk_fused_rmaps(mk_fused_t *f, mk_fused_op op, int64_t 
 }
 
 /* Fills and launches the policy: this rank reduces the rows it reads (rows_of) into out. */
+/* Beside mode (beside.cuh) for an M x N call of op: 1 and its pieces in *g where MK_FUSED_BESIDE asks for it and
+ * it applies (one node group, the copy-engine staging and reduce stream, whole 128-row tile-rows per owner, W
+ * dividing the GEMM's group of tile-rows, its flags within the op's flag area). */
+static int mk_fused_beside(const mk_fused_t *f, mk_fused_op op, int64_t m, int64_t n, mk_beside_geom *g) {
+  const int W = f->world, group_m = mk_gemm_config::kGroupM;
+  const mk_fused_ws *ws = &f->ws[op];
+  if (!mk_param_fused_beside() || op == MK_FUSED_AG_GEMM || f->nnodes != 1 || W < 2 || group_m % W || !ws->cex ||
+      !f->ce_p[op] || !f->ce_red || m % W || (m / W) % 128 || m > f->max_m || n > f->max_n)
+    return 0;
+  const int cw = (int)((mk_param_fused_beside_cols() + 255) / 256 * 256);
+  *g = mk_beside_make_geom(W, m, n, group_m, cw);
+  return 3 * g->flags() <= ws->ncnt;
+}
+
+/* Beside mode, before the GEMM: prog := 0, the reduce stream forked from the caller's, the comm kernel on it (its
+ * CTAs one an SM: the dynamic shared memory keeps GEMM CTAs and each other off); *b for the tail launch. */
+static mk_status mk_beside_begin(mk_fused_t *f, mk_fused_op op, const mk_beside_geom &g, const mk_fused_view &v,
+                                 uint16_t *out, mk_beside *b, cudaStream_t stream) {
+  const mk_fused_ws *ws = &f->ws[op];
+  b->w = f->w, b->v = v, b->g = g;
+  b->P = f->ce_p[op], b->C = out;
+  b->x = ws->cex, b->y = ws->cey;
+  b->prog = ws->cnt, b->pf = ws->cnt + 8 * g.flags(), b->sf = ws->cnt + 16 * g.flags();
+  b->claims = f->claims + 2 * (int)op;
+  b->ar = op == MK_FUSED_GEMM_AR, b->op = b->ar ? MK_OP_GEMM_AR : MK_OP_GEMM_RS;
+  MK_CUDA_CHECK(cudaMemsetAsync(f->w.heap + b->prog, 0, 8 * g.flags(), stream));
+  MK_CUDA_CHECK(cudaEventRecord(f->ce_fork, stream));
+  MK_CUDA_CHECK(cudaStreamWaitEvent(f->ce_red, f->ce_fork, 0));
+  mk_beside_kernel<<<(int)mk_param_fused_beside_sms(), 512, MK_FUSED_BESIDE_SMEM, f->ce_red>>>(*b, 1);
+  MK_CUDA_CHECK(cudaGetLastError());
+  return MK_STATUS_OK;
+}
+
+/* Beside mode, after the GEMM: the tail launch on every SM (MK_FUSED_BESIDE_TAIL CTAs each), then the join. */
+static mk_status mk_beside_end(mk_fused_t *f, const mk_beside &b, cudaStream_t stream) {
+  const int per = (int)mk_param_fused_beside_tail();
+  if (per) {
+    mk_beside_kernel<<<per * f->sms, 512, 0, stream>>>(b, 0);
+    MK_CUDA_CHECK(cudaGetLastError());
+  }
+  MK_CUDA_CHECK(cudaEventRecord(f->ce_red_join, f->ce_red));
+  MK_CUDA_CHECK(cudaStreamWaitEvent(stream, f->ce_red_join, 0));
+  return MK_STATUS_OK;
+}
+
 template <int kOp>
 static mk_status mk_reduce_launch(mk_fused_t *f, const mk_fused_args *a, uint16_t *out, cudaStream_t stream) {
   const mk_fused_op fop = (mk_fused_op)kOp;
-  const int two = kOp == MK_FUSED_GEMM_AR && mk_fused_ar_two_shot(f, a->m, a->n);
-  const int all_read = kOp == MK_FUSED_GEMM_AR && !two;
+  mk_beside_geom bg;
+  const int beside = mk_fused_beside(f, fop, a->m, a->n, &bg);
+  const int two = !beside && kOp == MK_FUSED_GEMM_AR && mk_fused_ar_two_shot(f, a->m, a->n);
+  const int all_read = kOp == MK_FUSED_GEMM_AR && !two && !beside;
   const mk_fused_ws *ws = &f->ws[fop];
   mk_reduce_policy<kOp> p;
   p.w = f->w;
@@ -683,11 +742,13 @@ static mk_status mk_reduce_launch(mk_fused_t *f, const mk_fused_args *a, uint16_
   p.tiles_m = (int)((a->m + 127) / 128);
   p.op = fop == MK_FUSED_GEMM_RS ? MK_OP_GEMM_RS : MK_OP_GEMM_AR;
   p.all_read = all_read;
-  p.ce = mk_fused_rs_ce_mode(f, fop, a->m, a->n);
+  p.ce = beside || mk_fused_rs_ce_mode(f, fop, a->m, a->n);
+  p.bs = beside, p.bsg = bg, p.bs_prog = ws->cnt;
   p.ce_cnt = ws->ce + mk_fused_ce_cnt_off();
   p.ce_own = 0;
   p.push = !p.ce && !all_read && ws->px && mk_param_fused_push(); /* px: one node group only */
   f->push_calls[fop] += p.push;
+  f->beside_calls[fop] += beside;
   p.px = ws->px, p.pxbytes = ws->pxbytes;
   p.reducers = p.ce ? 0 : mk_fused_ctas(f, fop, a);
   if (two && p.reducers < 2) p.reducers = 2;
@@ -703,14 +764,20 @@ static mk_status mk_reduce_launch(mk_fused_t *f, const mk_fused_args *a, uint16_
   MK_CHECK(mk_fused_trace_begin(f, (mk_stream_t)stream, &p.tr.buf));
   p.tr.cap = MK_TRACE_CAP;
   int grid = mk_fused_compute_ctas(f, p.role_ctas);
-  if (p.ce) MK_CHECK(mk_fused_rs_ce_begin(f, fop, a, (mk_stream_t)stream));
-  if (p.ce && f->ce_red_used) { /* the overlapped reduce: resident first, the GEMM on the other SMs */
+  mk_beside b;
+  if (beside) {
+    MK_CHECK(mk_beside_begin(f, fop, bg, p.v, out, &b, stream));
+    grid = f->sms - (int)mk_param_fused_beside_sms();
+  } else if (p.ce) {
+    MK_CHECK(mk_fused_rs_ce_begin(f, fop, a, (mk_stream_t)stream));
+  }
+  if (p.ce && !beside && f->ce_red_used) { /* the overlapped reduce: resident first, the GEMM on the other SMs */
     const int nred = mk_fused_ce_overlap(f);
     MK_CHECK(mk_ce_overlap_launch(f, fop, a, p.v, nred));
     p.ce_own = 1;
     grid = f->sms - nred;
   }
-  p.ce_seq = p.ce && p.perm_q && mk_fused_ce_seq(f);
+  p.ce_seq = p.ce && !beside && p.perm_q && mk_fused_ce_seq(f);
   if (p.ce_seq && p.perm_q < p.group_m) p.group_m = p.perm_q; /* a group per owner: owners finish one by one */
   p.ce_rows = mk_fused_rs_ce_rows(p.ms, p.ce_seq); /* the pushes (mk_fused_rs_ce_push) count the same pieces */
   p.ce_np = (int)((p.ms + p.ce_rows - 1) / p.ce_rows);
@@ -731,7 +798,9 @@ static mk_status mk_reduce_launch(mk_fused_t *f, const mk_fused_args *a, uint16_
     g.split_tiles = g.splits = 0;
     MK_CHECK(mk_fused_launch(a->A, a->B, g, a->b_layout, p, grid, stream));
   }
-  if (p.ce) { /* the pushes beside the GEMM, the owner's sum after it (AR: the second shot), the join */
+  if (beside) {
+    MK_CHECK(mk_beside_end(f, b, stream));
+  } else if (p.ce) { /* the pushes beside the GEMM, the owner's sum after it (AR: the second shot), the join */
     MK_CHECK(mk_fused_rs_ce_push(f, fop, a, p.ce_seq));
     MK_CHECK(mk_rs_ce_finish(f, fop, a, p.v, stream));
   }
@@ -752,5 +821,7 @@ static mk_status mk_reduce_preload() {
   MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_rs_ce_reduce_kernel));
   MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_ar_ce_wait_kernel));
   MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_ce_overlap_reduce_kernel));
+  MK_CUDA_CHECK(cudaFuncSetAttribute((const void *)mk_beside_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     MK_FUSED_BESIDE_SMEM));
   return MK_STATUS_OK;
 }

@@ -138,6 +138,8 @@ int mk_fused_reduce_tma_shapes(const mk_fused_t *f, mk_fused_op op);
 /* GEMM+RS / GEMM+AR: calls of this handle that ran in push mode (MK_FUSED_PUSH: on SM roles in one
  * node group, the GEMM storing other owners' rows into their staging, the reducers reading it locally). */
 int mk_fused_push_calls(const mk_fused_t *f, mk_fused_op op);
+/* RS/AR calls of this handle that ran in beside mode (MK_FUSED_BESIDE: the reduction on SMs beside the GEMM). */
+int mk_fused_beside_calls(const mk_fused_t *f, mk_fused_op op);
 
 /* Phase stamps of GEMM+AR's small-M path (opt-in; mk-bench gemm_ar --breakdown). With
  * mk_fused_ar_profile(f, 1) (allocates; 0 turns it off) every later small-M call zeroes the

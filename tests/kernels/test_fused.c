@@ -3,6 +3,8 @@
  * that switch modes; rs_ceov, ar_ceov: the same with MK_FUSED_CE_OVERLAP=1 (the owner's reduce
  * beside the GEMM), then calls that alternate SM roles, overlapped and plain copy engines; rs_tma,
  * ar_tma, rs_tail, ar_tail, rs_push, ar_push: SM roles with a reducer variant, bits compared with the plain one;
+ * rs_beside, ar_beside: the reduction on SMs beside the GEMM (MK_FUSED_BESIDE=1) at the round shapes, the
+ * copy-engine mode at the others, bits compared between the two at the round shape;
  * ag_auto, rs_auto, ar_auto: the variable as the environment has it, by
  * default the mode chosen by shape, so that with low MK_FUSED_{RS,AR}_CE_MIN_MB (AG: MK_FUSED_AG_CE_MIN_N) the shapes
  * below run some calls on either path) on fresh
@@ -127,14 +129,20 @@ int main(int argc, char **argv) {
   for (int op = 0; op < 3; op++)
     if (!strncmp(opname, names[op], 2) && (!opname[2] || !strcmp(opname + 2, "_ce") || !strcmp(opname + 2, "_auto") ||
                                            (op != MK_FUSED_AG_GEMM && (!strcmp(opname + 2, "_ceov") || !strcmp(opname + 2, "_tma") ||
-                                                                      !strcmp(opname + 2, "_tail") || !strcmp(opname + 2, "_push"))) ||
+                                                                      !strcmp(opname + 2, "_tail") || !strcmp(opname + 2, "_push") ||
+                                                                      !strcmp(opname + 2, "_beside"))) ||
                                            (op == MK_FUSED_GEMM_AR && !strcmp(opname + 2, "_two"))))
       x.op = op;
   if (x.op < 0)
-    MK_TEST_FAIL_("usage: test_fused ag|rs|ar[_ce|_auto], rs|ar_ceov, rs|ar_tma, rs|ar_tail, rs|ar_push, ar_two (got '%s')",
+    MK_TEST_FAIL_("usage: test_fused ag|rs|ar[_ce|_auto], rs|ar_ceov, rs|ar_tma, rs|ar_tail, rs|ar_push, rs|ar_beside, "
+                  "ar_two (got '%s')",
                   opname);
   const char *ce_env = envs[x.op];
-  const int ov = !strcmp(opname + 2, "_ceov"), ce = ov || !strcmp(opname + 2, "_ce");
+  /* *_beside: the reduction on SMs beside the GEMM (MK_FUSED_BESIDE=1) where it applies (M a multiple of 128 W:
+   * the round shapes), bits compared with the copy-engine mode (its staging, = 1), which the other shapes run. */
+  const int beside = !strcmp(opname + 2, "_beside");
+  const int ov = !strcmp(opname + 2, "_ceov"), ce = ov || beside || !strcmp(opname + 2, "_ce");
+  if (beside) setenv("MK_FUSED_BESIDE", "1", 1);
   /* ar_two: the two-shot on SM roles wherever it applies (M a multiple of 128 W: the round
    * shapes; the odd ones run one-shot between them, so the modes' flags interleave). */
   const int two = !strcmp(opname + 2, "_two");
@@ -155,7 +163,11 @@ int main(int argc, char **argv) {
    * node group), bits compared with the reducers pulling the partials; ar_push with the two-shot. */
   const int push = !strcmp(opname + 2, "_push");
   if (push && x.op == MK_FUSED_GEMM_AR) setenv("MK_FUSED_AR_TWO_SHOT", "1", 1);
-  const char *cmp_env = tma ? "MK_FUSED_REDUCE_TMA" : tail ? "MK_FUSED_TAIL" : push ? "MK_FUSED_PUSH" : NULL;
+  const char *cmp_env = tma      ? "MK_FUSED_REDUCE_TMA"
+                        : tail   ? "MK_FUSED_TAIL"
+                        : push   ? "MK_FUSED_PUSH"
+                        : beside ? "MK_FUSED_BESIDE"
+                                 : NULL;
   mk_test_require_gpus(2);
   ASSERT_OK(mk_comm_create(&x.c));
   const mk_world *w = mk_comm_world(x.c);
@@ -221,8 +233,8 @@ int main(int argc, char **argv) {
       mk_param_reset_cache();
       poison(&x, &shapes[i]);
       ASSERT_OK(call(&x, &shapes[i]));
-      check(&x, &shapes[i], t ? (tma ? "TMA reducers" : tail ? "GEMM CTAs join the reducers" : "push")
-                              : (tma ? "register reducers" : tail ? "role CTAs alone" : "pull"));
+      check(&x, &shapes[i], t ? (tma ? "TMA reducers" : tail ? "GEMM CTAs join the reducers" : beside ? "beside" : "push")
+                              : (tma ? "register reducers" : tail ? "role CTAs alone" : beside ? "copy engines" : "pull"));
       h[t] = c_hash(&x, &shapes[i]);
     }
     ASSERT_UEQ(h[1], h[0]);
@@ -233,9 +245,16 @@ int main(int argc, char **argv) {
     printf("rank %d: %d calls in push mode\n", x.me, pushed);
     ASSERT_TRUE(pushed > 0);
   }
+  if (beside) { /* the comparison ran at the round shape; the calls below run beside from here on */
+    setenv("MK_FUSED_BESIDE", "1", 1);
+    mk_param_reset_cache();
+    const int n = mk_fused_beside_calls(x.f, (mk_fused_op)x.op);
+    printf("rank %d: %d calls in beside mode\n", x.me, n);
+    ASSERT_TRUE(n > 0);
+  }
 
   /* 100 back-to-back calls (no host synchronisation between them), then the check. */
-  const shape *sh = &shapes[two ? 1 : 0];
+  const shape *sh = &shapes[two || beside ? 1 : 0];
   if (two) ASSERT_TRUE(mk_fused_ar_two_shot(x.f, sh->m, sh->n) && !mk_fused_ar_two_shot(x.f, shapes[0].m, shapes[0].n));
   x.inplace = 0;
   prepare(&x, sh, 7);

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# next_s31.sh — session 31's GPU runs (docs/perf/NOTES.md, fused "Session 31"). Run through tools/gpu-check.sh from
+# the repository root.
+# part a (2 GPUs): GEMM+AR / GEMM+RS in beside mode (MK_FUSED_BESIDE=1, new, opt-in: the reduction, AR's both
+#   shots, on a comm kernel of MK_FUSED_BESIDE_SMS CTAs beside the GEMM on the other SMs, tile-row parts of 256-column
+#   slabs as the GEMM stores them, the rest by a launch on every SM after the GEMM) against the defaults (=0), in
+#   turns, twice, at the issue's shapes; then variants (8 comm CTAs, 512-column slabs, no tail launch).
+#   Prediction (2 ranks; 0.2465 / 0.863 / 0.379 / 1.532 ms at 42a67db): AR 1024 ~0.19, AR 4096 ~0.68, RS 2048 ~0.33,
+#   RS 8192 ~1.40 (the GEMM on 128 SMs, the same waves at these shapes, plus a tail of the last wave's parts).
+#   MK_CALL_LIMIT=540 CTEST_ARGS="-R ^test_fused_(ar|rs)(_beside|_ce|)_2$" CTEST_TIMEOUT=120 CTEST_WALL=150 \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s31.sh a'
+source "$(dirname "$0")/bench_step.sh"
+PART=${1:-a}
+fop() { # NAME OP MS BESIDE [VAR=VALUE...]: one mk-bench OP --interleave at the M list MS with MK_FUSED_BESIDE=BESIDE
+  local name=$1 op=$2 ms=$3 bs=$4 args=()
+  shift 4
+  for m in $ms; do args+=(--m "$m"); done
+  TAIL=8 step "$name" 60 env MK_FUSED_BESIDE="$bs" "$@" mk-launch -n "$G" -- mk-bench "$op" "${args[@]}" \
+    --interleave --seed 7 --json "$RES/$name.json"
+}
+if [ "$PART" = a ]; then
+  export STEP_GREP='^\[0\] (gemm_|\{)|^gemm|fused on|keeps the SM path|FAIL|rror'
+  for r in 1 0 1b 0b; do
+    fop "ar_bs$r" gemm_ar "1024 4096" "${r%b}"
+    fop "rs_bs$r" gemm_rs "2048 8192" "${r%b}"
+  done
+  fop ar_bs_sms8 gemm_ar "1024 4096" 1 MK_FUSED_BESIDE_SMS=8
+  fop ar_bs_cols512 gemm_ar "1024 4096" 1 MK_FUSED_BESIDE_COLS=512
+  fop ar_bs_notail gemm_ar "1024 4096" 1 MK_FUSED_BESIDE_TAIL=0
+  fop rs_bs_sms8 gemm_rs "2048 8192" 1 MK_FUSED_BESIDE_SMS=8
+fi
