@@ -14,12 +14,12 @@
  *   P          [M][N] bf16  local (f->ce_p): this rank's partial
  *   X          [W][ms][N]   X[s] = rank s's partial of this rank's rows (ms = M / W)
  *   Y          [W ms][N]    AR: owner o's sums of its rows, pushed by o
- *   prog[W][np][parts]      local: elements / 8 of part k of owner o's piece i stored by the GEMM
- *                           (zeroed before each call on the caller's stream)
+ *   prog[W][np][parts]      local device memory (not the heap): elements / 8 of part k of owner o's
+ *                           piece i stored by the GEMM (zeroed before each call on the caller's stream)
  *   pf[W][np][parts]        pf[s][i][k] = e + 1 on owner o: s's part is in o's X[s]
  *   sf[W][np][parts]        AR: sf[o][i][k] = e + 1 on rank q: o's sums of that part are in q's Y
- * prog, pf and sf lie in the op's flag area (ws->cnt); pf and sf only grow (epoch e + 1 of the
- * call), as every flag there.
+ * pf and sf lie in the op's flag area (ws->cnt) and only grow (epoch e + 1 of the call), as every
+ * flag there (prog, a count, must not: other paths wait there for epochs).
  * Tasks, numbered in one order on every rank, taken by any CTA of either launch through one
  * claim counter (zeroed by the epoch advance after the call); block b = 0 .. np holds
  *   F(b, o, k)  b < np, each peer o: once prog[o][b][k] is complete (and o has entered the call,
@@ -74,14 +74,15 @@ struct mk_beside {
   mk_beside_geom g;
   const uint16_t *P;
   uint16_t *C;                 /* RS: this rank's rows [ms][N]; AR: [M][N] */
-  uint64_t x, y, prog, pf, sf; /* heap offsets */
+  uint64_t x, y, pf, sf;       /* heap offsets */
+  const uint64_t *prog;        /* local device memory */
   uint32_t *claims;
   int ar, op;
 };
 
 /* Whole CTA: rows x cols (cols % 8 == 0) from src to dst, both with row stride ld elements. */
 static __device__ __noinline__ void mk_beside_copy(uint16_t *dst, const uint16_t *src, int rows, int cols, int64_t ld) {
-  constexpr int U = 4;
+  constexpr int U = 8; /* 64 KB in flight a CTA of 512 threads */
   const int vec = cols / 8, total = rows * vec, nt = (int)blockDim.x;
   for (int base = threadIdx.x; base < total; base += nt * U) {
     uint4 r[U];
@@ -157,6 +158,24 @@ static __device__ __forceinline__ void mk_beside_sum(uint16_t *const *dst, int n
   }
 }
 
+/* One thread: wait until *p >= target (local memory; bounded, the error record as mk_wait_ge). */
+static __device__ __noinline__ bool mk_beside_wait_local(const mk_dev_world &w, const uint64_t *p, uint64_t target,
+                                                         int op, int peer, int tile) {
+  uint64_t v = mk_ld_acquire_sys(p);
+  const uint64_t t0 = mk_globaltimer();
+  for (uint32_t it = 1; v < target; it++) {
+    v = mk_ld_acquire_sys(p);
+    if ((it & 31) == 0 && v < target) {
+      if (mk_aborted(w)) return false;
+      if (mk_globaltimer() - t0 > w.timeout_ns) {
+        mk_raise_timeout(w, op, peer, tile, target, v);
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
 /* The comm kernel (see the top of the file); arrive: this launch tells the peers the call began. */
 static __global__ void __launch_bounds__(512) mk_beside_kernel(mk_beside b, int arrive) {
   __shared__ int slot[2];
@@ -188,9 +207,9 @@ static __global__ void __launch_bounds__(512) mk_beside_kernel(mk_beside b, int 
     if (threadIdx.x == 0) {
       if (kind == 0) {
         if (!(seen >> o & 1)) ok = mk_fused_wait_arrived(b.w, b.v, o, e, b.op), seen |= 1u << o;
-        ok = ok && mk_wait_ge(b.w, b.prog + 8 * g.idx(o, i, k), target, b.op, me, i);
+        ok = ok && mk_beside_wait_local(b.w, b.prog + g.idx(o, i, k), target, b.op, me, i);
       } else if (kind == 1) {
-        ok = mk_wait_ge(b.w, b.prog + 8 * g.idx(me, i, k), target, b.op, me, i);
+        ok = mk_beside_wait_local(b.w, b.prog + g.idx(me, i, k), target, b.op, me, i);
         for (int s = 0; s < W && ok; s++)
           if (s != me) ok = mk_wait_ge(b.w, b.pf + 8 * g.idx(s, i, k), e + 1, b.op, s, i);
       } else {

@@ -130,6 +130,11 @@ mk_status mk_fused_create_group(mk_comm_t *comm, int first, int n, unsigned ops,
       }
     }
     if (op != MK_FUSED_AG_GEMM) MK_CHECK_GOTO(mk_fused_ce_stage(f, (mk_fused_op)op), st, fail);
+    if (op != MK_FUSED_AG_GEMM && f->ce_p[op]) { /* beside mode's progress counters (beside.cuh), local */
+      const uint64_t rows = (uint64_t)cdiv(cdiv(max_m, f->world), 128) + 16; /* + a group's tile-rows */
+      f->bs_nprog[op] = (uint64_t)f->world * rows * (uint64_t)cdiv(max_n, 256);
+      MK_CUDA_CHECK_GOTO(cudaMalloc((void **)&f->bs_prog[op], 8 * f->bs_nprog[op]), st, fail);
+    }
     if (op != MK_FUSED_AG_GEMM && f->ce_p[op] && !f->ce_red) { /* MK_FUSED_CE_OVERLAP's reduce stream */
       MK_CUDA_CHECK_GOTO(cudaStreamCreateWithFlags(&f->ce_red, cudaStreamNonBlocking), st, fail);
       MK_CUDA_CHECK_GOTO(cudaEventCreateWithFlags(&f->ce_red_join, cudaEventDisableTiming), st, fail);
@@ -179,8 +184,10 @@ void mk_fused_destroy(mk_fused_t *f) {
   if (f->ce_fork) cudaEventDestroy(f->ce_fork);
   if (f->ce_red) cudaStreamDestroy(f->ce_red);
   if (f->ce_red_join) cudaEventDestroy(f->ce_red_join);
-  for (int op = 0; op < 3; op++)
+  for (int op = 0; op < 3; op++) {
     if (f->ce_p[op]) cudaFree(f->ce_p[op]);
+    if (f->bs_prog[op]) cudaFree(f->bs_prog[op]);
+  }
   for (int op = 0; op < 3; op++)
     if (f->split_ws[op]) cudaFree(f->split_ws[op]);
   free(f);

@@ -57,6 +57,8 @@ struct mk_fused {
   cudaEvent_t ce_red_join;
   int ce_red_used;        /* the current call forked ce_red (joined by mk_fused_ce_join) */
   uint16_t *ce_p[3];    /* RS/AR copy-engine mode: the local partial [max_m][max_n] (cudaMalloc) */
+  uint64_t *bs_prog[3]; /* RS/AR beside mode: the GEMM's progress counters (beside.cuh; cudaMalloc, with ce_p) */
+  uint64_t bs_nprog[3]; /* ... how many */
   uint64_t *trace;  /* MK_TRACE buffer (device), trace_ctas x MK_TRACE_CAP x 2 u64 */
   uint64_t *calls;  /* device u64 [3]: this handle's calls of each op so far. The proxied counters
                        (xsig) count this handle's calls, so their targets are calls + 1, not the

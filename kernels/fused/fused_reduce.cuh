@@ -90,7 +90,7 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   uint64_t px, pxbytes;
   int bs;            /* beside mode (beside.cuh; with ce): count each tile in prog[o][i][k] of bsg */
   mk_beside_geom bsg;
-  uint64_t bs_prog;  /* heap offset of prog */
+  uint64_t *bs_prog; /* prog (local device memory) */
   bool entered = false;
   mk_fused_trace tr;    /* MK_TRACE */
   int tn = 0;           /* per thread: events recorded */
@@ -169,7 +169,7 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
       const int o = (int)(t.m0 / ms), lt = (int)((t.m0 - (int64_t)o * ms) / 128);
       const int i = lt / bsg.gmo * bsg.ncs + t.n0 / bsg.cw;
       __threadfence(); /* read by this GPU's comm kernel only */
-      atomicAdd(mk_local_ptr<unsigned long long>(w, bs_prog + 8 * bsg.idx(o, i, lt % bsg.gmo)),
+      atomicAdd(reinterpret_cast<unsigned long long *>(bs_prog + bsg.idx(o, i, lt % bsg.gmo)),
                 (unsigned long long)(t.m_end - t.m0) * (unsigned long long)(t.n_end - t.n0) / 8);
       return;
     }
@@ -678,7 +678,7 @@ static const CUtensorMap *mk_fused_rmaps(mk_fused_t *f, mk_fused_op op, int64_t 
 /* Fills and launches the policy: this rank reduces the rows it reads (rows_of) into out. */
 /* Beside mode (beside.cuh) for an M x N call of op: 1 and its pieces in *g where MK_FUSED_BESIDE asks for it and
  * it applies (one node group, the copy-engine staging and reduce stream, whole 128-row tile-rows per owner, W
- * dividing the GEMM's group of tile-rows, its flags within the op's flag area). */
+ * dividing the GEMM's group of tile-rows, its flags within the op's flag area and its progress counters). */
 static int mk_fused_beside(const mk_fused_t *f, mk_fused_op op, int64_t m, int64_t n, mk_beside_geom *g) {
   const int W = f->world, group_m = mk_gemm_config::kGroupM;
   const mk_fused_ws *ws = &f->ws[op];
@@ -687,7 +687,7 @@ static int mk_fused_beside(const mk_fused_t *f, mk_fused_op op, int64_t m, int64
     return 0;
   const int cw = (int)((mk_param_fused_beside_cols() + 255) / 256 * 256);
   *g = mk_beside_make_geom(W, m, n, group_m, cw);
-  return 3 * g->flags() <= ws->ncnt;
+  return g->flags() <= f->bs_nprog[op] && 2 * g->flags() <= ws->ncnt;
 }
 
 /* Beside mode, before the GEMM: prog := 0, the reduce stream forked from the caller's, the comm kernel on it (its
@@ -698,10 +698,10 @@ static mk_status mk_beside_begin(mk_fused_t *f, mk_fused_op op, const mk_beside_
   b->w = f->w, b->v = v, b->g = g;
   b->P = f->ce_p[op], b->C = out;
   b->x = ws->cex, b->y = ws->cey;
-  b->prog = ws->cnt, b->pf = ws->cnt + 8 * g.flags(), b->sf = ws->cnt + 16 * g.flags();
+  b->prog = f->bs_prog[op], b->pf = ws->cnt, b->sf = ws->cnt + 8 * g.flags();
   b->claims = f->claims + 2 * (int)op;
   b->ar = op == MK_FUSED_GEMM_AR, b->op = b->ar ? MK_OP_GEMM_AR : MK_OP_GEMM_RS;
-  MK_CUDA_CHECK(cudaMemsetAsync(f->w.heap + b->prog, 0, 8 * g.flags(), stream));
+  MK_CUDA_CHECK(cudaMemsetAsync(f->bs_prog[op], 0, 8 * g.flags(), stream));
   MK_CUDA_CHECK(cudaEventRecord(f->ce_fork, stream));
   MK_CUDA_CHECK(cudaStreamWaitEvent(f->ce_red, f->ce_fork, 0));
   mk_beside_kernel<<<(int)mk_param_fused_beside_sms(), 512, MK_FUSED_BESIDE_SMEM, f->ce_red>>>(*b, 1);
@@ -743,7 +743,7 @@ static mk_status mk_reduce_launch(mk_fused_t *f, const mk_fused_args *a, uint16_
   p.op = fop == MK_FUSED_GEMM_RS ? MK_OP_GEMM_RS : MK_OP_GEMM_AR;
   p.all_read = all_read;
   p.ce = beside || mk_fused_rs_ce_mode(f, fop, a->m, a->n);
-  p.bs = beside, p.bsg = bg, p.bs_prog = ws->cnt;
+  p.bs = beside, p.bsg = bg, p.bs_prog = f->bs_prog[fop];
   p.ce_cnt = ws->ce + mk_fused_ce_cnt_off();
   p.ce_own = 0;
   p.push = !p.ce && !all_read && ws->px && mk_param_fused_push(); /* px: one node group only */

@@ -29,3 +29,25 @@ if [ "$PART" = a ]; then
   fop ar_bs_notail gemm_ar "1024 4096" 1 MK_FUSED_BESIDE_TAIL=0
   fop rs_bs_sms8 gemm_rs "2048 8192" 1 MK_FUSED_BESIDE_SMS=8
 fi
+# part b (2 GPUs): after run 7620465-x2 (beside at 4 CTAs: AR 1024 0.242 against 0.245, AR 4096 0.906 against 0.872,
+#   RS slower; without the tail launch AR 1024 took 0.719: the 4 CTAs move ~15 GB/s each): the progress counters out of
+#   the flag area (local memory: they broke SM-path flags after beside calls), 8 loads in flight a thread in the
+#   copies; the comm CTAs and the slab width swept, in turns with the defaults, twice.
+#   Prediction: wider slabs (fewer fences and waits per byte) and 8-16 CTAs help AR 4096; AR 1024 loses its GEMM
+#   waves above 4 CTAs (256 tiles on 128 SMs = 2 waves).
+#   MK_CALL_LIMIT=420 CTEST_ARGS="-R ^test_fused_(ar|rs)(_beside|)_2$" CTEST_TIMEOUT=120 CTEST_WALL=150 \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s31.sh b'
+if [ "$PART" = b ]; then
+  export STEP_GREP='^\[0\] (gemm_|\{)|^gemm|fused on|keeps the SM path|FAIL|rror'
+  for r in "" b; do
+    fop "ar_def$r" gemm_ar "1024 4096" 0
+    for c in 4:256 4:512 4:1024 8:512 16:512 16:1024; do
+      fop "ar_bs${c/:/_}$r" gemm_ar "1024 4096" 1 MK_FUSED_BESIDE_SMS=${c%:*} MK_FUSED_BESIDE_COLS=${c#*:}
+    done
+    fop "rs_def$r" gemm_rs "2048 8192" 0
+    for c in 4:512 8:512 16:1024; do
+      fop "rs_bs${c/:/_}$r" gemm_rs "2048 8192" 1 MK_FUSED_BESIDE_SMS=${c%:*} MK_FUSED_BESIDE_COLS=${c#*:}
+    done
+  done
+  fop ar_bs_notail16 gemm_ar "1024 4096" 1 MK_FUSED_BESIDE_SMS=16 MK_FUSED_BESIDE_COLS=512 MK_FUSED_BESIDE_TAIL=0
+fi
