@@ -31,7 +31,8 @@
  *   G(b-1,o,k)  AR, b >= 1, each peer o: once sf[o][b-1][k], copy o's sums Y -> C.
  * Every task waits only for tasks of lower number (on any rank) or for the GEMM, which waits for
  * nothing: the lowest unfinished task can always run (its taker is resident; an untaken one is
- * taken next by a CTA whose earlier tasks are done), so the call completes. Every row is summed
+ * taken next by a CTA whose earlier tasks are done; a CTA holds one claim ahead of the task it
+ * runs, which is of lower number), so the call completes. Every row is summed
  * by its owner in rank order: AR's ranks hold the same bits. Reuse: X and Y of rank o are written
  * in call e only after arrive[o] >= e + 1, which o's comm kernel sets at its start, after o's
  * call e - 1 (the last reader) joined; P and prog are this rank's, between two joins. Waits are
@@ -82,7 +83,7 @@ struct mk_beside {
 
 /* Whole CTA: rows x cols (cols % 8 == 0) from src to dst, both with row stride ld elements. */
 static __device__ __noinline__ void mk_beside_copy(uint16_t *dst, const uint16_t *src, int rows, int cols, int64_t ld) {
-  constexpr int U = 8; /* 64 KB in flight a CTA of 512 threads */
+  constexpr int U = 4; /* run d59de38-x2: 8 took AR 1024 from 0.242 to 0.273 ms (not explained) */
   const int vec = cols / 8, total = rows * vec, nt = (int)blockDim.x;
   for (int base = threadIdx.x; base < total; base += nt * U) {
     uint4 r[U];
@@ -159,7 +160,7 @@ static __device__ __forceinline__ void mk_beside_sum(uint16_t *const *dst, int n
 }
 
 /* One thread: wait until *p >= target (local memory; bounded, the error record as mk_wait_ge). */
-static __device__ __noinline__ bool mk_beside_wait_local(const mk_dev_world &w, const uint64_t *p, uint64_t target,
+static __device__ __forceinline__ bool mk_beside_wait_local(const mk_dev_world &w, const uint64_t *p, uint64_t target,
                                                          int op, int peer, int tile) {
   uint64_t v = mk_ld_acquire_sys(p);
   const uint64_t t0 = mk_globaltimer();
@@ -187,8 +188,12 @@ static __global__ void __launch_bounds__(512) mk_beside_kernel(mk_beside b, int 
   const int total = (g.np + 1) * S;
   uint32_t seen = 1u << me; /* thread 0: peers known to have entered the call */
   const int64_t n = g.n, ms = g.ms;
+  int next = threadIdx.x == 0 ? (int)atomicAdd(b.claims, 1u) : 0; /* thread 0: one claim ahead */
   for (int it = 0;; it++) {
-    if (threadIdx.x == 0) slot[it & 1] = (int)atomicAdd(b.claims, 1u);
+    if (threadIdx.x == 0) {
+      slot[it & 1] = next;
+      if (next < total) next = (int)atomicAdd(b.claims, 1u);
+    }
     __syncthreads();
     const int t = slot[it & 1];
     if (t >= total) return;

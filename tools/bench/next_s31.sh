@@ -51,3 +51,18 @@ if [ "$PART" = b ]; then
   done
   fop ar_bs_notail16 gemm_ar "1024 4096" 1 MK_FUSED_BESIDE_SMS=16 MK_FUSED_BESIDE_COLS=512 MK_FUSED_BESIDE_TAIL=0
 fi
+# part c (2 GPUs): 4 loads in flight a thread again (run 7620465's copies), the local wait inlined, one claim ahead in
+#   thread 0; beside at 4 CTAs and 256 / 512-column slabs in turns with the defaults, twice.
+#   Prediction: AR 1024 back to run 7620465's 0.238-0.243 or lower (the claim's round trip off each task's chain).
+#   MK_CALL_LIMIT=300 CTEST_ARGS="-R ^test_fused_(ar|rs)_beside_2$" CTEST_TIMEOUT=120 CTEST_WALL=150 \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s31.sh c'
+if [ "$PART" = c ]; then
+  export STEP_GREP='^\[0\] (gemm_|\{)|^gemm|fused on|keeps the SM path|FAIL|rror'
+  for r in "" b; do
+    fop "ar_def$r" gemm_ar "1024 4096" 0
+    fop "ar_bs4_256$r" gemm_ar "1024 4096" 1 MK_FUSED_BESIDE_COLS=256
+    fop "ar_bs4_512$r" gemm_ar "1024 4096" 1 MK_FUSED_BESIDE_COLS=512
+    fop "rs_def$r" gemm_rs "2048 8192" 0
+    fop "rs_bs4_512$r" gemm_rs "2048 8192" 1 MK_FUSED_BESIDE_COLS=512
+  done
+fi
