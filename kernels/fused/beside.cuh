@@ -103,8 +103,8 @@ static __device__ __noinline__ void mk_beside_copy(uint16_t *dst, const uint16_t
 /* Whole CTA: the sum in rank order of the W sources (rows x cols, stride ld) into dst[0..nd), nd <= W (the
  * pointers copied into registers first: unrolled over W, no local-memory array read per vector). */
 template <int W>
-static __device__ __noinline__ void mk_beside_sum_w(uint16_t *const *dst_in, int nd, const uint16_t *const *src_in, int rows,
-                                             int cols, int64_t ld) {
+static __device__ __noinline__ void mk_beside_sum_w(uint16_t *const *dst_in, int nd, const uint16_t *const *src_in,
+                                                    int rows, int cols, int64_t ld) {
   constexpr int U = W >= 8 ? 1 : 8 / W;
   const int vec = cols / 8, total = rows * vec, nt = (int)blockDim.x;
   const uint16_t *src[W];
@@ -118,7 +118,8 @@ static __device__ __noinline__ void mk_beside_sum_w(uint16_t *const *dst_in, int
       const int e = base + u * nt, rr = e / vec;
       if (e < total) {
 #pragma unroll
-        for (int p = 0; p < W; p++) r[u][p] = __ldcg(reinterpret_cast<const uint4 *>(src[p] + rr * ld) + (e - rr * vec));
+        for (int p = 0; p < W; p++)
+          r[u][p] = __ldcg(reinterpret_cast<const uint4 *>(src[p] + rr * ld) + (e - rr * vec));
       }
     }
 #pragma unroll
@@ -143,7 +144,8 @@ static __device__ __noinline__ void mk_beside_sum_any(uint16_t *const *dst, int 
   for (int e = threadIdx.x; e < rows * vec; e += blockDim.x) {
     const int rr = e / vec;
     float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    for (int p = 0; p < W; p++) mk_fused_acc8(acc, __ldcg(reinterpret_cast<const uint4 *>(src[p] + rr * ld) + (e - rr * vec)));
+    for (int p = 0; p < W; p++)
+      mk_fused_acc8(acc, __ldcg(reinterpret_cast<const uint4 *>(src[p] + rr * ld) + (e - rr * vec)));
     const uint4 o = mk_fused_pack8(acc);
     for (int d = 0; d < nd; d++) reinterpret_cast<uint4 *>(dst[d] + rr * ld)[e - rr * vec] = o;
   }

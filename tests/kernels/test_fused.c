@@ -129,7 +129,8 @@ int main(int argc, char **argv) {
   for (int op = 0; op < 3; op++)
     if (!strncmp(opname, names[op], 2) && (!opname[2] || !strcmp(opname + 2, "_ce") || !strcmp(opname + 2, "_auto") ||
                                            (op != MK_FUSED_AG_GEMM && (!strcmp(opname + 2, "_ceov") || !strcmp(opname + 2, "_tma") ||
-                                                                      !strcmp(opname + 2, "_tail") || !strcmp(opname + 2, "_push") ||
+                                                                      !strcmp(opname + 2, "_tail") ||
+                                                                      !strcmp(opname + 2, "_push") ||
                                                                       !strcmp(opname + 2, "_beside"))) ||
                                            (op == MK_FUSED_GEMM_AR && !strcmp(opname + 2, "_two"))))
       x.op = op;
@@ -233,8 +234,9 @@ int main(int argc, char **argv) {
       mk_param_reset_cache();
       poison(&x, &shapes[i]);
       ASSERT_OK(call(&x, &shapes[i]));
-      check(&x, &shapes[i], t ? (tma ? "TMA reducers" : tail ? "GEMM CTAs join the reducers" : beside ? "beside" : "push")
-                              : (tma ? "register reducers" : tail ? "role CTAs alone" : beside ? "copy engines" : "pull"));
+      const char *on = tma ? "TMA reducers" : tail ? "GEMM CTAs join the reducers" : beside ? "beside" : "push";
+      const char *off = tma ? "register reducers" : tail ? "role CTAs alone" : beside ? "copy engines" : "pull";
+      check(&x, &shapes[i], t ? on : off);
       h[t] = c_hash(&x, &shapes[i]);
     }
     ASSERT_UEQ(h[1], h[0]);
