@@ -98,13 +98,12 @@ static __device__ __forceinline__ void mk_raise_timeout(const mk_dev_world &w, i
   mk_raise_record(w.ctrl, w.rank, op, peer, tile, expected, seen);
 }
 
-/* One thread: wait until the counter at `sig_off` in this rank's heap is >= target. Returns
- * false (and leaves) on timeout or abort. pause_ns > 0: sleep that long between polls (waits
- * that may last milliseconds beside a GEMM, where thousands of spinning threads would take
+/* One thread: wait until the counter *p (this GPU's memory: the heap or a local buffer) is >= target.
+ * Returns false (and leaves) on timeout or abort. pause_ns > 0: sleep that long between polls
+ * (waits that may last milliseconds beside a GEMM, where thousands of spinning threads would take
  * memory-system bandwidth from it). */
-__device__ __forceinline__ bool mk_wait_ge_paced(const mk_dev_world &w, uint64_t sig_off, uint64_t target, int op,
-                                                 int peer, int tile, unsigned pause_ns) {
-  const uint64_t *p = reinterpret_cast<const uint64_t *>(w.heap + sig_off);
+__device__ __forceinline__ bool mk_wait_ge_ptr(const mk_dev_world &w, const uint64_t *p, uint64_t target, int op,
+                                               int peer, int tile, unsigned pause_ns) {
   uint64_t v = mk_ld_acquire_sys(p);
   if (v >= target) return true;
   const uint64_t t0 = mk_globaltimer();
@@ -120,6 +119,12 @@ __device__ __forceinline__ bool mk_wait_ge_paced(const mk_dev_world &w, uint64_t
       }
     }
   }
+}
+
+/* The same for the counter at `sig_off` in this rank's heap. */
+__device__ __forceinline__ bool mk_wait_ge_paced(const mk_dev_world &w, uint64_t sig_off, uint64_t target, int op,
+                                                 int peer, int tile, unsigned pause_ns) {
+  return mk_wait_ge_ptr(w, reinterpret_cast<const uint64_t *>(w.heap + sig_off), target, op, peer, tile, pause_ns);
 }
 
 __device__ __forceinline__ bool mk_wait_ge(const mk_dev_world &w, uint64_t sig_off, uint64_t target, int op, int peer,

@@ -100,85 +100,6 @@ static __device__ __noinline__ void mk_beside_copy(uint16_t *dst, const uint16_t
   }
 }
 
-/* Whole CTA: the sum in rank order of the W sources (rows x cols, stride ld) into dst[0..nd), nd <= W (the
- * pointers copied into registers first: unrolled over W, no local-memory array read per vector). */
-template <int W>
-static __device__ __noinline__ void mk_beside_sum_w(uint16_t *const *dst_in, int nd, const uint16_t *const *src_in,
-                                                    int rows, int cols, int64_t ld) {
-  constexpr int U = W >= 8 ? 1 : 8 / W;
-  const int vec = cols / 8, total = rows * vec, nt = (int)blockDim.x;
-  const uint16_t *src[W];
-  uint16_t *dst[W];
-#pragma unroll
-  for (int p = 0; p < W; p++) src[p] = src_in[p], dst[p] = p < nd ? dst_in[p] : nullptr;
-  for (int base = threadIdx.x; base < total; base += nt * U) {
-    uint4 r[U][W];
-#pragma unroll
-    for (int u = 0; u < U; u++) {
-      const int e = base + u * nt, rr = e / vec;
-      if (e < total) {
-#pragma unroll
-        for (int p = 0; p < W; p++)
-          r[u][p] = __ldcg(reinterpret_cast<const uint4 *>(src[p] + rr * ld) + (e - rr * vec));
-      }
-    }
-#pragma unroll
-    for (int u = 0; u < U; u++) {
-      const int e = base + u * nt, rr = e / vec;
-      if (e >= total) break;
-      float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-#pragma unroll
-      for (int p = 0; p < W; p++) mk_fused_acc8(acc, r[u][p]);
-      const uint4 o = mk_fused_pack8(acc);
-#pragma unroll
-      for (int d = 0; d < W; d++)
-        if (d < nd) reinterpret_cast<uint4 *>(dst[d] + rr * ld)[e - rr * vec] = o;
-    }
-  }
-}
-
-/* Other rank counts: the same order and rounding, one vector at a time. */
-static __device__ __noinline__ void mk_beside_sum_any(uint16_t *const *dst, int nd, const uint16_t *const *src, int W,
-                                                      int rows, int cols, int64_t ld) {
-  const int vec = cols / 8;
-  for (int e = threadIdx.x; e < rows * vec; e += blockDim.x) {
-    const int rr = e / vec;
-    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    for (int p = 0; p < W; p++)
-      mk_fused_acc8(acc, __ldcg(reinterpret_cast<const uint4 *>(src[p] + rr * ld) + (e - rr * vec)));
-    const uint4 o = mk_fused_pack8(acc);
-    for (int d = 0; d < nd; d++) reinterpret_cast<uint4 *>(dst[d] + rr * ld)[e - rr * vec] = o;
-  }
-}
-
-static __device__ __forceinline__ void mk_beside_sum(uint16_t *const *dst, int nd, const uint16_t *const *src, int W,
-                                                     int rows, int cols, int64_t ld) {
-  switch (W) {
-    case 2: mk_beside_sum_w<2>(dst, nd, src, rows, cols, ld); break;
-    case 4: mk_beside_sum_w<4>(dst, nd, src, rows, cols, ld); break;
-    case 8: mk_beside_sum_w<8>(dst, nd, src, rows, cols, ld); break;
-    default: mk_beside_sum_any(dst, nd, src, W, rows, cols, ld);
-  }
-}
-
-/* One thread: wait until *p >= target (local memory; bounded, the error record as mk_wait_ge). */
-static __device__ __forceinline__ bool mk_beside_wait_local(const mk_dev_world &w, const uint64_t *p, uint64_t target,
-                                                         int op, int peer, int tile) {
-  uint64_t v = mk_ld_acquire_sys(p);
-  const uint64_t t0 = mk_globaltimer();
-  for (uint32_t it = 1; v < target; it++) {
-    v = mk_ld_acquire_sys(p);
-    if ((it & 31) == 0 && v < target) {
-      if (mk_aborted(w)) return false;
-      if (mk_globaltimer() - t0 > w.timeout_ns) {
-        mk_raise_timeout(w, op, peer, tile, target, v);
-        return false;
-      }
-    }
-  }
-  return true;
-}
-
 /* The comm kernel (see the top of the file); arrive: this launch tells the peers the call began. */
 static __global__ void __launch_bounds__(512) mk_beside_kernel(mk_beside b, int arrive) {
   __shared__ int slot[2];
@@ -214,9 +135,9 @@ static __global__ void __launch_bounds__(512) mk_beside_kernel(mk_beside b, int 
     if (threadIdx.x == 0) {
       if (kind == 0) {
         if (!(seen >> o & 1)) ok = mk_fused_wait_arrived(b.w, b.v, o, e, b.op), seen |= 1u << o;
-        ok = ok && mk_beside_wait_local(b.w, b.prog + g.idx(o, i, k), target, b.op, me, i);
+        ok = ok && mk_wait_ge_ptr(b.w, b.prog + g.idx(o, i, k), target, b.op, me, i, 0);
       } else if (kind == 1) {
-        ok = mk_beside_wait_local(b.w, b.prog + g.idx(me, i, k), target, b.op, me, i);
+        ok = mk_wait_ge_ptr(b.w, b.prog + g.idx(me, i, k), target, b.op, me, i, 0);
         for (int s = 0; s < W && ok; s++)
           if (s != me) ok = mk_wait_ge(b.w, b.pf + 8 * g.idx(s, i, k), e + 1, b.op, s, i);
       } else {
@@ -228,16 +149,18 @@ static __global__ void __launch_bounds__(512) mk_beside_kernel(mk_beside b, int 
       uint16_t *dst = mk_peer_ptr<uint16_t>(b.w, o, b.x) + ((int64_t)me * ms + r0) * n + c0;
       mk_beside_copy(dst, b.P + ((int64_t)o * ms + r0) * n + c0, rows, cols, n);
     } else if (kind == 1) {
+      /* the sum of the copy-engine mode's reduce (the same bits); AR: also into the next peer's Y, then copied from C
+         into the other peers' Y (each thread reads back only the vectors it stored) */
       const uint16_t *src[MK_FUSED_ARRIVE_SLOTS];
-      uint16_t *dst[MK_FUSED_ARRIVE_SLOTS];
       for (int s = 0; s < W; s++)
         src[s] = s == me ? b.P + ((int64_t)me * ms + r0) * n + c0
                          : mk_local_ptr<uint16_t>(b.w, b.x) + ((int64_t)s * ms + r0) * n + c0;
-      int nd = 1;
-      dst[0] = b.C + ((b.ar ? (int64_t)me * ms : 0) + r0) * n + c0;
-      for (int q = 0; b.ar && q < W; q++)
-        if (q != me) dst[nd++] = mk_peer_ptr<uint16_t>(b.w, q, b.y) + ((int64_t)me * ms + r0) * n + c0;
-      mk_beside_sum(dst, nd, src, W, rows, cols, n);
+      const int64_t off = (int64_t)me * ms + r0;
+      uint16_t *c = b.C + ((b.ar ? off : r0) * n + c0);
+      const uint64_t yo = b.y + (uint64_t)(off * n + c0) * 2; /* heap offset of these sums in Y */
+      uint16_t *y1 = b.ar ? mk_peer_ptr<uint16_t>(b.w, (me + 1) % W, yo) : nullptr;
+      mk_fused_reduce_block(c, src, W, rows, cols, n, y1, threadIdx.x, blockDim.x);
+      for (int j = 2; b.ar && j < W; j++) mk_beside_copy(mk_peer_ptr<uint16_t>(b.w, (me + j) % W, yo), c, rows, cols, n);
     } else {
       const int64_t off = ((int64_t)o * ms + r0) * n + c0;
       mk_beside_copy(b.C + off, mk_local_ptr<uint16_t>(b.w, b.y) + off, rows, cols, n);

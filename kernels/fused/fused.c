@@ -131,7 +131,7 @@ mk_status mk_fused_create_group(mk_comm_t *comm, int first, int n, unsigned ops,
     }
     if (op != MK_FUSED_AG_GEMM) MK_CHECK_GOTO(mk_fused_ce_stage(f, (mk_fused_op)op), st, fail);
     if (op != MK_FUSED_AG_GEMM && f->ce_p[op]) { /* beside mode's progress counters (beside.cuh), local */
-      const uint64_t rows = (uint64_t)cdiv(cdiv(max_m, f->world), 128) + 16; /* + a group's tile-rows */
+      const uint64_t rows = (uint64_t)cdiv(cdiv(max_m, f->world), 128) + 16; /* + a group (kGroupM = 16 tile-rows) */
       f->bs_nprog[op] = (uint64_t)f->world * rows * (uint64_t)cdiv(max_n, 256);
       MK_CUDA_CHECK_GOTO(cudaMalloc((void **)&f->bs_prog[op], 8 * f->bs_nprog[op]), st, fail);
     }

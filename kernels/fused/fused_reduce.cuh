@@ -683,7 +683,7 @@ static int mk_fused_beside(const mk_fused_t *f, mk_fused_op op, int64_t m, int64
   const int W = f->world, group_m = mk_gemm_config::kGroupM;
   const mk_fused_ws *ws = &f->ws[op];
   if (!mk_param_fused_beside() || op == MK_FUSED_AG_GEMM || f->nnodes != 1 || W < 2 || group_m % W || !ws->cex ||
-      !f->ce_p[op] || !f->ce_red || m % W || (m / W) % 128 || m > f->max_m || n > f->max_n)
+      !f->ce_p[op] || !f->ce_red || m % W || (m / W) % 128)
     return 0;
   const int cw = (int)((mk_param_fused_beside_cols() + 255) / 256 * 256);
   *g = mk_beside_make_geom(W, m, n, group_m, cw);

@@ -66,3 +66,15 @@ if [ "$PART" = c ]; then
     fop "rs_bs4_512$r" gemm_rs "2048 8192" 1 MK_FUSED_BESIDE_COLS=512
   done
 fi
+# part d (2 GPUs): after the review (the own part's sum through mk_fused_reduce_block, the copy-engine mode's reduce,
+#   instead of beside.cuh's own sum; the local waits through mk_wait_ge_ptr): the beside tests, and beside at 4 CTAs
+#   and 512-column slabs in turns with the defaults, once.
+#   MK_CALL_LIMIT=300 CTEST_ARGS="-R ^test_(fused_[a-z_0-9]*_2|moe_block)$" CTEST_TIMEOUT=120 CTEST_WALL=200 \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s31.sh d'
+if [ "$PART" = d ]; then
+  export STEP_GREP='^\[0\] (gemm_|\{)|^gemm|fused on|keeps the SM path|FAIL|rror'
+  fop ar_def gemm_ar "1024 4096" 0
+  fop ar_bs4_512 gemm_ar "1024 4096" 1 MK_FUSED_BESIDE_COLS=512
+  fop rs_def gemm_rs "2048 8192" 0
+  fop rs_bs4_512 gemm_rs "2048 8192" 1 MK_FUSED_BESIDE_COLS=512
+fi
