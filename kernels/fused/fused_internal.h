@@ -77,6 +77,7 @@ struct mk_fused {
   int rmap_next[3];
   int push_calls[3];   /* RS/AR calls launched in push mode (mk_fused_push_calls) */
   int beside_calls[3]; /* RS/AR calls launched in beside mode (mk_fused_beside_calls) */
+  int fold_calls[3];   /* RS/AR calls launched in fold mode (mk_fused_fold_calls) */
 };
 enum { MK_FUSED_RMAP_SLOTS = 4 };
 

@@ -45,7 +45,20 @@
  * finished pieces to the owners' staging X by peer copies, and mk_rs_ce_reduce_kernel sums
  * them after the GEMM; AR then pushes each owner's sums to every rank (two-shot). With
  * MK_FUSED_CE_OVERLAP=1 the sum runs beside the GEMM instead (mk_ce_overlap_reduce_kernel, on
- * its own stream and SMs, piece by piece as they arrive; the GEMM also counts the own rows). */
+ * its own stream and SMs, piece by piece as they arrive; the GEMM also counts the own rows).
+ * Fold mode (MK_FUSED_FOLD=1, one node group, whole 128-row tile-rows per owner, W dividing the
+ * GEMM's group of tile-rows): no role CTAs, no copy engines, no split-K. The GEMM walks the
+ * owners' rows one owner after the other from me + 1 (the copy-engine order) and its own rows
+ * last; it stores a peer's rows into the owner's PX (push mode) and flags each block there.
+ * When an own tile's warp has stored its rows, it waits for the peers' flags of the tile (set
+ * long before: every peer computed this rank's rows in an earlier phase of its own GEMM) and
+ * rewrites the rows as the rank-order sum: RS is complete when the GEMM is. AR: the sums also
+ * go to every peer's Y (its P[e & 1]: the partial is not stored in this mode), flagged per
+ * block, and the GEMM CTAs past their last tile copy the peers' sums Y -> C (the tail's
+ * gather). Reuse: PX as push mode (by epoch parity). Y of this rank is written by o's call e
+ * only after o saw this rank's call-e flags, i.e. after this rank's call e - 1 (its gather, the
+ * last reader) ended; the flags are epoch-valued. No cycle: a peer's tile waits for nothing, an
+ * own tile only for peers' tiles, which every CTA computes before its own ones. */
 #pragma once
 #include <cstring>
 
@@ -58,6 +71,7 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   static constexpr bool kAfterStore = true;
   static constexpr bool kRoles = true;
   static constexpr bool kTail = true;
+  static constexpr bool kWarpDone = true; /* fold mode's sums (warp_done) */
   mk_dev_world w;
   mk_fused_view v;
   uint16_t *out;     /* the rows this rank reduces: C [r1 - r0, N] */
@@ -91,6 +105,11 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   int bs;            /* beside mode (beside.cuh; with ce): count each tile in prog[o][i][k] of bsg */
   mk_beside_geom bsg;
   uint64_t *bs_prog; /* prog (local device memory) */
+  int fold;          /* fold mode (MK_FUSED_FOLD; with push, ce_seq, no role CTAs, no split-K): the GEMM walks the
+                        peers' rows first, pushing them into their owners' PX, and its own rows last; the epilogue of
+                        an own tile adds the peers' partials (waiting for their flags) in rank order and stores the
+                        sums into C (AR: and into every peer's P[e & 1], the sums' staging Y, flagged per block; the
+                        GEMM CTAs past their last tile copy the peers' sums Y -> C in the gather) */
   bool entered = false;
   mk_fused_trace tr;    /* MK_TRACE */
   int tn = 0;           /* per thread: events recorded */
@@ -132,8 +151,13 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
       const int o = (int)min(row / ms, (int64_t)v.W - 1);
       if (o != v.me)
         return mk_peer_ptr<uint16_t>(w, v.lp(o), pxbuf(mk_epoch(w, v.slot), v.me)) + (row - (int64_t)o * ms) * a.n;
+      if (fold) return own_row(row);
     }
     return a.C + (ce ? 0 : (mk_epoch(w, v.slot) & 1) * (pbytes / 2)) + row * a.n;
+  }
+  /* Fold mode: where own row `row` of the sum goes (RS: out = C [ms, N]; AR: the whole C). */
+  __device__ __forceinline__ uint16_t *own_row(int64_t row) const {
+    return op == MK_OP_GEMM_AR ? c_all + row * n : out + (row - (int64_t)v.me * ms) * n;
   }
   __device__ __forceinline__ void before_load(const mk_gemm_tile &) {
     if (entered) return;
@@ -151,6 +175,10 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
       ce_progress(t);
       return;
     }
+    if (fold) {
+      fold_publish(t);
+      return;
+    }
     const int tm = t.m0 / 128;
     const uint64_t e1 = mk_epoch(w, v.slot) + 1;
     __threadfence_system(); /* one fence for every flag of the tile (mk_st_relaxed_sys) */
@@ -159,6 +187,85 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
       if (p != v.me && !all_read && p * ms >= t.m_end) continue;
       for (int cb = t.n0 / 128; cb * 128 < t.n_end; cb++)
         mk_st_relaxed_sys(mk_peer_ptr<uint64_t>(w, v.lp(p), flag(v.me, tm, cb)), e1);
+    }
+  }
+
+  /* Fold mode, the signaller: a peer's tile (in the owner's PX) flagged on its owner; AR: an own tile's sums (in
+   * every peer's Y) flagged on every peer (flag(me, tm, cb) there: a block of this rank's rows, which no producer
+   * flags on a peer in this mode). RS's own tiles are final in C: nobody waits for them. */
+  __device__ __forceinline__ void fold_publish(const mk_gemm_tile &t) const {
+    const int o = (int)(t.m0 / ms), tm = t.m0 / 128;
+    if (o == v.me && op != MK_OP_GEMM_AR) return;
+    const uint64_t e1 = mk_epoch(w, v.slot) + 1;
+    __threadfence_system(); /* one fence for every flag of the tile */
+    for (int q = 0; q < v.W; q++) {
+      if (q == v.me || (o != v.me && q != o)) continue;
+      for (int cb = t.n0 / 128; cb * 128 < t.n_end; cb++)
+        mk_st_relaxed_sys(mk_peer_ptr<uint64_t>(w, v.lp(q), flag(v.me, tm, cb)), e1);
+    }
+  }
+  /* Fold mode, every lane of a consumer warp after it stored rows [rb, rb + 16) of tile t: for an own tile, wait
+   * for the W - 1 peers' flags of the tile's 128-column blocks (one lane each), then rewrite those rows of C as the
+   * sum in rank order of the W partials (its own as stored, bf16; the peers' from PX) in fp32: the bits of
+   * mk_fused_reduce_block, so of every other mode. AR: the sums also go to every peer's Y. A failed wait (recorded)
+   * leaves the rows as they are. */
+  __device__ __forceinline__ void warp_done(const mk_gemm_args &, const mk_gemm_tile &t, int64_t rb, int lane) {
+    if (fold && t.m0 / ms == v.me) fold_rows(t, rb, lane);
+  }
+  __device__ __forceinline__ void fold_rows(const mk_gemm_tile &t, int64_t rb, int lane) {
+    const uint64_t e = mk_epoch(w, v.slot);
+    const int tm = t.m0 / 128, cb0 = t.n0 / 128, nb = (t.n_end - t.n0 + 127) / 128;
+    int ok = 1;
+    if (lane < (v.W - 1) * nb) {
+      const int p = lane / nb + (lane / nb >= v.me), cb = cb0 + lane % nb;
+      ok = mk_wait_ge(w, flag(p, tm, cb), e + 1, op, p, tm * ncb + cb);
+    }
+    if (!__all_sync(0xffffffffu, ok)) return;
+    __syncwarp(); /* the waiting lanes' acquire, and the warp's stores of the tile, before every lane's loads */
+    const int64_t r1 = min(rb + 16, (int64_t)t.m_end);
+    if (r1 <= rb) return;
+    fold_sum<4>(t, rb, r1, lane, e); /* W = 2 or 4 (mk_fused_fold); one instantiation: a second one (W = 2 with
+                                        16 loads in flight, or W = 8) made ptxas spill kilobytes in the GEMM kernel */
+  }
+  /* Rows [rb, r1) of tile t's columns, 16-byte chunks lane, lane + 32, ...; U = 16 / kW chunks a lane with all of
+   * their W loads in flight (16 at W = kW). kW >= W. */
+  template <int kW>
+  __device__ __forceinline__ void fold_sum(const mk_gemm_tile &t, int64_t rb, int64_t r1, int lane, uint64_t e) {
+    constexpr int U = 16 / kW;
+    const int W = v.W, me = v.me, cpr = (t.n_end - t.n0) / 8, total = (int)(r1 - rb) * cpr;
+    const int64_t own0 = (int64_t)me * ms;
+    /* source p of element offset o (from row own0, column 0): PX[e & 1][p] for a peer, C's own rows for this rank */
+    const uint16_t *src[kW];
+    const uint16_t *px0 = mk_local_ptr<uint16_t>(w, pxbuf(e, 0));
+    uint16_t *own = own_row(own0);
+#pragma unroll
+    for (int p = 0; p < kW; p++) src[p] = p == me ? own : px0 + (int64_t)p * ms * n;
+    const bool ar = op == MK_OP_GEMM_AR;
+    for (int base = lane; base < total; base += 32 * U) {
+      uint4 x[U][kW];
+#pragma unroll
+      for (int u = 0; u < U; u++) {
+        const int k = base + u * 32;
+        const int64_t o = (rb - own0 + k / cpr) * n + t.n0 + (int64_t)(k % cpr) * 8;
+#pragma unroll
+        for (int p = 0; p < kW; p++)
+          if (k < total && p < W) x[u][p] = __ldcg(reinterpret_cast<const uint4 *>(src[p] + o));
+      }
+#pragma unroll
+      for (int u = 0; u < U; u++) {
+        const int k = base + u * 32;
+        if (k >= total) break;
+        const int64_t o = (rb - own0 + k / cpr) * n + t.n0 + (int64_t)(k % cpr) * 8;
+        float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+#pragma unroll
+        for (int p = 0; p < kW; p++)
+          if (p < W) mk_fused_acc8(acc, x[u][p]);
+        const uint4 sum = mk_fused_pack8(acc);
+        *reinterpret_cast<uint4 *>(own + o) = sum;
+        for (int q = 0; ar && q < W; q++)
+          if (q != me)
+            *reinterpret_cast<uint4 *>(mk_peer_ptr<uint16_t>(w, v.lp(q), pbuf(e)) + own0 * n + o) = sum;
+      }
     }
   }
 
@@ -214,7 +321,8 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
     const uint64_t epoch = mk_epoch(w, v.slot);
     int *box = reinterpret_cast<int *>(smem);
     c.sync(); /* after a split-K slice without a store, the other warpgroup may still read the ring */
-    if (reduce(c, 0, 1, epoch, box) && two) gather(c, 0, 1, epoch, box);
+    if (fold) gather(c, 0, 1, epoch, box); /* AR fold: the peers' sums Y -> C */
+    else if (reduce(c, 0, 1, epoch, box) && two) gather(c, 0, 1, epoch, box);
   }
 
   /* The task hand-over of a crew: its thread 0 takes the next task of queue q (0 reduce, 1 gather):
@@ -298,9 +406,11 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
    * = epoch + 1 here. That flag index is free on this rank for a row block of o: with whole
    * 128-row tile-rows per owner (the mode's condition), producers flag a block only on its
    * owner and on themselves. Gather waits depend on the owners' reduce CTAs, which depend only
-   * on GEMM tiles: no cycle between CTAs or ranks. */
+   * on GEMM tiles: no cycle between CTAs or ranks. Fold mode: o's epilogue pushed its sums into
+   * this rank's own P[e & 1] (Y) and flagged them here; the copy is local (the own rows' group of
+   * the GEMM's order, group_m, not perm_q's). */
   __device__ bool gather(const mk_crew &c, int first, int stride, uint64_t epoch, int *box) {
-    const int ntm = (int)(ms / 128), O = v.W - 1, gm = perm_q ? group_m / v.W : group_m, total = ntm * ncb * O;
+    const int ntm = (int)(ms / 128), O = v.W - 1, gm = perm_q && !fold ? group_m / v.W : group_m, total = ntm * ncb * O;
     const uint64_t pb = pbuf(epoch);
     int next = first;
     auto owner = [&](int u) { return (v.me + 1 + u % O) % v.W; };
@@ -319,7 +429,8 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
       int64_t r0, r1, c0;
       int cols;
       block_span(tm, cb, o * ms, (o + 1) * ms, &r0, &r1, &c0, &cols);
-      const uint16_t *src = mk_peer_ptr<uint16_t>(w, v.lp(o), pb) + r0 * n + c0;
+      /* fold: o pushed its sums into this rank's Y (P[e & 1]) */
+      const uint16_t *src = (fold ? mk_local_ptr<uint16_t>(w, pb) : mk_peer_ptr<uint16_t>(w, v.lp(o), pb)) + r0 * n + c0;
       const uint64_t t1 = tr.buf ? mk_globaltimer() : 0;
       mk_fused_reduce_block(c_all + r0 * n + c0, &src, 1, (int)(r1 - r0), cols, n, nullptr, c.t, c.n);
       trace_task(c, MK_TRACE_SEND, t0, t1);
@@ -725,9 +836,10 @@ template <int kOp>
 static mk_status mk_reduce_launch(mk_fused_t *f, const mk_fused_args *a, uint16_t *out, cudaStream_t stream) {
   const mk_fused_op fop = (mk_fused_op)kOp;
   mk_beside_geom bg;
-  const int beside = mk_fused_beside(f, fop, a->m, a->n, &bg);
-  const int two = !beside && kOp == MK_FUSED_GEMM_AR && mk_fused_ar_two_shot(f, a->m, a->n);
-  const int all_read = kOp == MK_FUSED_GEMM_AR && !two && !beside;
+  const int fold = mk_fused_fold(f, fop, a->m, a->n);
+  const int beside = !fold && mk_fused_beside(f, fop, a->m, a->n, &bg);
+  const int two = !fold && !beside && kOp == MK_FUSED_GEMM_AR && mk_fused_ar_two_shot(f, a->m, a->n);
+  const int all_read = kOp == MK_FUSED_GEMM_AR && !two && !beside && !fold;
   const mk_fused_ws *ws = &f->ws[fop];
   mk_reduce_policy<kOp> p;
   p.w = f->w;
@@ -742,21 +854,24 @@ static mk_status mk_reduce_launch(mk_fused_t *f, const mk_fused_args *a, uint16_
   p.tiles_m = (int)((a->m + 127) / 128);
   p.op = fop == MK_FUSED_GEMM_RS ? MK_OP_GEMM_RS : MK_OP_GEMM_AR;
   p.all_read = all_read;
-  p.ce = beside || mk_fused_rs_ce_mode(f, fop, a->m, a->n);
+  p.ce = !fold && (beside || mk_fused_rs_ce_mode(f, fop, a->m, a->n));
+  p.fold = fold;
   p.bs = beside, p.bsg = bg, p.bs_prog = f->bs_prog[fop];
   p.ce_cnt = ws->ce + mk_fused_ce_cnt_off();
   p.ce_own = 0;
-  p.push = !p.ce && !all_read && ws->px && mk_param_fused_push(); /* px: one node group only */
-  f->push_calls[fop] += p.push;
+  p.push = fold || (!p.ce && !all_read && ws->px && mk_param_fused_push()); /* px: one node group only */
+  f->push_calls[fop] += p.push && !fold;
   f->beside_calls[fop] += beside;
+  f->fold_calls[fop] += fold;
   p.px = ws->px, p.pxbytes = ws->pxbytes;
-  p.reducers = p.ce ? 0 : mk_fused_ctas(f, fop, a);
+  p.reducers = p.ce || fold ? 0 : mk_fused_ctas(f, fop, a);
   if (two && p.reducers < 2) p.reducers = 2;
   p.two = two ? p.reducers / 2 : 0; /* as many gather CTAs as reduce CTAs: each moves (W - 1) blocks per own block */
   p.role_ctas = p.reducers + (f->nnodes > 1 ? 1 : 0);
   if (mk_param_fused_reduce_tma() && p.reducers && f->nnodes == 1 && f->world <= MK_MAX_LOCAL && !two && !p.push)
     p.rmap = mk_fused_rmaps(f, fop, a->m, a->n, std::max(8, 128 / f->world), stream);
   p.claims = mk_param_fused_tail() && !p.ce && !p.rmap && p.reducers ? f->claims + 2 * kOp : NULL;
+  if (fold) p.claims = kOp == MK_FUSED_GEMM_AR ? f->claims + 2 * kOp : NULL; /* AR: the tail's gather tasks */
   p.pbytes = ws->pbytes;
   p.perm_q = (!all_read || p.ce) && p.ms % 128 == 0 && p.tiles_m % f->world == 0 && p.group_m % f->world == 0
                  ? p.tiles_m / f->world : 0;
@@ -777,13 +892,14 @@ static mk_status mk_reduce_launch(mk_fused_t *f, const mk_fused_args *a, uint16_
     p.ce_own = 1;
     grid = f->sms - nred;
   }
-  p.ce_seq = p.ce && !beside && p.perm_q && mk_fused_ce_seq(f);
+  p.ce_seq = p.perm_q && (fold || (p.ce && !beside && mk_fused_ce_seq(f))); /* fold: own rows last */
   if (p.ce_seq && p.perm_q < p.group_m) p.group_m = p.perm_q; /* a group per owner: owners finish one by one */
   p.ce_rows = mk_fused_rs_ce_rows(p.ms, p.ce_seq); /* the pushes (mk_fused_rs_ce_push) count the same pieces */
   p.ce_np = (int)((p.ms + p.ce_rows - 1) / p.ce_rows);
   /* Split-K of the last wave (256-wide tiles) where the core's model says it pays (not in
-   * copy-engine mode: its progress counters count each tile once). */
-  g.split_tiles = p.ce ? 0 : (int)mk_gemm_split_plan(g, grid, (int)mk_param_fused_split_k(), 0, &g.splits);
+   * copy-engine mode: its progress counters count each tile once; not in fold mode: an own
+   * tile's epilogue sums its partial, whole). */
+  g.split_tiles = p.ce || fold ? 0 : (int)mk_gemm_split_plan(g, grid, (int)mk_param_fused_split_k(), 0, &g.splits);
   const size_t parts = g.split_tiles ? (size_t)(g.splits - 1) * g.split_tiles : 0;
   if (g.split_tiles && f->split_ws[fop] && parts * 2 * 4 <= MK_FUSED_SPLIT_FLAG_BYTES &&
       parts * mk_gemm_config::kBM * 256 * 4 <= f->split_bytes) {

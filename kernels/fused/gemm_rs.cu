@@ -7,6 +7,18 @@
  * after the GEMM (correctness path). */
 #include "kernels/fused/fused_reduce.cuh"
 
+/* GEMM+RS / GEMM+AR fold mode (fused_reduce.cuh): 1 = wherever it applies, 0 = off. */
+MK_PARAM_INT(fused_fold, "FUSED_FOLD", 0, 0, 1)
+
+extern "C" int mk_fused_fold(const mk_fused_t *f, mk_fused_op op, int64_t m, int64_t n) {
+  (void)n;
+  if (!f || (unsigned)op > MK_FUSED_GEMM_AR || op == MK_FUSED_AG_GEMM || !f->ws[op].ready || !mk_param_fused_fold())
+    return 0;
+  /* the owners' rows whole 128-row tile-rows, W dividing the group of tile-rows (the owner-by-owner order), PX */
+  return f->nnodes == 1 && (f->world == 2 || f->world == 4) && f->ws[op].px &&
+         m % f->world == 0 && (m / f->world) % 128 == 0;
+}
+
 extern "C" mk_status mk_fused_preload_rs(void) { return mk_reduce_preload<MK_FUSED_GEMM_RS>(); }
 
 extern "C" mk_status mk_gemm_rs(mk_fused_t *f, const mk_fused_args *a, mk_stream_t stream) {

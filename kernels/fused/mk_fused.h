@@ -140,6 +140,14 @@ int mk_fused_reduce_tma_shapes(const mk_fused_t *f, mk_fused_op op);
 int mk_fused_push_calls(const mk_fused_t *f, mk_fused_op op);
 /* RS/AR calls of this handle that ran in beside mode (MK_FUSED_BESIDE: the reduction on SMs beside the GEMM). */
 int mk_fused_beside_calls(const mk_fused_t *f, mk_fused_op op);
+/* 1 when a GEMM+RS / GEMM+AR call at M x N on this handle runs in fold mode (MK_FUSED_FOLD=1, fused_reduce.cuh: the
+ * GEMM computes the peers' rows first and pushes them to their owners, its own rows last, and sums the peers'
+ * partials into its own tiles in their epilogue; AR pushes the sums to every rank from there too): one node group,
+ * W = 2 or 4, M a multiple of 128 W, the push staging allocated. It takes precedence over every other mode of
+ * the op (mk_fused_uses_ce and mk_fused_ar_two_shot answer 0 there). */
+int mk_fused_fold(const mk_fused_t *f, mk_fused_op op, int64_t m, int64_t n);
+/* RS/AR calls of this handle that ran in fold mode. */
+int mk_fused_fold_calls(const mk_fused_t *f, mk_fused_op op);
 
 /* Phase stamps of GEMM+AR's small-M path (opt-in; mk-bench gemm_ar --breakdown). With
  * mk_fused_ar_profile(f, 1) (allocates; 0 turns it off) every later small-M call zeroes the

@@ -29,6 +29,7 @@
  *     // optional (defaults in mk_gemm_hooks_default):
  *     __device__ uint16_t *out_row(const mk_gemm_args &a, int64_t row) const;  // where row of C goes
  *     static constexpr bool kOutAlso;  template <class V> __device__ void out_also(a, row, p, v) const;
+ *     static constexpr bool kWarpDone;  __device__ void warp_done(a, t, rb, lane);
  *     static constexpr bool kRoles;  int role_ctas, compute_ctas;
  *     __device__ void run_role(int i, uint8_t *smem, int smem_bytes);
  *     static constexpr bool kTail;   __device__ void tail(uint8_t *smem, int smem_bytes);
@@ -58,6 +59,12 @@
  * - out_also(a, row, p, v) (kOutAlso): called by the storing thread right after each store of the
  *   epilogue, v (a 16-byte uint4 staged, a 4-byte __nv_bfloat162 direct) just stored at p in row `row`
  *   (< m_end); lets a fused op store the same bytes elsewhere too (the MoE's rows to every rank).
+ * - warp_done(a, t, rb, lane) (kWarpDone): called by every lane of a consumer warp that stored rows
+ *   [rb, rb + 16) of tile t (not an idle warpgroup), after those stores and before the tile's hand-over
+ *   to after_store; its accumulators are dead there. The warp's own stores are visible to it after a
+ *   __syncwarp (the staged store ends with one). Lets a fused op rework the rows it just stored (GEMM+RS /
+ *   GEMM+AR's fold: the peers' partials added, fused_reduce.cuh); what it stores is published by
+ *   after_store like the tile's own stores.
  * - Roles (kRoles): the launch adds role_ctas CTAs after the compute_ctas GEMM CTAs (the launch
  *   sets compute_ctas); CTA compute_ctas + i calls run_role(i, smem, bytes) with the whole
  *   dynamic shared memory and no GEMM work, then exits. All CTAs are co-resident (the total
@@ -405,10 +412,14 @@ struct mk_gemm_hooks_default {
   static constexpr bool kTrigger = false; /* true: every CTA lets the stream's next kernel, launched with
                                              mk_gemm_args.pdl, start at once (griddepcontrol.launch_dependents) */
   static constexpr bool kOutAlso = false; /* true: out_also after every store of the epilogue */
+  static constexpr bool kWarpDone = false; /* true: warp_done after each consumer warp's stores of a tile */
   int role_ctas = 0, compute_ctas = 0;
   __device__ __forceinline__ uint16_t *out_row(const mk_gemm_args &a, int64_t row) const { return a.C + row * a.n; }
   template <class V>
   __device__ __forceinline__ void out_also(const mk_gemm_args &, int64_t, uint16_t *, const V &) const {}
+  /* One consumer warp (lane `lane`) has stored its 16 rows [rb, rb + 16) of tile t (before the hand-over to
+   * after_store); its accumulators are dead here, so the hook has the registers. */
+  __device__ __forceinline__ void warp_done(const mk_gemm_args &, const mk_gemm_tile &, int64_t, int) {}
   __device__ __forceinline__ void run_role(int, uint8_t *, int) {}
   __device__ __forceinline__ void tail(uint8_t *, int) {}
   __device__ __forceinline__ bool join() const { return true; } /* dynamic claims: this CTA claims units */
@@ -736,6 +747,9 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
           }
         }
       }
+      }
+      if constexpr (Policy::kWarpDone) {
+        if (!idle) policy.warp_done(args, t, t.m0 + cw * 64 + warp * 16, lane);
       }
       if (Policy::kAfterStore) { /* hand the tile to the signaller; wait only if it is two tiles behind */
         mbar_wait(&pub_empty[pj & 1], ((pj >> 1) & 1) ^ 1);

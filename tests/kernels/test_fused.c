@@ -4,7 +4,8 @@
  * beside the GEMM), then calls that alternate SM roles, overlapped and plain copy engines; rs_tma,
  * ar_tma, rs_tail, ar_tail, rs_push, ar_push: SM roles with a reducer variant, bits compared with the plain one;
  * rs_beside, ar_beside: the reduction on SMs beside the GEMM (MK_FUSED_BESIDE=1) at the round shapes, the
- * copy-engine mode at the others, bits compared between the two at the round shape;
+ * copy-engine mode at the others, bits compared between the two at the round shape; rs_fold, ar_fold: the same with
+ * fold mode (MK_FUSED_FOLD=1: the peers' partials summed in the own tiles' epilogue);
  * ag_auto, rs_auto, ar_auto: the variable as the environment has it, by
  * default the mode chosen by shape, so that with low MK_FUSED_{RS,AR}_CE_MIN_MB (AG: MK_FUSED_AG_CE_MIN_N) the shapes
  * below run some calls on either path) on fresh
@@ -131,19 +132,21 @@ int main(int argc, char **argv) {
                                            (op != MK_FUSED_AG_GEMM && (!strcmp(opname + 2, "_ceov") || !strcmp(opname + 2, "_tma") ||
                                                                       !strcmp(opname + 2, "_tail") ||
                                                                       !strcmp(opname + 2, "_push") ||
-                                                                      !strcmp(opname + 2, "_beside"))) ||
+                                                                      !strcmp(opname + 2, "_beside") ||
+                                                                      !strcmp(opname + 2, "_fold"))) ||
                                            (op == MK_FUSED_GEMM_AR && !strcmp(opname + 2, "_two"))))
       x.op = op;
   if (x.op < 0)
     MK_TEST_FAIL_("usage: test_fused ag|rs|ar[_ce|_auto], rs|ar_ceov, rs|ar_tma, rs|ar_tail, rs|ar_push, rs|ar_beside, "
-                  "ar_two (got '%s')",
+                  "rs|ar_fold, ar_two (got '%s')",
                   opname);
   const char *ce_env = envs[x.op];
   /* *_beside: the reduction on SMs beside the GEMM (MK_FUSED_BESIDE=1) where it applies (M a multiple of 128 W:
    * the round shapes), bits compared with the copy-engine mode (its staging, = 1), which the other shapes run. */
-  const int beside = !strcmp(opname + 2, "_beside");
-  const int ov = !strcmp(opname + 2, "_ceov"), ce = ov || beside || !strcmp(opname + 2, "_ce");
+  const int beside = !strcmp(opname + 2, "_beside"), fold = !strcmp(opname + 2, "_fold");
+  const int ov = !strcmp(opname + 2, "_ceov"), ce = ov || beside || fold || !strcmp(opname + 2, "_ce");
   if (beside) setenv("MK_FUSED_BESIDE", "1", 1);
+  if (fold) setenv("MK_FUSED_FOLD", "1", 1);
   /* ar_two: the two-shot on SM roles wherever it applies (M a multiple of 128 W: the round
    * shapes; the odd ones run one-shot between them, so the modes' flags interleave). */
   const int two = !strcmp(opname + 2, "_two");
@@ -168,6 +171,7 @@ int main(int argc, char **argv) {
                         : tail   ? "MK_FUSED_TAIL"
                         : push   ? "MK_FUSED_PUSH"
                         : beside ? "MK_FUSED_BESIDE"
+                        : fold   ? "MK_FUSED_FOLD"
                                  : NULL;
   mk_test_require_gpus(2);
   ASSERT_OK(mk_comm_create(&x.c));
@@ -234,8 +238,12 @@ int main(int argc, char **argv) {
       mk_param_reset_cache();
       poison(&x, &shapes[i]);
       ASSERT_OK(call(&x, &shapes[i]));
-      const char *on = tma ? "TMA reducers" : tail ? "GEMM CTAs join the reducers" : beside ? "beside" : "push";
-      const char *off = tma ? "register reducers" : tail ? "role CTAs alone" : beside ? "copy engines" : "pull";
+      const char *on = tma      ? "TMA reducers"
+                       : tail   ? "GEMM CTAs join the reducers"
+                       : beside ? "beside"
+                       : fold   ? "fold"
+                                : "push";
+      const char *off = tma ? "register reducers" : tail ? "role CTAs alone" : beside || fold ? "copy engines" : "pull";
       check(&x, &shapes[i], t ? on : off);
       h[t] = c_hash(&x, &shapes[i]);
     }
@@ -254,9 +262,17 @@ int main(int argc, char **argv) {
     printf("rank %d: %d calls in beside mode\n", x.me, n);
     ASSERT_TRUE(n > 0);
   }
+  if (fold) { /* as beside: fold from here on, where it applies (shape 1), and it did run there */
+    setenv("MK_FUSED_FOLD", "1", 1);
+    mk_param_reset_cache();
+    const int n = mk_fused_fold_calls(x.f, (mk_fused_op)x.op);
+    printf("rank %d: %d calls in fold mode\n", x.me, n);
+    ASSERT_TRUE(n > 0 && mk_fused_fold(x.f, (mk_fused_op)x.op, shapes[1].m, shapes[1].n) &&
+                !mk_fused_fold(x.f, (mk_fused_op)x.op, shapes[0].m, shapes[0].n));
+  }
 
   /* 100 back-to-back calls (no host synchronisation between them), then the check. */
-  const shape *sh = &shapes[two || beside ? 1 : 0];
+  const shape *sh = &shapes[two || beside || fold ? 1 : 0];
   if (two) ASSERT_TRUE(mk_fused_ar_two_shot(x.f, sh->m, sh->n) && !mk_fused_ar_two_shot(x.f, shapes[0].m, shapes[0].n));
   x.inplace = 0;
   prepare(&x, sh, 7);

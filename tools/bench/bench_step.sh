@@ -4,6 +4,8 @@
 #   step NAME SECONDS COMMAND...   runs COMMAND under timeout into $RES/NAME.log (skipped when
 #                                  fewer than 15 s are left, clipped to what is left), then prints
 #                                  its rc and the lines of the log matching $STEP_GREP (last $TAIL).
+#   fused_op NAME OP "MS" [VAR=VALUE...]  one `mk-bench OP --interleave --seed 7` at the M list MS under $G ranks with
+#                                  the environment VAR=VALUE, JSON into $RES/NAME.json.
 #   moe NAME SHAPES [VAR=VALUE...] [-- ARGS...]  one `mk-bench moe --breakdown --seed 7` of SHAPES under $G
 #                                  ranks with the environment VAR=VALUE, JSON into $RES/NAME.json.
 #   moe_turns PREFIX SHAPES VAR A B  `moe` of SHAPES with VAR=A, VAR=B, then both again (PREFIX_A, PREFIX_B, PREFIX_Ab,
@@ -40,6 +42,13 @@ step() {
   timeout "$t" "$@" > "$RES/$name.log" 2>&1
   echo "$name rc=$? at $(( $(date +%s) - T0 )) s"
   grep -E "$STEP_GREP" "$RES/$name.log" | grep -v autotune | tail -"${TAIL:-16}"
+}
+fused_op() { # NAME OP "MS" [VAR=VALUE...]: one mk-bench OP (ag_gemm, gemm_rs, gemm_ar) --interleave --seed 7 at the
+  local name=$1 op=$2 ms=$3 args=() # M list MS under $G ranks with the environment VAR=VALUE, JSON into $RES/NAME.json
+  shift 3
+  for m in $ms; do args+=(--m "$m"); done
+  TAIL=8 step "$name" 60 env "$@" mk-launch -n "$G" -- mk-bench "$op" "${args[@]}" --interleave --seed 7 \
+    --json "$RES/$name.json"
 }
 moe() {
   local name=$1 shapes=$2 envs=() extra=()

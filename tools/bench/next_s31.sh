@@ -11,12 +11,8 @@
 #     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s31.sh a'
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-a}
-fop() { # NAME OP MS BESIDE [VAR=VALUE...]: one mk-bench OP --interleave at the M list MS with MK_FUSED_BESIDE=BESIDE
-  local name=$1 op=$2 ms=$3 bs=$4 args=()
-  shift 4
-  for m in $ms; do args+=(--m "$m"); done
-  TAIL=8 step "$name" 60 env MK_FUSED_BESIDE="$bs" "$@" mk-launch -n "$G" -- mk-bench "$op" "${args[@]}" \
-    --interleave --seed 7 --json "$RES/$name.json"
+fop() { # NAME OP MS BESIDE [VAR=VALUE...]: fused_op with MK_FUSED_BESIDE=BESIDE
+  fused_op "$1" "$2" "$3" MK_FUSED_BESIDE="$4" "${@:5}"
 }
 if [ "$PART" = a ]; then
   export STEP_GREP='^\[0\] (gemm_|\{)|^gemm|fused on|keeps the SM path|FAIL|rror'

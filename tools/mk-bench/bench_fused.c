@@ -330,7 +330,10 @@ static int bench_fused(mk_fused_op op, int argc, char **argv) {
       MK_CHECK_GOTO(time_all(&x, &o, run_fused, s, &tf), st, fail);
       MK_CHECK_GOTO(rel_err_all(&x, s, &err_f), st, fail);
     }
-    if (x.me == 0 && mk_fused_uses_ce(x.f, op, x.m, n))
+    if (x.me == 0 && mk_fused_fold(x.f, op, x.m, n))
+      printf("  %s M=%lld: fused in fold mode (MK_FUSED_FOLD; own rows last, the peers' partials summed in their "
+             "epilogue; no comm CTAs)\n", x.name, (long long)x.m);
+    else if (x.me == 0 && mk_fused_uses_ce(x.f, op, x.m, n))
       printf("  %s M=%lld: fused on copy engines (MK_FUSED_%s_COPY; no comm CTAs)\n", x.name, (long long)x.m,
              op == MK_FUSED_AG_GEMM ? "AG" : op == MK_FUSED_GEMM_RS ? "RS" : "AR");
     else if (x.me == 0 && op == MK_FUSED_GEMM_AR && mk_fused_ar_two_shot(x.f, x.m, n))
