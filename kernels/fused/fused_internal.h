@@ -122,6 +122,7 @@ mk_status mk_fused_ce_join(mk_fused_t *f, mk_stream_t stream);
  * begin = flag resets, arrival, fork (before the GEMM); push = the side stream's work (enqueued
  * after the GEMM's launch, runs beside it); then the reduce kernel and mk_fused_ce_join. */
 int mk_fused_rs_ce_mode(const mk_fused_t *f, mk_fused_op op, int64_t m, int64_t n);
+int64_t mk_param_fused_fold_debug(void); /* gemm_rs.cu: MK_FUSED_FOLD_DEBUG */
 mk_status mk_fused_ce_stage(mk_fused_t *f, mk_fused_op op);
 mk_status mk_fused_rs_ce_begin(mk_fused_t *f, mk_fused_op op, const mk_fused_args *a, mk_stream_t stream);
 /* seq: the GEMM walks the owners one after the other (mk_fused_ce_seq): push owner by owner. */

@@ -105,6 +105,8 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   int bs;            /* beside mode (beside.cuh; with ce): count each tile in prog[o][i][k] of bsg */
   mk_beside_geom bsg;
   uint64_t *bs_prog; /* prog (local device memory) */
+  int fold_dbg;      /* MK_FUSED_FOLD_DEBUG (timing only, wrong results): 1 no sums (AR: no gather), 2 the peers'
+                        rows stored into this rank's own P, 4 no fence and flags (and no sums) */
   int fold;          /* fold mode (MK_FUSED_FOLD; with push, ce_seq, no role CTAs, no split-K): the GEMM walks the
                         peers' rows first, pushing them into their owners' PX, and its own rows last; the epilogue of
                         an own tile adds the peers' partials (waiting for their flags) in rank order and stores the
@@ -149,6 +151,7 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   __device__ __forceinline__ uint16_t *out_row(const mk_gemm_args &a, int64_t row) const {
     if (push) {
       const int o = (int)min(row / ms, (int64_t)v.W - 1);
+      if (o != v.me && fold && (fold_dbg & 2)) return mk_local_ptr<uint16_t>(w, pbuf(mk_epoch(w, v.slot))) + row * a.n;
       if (o != v.me)
         return mk_peer_ptr<uint16_t>(w, v.lp(o), pxbuf(mk_epoch(w, v.slot), v.me)) + (row - (int64_t)o * ms) * a.n;
       if (fold) return own_row(row);
@@ -195,7 +198,7 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
    * flags on a peer in this mode). RS's own tiles are final in C: nobody waits for them. */
   __device__ __forceinline__ void fold_publish(const mk_gemm_tile &t) const {
     const int o = (int)(t.m0 / ms), tm = t.m0 / 128;
-    if (o == v.me && op != MK_OP_GEMM_AR) return;
+    if ((o == v.me && op != MK_OP_GEMM_AR) || (fold_dbg & 4)) return;
     const uint64_t e1 = mk_epoch(w, v.slot) + 1;
     __threadfence_system(); /* one fence for every flag of the tile */
     for (int q = 0; q < v.W; q++) {
@@ -210,7 +213,7 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
    * mk_fused_reduce_block, so of every other mode. AR: the sums also go to every peer's Y. A failed wait (recorded)
    * leaves the rows as they are. */
   __device__ __forceinline__ void warp_done(const mk_gemm_args &, const mk_gemm_tile &t, int64_t rb, int lane) {
-    if (fold && t.m0 / ms == v.me) fold_rows(t, rb, lane);
+    if (fold && !(fold_dbg & 5) && t.m0 / ms == v.me) fold_rows(t, rb, lane);
   }
   __device__ __forceinline__ void fold_rows(const mk_gemm_tile &t, int64_t rb, int lane) {
     const uint64_t e = mk_epoch(w, v.slot);
@@ -871,7 +874,8 @@ static mk_status mk_reduce_launch(mk_fused_t *f, const mk_fused_args *a, uint16_
   if (mk_param_fused_reduce_tma() && p.reducers && f->nnodes == 1 && f->world <= MK_MAX_LOCAL && !two && !p.push)
     p.rmap = mk_fused_rmaps(f, fop, a->m, a->n, std::max(8, 128 / f->world), stream);
   p.claims = mk_param_fused_tail() && !p.ce && !p.rmap && p.reducers ? f->claims + 2 * kOp : NULL;
-  if (fold) p.claims = kOp == MK_FUSED_GEMM_AR ? f->claims + 2 * kOp : NULL; /* AR: the tail's gather tasks */
+  p.fold_dbg = fold ? (int)mk_param_fused_fold_debug() : 0;
+  if (fold) p.claims = kOp == MK_FUSED_GEMM_AR && !(p.fold_dbg & 5) ? f->claims + 2 * kOp : NULL; /* AR: the gather */
   p.pbytes = ws->pbytes;
   p.perm_q = (!all_read || p.ce) && p.ms % 128 == 0 && p.tiles_m % f->world == 0 && p.group_m % f->world == 0
                  ? p.tiles_m / f->world : 0;

@@ -9,6 +9,8 @@
 
 /* GEMM+RS / GEMM+AR fold mode (fused_reduce.cuh): 1 = wherever it applies, 0 = off. */
 MK_PARAM_INT(fused_fold, "FUSED_FOLD", 0, 0, 1)
+/* Fold mode's parts left out, to time them (wrong results): 1 no sums, 2 the peers' rows kept local, 4 no flags. */
+MK_PARAM_INT(fused_fold_debug, "FUSED_FOLD_DEBUG", 0, 0, 7)
 
 extern "C" int mk_fused_fold(const mk_fused_t *f, mk_fused_op op, int64_t m, int64_t n) {
   (void)n;

@@ -18,3 +18,20 @@ if [ "$PART" = a ]; then
     fused_op "rs_fold$r" gemm_rs "2048 8192 16384" MK_FUSED_FOLD="${r%b}"
   done
 fi
+# part b (2 GPUs): after run 05091f8-x2 (fold slower than the defaults except AR 1024: RS 8192 1.72-1.76 against
+#   1.55-1.59, RS 16384 3.48-3.55 against 3.13-3.14, AR 4096 0.90 against 0.87-0.88; ~13 us more a tile at RS): fold's
+#   parts left out one by one (MK_FUSED_FOLD_DEBUG: 1 no sums, 2 the peers' rows kept local, 4 no flags; 7 = the GEMM
+#   alone in fold's order, local stores), then one traced call (MK_TRACE: each tile's end on every CTA) of RS 8192 in
+#   fold mode and on copy engines.
+#   MK_CALL_LIMIT=300 CTEST_ARGS="-R ^test_fused_rs_fold_2$" CTEST_TIMEOUT=120 CTEST_WALL=150 \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s32.sh b'
+if [ "$PART" = b ]; then
+  export STEP_GREP='^\[0\] (gemm_|\{)|^gemm|fused on|fused in|keeps the SM path|FAIL|rror'
+  fused_op rs_def gemm_rs "2048 8192" MK_FUSED_FOLD=0
+  for d in 0 1 2 3 4 7; do fused_op "rs_dbg$d" gemm_rs "2048 8192" MK_FUSED_FOLD=1 MK_FUSED_FOLD_DEBUG=$d; done
+  for d in 0 1 3 7; do fused_op "ar_dbg$d" gemm_ar "1024 4096" MK_FUSED_FOLD=1 MK_FUSED_FOLD_DEBUG=$d; done
+  for fd in 1 0; do
+    TAIL=4 step "rs_trace$fd" 60 env MK_FUSED_FOLD=$fd MK_TRACE="$RES/rs_trace$fd.json" mk-launch -n "$G" -- \
+      mk-bench gemm_rs --m 8192 --warmup 3 --iters 3 --seed 7
+  done
+fi
