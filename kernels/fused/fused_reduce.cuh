@@ -113,6 +113,13 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
                         sums into C (AR: and into every peer's P[e & 1], the sums' staging Y, flagged per block; the
                         GEMM CTAs past their last tile copy the peers' sums Y -> C in the gather) */
   bool entered = false;
+  /* This call's epoch, read once per thread (epoch_once): out_row runs for every row the epilogue stores, and a
+   * volatile load of the epoch there cost the GEMM ~14 us a 128 x 256 tile (run af3dcfe-x2, NOTES fused s32). */
+  mutable uint64_t ep_ = ~0ull;
+  __device__ __forceinline__ uint64_t epoch_once() const {
+    if (ep_ == ~0ull) ep_ = mk_epoch(w, v.slot);
+    return ep_;
+  }
   mk_fused_trace tr;    /* MK_TRACE */
   int tn = 0;           /* per thread: events recorded */
   uint64_t tprev = 0;   /* the signaller (after_store): when the previous tile was published */
@@ -151,12 +158,12 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   __device__ __forceinline__ uint16_t *out_row(const mk_gemm_args &a, int64_t row) const {
     if (push) {
       const int o = (int)min(row / ms, (int64_t)v.W - 1);
-      if (o != v.me && fold && (fold_dbg & 2)) return mk_local_ptr<uint16_t>(w, pbuf(mk_epoch(w, v.slot))) + row * a.n;
+      if (o != v.me && fold && (fold_dbg & 2)) return mk_local_ptr<uint16_t>(w, pbuf(epoch_once())) + row * a.n;
       if (o != v.me)
-        return mk_peer_ptr<uint16_t>(w, v.lp(o), pxbuf(mk_epoch(w, v.slot), v.me)) + (row - (int64_t)o * ms) * a.n;
+        return mk_peer_ptr<uint16_t>(w, v.lp(o), pxbuf(epoch_once(), v.me)) + (row - (int64_t)o * ms) * a.n;
       if (fold) return own_row(row);
     }
-    return a.C + (ce ? 0 : (mk_epoch(w, v.slot) & 1) * (pbytes / 2)) + row * a.n;
+    return a.C + (ce ? 0 : (epoch_once() & 1) * (pbytes / 2)) + row * a.n;
   }
   /* Fold mode: where own row `row` of the sum goes (RS: out = C [ms, N]; AR: the whole C). */
   __device__ __forceinline__ uint16_t *own_row(int64_t row) const {
@@ -216,7 +223,7 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
     if (fold && !(fold_dbg & 5) && t.m0 / ms == v.me) fold_rows(t, rb, lane);
   }
   __device__ __forceinline__ void fold_rows(const mk_gemm_tile &t, int64_t rb, int lane) {
-    const uint64_t e = mk_epoch(w, v.slot);
+    const uint64_t e = epoch_once();
     const int tm = t.m0 / 128, cb0 = t.n0 / 128, nb = (t.n_end - t.n0 + 127) / 128;
     int ok = 1;
     if (lane < (v.W - 1) * nb) {

@@ -11,12 +11,15 @@
 #     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s32.sh a'
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-a}
-if [ "$PART" = a ]; then
-  export STEP_GREP='^\[0\] (gemm_|\{)|^gemm|fused on|fused in|keeps the SM path|FAIL|rror'
+fold_turns() { # fold (MK_FUSED_FOLD=1) and the defaults in turns, twice, at the issue's AR and RS shapes
   for r in 1 0 1b 0b; do
     fused_op "ar_fold$r" gemm_ar "1024 4096" MK_FUSED_FOLD="${r%b}"
     fused_op "rs_fold$r" gemm_rs "2048 8192 16384" MK_FUSED_FOLD="${r%b}"
   done
+}
+if [ "$PART" = a ]; then
+  export STEP_GREP='^\[0\] (gemm_|\{)|^gemm|fused on|fused in|keeps the SM path|FAIL|rror'
+  fold_turns
 fi
 # part b (2 GPUs): after run 05091f8-x2 (fold slower than the defaults except AR 1024: RS 8192 1.72-1.76 against
 #   1.55-1.59, RS 16384 3.48-3.55 against 3.13-3.14, AR 4096 0.90 against 0.87-0.88; ~13 us more a tile at RS): fold's
@@ -34,4 +37,18 @@ if [ "$PART" = b ]; then
     TAIL=4 step "rs_trace$fd" 60 env MK_FUSED_FOLD=$fd MK_TRACE="$RES/rs_trace$fd.json" mk-launch -n "$G" -- \
       mk-bench gemm_rs --m 8192 --warmup 3 --iters 3 --seed 7
   done
+fi
+# part c (2 GPUs): after run af3dcfe-x2 (the GEMM alone in fold's layout, MK_FUSED_FOLD_DEBUG=7, took RS 8192 1.64 ms and
+#   AR 1024 0.202, against 1.31-1.37 / 0.157 for the GEMM alone; traced tiles 92 us against 78 on copy engines): the
+#   epoch read once per thread instead of a volatile load in out_row for every stored row (SM roles and push mode
+#   paid it too: AR 1024's default two-shot); fold against the defaults in turns, twice, and the GEMM alone in fold's
+#   layout. Prediction: dbg7 at the GEMM alone (1.35 / 0.158); fold RS 8192 ~1.42, AR 1024 ~0.18; the SM two-shot
+#   default of AR 1024 faster than 0.2465.
+#   MK_CALL_LIMIT=420 CTEST_ARGS="-R ^test_fused_(ar|rs)(_fold|_ce|_push|_two|_tail|)_2$" CTEST_TIMEOUT=120 \
+#     CTEST_WALL=240 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s32.sh c'
+if [ "$PART" = c ]; then
+  export STEP_GREP='^\[0\] (gemm_|\{)|^gemm|fused on|fused in|fused two|keeps the SM path|FAIL|rror'
+  fold_turns
+  fused_op rs_dbg7 gemm_rs "2048 8192" MK_FUSED_FOLD=1 MK_FUSED_FOLD_DEBUG=7
+  fused_op ar_dbg7 gemm_ar "1024 4096" MK_FUSED_FOLD=1 MK_FUSED_FOLD_DEBUG=7
 fi
