@@ -106,7 +106,8 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   mk_beside_geom bsg;
   uint64_t *bs_prog; /* prog (local device memory) */
   int fold_dbg;      /* MK_FUSED_FOLD_DEBUG (timing only, wrong results): 1 no sums (AR: no gather), 2 the peers'
-                        rows stored into this rank's own P, 4 no fence and flags (and no sums) */
+                        rows stored into this rank's own P, 4 no fence and flags (and no sums), 8 every row into
+                        this rank's own P (out_row's plain path) */
   int fold;          /* fold mode (MK_FUSED_FOLD; with push, ce_seq, no role CTAs, no split-K): the GEMM walks the
                         peers' rows first, pushing them into their owners' PX, and its own rows last; the epilogue of
                         an own tile adds the peers' partials (waiting for their flags) in rank order and stores the
@@ -156,6 +157,7 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   /* The GEMM's C (args.C = P[0]) rows go to P[epoch & 1]; push mode: rows of another owner o to o's
    * PX[epoch & 1][me] (rows past m are never written: o is clipped, not checked). */
   __device__ __forceinline__ uint16_t *out_row(const mk_gemm_args &a, int64_t row) const {
+    if (fold_dbg & 8) return a.C + row * a.n;
     if (push) {
       const int o = (int)min(row / ms, (int64_t)v.W - 1);
       if (o != v.me && fold && (fold_dbg & 2)) return mk_local_ptr<uint16_t>(w, pbuf(epoch_once())) + row * a.n;

@@ -9,8 +9,9 @@
 
 /* GEMM+RS / GEMM+AR fold mode (fused_reduce.cuh): 1 = wherever it applies, 0 = off. */
 MK_PARAM_INT(fused_fold, "FUSED_FOLD", 0, 0, 1)
-/* Fold mode's parts left out, to time them (wrong results): 1 no sums, 2 the peers' rows kept local, 4 no flags. */
-MK_PARAM_INT(fused_fold_debug, "FUSED_FOLD_DEBUG", 0, 0, 7)
+/* Fold mode's parts left out, to time them (wrong results): 1 no sums, 2 the peers' rows kept local, 4 no flags,
+ * 8 every row stored into the own P by out_row's plain path. */
+MK_PARAM_INT(fused_fold_debug, "FUSED_FOLD_DEBUG", 0, 0, 15)
 
 extern "C" int mk_fused_fold(const mk_fused_t *f, mk_fused_op op, int64_t m, int64_t n) {
   (void)n;

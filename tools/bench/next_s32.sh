@@ -52,3 +52,24 @@ if [ "$PART" = c ]; then
   fused_op rs_dbg7 gemm_rs "2048 8192" MK_FUSED_FOLD=1 MK_FUSED_FOLD_DEBUG=7
   fused_op ar_dbg7 gemm_ar "1024 4096" MK_FUSED_FOLD=1 MK_FUSED_FOLD_DEBUG=7
 fi
+# part d (2 GPUs): after run 7b94fc5-x2 (the epoch read once: fold's GEMM alone, MK_FUSED_FOLD_DEBUG=7, still RS 8192
+#   1.62 ms / AR 1024 0.198 against the cuBLAS GEMM's 1.36 / 0.155; the traced tiles took 92 us in both halves against
+#   79 us on copy engines): what makes the GEMM slower in fold's layout. The GEMM core alone (mk-bench gemm, one GPU) at
+#   the two shapes; fold's GEMM with every row through out_row's plain path (=15); with the direct epilogue
+#   (MK_GEMM_EPI=0); the copy-engine default and SM roles (MK_FUSED_RS_COPY=0) beside them.
+#   MK_CALL_LIMIT=300 CTEST_ARGS="-R ^test_fused_rs_fold_2$" CTEST_TIMEOUT=120 CTEST_WALL=150 \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s32.sh d'
+if [ "$PART" = d ]; then
+  export STEP_GREP='^\[0\] (gemm_|\{)|^gemm|fused on|fused in|fused two|keeps the SM path|FAIL|rror'
+  TAIL=6 step core_gemm 60 mk-bench gemm --shape 8192x8192x3584 --shape 1024x8192x3584 --seed 7 \
+    --json "$RES/core_gemm.json"
+  fused_op rs_def gemm_rs "8192" MK_FUSED_FOLD=0
+  fused_op rs_sm gemm_rs "8192" MK_FUSED_FOLD=0 MK_FUSED_RS_COPY=0
+  for d in 7 15; do
+    fused_op "rs_dbg$d" gemm_rs "8192" MK_FUSED_FOLD=1 MK_FUSED_FOLD_DEBUG=$d
+    fused_op "ar_dbg$d" gemm_ar "1024" MK_FUSED_FOLD=1 MK_FUSED_FOLD_DEBUG=$d
+  done
+  fused_op rs_dbg7_direct gemm_rs "8192" MK_FUSED_FOLD=1 MK_FUSED_FOLD_DEBUG=7 MK_GEMM_EPI=0
+  fused_op rs_def_direct gemm_rs "8192" MK_FUSED_FOLD=0 MK_GEMM_EPI=0
+  fused_op rs_fold gemm_rs "8192" MK_FUSED_FOLD=1
+fi
