@@ -159,13 +159,22 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   __device__ __forceinline__ uint16_t *out_row(const mk_gemm_args &a, int64_t row) const {
     if (fold_dbg & 8) return a.C + row * a.n;
     if (push) {
-      const int o = (int)min(row / ms, (int64_t)v.W - 1);
+      const int o = owner_of(row);
       if (o != v.me && fold && (fold_dbg & 2)) return mk_local_ptr<uint16_t>(w, pbuf(epoch_once())) + row * a.n;
       if (o != v.me)
         return mk_peer_ptr<uint16_t>(w, v.lp(o), pxbuf(epoch_once(), v.me)) + (row - (int64_t)o * ms) * a.n;
       if (fold) return own_row(row);
     }
     return a.C + (ce ? 0 : (epoch_once() & 1) * (pbytes / 2)) + row * a.n;
+  }
+  /* The owner of row `row` (push mode: one node group, W <= MK_MAX_LOCAL), W - 1 past the last owner's rows. Compares,
+   * not row / ms: out_row runs for every row the epilogue stores (16 times a lane and tile in the staged epilogue),
+   * and with a 64-bit division there the GEMM took RS 8192 1.60 ms against 1.43 (run 7df6626-x2, NOTES fused s32). */
+  __device__ __forceinline__ int owner_of(int64_t row) const {
+    int o = 0;
+#pragma unroll
+    for (int q = 1; q < MK_MAX_LOCAL; q++) o += q < v.W && row >= q * ms;
+    return o;
   }
   /* Fold mode: where own row `row` of the sum goes (RS: out = C [ms, N]; AR: the whole C). */
   __device__ __forceinline__ uint16_t *own_row(int64_t row) const {
@@ -206,7 +215,7 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
    * every peer's Y) flagged on every peer (flag(me, tm, cb) there: a block of this rank's rows, which no producer
    * flags on a peer in this mode). RS's own tiles are final in C: nobody waits for them. */
   __device__ __forceinline__ void fold_publish(const mk_gemm_tile &t) const {
-    const int o = (int)(t.m0 / ms), tm = t.m0 / 128;
+    const int o = owner_of(t.m0), tm = t.m0 / 128;
     if ((o == v.me && op != MK_OP_GEMM_AR) || (fold_dbg & 4)) return;
     const uint64_t e1 = mk_epoch(w, v.slot) + 1;
     __threadfence_system(); /* one fence for every flag of the tile */
@@ -222,7 +231,7 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
    * mk_fused_reduce_block, so of every other mode. AR: the sums also go to every peer's Y. A failed wait (recorded)
    * leaves the rows as they are. */
   __device__ __forceinline__ void warp_done(const mk_gemm_args &, const mk_gemm_tile &t, int64_t rb, int lane) {
-    if (fold && !(fold_dbg & 5) && t.m0 / ms == v.me) fold_rows(t, rb, lane);
+    if (fold && !(fold_dbg & 5) && owner_of(t.m0) == v.me) fold_rows(t, rb, lane);
   }
   __device__ __forceinline__ void fold_rows(const mk_gemm_tile &t, int64_t rb, int lane) {
     const uint64_t e = epoch_once();

@@ -73,3 +73,16 @@ if [ "$PART" = d ]; then
   fused_op rs_def_direct gemm_rs "8192" MK_FUSED_FOLD=0 MK_GEMM_EPI=0
   fused_op rs_fold gemm_rs "8192" MK_FUSED_FOLD=1
 fi
+# part e (2 GPUs): after run 7df6626-x2 (fold's GEMM with every row through out_row's plain path, =15: RS 8192 1.426,
+#   AR 1024 0.179, against 1.60 / 0.202 through the push path's row / ms, a 64-bit division for each stored row): the
+#   owner by compares; fold against the defaults in turns, twice; the GEMM alone in fold's layout (=7) and SM roles.
+#   Prediction: =7 at =15's times; fold RS 8192 ~1.45-1.50, AR 1024 ~0.19; SM roles' RS faster than 1.76 (push mode).
+#   MK_CALL_LIMIT=420 CTEST_ARGS="-R ^test_fused_(ar|rs)(_fold|_ce|_push|_two|_tail|)_2$" CTEST_TIMEOUT=120 \
+#     CTEST_WALL=240 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s32.sh e'
+if [ "$PART" = e ]; then
+  export STEP_GREP='^\[0\] (gemm_|\{)|^gemm|fused on|fused in|fused two|keeps the SM path|FAIL|rror'
+  fold_turns
+  fused_op rs_dbg7 gemm_rs "8192" MK_FUSED_FOLD=1 MK_FUSED_FOLD_DEBUG=7
+  fused_op ar_dbg7 gemm_ar "1024" MK_FUSED_FOLD=1 MK_FUSED_FOLD_DEBUG=7
+  fused_op rs_sm gemm_rs "2048 8192" MK_FUSED_FOLD=0 MK_FUSED_RS_COPY=0
+fi
