@@ -248,44 +248,48 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
     fold_sum<4>(t, rb, r1, lane, e); /* W = 2 or 4 (mk_fused_fold); one instantiation: a second one (W = 2 with
                                         16 loads in flight, or W = 8) made ptxas spill kilobytes in the GEMM kernel */
   }
-  /* Rows [rb, r1) of tile t's columns, 16-byte chunks lane, lane + 32, ...; U = 16 / kW chunks a lane with all of
-   * their W loads in flight (16 at W = kW). kW >= W. */
+  /* Rows [rb, r1) of tile t's columns: lane l sums 16-byte chunk l of each row (a row has at most 32), U = 16 / kW
+   * rows at a time with all of their W loads in flight (16 at W = kW). kW >= W. Every address is formed once, in
+   * registers: the policy lives in local memory, which each generic store here may alias, so member reads in the
+   * loop would be reloaded after every store. */
   template <int kW>
   __device__ __forceinline__ void fold_sum(const mk_gemm_tile &t, int64_t rb, int64_t r1, int lane, uint64_t e) {
     constexpr int U = 16 / kW;
-    const int W = v.W, me = v.me, cpr = (t.n_end - t.n0) / 8, total = (int)(r1 - rb) * cpr;
-    const int64_t own0 = (int64_t)me * ms;
-    /* source p of element offset o (from row own0, column 0): PX[e & 1][p] for a peer, C's own rows for this rank */
-    const uint16_t *src[kW];
-    const uint16_t *px0 = mk_local_ptr<uint16_t>(w, pxbuf(e, 0));
-    uint16_t *own = own_row(own0);
-#pragma unroll
-    for (int p = 0; p < kW; p++) src[p] = p == me ? own : px0 + (int64_t)p * ms * n;
+    const int W = v.W, me = v.me;
+    if (lane >= (t.n_end - t.n0) / 8) return;
+    const int64_t nn = n, own0 = (int64_t)me * ms, c = t.n0 + (int64_t)lane * 8;
     const bool ar = op == MK_OP_GEMM_AR;
-    for (int base = lane; base < total; base += 32 * U) {
+    /* source p of row r: src[p] + (r - rb) * nn (PX[e & 1][p] for a peer, C's own rows here); AR: the sums also
+       to dst[q] + (r - rb) * nn on every peer q (its Y, P[e & 1]) */
+    const uint16_t *src[kW];
+    uint16_t *dst[kW];
+    const uint16_t *px0 = mk_local_ptr<uint16_t>(w, pxbuf(e, 0)) + (rb - own0) * nn + c;
+    uint16_t *own = own_row(rb) + c;
+#pragma unroll
+    for (int p = 0; p < kW; p++) {
+      src[p] = p == me ? own : px0 + (int64_t)p * ms * nn;
+      dst[p] = ar && p < W && p != me ? mk_peer_ptr<uint16_t>(w, v.lp(p), pbuf(e)) + rb * nn + c : nullptr;
+    }
+    const int rows = (int)(r1 - rb);
+    for (int j0 = 0; j0 < rows; j0 += U) {
       uint4 x[U][kW];
 #pragma unroll
-      for (int u = 0; u < U; u++) {
-        const int k = base + u * 32;
-        const int64_t o = (rb - own0 + k / cpr) * n + t.n0 + (int64_t)(k % cpr) * 8;
+      for (int u = 0; u < U; u++)
 #pragma unroll
         for (int p = 0; p < kW; p++)
-          if (k < total && p < W) x[u][p] = __ldcg(reinterpret_cast<const uint4 *>(src[p] + o));
-      }
+          if (j0 + u < rows && p < W) x[u][p] = __ldcg(reinterpret_cast<const uint4 *>(src[p] + (j0 + u) * nn));
 #pragma unroll
       for (int u = 0; u < U; u++) {
-        const int k = base + u * 32;
-        if (k >= total) break;
-        const int64_t o = (rb - own0 + k / cpr) * n + t.n0 + (int64_t)(k % cpr) * 8;
+        if (j0 + u >= rows) break;
         float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
 #pragma unroll
         for (int p = 0; p < kW; p++)
           if (p < W) mk_fused_acc8(acc, x[u][p]);
         const uint4 sum = mk_fused_pack8(acc);
-        *reinterpret_cast<uint4 *>(own + o) = sum;
-        for (int q = 0; ar && q < W; q++)
-          if (q != me)
-            *reinterpret_cast<uint4 *>(mk_peer_ptr<uint16_t>(w, v.lp(q), pbuf(e)) + own0 * n + o) = sum;
+        *reinterpret_cast<uint4 *>(own + (j0 + u) * nn) = sum;
+#pragma unroll
+        for (int q = 0; q < kW; q++)
+          if (dst[q]) *reinterpret_cast<uint4 *>(dst[q] + (j0 + u) * nn) = sum;
       }
     }
   }

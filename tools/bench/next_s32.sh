@@ -86,3 +86,21 @@ if [ "$PART" = e ]; then
   fused_op ar_dbg7 gemm_ar "1024" MK_FUSED_FOLD=1 MK_FUSED_FOLD_DEBUG=7
   fused_op rs_sm gemm_rs "2048 8192" MK_FUSED_FOLD=0 MK_FUSED_RS_COPY=0
 fi
+# part f (2 GPUs): after run f9ef394-x2 (the owner by compares: fold's GEMM alone, =7, RS 8192 1.536 / AR 1024 0.196
+#   against 1.426 / 0.179 through out_row's plain path, =15; fold 1.67-1.68 / 0.241-0.243, the defaults 1.52-1.53 /
+#   0.252): the staged epilogue forms its 4 row addresses once a tile, not once a slab (row_ptr read the policy from
+#   local memory, which every store may alias), and fold's sum forms its addresses once, lane l on chunk l of each
+#   row; fold against the defaults in turns, twice; =7 and =15 once.
+#   Prediction: =7 at =15 (~1.43 / 0.18); fold RS 8192 ~1.55, AR 1024 ~0.22.
+#   MK_CALL_LIMIT=420 CTEST_ARGS="-R ^test_(fused_(ar|rs)(_fold|_ce|_push|_two|_tail|)_2|gemm|moe_block)$" \
+#     CTEST_TIMEOUT=120 CTEST_WALL=240 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s32.sh f'
+if [ "$PART" = f ]; then
+  export STEP_GREP='^\[0\] (gemm_|\{)|^gemm|fused on|fused in|fused two|keeps the SM path|FAIL|rror'
+  fold_turns
+  for d in 7 15; do
+    fused_op "rs_dbg$d" gemm_rs "8192" MK_FUSED_FOLD=1 MK_FUSED_FOLD_DEBUG=$d
+    fused_op "ar_dbg$d" gemm_ar "1024" MK_FUSED_FOLD=1 MK_FUSED_FOLD_DEBUG=$d
+  done
+  TAIL=6 step core_gemm 60 mk-bench gemm --shape 8192x8192x7168 --shape 1024x8192x7168 --seed 7 \
+    --json "$RES/core_gemm.json"
+fi
