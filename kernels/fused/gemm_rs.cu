@@ -7,16 +7,21 @@
  * after the GEMM (correctness path). */
 #include "kernels/fused/fused_reduce.cuh"
 
-/* GEMM+RS / GEMM+AR fold mode (fused_reduce.cuh): 1 = wherever it applies, 0 = off. */
-MK_PARAM_INT(fused_fold, "FUSED_FOLD", 0, 0, 1)
+/* GEMM+RS / GEMM+AR fold mode (fused_reduce.cuh): 1 = wherever it applies, 0 = off, -1 = GEMM+AR over 2 ranks only,
+ * where it was measured faster than the other modes (2 x H200, run 5c64781-x2: AR 1024 0.2316 / 0.2320 ms against
+ * the SM two-shot's 0.2378 / 0.2383, AR 4096 0.828 / 0.843 against copy engines' 0.854 / 0.879); RS stays on copy
+ * engines there (2048 / 8192 / 16384 fold 0.39 / 1.61 / 3.13-3.16 against 0.38 / 1.51-1.55 / 3.02-3.07); 4 ranks are
+ * not measured yet. */
+MK_PARAM_INT(fused_fold, "FUSED_FOLD", -1, -1, 1)
 /* Fold mode's parts left out, to time them (wrong results): 1 no sums, 2 the peers' rows kept local, 4 no flags,
  * 8 every row stored into the own P by out_row's plain path. */
 MK_PARAM_INT(fused_fold_debug, "FUSED_FOLD_DEBUG", 0, 0, 15)
 
 extern "C" int mk_fused_fold(const mk_fused_t *f, mk_fused_op op, int64_t m, int64_t n) {
   (void)n;
-  if (!f || (unsigned)op > MK_FUSED_GEMM_AR || op == MK_FUSED_AG_GEMM || !f->ws[op].ready || !mk_param_fused_fold())
-    return 0;
+  const int64_t mode = mk_param_fused_fold();
+  if (!f || (unsigned)op > MK_FUSED_GEMM_AR || op == MK_FUSED_AG_GEMM || !f->ws[op].ready || !mode) return 0;
+  if (mode < 0 && (op != MK_FUSED_GEMM_AR || f->world != 2)) return 0;
   /* the owners' rows whole 128-row tile-rows, W dividing the group of tile-rows (the owner-by-owner order), PX */
   return f->nnodes == 1 && (f->world == 2 || f->world == 4) && f->ws[op].px &&
          m % f->world == 0 && (m / f->world) % 128 == 0;

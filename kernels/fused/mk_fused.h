@@ -32,7 +32,9 @@
  * MK_FUSED_RS_COPY, MK_FUSED_AR_COPY = 0 / 1 force one mode (-1 = by shape); RS and AR need
  * staging that mk_fused_create allocates (see there), without it they run on SM roles.
  * MK_FUSED_CE_OVERLAP=1 (opt-in): RS/AR on copy engines sum the owner's rows beside the GEMM,
- * in MK_FUSED_CE_REDUCERS CTAs taken from it, instead of after it. */
+ * in MK_FUSED_CE_REDUCERS CTAs taken from it, instead of after it. Fold mode (MK_FUSED_FOLD, see
+ * mk_fused_fold; by default GEMM+AR over 2 ranks): no comm CTAs, no copy engines; the GEMM's own
+ * tiles, computed last, add the peers' partials in their epilogue and push the sums. */
 #ifndef MK_KERNELS_FUSED_MK_FUSED_H
 #define MK_KERNELS_FUSED_MK_FUSED_H
 
@@ -140,10 +142,11 @@ int mk_fused_reduce_tma_shapes(const mk_fused_t *f, mk_fused_op op);
 int mk_fused_push_calls(const mk_fused_t *f, mk_fused_op op);
 /* RS/AR calls of this handle that ran in beside mode (MK_FUSED_BESIDE: the reduction on SMs beside the GEMM). */
 int mk_fused_beside_calls(const mk_fused_t *f, mk_fused_op op);
-/* 1 when a GEMM+RS / GEMM+AR call at M x N on this handle runs in fold mode (MK_FUSED_FOLD=1, fused_reduce.cuh: the
+/* 1 when a GEMM+RS / GEMM+AR call at M x N on this handle runs in fold mode (MK_FUSED_FOLD, fused_reduce.cuh: the
  * GEMM computes the peers' rows first and pushes them to their owners, its own rows last, and sums the peers'
  * partials into its own tiles in their epilogue; AR pushes the sums to every rank from there too): one node group,
- * W = 2 or 4, M a multiple of 128 W, the push staging allocated. It takes precedence over every other mode of
+ * W = 2 or 4, M a multiple of 128 W, the push staging allocated; by default (-1) GEMM+AR over 2 ranks only, = 1 both
+ * ops wherever it applies. It takes precedence over every other mode of
  * the op (mk_fused_uses_ce and mk_fused_ar_two_shot answer 0 there). */
 int mk_fused_fold(const mk_fused_t *f, mk_fused_op op, int64_t m, int64_t n);
 /* RS/AR calls of this handle that ran in fold mode. */

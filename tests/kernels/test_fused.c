@@ -147,6 +147,7 @@ int main(int argc, char **argv) {
   const int ov = !strcmp(opname + 2, "_ceov"), ce = ov || beside || fold || !strcmp(opname + 2, "_ce");
   if (beside) setenv("MK_FUSED_BESIDE", "1", 1);
   if (fold) setenv("MK_FUSED_FOLD", "1", 1);
+  else if (strcmp(opname + 2, "_auto")) setenv("MK_FUSED_FOLD", "0", 1); /* the named mode, not fold (AR's default at 2) */
   /* ar_two: the two-shot on SM roles wherever it applies (M a multiple of 128 W: the round
    * shapes; the odd ones run one-shot between them, so the modes' flags interleave). */
   const int two = !strcmp(opname + 2, "_two");

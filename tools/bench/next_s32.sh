@@ -104,3 +104,14 @@ if [ "$PART" = f ]; then
   TAIL=6 step core_gemm 60 mk-bench gemm --shape 8192x8192x7168 --shape 1024x8192x7168 --seed 7 \
     --json "$RES/core_gemm.json"
 fi
+# part g (2 GPUs): the final tree, fold the default for GEMM+AR over 2 ranks (MK_FUSED_FOLD=-1): every 2-rank fused test
+#   and the model's fused / unfused / sequence-parallel 2-rank tests; the three ops at the shapes at their
+#   defaults (docs/perf/{ag_gemm,gemm_rs,gemm_ar}_h200x2_<commit>.json).
+#   MK_CALL_LIMIT=560 CTEST_ARGS="-R ^test_(fused_[a-z_0-9]*_2|model_gpu_(fused|unfused|sp_agree)_2)$" \
+#     CTEST_TIMEOUT=150 CTEST_WALL=330 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s32.sh g'
+if [ "$PART" = g ]; then
+  export STEP_GREP='^\[0\] (gemm_|ag_|\{)|^gemm|fused on|fused in|fused two|keeps the SM path|FAIL|rror'
+  fused_op ag_def ag_gemm "2048 8192 16384"
+  fused_op rs_def gemm_rs "2048 8192 16384"
+  fused_op ar_def gemm_ar "16 128 1024 4096"
+fi
