@@ -114,8 +114,8 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
                         sums into C (AR: and into every peer's P[e & 1], the sums' staging Y, flagged per block; the
                         GEMM CTAs past their last tile copy the peers' sums Y -> C in the gather) */
   bool entered = false;
-  /* This call's epoch, read once per thread (epoch_once): out_row runs for every row the epilogue stores, and a
-   * volatile load of the epoch there cost the GEMM ~14 us a 128 x 256 tile (run af3dcfe-x2, NOTES fused s32). */
+  /* This call's epoch, read once per thread (epoch_once) instead of a volatile load in every out_row call (fold's
+   * GEMM alone at RS 8192: 1.618 ms against 1.636, runs 7b94fc5-x2 / af3dcfe-x2, NOTES fused s32). */
   mutable uint64_t ep_ = ~0ull;
   __device__ __forceinline__ uint64_t epoch_once() const {
     if (ep_ == ~0ull) ep_ = mk_epoch(w, v.slot);
@@ -246,7 +246,8 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
     const int64_t r1 = min(rb + 16, (int64_t)t.m_end);
     if (r1 <= rb) return;
     fold_sum<4>(t, rb, r1, lane, e); /* W = 2 or 4 (mk_fused_fold); one instantiation: a second one (W = 2 with
-                                        16 loads in flight, or W = 8) made ptxas spill kilobytes in the GEMM kernel */
+                                        16 loads in flight, or W = 8) made ptxas spill kilobytes in the GEMM kernel
+                                        (-Xptxas -v; docs/perf/raw/ptxas-s32/) */
   }
   /* Rows [rb, r1) of tile t's columns: lane l sums 16-byte chunk l of each row (a row has at most 32), U = 16 / kW
    * rows at a time with all of their W loads in flight (16 at W = kW). kW >= W. Every address is formed once, in
@@ -298,7 +299,7 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
    * stream's progress counters (own heap; the stream waits for rows x N / 8). */
   __device__ __forceinline__ void ce_progress(const mk_gemm_tile &t) const {
     if (bs) { /* one part of one piece (whole 128-row tile-rows per owner; bsg.cw a multiple of the tile width) */
-      const int o = (int)(t.m0 / ms), lt = (int)((t.m0 - (int64_t)o * ms) / 128);
+      const int o = owner_of(t.m0), lt = (int)((t.m0 - (int64_t)o * ms) / 128);
       const int i = lt / bsg.gmo * bsg.ncs + t.n0 / bsg.cw;
       __threadfence(); /* read by this GPU's comm kernel only */
       atomicAdd(reinterpret_cast<unsigned long long *>(bs_prog + bsg.idx(o, i, lt % bsg.gmo)),

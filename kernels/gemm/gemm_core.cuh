@@ -484,7 +484,8 @@ __device__ __forceinline__ void mk_gemm_store_staged(const float (&d)[kW / 2], u
   const int mi = lane >> 3, srow = (mi & 1) * 8 + (lane & 7), rc = lane & 7;
   const uint32_t st_row = stg + srow * 128;
   /* The lane's 4 rows' addresses once, not once a slab: row_ptr may read a fused op's state from local memory,
-   * which every generic store below may alias (GEMM+RS fold: RS 8192 1.54 ms against 1.43, run f9ef394-x2). */
+   * which every generic store below may alias (fold's GEMM alone at RS 8192 took 1.536 ms through its out_row, 1.426
+   * through the plain one: runs f9ef394-x2, 7df6626-x2; 1.475 after this change, run 5c64781-x2). */
   uint16_t *rp[4];
 #pragma unroll
   for (int it = 0; it < 4; it++) rp[it] = rb + it * 4 + mi < m_end ? row_ptr(rb + it * 4 + mi) : nullptr;
