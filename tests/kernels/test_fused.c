@@ -256,20 +256,16 @@ int main(int argc, char **argv) {
     printf("rank %d: %d calls in push mode\n", x.me, pushed);
     ASSERT_TRUE(pushed > 0);
   }
-  if (beside) { /* the comparison ran at the round shape; the calls below run beside from here on */
-    setenv("MK_FUSED_BESIDE", "1", 1);
+  if (beside || fold) { /* the comparison ran at the round shape; the calls below run in the mode from here on, where
+                          it applies (shape 1), and it did run */
+    setenv(cmp_env, "1", 1);
     mk_param_reset_cache();
-    const int n = mk_fused_beside_calls(x.f, (mk_fused_op)x.op);
-    printf("rank %d: %d calls in beside mode\n", x.me, n);
+    const int n = beside ? mk_fused_beside_calls(x.f, (mk_fused_op)x.op) : mk_fused_fold_calls(x.f, (mk_fused_op)x.op);
+    printf("rank %d: %d calls in %s mode\n", x.me, n, beside ? "beside" : "fold");
     ASSERT_TRUE(n > 0);
-  }
-  if (fold) { /* as beside: fold from here on, where it applies (shape 1), and it did run there */
-    setenv("MK_FUSED_FOLD", "1", 1);
-    mk_param_reset_cache();
-    const int n = mk_fused_fold_calls(x.f, (mk_fused_op)x.op);
-    printf("rank %d: %d calls in fold mode\n", x.me, n);
-    ASSERT_TRUE(n > 0 && mk_fused_fold(x.f, (mk_fused_op)x.op, shapes[1].m, shapes[1].n) &&
-                !mk_fused_fold(x.f, (mk_fused_op)x.op, shapes[0].m, shapes[0].n));
+    if (fold)
+      ASSERT_TRUE(mk_fused_fold(x.f, (mk_fused_op)x.op, shapes[1].m, shapes[1].n) &&
+                  !mk_fused_fold(x.f, (mk_fused_op)x.op, shapes[0].m, shapes[0].n));
   }
 
   /* 100 back-to-back calls (no host synchronisation between them), then the check. */
