@@ -25,17 +25,19 @@ if [ "$PART" = a ]; then
   fused_op ar_def gemm_ar "16 128 1024 4096"
 fi
 # part b (2 GPUs): the SM clock and power of GEMM+RS 8192 and GEMM+AR 4096 in fold mode (MK_FUSED_FOLD=1) and on copy
-#   engines (=0): the fused path alone (--path fused, 1500 calls after 300 warm-up) with nvidia-smi sampling every 50 ms,
-#   fold and copy engines in turns, twice. Question: fold's RS is ~5 % slower than the copy engines' while its GEMM alone
-#   in fold's layout (MK_FUSED_FOLD_DEBUG=7) is not (session 32); does fold run at a lower clock under the 700 W cap
+#   engines (=0): the fused path alone (--path fused, 1500 calls after 300 warm-up) with nvidia-smi sampling every
+#   50 ms, fold and copy engines in turns, twice. Question: fold's RS is ~5 % slower than the copy engines' while its
+#   GEMM alone in fold's layout (MK_FUSED_FOLD_DEBUG=7) is not (session 32); does fold run at a lower clock under the
+#   700 W cap
 #   (its SM stores over NVLink and its sums in the epilogue) where the copy engines move the same bytes?
 #   Prediction if so: fold's median SM clock ~5 % under the copy engines' at RS 8192, at the same power.
 #   MK_CALL_LIMIT=300 CTEST_ARGS="-R ^test_fused_rs_fold_2$" CTEST_TIMEOUT=120 CTEST_WALL=100 \
 #     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s33.sh b'
 clock_run() { # NAME OP M VAR=VALUE...: the fused path alone under nvidia-smi sampling; prints its medians
-  local name=$1 op=$2 m=$3 q=timestamp,index,clocks.sm,power.draw,temperature.gpu,clocks_throttle_reasons.active smi
+  local name=$1 op=$2 m=$3 smi q=timestamp,index,clocks.sm,power.draw,temperature.gpu,clocks_throttle_reasons.active
   shift 3
-  nvidia-smi --query-gpu=$q --format=csv,noheader > /dev/null 2>&1 || q=timestamp,index,clocks.sm,power.draw,temperature.gpu
+  nvidia-smi --query-gpu=$q --format=csv,noheader > /dev/null 2>&1 ||
+    q=timestamp,index,clocks.sm,power.draw,temperature.gpu
   nvidia-smi --query-gpu=$q --format=csv,noheader -lms 50 > "$RES/$name.csv" 2>&1 &
   smi=$!
   sleep 0.3

@@ -15,7 +15,8 @@
 #     tools/gpu-check.sh -- 'bash ../../tools/bench/next_x4.sh b'
 # part c — issue 9 (layers and model): the layer at TP = EP = 4, both presets, prefill and --decode batch, eager
 #   and --graph in turns, twice (session 27's part d); tests: the model's 4-GPU and 2 x 2 agreement tests.
-#   MK_CALL_LIMIT=560 CTEST_ARGS="-R ^test_model_gpu_(fused_4|unfused_4|fused_tp4|agree_tp4|fused_2nodes|agree_2nodes|sp_agree_tp4)$" \
+#   MK_CALL_LIMIT=560 \
+#     CTEST_ARGS="-R ^test_model_gpu_(fused_4|unfused_4|fused_tp4|agree_tp4|fused_2nodes|agree_2nodes|sp_agree_tp4)$" \
 #     CTEST_TIMEOUT=200 CTEST_WALL=260 tools/gpu-check.sh -- 'bash ../../tools/bench/next_x4.sh c'
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-a}
@@ -40,7 +41,9 @@ if [ "$PART" = a ]; then
     TAIL=8 step "${op}_2x2" 90 mk-launch -n 4 --nodes 2 -- mk-bench $op --interleave --seed 7 \
       --json "$RES/${op}_2x2.json"
   done
-  for f in ag_def rs_def ar_def; do mk-bench plot "$RES/$f.json" -o "$RES/$f.png" > /dev/null 2>&1 || echo "plot $f failed"; done
+  for f in ag_def rs_def ar_def; do
+    mk-bench plot "$RES/$f.json" -o "$RES/$f.png" > /dev/null 2>&1 || echo "plot $f failed"
+  done
 fi
 if [ "$PART" = b ]; then
   STEP_GREP="$STEP_GREP|phases"
