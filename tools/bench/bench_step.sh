@@ -6,6 +6,10 @@
 #                                  its rc and the lines of the log matching $STEP_GREP (last $TAIL).
 #   fused_op NAME OP "MS" [VAR=VALUE...]  one `mk-bench OP --interleave --seed 7` at the M list MS under $G ranks with
 #                                  the environment VAR=VALUE, JSON into $RES/NAME.json.
+#   fold_turns                     GEMM+AR (M 1024, 4096) and GEMM+RS (M 2048, 8192, 16384) with MK_FUSED_FOLD=1 and =0
+#                                  in turns, twice (fused_op ar_fold1, rs_fold1, ar_fold0, ..., rs_fold0b).
+#   async_tp NAME OP JSON          PyTorch async-TP (tools/bench/torch_async_tp.py) of OP (ag_gemm, gemm_rs) at the
+#                                  issue's shapes under $G ranks, its rows merged into the mk-bench results JSON.
 #   moe NAME SHAPES [VAR=VALUE...] [-- ARGS...]  one `mk-bench moe --breakdown --seed 7` of SHAPES under $G
 #                                  ranks with the environment VAR=VALUE, JSON into $RES/NAME.json.
 #   moe_turns PREFIX SHAPES VAR A B  `moe` of SHAPES with VAR=A, VAR=B, then both again (PREFIX_A, PREFIX_B, PREFIX_Ab,
@@ -49,6 +53,17 @@ fused_op() { # NAME OP "MS" [VAR=VALUE...]: one mk-bench OP (ag_gemm, gemm_rs, g
   for m in $ms; do args+=(--m "$m"); done
   TAIL=8 step "$name" 60 env "$@" mk-launch -n "$G" -- mk-bench "$op" "${args[@]}" --interleave --seed 7 \
     --json "$RES/$name.json"
+}
+fold_turns() {
+  local r
+  for r in 1 0 1b 0b; do
+    fused_op "ar_fold$r" gemm_ar "1024 4096" MK_FUSED_FOLD="${r%b}"
+    fused_op "rs_fold$r" gemm_rs "2048 8192 16384" MK_FUSED_FOLD="${r%b}"
+  done
+}
+async_tp() {
+  TAIL=6 step "$1" 90 mk-launch -n "$G" -- python3 "$BIN/../../tools/bench/torch_async_tp.py" --op "$2" \
+    --warmup 20 --iters 100 --merge "$3"
 }
 moe() {
   local name=$1 shapes=$2 envs=() extra=()

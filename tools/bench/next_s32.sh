@@ -11,12 +11,6 @@
 #     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s32.sh a'
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-a}
-fold_turns() { # fold (MK_FUSED_FOLD=1) and the defaults in turns, twice, at the issue's AR and RS shapes
-  for r in 1 0 1b 0b; do
-    fused_op "ar_fold$r" gemm_ar "1024 4096" MK_FUSED_FOLD="${r%b}"
-    fused_op "rs_fold$r" gemm_rs "2048 8192 16384" MK_FUSED_FOLD="${r%b}"
-  done
-}
 if [ "$PART" = a ]; then
   export STEP_GREP='^\[0\] (gemm_|\{)|^gemm|fused on|fused in|keeps the SM path|FAIL|rror'
   fold_turns

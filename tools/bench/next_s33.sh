@@ -10,17 +10,13 @@
 #     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s33.sh a'
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-a}
-REPO=${REPO:-$(cd "$(dirname "$0")/../.." && pwd)}
 if [ "$PART" = a ]; then
   export STEP_GREP='^\[0\] (gemm_|ag_|\{)|^gemm|fused on|fused in|fused two|keeps the SM path|async-TP|FAIL|rror'
   fused_op ag_def ag_gemm "2048 8192 16384"
   fused_op rs_def gemm_rs "2048 8192 16384"
-  for op in ag_gemm gemm_rs; do
-    short=${op%%_gemm}; short=${short#gemm_}
-    for r in 1 2; do
-      TAIL=6 step "torch_${short}$r" 90 mk-launch -n "$G" -- python3 "$REPO/tools/bench/torch_async_tp.py" --op $op \
-        --warmup 20 --iters 100 --merge "$RES/${short}_def.json"
-    done
+  for r in 1 2; do
+    async_tp "torch_ag$r" ag_gemm "$RES/ag_def.json"
+    async_tp "torch_rs$r" gemm_rs "$RES/rs_def.json"
   done
   fused_op ar_def gemm_ar "16 128 1024 4096"
 fi

@@ -13,14 +13,14 @@
 #   through the loopback proxy; tests test_moe_block_ep4 and _2x2.
 #   MK_CALL_LIMIT=540 CTEST_ARGS="-R ^test_moe_block_(ep4|2x2)$" CTEST_TIMEOUT=200 CTEST_WALL=250 \
 #     tools/gpu-check.sh -- 'bash ../../tools/bench/next_x4.sh b'
-# part c — issue 9 (layers and model): the layer at TP = EP = 4, both presets, prefill and --decode batch, eager
-#   and --graph in turns, twice (session 27's part d); tests: the model's 4-GPU and 2 x 2 agreement tests.
+# part c — issue 9 (layers and model): the layer at TP = EP = 4, both presets, prefill and decode (one sequence),
+#   eager and --graph in turns, twice (session 27's part d), and once with --decode batch (64 sequences); tests: the
+#   model's 4-GPU and 2 x 2 agreement tests.
 #   MK_CALL_LIMIT=560 \
 #     CTEST_ARGS="-R ^test_model_gpu_(fused_4|unfused_4|fused_tp4|agree_tp4|fused_2nodes|agree_2nodes|sp_agree_tp4)$" \
 #     CTEST_TIMEOUT=200 CTEST_WALL=260 tools/gpu-check.sh -- 'bash ../../tools/bench/next_x4.sh c'
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-a}
-REPO=${REPO:-$(cd "$(dirname "$0")/../.." && pwd)}
 [ "$G" -ge 4 ] || { echo "next_x4.sh: needs 4 GPUs, found $G"; exit 1; }
 G=4
 if [ "$PART" = a ]; then
@@ -28,15 +28,9 @@ if [ "$PART" = a ]; then
   fused_op ag_def ag_gemm "2048 8192 16384"
   fused_op rs_def gemm_rs "2048 8192 16384"
   fused_op ar_def gemm_ar "16 128 1024 4096"
-  for op in ag_gemm gemm_rs; do
-    short=${op%%_gemm}; short=${short#gemm_}
-    TAIL=6 step "torch_$short" 90 mk-launch -n 4 -- python3 "$REPO/tools/bench/torch_async_tp.py" --op $op \
-      --warmup 20 --iters 100 --merge "$RES/${short}_def.json"
-  done
-  for r in 1 0 1b 0b; do
-    fused_op "ar_fold$r" gemm_ar "1024 4096" MK_FUSED_FOLD="${r%b}"
-    fused_op "rs_fold$r" gemm_rs "2048 8192 16384" MK_FUSED_FOLD="${r%b}"
-  done
+  async_tp torch_ag ag_gemm "$RES/ag_def.json"
+  async_tp torch_rs gemm_rs "$RES/rs_def.json"
+  fold_turns
   for op in ag_gemm gemm_rs gemm_ar; do
     TAIL=8 step "${op}_2x2" 90 mk-launch -n 4 --nodes 2 -- mk-bench $op --interleave --seed 7 \
       --json "$RES/${op}_2x2.json"
@@ -53,9 +47,9 @@ if [ "$PART" = b ]; then
 fi
 if [ "$PART" = c ]; then
   STEP_GREP="$STEP_GREP|phases"
-  for v in eager graph eagerb graphb; do
+  for v in eager graph batch eagerb graphb; do
     g=()
-    case $v in graph*) g=(--graph) ;; esac
+    case $v in graph*) g=(--graph) ;; batch) g=(--decode batch) ;; esac
     layer "layer_$v" "$BIN" "${g[@]}"
   done
   mk-bench plot "$RES/layer_eager.json" -o "$RES/layer_eager.png" > /dev/null 2>&1 || echo "plot layer failed"
