@@ -107,7 +107,8 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   uint64_t *bs_prog; /* prog (local device memory) */
   int fold_dbg;      /* MK_FUSED_FOLD_DEBUG (timing only, wrong results): 1 no sums (AR: no gather), 2 the peers'
                         rows stored into this rank's own P, 4 no fence and flags (and no sums), 8 every row into
-                        this rank's own P (out_row's plain path) */
+                        this rank's own P (out_row's plain path), 16 the plain GEMM into P instead (launch), 32 the
+                        plain grouped order (launch: no perm_q) */
   int fold;          /* fold mode (MK_FUSED_FOLD; with push, ce_seq, no role CTAs, no split-K): the GEMM walks the
                         peers' rows first, pushing them into their owners' PX, and its own rows last; the epilogue of
                         an own tile adds the peers' partials (waiting for their flags) in rank order and stores the
@@ -900,7 +901,8 @@ static mk_status mk_reduce_launch(mk_fused_t *f, const mk_fused_args *a, uint16_
   p.fold_dbg = fold ? (int)mk_param_fused_fold_debug() : 0;
   if (fold) p.claims = kOp == MK_FUSED_GEMM_AR && !(p.fold_dbg & 5) ? f->claims + 2 * kOp : NULL; /* AR: the gather */
   p.pbytes = ws->pbytes;
-  p.perm_q = (!all_read || p.ce) && p.ms % 128 == 0 && p.tiles_m % f->world == 0 && p.group_m % f->world == 0
+  p.perm_q = (!all_read || p.ce) && p.ms % 128 == 0 && p.tiles_m % f->world == 0 && p.group_m % f->world == 0 &&
+                     !(p.fold_dbg & 32)
                  ? p.tiles_m / f->world : 0;
   mk_gemm_args g = {p.ce ? f->ce_p[fop] : (uint16_t *)mk_comm_heap_ptr(f->comm, ws->buf), a->m, a->n, a->k, 1, NULL};
   MK_CHECK(mk_fused_trace_begin(f, (mk_stream_t)stream, &p.tr.buf));
@@ -937,6 +939,8 @@ static mk_status mk_reduce_launch(mk_fused_t *f, const mk_fused_args *a, uint16_
     const mk_status st = mk_gemm_core_launch_bn<mk_reduce_policy<kOp>, 256, true>(a->A, a->B, g, a->b_layout, p, grid,
                                                                                   stream);
     if (st != MK_STATUS_OK) return st;
+  } else if (p.fold_dbg & 16) { /* timing only: the plain GEMM (its own split plan, MK_GEMM_*) into P */
+    MK_CHECK(mk_gemm_bf16(a->A, a->B, g.C, a->m, a->n, a->k, a->b_layout, (mk_stream_t)stream));
   } else {
     g.split_tiles = g.splits = 0;
     MK_CHECK(mk_fused_launch(a->A, a->B, g, a->b_layout, p, grid, stream));

@@ -14,8 +14,9 @@
  * not measured yet. */
 MK_PARAM_INT(fused_fold, "FUSED_FOLD", -1, -1, 1)
 /* Fold mode's parts left out, to time them (wrong results): 1 no sums, 2 the peers' rows kept local, 4 no flags,
- * 8 every row stored into the own P by out_row's plain path. */
-MK_PARAM_INT(fused_fold_debug, "FUSED_FOLD_DEBUG", 0, 0, 15)
+ * 8 every row stored into the own P by out_row's plain path, 16 the plain GEMM (mk_gemm_bf16) into P instead of the
+ * op's kernel, 32 the plain grouped tile order (no owner-by-owner walk). */
+MK_PARAM_INT(fused_fold_debug, "FUSED_FOLD_DEBUG", 0, 0, 63)
 
 extern "C" int mk_fused_fold(const mk_fused_t *f, mk_fused_op op, int64_t m, int64_t n) {
   (void)n;
