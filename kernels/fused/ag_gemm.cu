@@ -40,6 +40,7 @@ template <bool kCE>
 struct mk_ag_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   static constexpr bool kAfterStore = false;
   static constexpr bool kRoles = true;
+  static constexpr bool kSmemPolicy = true; /* read from shared memory (gemm_core.cuh) */
   mk_dev_world w;
   mk_fused_view v;
   const uint16_t *shard; /* this rank's A_r [Ms, K] */
@@ -50,11 +51,14 @@ struct mk_ag_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   uint64_t ce_arrive;    /* copy-engine mode: heap offset of ce_arrive[16] (released on abort) */
   int inplace;           /* the shard already is in G */
   int pushers;           /* role CTAs [0, pushers) push; role CTA `pushers` is the inter CTA */
-  int last_m0 = -1;      /* per thread: the tile-row whose chunks were last seen ready */
-  uint32_t full = 0;     /* copy-engine mode, per thread: shards seen whole (their last flag set) */
   mk_fused_trace tr;     /* MK_TRACE */
-  int tn = 0;            /* per thread: events recorded */
-  uint64_t tprev = 0;    /* producer: when the previous tile's loads started */
+  /* Per thread (gemm_core.cuh: the policy is read-only in the kernel). */
+  struct State {
+    int last_m0 = -1;   /* the tile-row whose chunks were last seen ready */
+    uint32_t full = 0;  /* copy-engine mode: shards seen whole (their last flag set) */
+    int tn = 0;         /* MK_TRACE events recorded */
+    uint64_t tprev = 0; /* producer: when the previous tile's loads started */
+  };
 
   __device__ __forceinline__ void tile_order(int idx, int tiles_m, int tiles_n, int *tm, int *tn) const {
     int q;
@@ -70,20 +74,20 @@ struct mk_ag_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
       for (int p = 0; p < v.W; p++) mk_st_release_sys(mk_local_ptr<uint64_t>(w, ce_arrive + 8ull * p), 1ull);
   }
 
-  __device__ __forceinline__ void before_load(const mk_gemm_tile &t) {
+  __device__ __forceinline__ void before_load(State &st, const mk_gemm_tile &t) const {
     if (tr.buf) {
       const uint64_t t0 = mk_globaltimer();
-      if (tprev) mk_trace_ev(tr, 0, &tn, MK_TRACE_COMPUTE, tprev, t0);
-      wait_ready(t);
+      if (st.tprev) mk_trace_ev(tr, 0, &st.tn, MK_TRACE_COMPUTE, st.tprev, t0);
+      wait_ready(st, t);
       const uint64_t t1 = mk_globaltimer();
-      if (t1 - t0 > 1000) mk_trace_ev(tr, 0, &tn, MK_TRACE_WAIT, t0, t1);
-      tprev = t1;
+      if (t1 - t0 > 1000) mk_trace_ev(tr, 0, &st.tn, MK_TRACE_WAIT, t0, t1);
+      st.tprev = t1;
       return;
     }
-    wait_ready(t);
+    wait_ready(st, t);
   }
-  __device__ __forceinline__ void wait_ready(const mk_gemm_tile &t) {
-    if (t.m0 == last_m0) return;
+  __device__ __forceinline__ void wait_ready(State &st, const mk_gemm_tile &t) const {
+    if (t.m0 == st.last_m0) return;
     const uint64_t target = kCE ? 1 : mk_epoch(w, v.slot) + 1;
     bool fresh = !kCE; /* a flag was read in this call: the proxy fence below orders the TMA reads after it */
     for (int64_t s = t.m0 / ms; s < v.W && s * ms < t.m_end; s++) {
@@ -93,10 +97,10 @@ struct mk_ag_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
         continue;
       }
       if constexpr (kCE) { /* a shard's flags are set in order on one side stream: the last one means all */
-        if ((full >> s) & 1) continue;
+        if ((st.full >> s) & 1) continue;
         fresh = true;
         if (mk_ld_acquire_sys(mk_local_ptr<uint64_t>(w, ready((int)s, (int64_t)(nflag - 1) << cshift))) >= target) {
-          full |= 1u << s;
+          st.full |= 1u << s;
           continue;
         }
       }
@@ -108,15 +112,15 @@ struct mk_ag_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
         }
     }
     if (fresh) mk_fence_proxy_async(); /* else every shard of the tile was seen whole, and fenced, before */
-    last_m0 = t.m0;
+    st.last_m0 = t.m0;
   }
-  __device__ __forceinline__ void after_store(const mk_gemm_tile &) {}
+  __device__ __forceinline__ void after_store(State &, const mk_gemm_tile &) const {}
 
-  __device__ __noinline__ void run_role(int i, uint8_t *smem, int smem_bytes) {
+  __device__ __noinline__ void run_role(State &st, int i, uint8_t *smem, int smem_bytes) const {
     const uint64_t epoch = mk_epoch(w, v.slot);
     if (i == 0 && threadIdx.x == 0) mk_fused_arrive(w, v, epoch);
     if (i >= pushers) {
-      if (threadIdx.x == 0) inter(epoch);
+      if (threadIdx.x == 0) inter(st, epoch);
       return;
     }
     const uint32_t chunk = 32768;
@@ -135,7 +139,7 @@ struct mk_ag_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
         seen = d;
         if (tr.buf && threadIdx.x == 0) {
           const uint64_t t1 = mk_globaltimer();
-          mk_trace_ev(tr, 0, &tn, MK_TRACE_WAIT, t0, t1);
+          mk_trace_ev(tr, 0, &st.tn, MK_TRACE_WAIT, t0, t1);
           t0 = t1;
         }
       }
@@ -145,14 +149,14 @@ struct mk_ag_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
       mk_copy_tma_cta(dst, shard + r0 * k, bytes, reinterpret_cast<char *>(smem), chunk, stages, bars);
       if (threadIdx.x == 0) {
         mk_fused_flag_set(w, v.lp(d), ready(v.me, c), epoch + 1);
-        if (tr.buf) mk_trace_ev(tr, 0, &tn, MK_TRACE_SEND, t0, mk_globaltimer());
+        if (tr.buf) mk_trace_ev(tr, 0, &st.tn, MK_TRACE_SEND, t0, mk_globaltimer());
       }
       __syncthreads();
     }
   }
 
   /* One thread: the whole shard to every rank of other node groups, from this rank's G. */
-  __device__ void inter(uint64_t epoch) {
+  __device__ void inter(State &st, uint64_t epoch) const {
     const uint64_t t0 = tr.buf ? mk_globaltimer() : 0;
     if (!inplace)
       for (int c = 0; c < cps; c++)
@@ -166,8 +170,8 @@ struct mk_ag_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
     const uint64_t t1 = tr.buf ? mk_globaltimer() : 0;
     mk_fused_inter_finish(w, v, epoch, MK_OP_AG_GEMM);
     if (tr.buf) {
-      mk_trace_ev(tr, 0, &tn, MK_TRACE_SEND, t0, t1);
-      mk_trace_ev(tr, 0, &tn, MK_TRACE_WAIT, t1, mk_globaltimer());
+      mk_trace_ev(tr, 0, &st.tn, MK_TRACE_SEND, t0, t1);
+      mk_trace_ev(tr, 0, &st.tn, MK_TRACE_WAIT, t1, mk_globaltimer());
     }
   }
 };

@@ -72,6 +72,7 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   static constexpr bool kRoles = true;
   static constexpr bool kTail = true;
   static constexpr bool kWarpDone = true; /* fold mode's sums (warp_done) */
+  static constexpr bool kSmemPolicy = true; /* read from shared memory (gemm_core.cuh) */
   mk_dev_world w;
   mk_fused_view v;
   uint16_t *out;     /* the rows this rank reduces: C [r1 - r0, N] */
@@ -114,17 +115,19 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
                         an own tile adds the peers' partials (waiting for their flags) in rank order and stores the
                         sums into C (AR: and into every peer's P[e & 1], the sums' staging Y, flagged per block; the
                         GEMM CTAs past their last tile copy the peers' sums Y -> C in the gather) */
-  bool entered = false;
-  /* This call's epoch, read once per thread (epoch_once) instead of a volatile load in every out_row call (fold's
-   * GEMM alone at RS 8192: 1.618 ms against 1.636, runs 7b94fc5-x2 / af3dcfe-x2, NOTES fused s32). */
-  mutable uint64_t ep_ = ~0ull;
-  __device__ __forceinline__ uint64_t epoch_once() const {
-    if (ep_ == ~0ull) ep_ = mk_epoch(w, v.slot);
-    return ep_;
-  }
   mk_fused_trace tr;    /* MK_TRACE */
-  int tn = 0;           /* per thread: events recorded */
-  uint64_t tprev = 0;   /* the signaller (after_store): when the previous tile was published */
+  /* Per thread (gemm_core.cuh: the policy is read-only in the kernel). */
+  uint64_t ep;          /* this call's epoch: read once a CTA into its copy of the policy (prepare) */
+  struct State {
+    uint64_t tprev = 0;   /* the signaller (after_store): when the previous tile was published */
+    int tn = 0;           /* MK_TRACE events recorded */
+    bool entered = false; /* the producer has seen its first tile */
+  };
+  /* One thread, into the CTA's shared-memory copy before the others read it (gemm_core.cuh): this call's epoch, read
+   * once instead of a volatile load in every out_row call (fold's GEMM alone at RS 8192: 1.618 ms against 1.636,
+   * runs 7b94fc5-x2 / af3dcfe-x2, NOTES fused s32). */
+  __device__ __forceinline__ void prepare() { ep = mk_epoch(w, v.slot); }
+  __device__ __forceinline__ uint64_t epoch_once(State &) const { return ep; }
 
   /* Rows rank q reads (and reduces). */
   __device__ __forceinline__ void rows_of(int q, int64_t *lo, int64_t *hi) const {
@@ -157,16 +160,16 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   }
   /* The GEMM's C (args.C = P[0]) rows go to P[epoch & 1]; push mode: rows of another owner o to o's
    * PX[epoch & 1][me] (rows past m are never written: o is clipped, not checked). */
-  __device__ __forceinline__ uint16_t *out_row(const mk_gemm_args &a, int64_t row) const {
+  __device__ __forceinline__ uint16_t *out_row(State &st, const mk_gemm_args &a, int64_t row) const {
     if (fold_dbg & 8) return a.C + row * a.n;
     if (push) {
       const int o = owner_of(row);
-      if (o != v.me && fold && (fold_dbg & 2)) return mk_local_ptr<uint16_t>(w, pbuf(epoch_once())) + row * a.n;
+      if (o != v.me && fold && (fold_dbg & 2)) return mk_local_ptr<uint16_t>(w, pbuf(epoch_once(st))) + row * a.n;
       if (o != v.me)
-        return mk_peer_ptr<uint16_t>(w, v.lp(o), pxbuf(epoch_once(), v.me)) + (row - (int64_t)o * ms) * a.n;
+        return mk_peer_ptr<uint16_t>(w, v.lp(o), pxbuf(epoch_once(st), v.me)) + (row - (int64_t)o * ms) * a.n;
       if (fold) return own_row(row);
     }
-    return a.C + (ce ? 0 : (epoch_once() & 1) * (pbytes / 2)) + row * a.n;
+    return a.C + (ce ? 0 : (epoch_once(st) & 1) * (pbytes / 2)) + row * a.n;
   }
   /* The owner of row `row` (push mode: one node group, W <= MK_MAX_LOCAL), W - 1 past the last owner's rows. Compares,
    * not row / ms: out_row runs for every row the epilogue stores (16 times a lane and tile in the staged epilogue),
@@ -181,17 +184,17 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   __device__ __forceinline__ uint16_t *own_row(int64_t row) const {
     return op == MK_OP_GEMM_AR ? c_all + row * n : out + (row - (int64_t)v.me * ms) * n;
   }
-  __device__ __forceinline__ void before_load(const mk_gemm_tile &) {
-    if (entered) return;
-    entered = true;
-    if (tr.buf) tprev = mk_globaltimer();
+  __device__ __forceinline__ void before_load(State &st, const mk_gemm_tile &) const {
+    if (st.entered) return;
+    st.entered = true;
+    if (tr.buf) st.tprev = mk_globaltimer();
   }
-  __device__ __forceinline__ void after_store(const mk_gemm_tile &t) {
+  __device__ __forceinline__ void after_store(State &st, const mk_gemm_tile &t) const {
     if (tr.buf) {
       const uint64_t now = mk_globaltimer();
       /* half 0: the signaller's (gemm_core.cuh) part of the GEMM CTA's buffer; its tail crew writes half 1 */
-      mk_trace_ev(tr, 0, &tn, MK_TRACE_COMPUTE, tprev ? tprev : now, now);
-      tprev = now;
+      mk_trace_ev(tr, 0, &st.tn, MK_TRACE_COMPUTE, st.tprev ? st.tprev : now, now);
+      st.tprev = now;
     }
     if (ce) {
       ce_progress(t);
@@ -231,11 +234,11 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
    * sum in rank order of the W partials (its own as stored, bf16; the peers' from PX) in fp32: the bits of
    * mk_fused_reduce_block, so of every other mode. AR: the sums also go to every peer's Y. A failed wait (recorded)
    * leaves the rows as they are. */
-  __device__ __forceinline__ void warp_done(const mk_gemm_args &, const mk_gemm_tile &t, int64_t rb, int lane) {
-    if (fold && !(fold_dbg & 5) && owner_of(t.m0) == v.me) fold_rows(t, rb, lane);
+  __device__ __forceinline__ void warp_done(State &st, const mk_gemm_args &, const mk_gemm_tile &t, int64_t rb,
+                                            int lane) const {
+    if (fold && !(fold_dbg & 5) && owner_of(t.m0) == v.me) fold_rows(t, rb, lane, epoch_once(st));
   }
-  __device__ __forceinline__ void fold_rows(const mk_gemm_tile &t, int64_t rb, int lane) {
-    const uint64_t e = epoch_once();
+  __device__ __forceinline__ void fold_rows(const mk_gemm_tile &t, int64_t rb, int lane, uint64_t e) const {
     const int tm = t.m0 / 128, cb0 = t.n0 / 128, nb = (t.n_end - t.n0 + 127) / 128;
     int ok = 1;
     if (lane < (v.W - 1) * nb) {
@@ -252,10 +255,10 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   }
   /* Rows [rb, r1) of tile t's columns: lane l sums 16-byte chunk l of each row (a row has at most 32), U = 16 / kW
    * rows at a time with all of their W loads in flight (16 at W = kW). kW >= W. Every address is formed once, in
-   * registers: the policy lives in local memory, which each generic store here may alias, so member reads in the
+   * registers: the policy lives in shared memory, which each generic store here may alias, so member reads in the
    * loop would be reloaded after every store. */
   template <int kW>
-  __device__ __forceinline__ void fold_sum(const mk_gemm_tile &t, int64_t rb, int64_t r1, int lane, uint64_t e) {
+  __device__ __forceinline__ void fold_sum(const mk_gemm_tile &t, int64_t rb, int64_t r1, int lane, uint64_t e) const {
     constexpr int U = 16 / kW;
     const int W = v.W, me = v.me;
     if (lane >= (t.n_end - t.n0) / 8) return;
@@ -319,37 +322,39 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
     }
   }
 
-  __device__ __noinline__ void run_role(int i, uint8_t *smem, int smem_bytes) {
+  /* Inlined: as a call (__noinline__) beside the read-only policy, ptxas failed to fit the GEMM kernel in the
+   * consumers' 232 registers ("Register allocation failed"); inlined, its spills stay in the role CTAs' code. */
+  __device__ __forceinline__ void run_role(State &st, int i, uint8_t *smem, int smem_bytes) const {
     const uint64_t epoch = mk_epoch(w, v.slot);
     if (i == 0 && threadIdx.x == 0) mk_fused_arrive(w, v, epoch);
     if (i >= reducers) {
-      if (threadIdx.x == 0) inter(epoch);
+      if (threadIdx.x == 0) inter(st, epoch);
       return;
     }
     const mk_crew c = {(int)threadIdx.x, (int)blockDim.x, 0, 0};
     int *box = reinterpret_cast<int *>(smem);
     if (two && i >= two) {
-      gather(c, i - two, reducers - two, epoch, box);
+      gather(st, c, i - two, reducers - two, epoch, box);
       return;
     }
     const int nred = two ? two : reducers;
-    if (rmap && !two && reduce_tma(i, epoch, smem, smem_bytes)) return;
+    if (rmap && !two && reduce_tma(st, i, epoch, smem, smem_bytes)) return;
     /* With claims the reduce CTAs go on to the gather tasks once no reduce task is left. */
-    if (reduce(c, i, nred, epoch, box) && two && claims) gather(c, 0, 1, epoch, box);
+    if (reduce(st, c, i, nred, epoch, box) && two && claims) gather(st, c, 0, 1, epoch, box);
   }
 
   /* MK_FUSED_TAIL: the GEMM CTA's consumer threads, past its last tile, join the reducers (the
    * reduce tasks left, then AR two-shot's gather tasks), taking tasks from the same claims. */
-  __device__ __forceinline__ void tail(uint8_t *smem, int) {
-    if (claims) tail_run(smem);
+  __device__ __forceinline__ void tail(State &st, uint8_t *smem, int) const {
+    if (claims) tail_run(st, smem);
   }
-  __device__ __noinline__ void tail_run(uint8_t *smem) {
+  __device__ __noinline__ void tail_run(State &st, uint8_t *smem) const {
     const mk_crew c = {(int)threadIdx.x - 128, 256, 1, 1};
     const uint64_t epoch = mk_epoch(w, v.slot);
     int *box = reinterpret_cast<int *>(smem);
     c.sync(); /* after a split-K slice without a store, the other warpgroup may still read the ring */
-    if (fold) gather(c, 0, 1, epoch, box); /* AR fold: the peers' sums Y -> C */
-    else if (reduce(c, 0, 1, epoch, box) && two) gather(c, 0, 1, epoch, box);
+    if (fold) gather(st, c, 0, 1, epoch, box); /* AR fold: the peers' sums Y -> C */
+    else if (reduce(st, c, 0, 1, epoch, box) && two) gather(st, c, 0, 1, epoch, box);
   }
 
   /* The task hand-over of a crew: its thread 0 takes the next task of queue q (0 reduce, 1 gather):
@@ -370,16 +375,16 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
     return slot[it & 1];
   }
   /* MK_TRACE of one task by the crew's thread 0: the wait (if over 1 us) since t0, then `kind` since t1. */
-  __device__ __forceinline__ void trace_task(const mk_crew &c, int kind, uint64_t t0, uint64_t t1) {
+  __device__ __forceinline__ void trace_task(State &st, const mk_crew &c, int kind, uint64_t t0, uint64_t t1) const {
     if (!tr.buf || c.t != 0) return;
-    if (t1 - t0 > 1000) mk_trace_ev(tr, c.half, &tn, MK_TRACE_WAIT, t0, t1);
-    mk_trace_ev(tr, c.half, &tn, kind, t1, mk_globaltimer());
+    if (t1 - t0 > 1000) mk_trace_ev(tr, c.half, &st.tn, MK_TRACE_WAIT, t0, t1);
+    mk_trace_ev(tr, c.half, &st.tn, kind, t1, mk_globaltimer());
   }
 
   /* Crew c sums this rank's blocks (tasks first, first + stride, ... or claimed) in the GEMM's
    * order, each once its W flags are set (hand_over through box[0], box[1]), pulling the W
    * partials. False after a failed wait (recorded). */
-  __device__ bool reduce(const mk_crew &c, int first, int stride, uint64_t epoch, int *box) {
+  __device__ bool reduce(State &st, const mk_crew &c, int first, int stride, uint64_t epoch, int *box) const {
     int64_t lo, hi;
     rows_of(v.me, &lo, &hi);
     const int64_t xrows = hi - lo;
@@ -422,7 +427,7 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
             if (q != v.me) mk_st_relaxed_sys(mk_peer_ptr<uint64_t>(w, v.lp(q), flag(v.me, tm, cb)), epoch + 1);
         }
       }
-      trace_task(c, MK_TRACE_REDUCE, t0, t1);
+      trace_task(st, c, MK_TRACE_REDUCE, t0, t1);
     }
   }
 
@@ -436,7 +441,7 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
    * on GEMM tiles: no cycle between CTAs or ranks. Fold mode: o's epilogue pushed its sums into
    * this rank's own P[e & 1] (Y) and flagged them here; the copy is local (the own rows' group of
    * the GEMM's order, group_m, not perm_q's). */
-  __device__ bool gather(const mk_crew &c, int first, int stride, uint64_t epoch, int *box) {
+  __device__ bool gather(State &st, const mk_crew &c, int first, int stride, uint64_t epoch, int *box) const {
     const int ntm = (int)(ms / 128), O = v.W - 1, gm = perm_q && !fold ? group_m / v.W : group_m, total = ntm * ncb * O;
     const uint64_t pb = pbuf(epoch);
     int next = first;
@@ -460,7 +465,7 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
       const uint16_t *src = (fold ? mk_local_ptr<uint16_t>(w, pb) : mk_peer_ptr<uint16_t>(w, v.lp(o), pb)) + r0 * n + c0;
       const uint64_t t1 = tr.buf ? mk_globaltimer() : 0;
       mk_fused_reduce_block(c_all + r0 * n + c0, &src, 1, (int)(r1 - r0), cols, n, nullptr, c.t, c.n);
-      trace_task(c, MK_TRACE_SEND, t0, t1);
+      trace_task(st, c, MK_TRACE_SEND, t0, t1);
     }
   }
 
@@ -478,7 +483,7 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
    * warp). A failed flag wait marks its stage and every later one bad (nothing loaded, the
    * phase still completes: no warp hangs, no copy is in flight when the CTA ends). Returns
    * false, having done nothing, when shared memory holds fewer than 2 stages. */
-  __device__ __noinline__ bool reduce_tma(int i, uint64_t epoch, uint8_t *smem, int smem_bytes) {
+  __device__ __noinline__ bool reduce_tma(State &st, int i, uint64_t epoch, uint8_t *smem, int smem_bytes) const {
     const int W = v.W, R = max(8, 128 / W), stage_bytes = W * R * 256, nwarps = (int)blockDim.x / 32;
     const int stages = min(8, (smem_bytes - 256) / stage_bytes);
     if (stages < 2 || nwarps < 2 || v.L < v.W) return false;
@@ -529,7 +534,7 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
             ok = mk_wait_ge(w, flag(p, g.tm, g.cb), epoch + 1, op, p, g.tm * ncb + g.cb);
           if (tr.buf) {
             const uint64_t t1 = mk_globaltimer();
-            if (t1 - t0 > 1000) mk_trace_ev(tr, 0, &tn, MK_TRACE_WAIT, t0, t1);
+            if (t1 - t0 > 1000) mk_trace_ev(tr, 0, &st.tn, MK_TRACE_WAIT, t0, t1);
           }
           failed = !ok;
           mk_fence_proxy_async(); /* the TMA reads (async proxy) after the flags' acquire */
@@ -541,10 +546,10 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
         }
         const int halves = g.cols > 64 ? 2 : 1;
         mk_sm90::mbar_expect_tx(&full[s], (uint32_t)(W * halves * R * 128));
-        uint8_t *st = smem + (size_t)s * stage_bytes;
+        uint8_t *sp = smem + (size_t)s * stage_bytes;
         for (int p = 0; p < W; p++)
           for (int h = 0; h < halves; h++)
-            mk_sm90::tma_load_2d(st + (size_t)p * R * 256 + (size_t)h * R * 128, &maps[v.lp(p)], &full[s],
+            mk_sm90::tma_load_2d(sp + (size_t)p * R * 256 + (size_t)h * R * 128, &maps[v.lp(p)], &full[s],
                                  (int)g.c0 + 64 * h, (int)g.a);
       }
       return true;
@@ -557,24 +562,24 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
       if (tr.buf && ct == 0 && j % per_task == 0) tstart = mk_globaltimer();
       mk_sm90::mbar_wait(&full[s], (uint32_t)((j / stages) & 1));
       const int vec = g.cols / 8, cnt = sbad[s] || g.a >= g.b ? 0 : (int)(g.b - g.a) * vec;
-      const uint8_t *st = smem + (size_t)s * stage_bytes;
+      const uint8_t *sp = smem + (size_t)s * stage_bytes;
       for (int e = ct; e < cnt; e += cthr) {
         const int r = e / vec, c = e - r * vec; /* c: 16-byte vector of the row */
         const size_t off = (size_t)(c / 8) * R * 128 + (size_t)r * 128 + (size_t)(c % 8) * 16;
         float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-        for (int p = 0; p < W; p++) mk_fused_acc8(acc, *reinterpret_cast<const uint4 *>(st + (size_t)p * R * 256 + off));
+        for (int p = 0; p < W; p++) mk_fused_acc8(acc, *reinterpret_cast<const uint4 *>(sp + (size_t)p * R * 256 + off));
         *reinterpret_cast<uint4 *>(out + (g.a + r - lo) * n + g.c0 + c * 8) = mk_fused_pack8(acc);
       }
       __syncwarp();
       if ((threadIdx.x & 31) == 0) mk_sm90::mbar_arrive(&empty[s]); /* this warp is done reading stage s */
       if (tr.buf && ct == 0 && j % per_task == per_task - 1) /* the consumers' half of the CTA's track */
-        mk_trace_ev(tr, 1, &tn, MK_TRACE_REDUCE, tstart, mk_globaltimer());
+        mk_trace_ev(tr, 1, &st.tn, MK_TRACE_REDUCE, tstart, mk_globaltimer());
     }
     return true;
   }
 
   /* One thread: send this rank's partial rows to every remote reader once P is complete. */
-  __device__ void inter(uint64_t epoch) {
+  __device__ void inter(State &st, uint64_t epoch) const {
     const uint64_t t0 = tr.buf ? mk_globaltimer() : 0;
     for (int tm = 0; tm < tiles_m; tm++)
       for (int cb = 0; cb < ncb; cb++)
@@ -592,8 +597,8 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
     const uint64_t t1 = tr.buf ? mk_globaltimer() : 0;
     mk_fused_inter_finish(w, v, epoch, op);
     if (tr.buf) {
-      mk_trace_ev(tr, 0, &tn, MK_TRACE_SEND, t0, t1);
-      mk_trace_ev(tr, 0, &tn, MK_TRACE_WAIT, t1, mk_globaltimer());
+      mk_trace_ev(tr, 0, &st.tn, MK_TRACE_SEND, t0, t1);
+      mk_trace_ev(tr, 0, &st.tn, MK_TRACE_WAIT, t1, mk_globaltimer());
     }
   }
 };

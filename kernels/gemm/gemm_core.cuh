@@ -20,19 +20,26 @@
  * MoE expert of <= 64 rows) issues no wgmma and stores nothing for the tile; it still waits
  * for and frees every stage (args.wg_skip, MK_GEMM_WG_SKIP; hooks see no difference).
  *
- * Hooks (the contract fused ops rely on). A Policy is passed by value to the kernel:
+ * Hooks (the contract fused ops rely on). A Policy is passed by value to the kernel as a read-only
+ * __grid_constant__ parameter: its hooks are const and read its members from the parameter space (or,
+ * with kSmemPolicy, from one copy in the CTA's shared memory), so no thread copies it. Before, a hook
+ * that wrote a member made every thread copy the whole policy into local memory (the GEMM+RS/AR policy's
+ * ~470 bytes stored by all 384 threads of every CTA, then read back from L2 in every tile's order and
+ * epilogue; NOTES fused "Session 34"). What a hook changes per thread lives in the policy's State, one
+ * a thread, passed to the hooks by reference:
  *   struct Policy : mk_gemm_hooks_default {
+ *     struct State;                                       // optional: default mk_gemm_hooks_default::State {}
  *     static constexpr bool kAfterStore;                  // false: after_store never called
  *     __device__ void tile_order(int idx, int tiles_m, int tiles_n, int *tm, int *tn) const;
- *     __device__ void before_load(const mk_gemm_tile &t);
- *     __device__ void after_store(const mk_gemm_tile &t);
+ *     __device__ void before_load(State &st, const mk_gemm_tile &t) const;
+ *     __device__ void after_store(State &st, const mk_gemm_tile &t) const;
  *     // optional (defaults in mk_gemm_hooks_default):
- *     __device__ uint16_t *out_row(const mk_gemm_args &a, int64_t row) const;  // where row of C goes
+ *     __device__ uint16_t *out_row(State &st, const mk_gemm_args &a, int64_t row) const;  // where row of C goes
  *     static constexpr bool kOutAlso;  template <class V> __device__ void out_also(a, row, p, v) const;
- *     static constexpr bool kWarpDone;  __device__ void warp_done(a, t, rb, lane);
+ *     static constexpr bool kWarpDone;  __device__ void warp_done(State &st, a, t, rb, lane) const;
  *     static constexpr bool kRoles;  int role_ctas, compute_ctas;
- *     __device__ void run_role(int i, uint8_t *smem, int smem_bytes);
- *     static constexpr bool kTail;   __device__ void tail(uint8_t *smem, int smem_bytes);
+ *     __device__ void run_role(State &st, int i, uint8_t *smem, int smem_bytes) const;
+ *     static constexpr bool kTail;   __device__ void tail(State &st, uint8_t *smem, int smem_bytes) const;
  *     __device__ bool join() const;  // dynamic claims (args.claim): false = this CTA takes no tile
  *     static constexpr bool kTrigger;  // every CTA lets a dependent launch (args.pdl) start at once
  *   };
@@ -54,23 +61,23 @@
  *   two tiles behind), so a slow publish (system fences, flags on peers) costs the mainloop nothing.
  *   Called in the order the CTA stores its tiles, possibly after the consumers have started later
  *   tiles (or the tail); before_load must not wait for what after_store publishes in the same kernel.
- * - out_row(a, row): the address of row `row` of C (default a.C + row * a.n); lets a fused op
+ * - out_row(st, a, row): the address of row `row` of C (default a.C + row * a.n); lets a fused op
  *   store rows straight into a peer's buffer. Called for rows past m_end too (not written).
  * - out_also(a, row, p, v) (kOutAlso): called by the storing thread right after each store of the
  *   epilogue, v (a 16-byte uint4 staged, a 4-byte __nv_bfloat162 direct) just stored at p in row `row`
  *   (< m_end); lets a fused op store the same bytes elsewhere too (the MoE's rows to every rank).
- * - warp_done(a, t, rb, lane) (kWarpDone): called by every lane of a consumer warp that stored rows
+ * - warp_done(st, a, t, rb, lane) (kWarpDone): called by every lane of a consumer warp that stored rows
  *   [rb, rb + 16) of tile t (not an idle warpgroup), after those stores and before the tile's hand-over
  *   to after_store; its accumulators are dead there. The warp's own stores are visible to it after a
  *   __syncwarp (the staged store ends with one). Lets a fused op rework the rows it just stored (GEMM+RS /
  *   GEMM+AR's fold: the peers' partials added, fused_reduce.cuh); what it stores is published by
  *   after_store like the tile's own stores.
  * - Roles (kRoles): the launch adds role_ctas CTAs after the compute_ctas GEMM CTAs (the launch
- *   sets compute_ctas); CTA compute_ctas + i calls run_role(i, smem, bytes) with the whole
+ *   sets compute_ctas); CTA compute_ctas + i calls run_role(st, i, smem, bytes) with the whole
  *   dynamic shared memory and no GEMM work, then exits. All CTAs are co-resident (the total
  *   never exceeds the SM count when the caller sizes grid + role_ctas <= SMs), so roles may
  *   wait on compute CTAs and the other way round.
- * - tail(smem, bytes) (kTail): called by the 256 consumer threads (threadIdx.x 128..383) of every
+ * - tail(st, smem, bytes) (kTail): called by the 256 consumer threads (threadIdx.x 128..383) of every
  *   GEMM CTA once it has stored its last tile (after its after_store), with the ring's shared
  *   memory (free by then: every stage loaded was consumed) and named barrier 1 for the 256; the
  *   producer warpgroup has left. Lets a fused op put the SMs that finished the GEMM to its
@@ -405,31 +412,41 @@ struct mk_gemm_glu_pairs<P, decltype((void)P::kGluPairs)> {
 };
 __device__ __forceinline__ float mk_gemm_silu(float x) { return x / (1.0f + __expf(-x)); }
 
-/* Defaults of the optional hooks: C rows at a.C + row * a.n, no role CTAs. */
+/* Defaults of the optional hooks: C rows at a.C + row * a.n, no role CTAs, no per-thread state. */
 struct mk_gemm_hooks_default {
+  struct State {}; /* a policy's per-thread mutable state (the policy itself is read-only in the kernel) */
   static constexpr bool kRoles = false;
   static constexpr bool kTail = false;
   static constexpr bool kTrigger = false; /* true: every CTA lets the stream's next kernel, launched with
                                              mk_gemm_args.pdl, start at once (griddepcontrol.launch_dependents) */
   static constexpr bool kOutAlso = false; /* true: out_also after every store of the epilogue */
   static constexpr bool kWarpDone = false; /* true: warp_done after each consumer warp's stores of a tile */
+  static constexpr bool kSmemPolicy = false; /* true: the kernel copies the policy to shared memory, the hooks read it
+                                                there, after one thread's prepare() of the copy */
+  __device__ __forceinline__ void prepare() {}
   int role_ctas = 0, compute_ctas = 0;
-  __device__ __forceinline__ uint16_t *out_row(const mk_gemm_args &a, int64_t row) const { return a.C + row * a.n; }
+  template <class S>
+  __device__ __forceinline__ uint16_t *out_row(S &, const mk_gemm_args &a, int64_t row) const {
+    return a.C + row * a.n;
+  }
   template <class V>
   __device__ __forceinline__ void out_also(const mk_gemm_args &, int64_t, uint16_t *, const V &) const {}
   /* One consumer warp (lane `lane`) has stored its 16 rows [rb, rb + 16) of tile t (before the hand-over to
    * after_store); its accumulators are dead here, so the hook has the registers. */
-  __device__ __forceinline__ void warp_done(const mk_gemm_args &, const mk_gemm_tile &, int64_t, int) {}
-  __device__ __forceinline__ void run_role(int, uint8_t *, int) {}
-  __device__ __forceinline__ void tail(uint8_t *, int) {}
+  template <class S>
+  __device__ __forceinline__ void warp_done(S &, const mk_gemm_args &, const mk_gemm_tile &, int64_t, int) const {}
+  template <class S>
+  __device__ __forceinline__ void run_role(S &, int, uint8_t *, int) const {}
+  template <class S>
+  __device__ __forceinline__ void tail(S &, uint8_t *, int) const {}
   __device__ __forceinline__ bool join() const { return true; } /* dynamic claims: this CTA claims units */
 };
 
 /* No-op hooks: the plain GEMM. */
 struct mk_gemm_policy_plain : mk_gemm_order_grouped, mk_gemm_hooks_default {
   static constexpr bool kAfterStore = false;
-  __device__ __forceinline__ void before_load(const mk_gemm_tile &) {}
-  __device__ __forceinline__ void after_store(const mk_gemm_tile &) {}
+  __device__ __forceinline__ void before_load(State &, const mk_gemm_tile &) const {}
+  __device__ __forceinline__ void after_store(State &, const mk_gemm_tile &) const {}
 };
 
 /* Per-CTA view of the groups: prefix sums of rows and of 128-row tiles, in shared memory. */
@@ -483,9 +500,10 @@ __device__ __forceinline__ void mk_gemm_store_staged(const float (&d)[kW / 2], u
   static_assert(kW % 32 == 0, "staged width");
   const int mi = lane >> 3, srow = (mi & 1) * 8 + (lane & 7), rc = lane & 7;
   const uint32_t st_row = stg + srow * 128;
-  /* The lane's 4 rows' addresses once, not once a slab: row_ptr may read a fused op's state from local memory,
-   * which every generic store below may alias (fold's GEMM alone at RS 8192 took 1.536 ms through its out_row, 1.426
-   * through the plain one: runs f9ef394-x2, 7df6626-x2; 1.475 after this change, run 5c64781-x2). */
+  /* The lane's 4 rows' addresses once, not once a slab: row_ptr may read a fused op's state from memory that every
+   * generic store below may alias (fold's GEMM alone at RS 8192 took 1.536 ms through its out_row, 1.426 through the
+   * plain one: runs f9ef394-x2, 7df6626-x2; 1.475 after this change, run 5c64781-x2, when the policy was in local
+   * memory). */
   uint16_t *rp[4];
 #pragma unroll
   for (int it = 0; it < 4; it++) rp[it] = rb + it * 4 + mi < m_end ? row_ptr(rb + it * 4 + mi) : nullptr;
@@ -523,7 +541,7 @@ __device__ __forceinline__ void mk_gemm_store_staged(const float (&d)[kW / 2], u
 template <class Policy, int kBNMajor, int kBN, bool kSplitK = false>
 __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
     mk_gemm_core_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
-                        mk_gemm_args args, Policy policy) {
+                        mk_gemm_args args, const __grid_constant__ Policy policy_p) {
   using Cfg = mk_gemm_tile_config<kBN, kBNMajor>;
   using namespace mk_sm90;
   extern __shared__ uint8_t smem_raw[];
@@ -536,9 +554,26 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
   uint8_t *qb = (uint8_t *)(tile_off + Cfg::kMaxGroups + 1); /* dynamic claims' queue (args.claim) */
   const int tid = threadIdx.x, wg = tid / 128;
   if constexpr (Policy::kTrigger) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  /* kSmemPolicy: the hooks read the policy from a copy in shared memory, not from the parameter space, so that
+   * the compiler keeps no loop-invariant member in registers across the mainloop (with the parameter, ptxas
+   * failed to fit the GEMM+RS split-K kernel in 232 registers). */
+  __shared__ __align__(16) uint32_t policy_sm[Policy::kSmemPolicy ? (sizeof(Policy) + 3) / 4 : 1];
+  if constexpr (Policy::kSmemPolicy) {
+    static_assert(sizeof(Policy) % 4 == 0 && alignof(Policy) <= 16, "policy copy");
+    for (int i = tid; i < (int)(sizeof(Policy) / 4); i += (int)blockDim.x)
+      policy_sm[i] = reinterpret_cast<const uint32_t *>(&policy_p)[i];
+    __syncthreads();
+    if (tid == 0) reinterpret_cast<Policy *>(policy_sm)->prepare(); /* per-call values the hooks read */
+    __syncthreads();
+  }
+  const Policy &policy = *[&]() -> const Policy * {
+    if constexpr (Policy::kSmemPolicy) return reinterpret_cast<const Policy *>(policy_sm);
+    else return &policy_p;
+  }();
+  typename Policy::State st{}; /* this thread's hook state */
   if constexpr (Policy::kRoles) {
     if ((int)blockIdx.x >= policy.compute_ctas) {
-      policy.run_role((int)blockIdx.x - policy.compute_ctas, smem, Cfg::kSmemBytes - 1024);
+      policy.run_role(st, (int)blockIdx.x - policy.compute_ctas, smem, Cfg::kSmemBytes - 1024);
       return;
     }
   }
@@ -595,7 +630,7 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
       mk_gemm_units<kSplitK, kGemmProducer>(args, qb, sched.total(), k_iters, ncta, policy.join(), [&](int idx, int k0, int k1, int) {
         mk_gemm_tile t = sched.get(policy, idx);
         t.k0 = k0, t.k1 = k1;
-        policy.before_load(t);
+        policy.before_load(st, t);
         /* A in two 64-row boxes; the second one not loaded where the second consumer warpgroup
          * is idle (no valid row) or lies wholly past A (no box wholly out of bounds is issued;
          * with wg_skip 0 that warpgroup then computes on stale shared memory, rows never stored). */
@@ -626,7 +661,7 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
         if (kSplitK && sl >= 0 && sl < args.splits - 1) return; /* a slice left in the workspace: no store */
         const mk_gemm_tile t = sched.get(policy, idx);
         mbar_wait(&pub_full[j & 1], (j >> 1) & 1); /* every consumer thread stored its part (acquire) */
-        policy.after_store(t);
+        policy.after_store(st, t);
         mbar_arrive(&pub_empty[j & 1]);
         j++;
       });
@@ -731,12 +766,12 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
       } else if (Cfg::kEpiStage && !args.epi_direct) {
         mk_gemm_store_staged<kBN>(
             d, stg, lane, t.m0 + cw * 64 + warp * 16, t.m_end, t.n0, args.n,
-            [&](int64_t r) { return policy.out_row(args, r); },
+            [&](int64_t r) { return policy.out_row(st, args, r); },
             [&](int64_t r, uint16_t *p, const uint4 &v) {
               if constexpr (Policy::kOutAlso) policy.out_also(args, r, p, v);
             });
       } else {
-      uint16_t *c_lo = policy.out_row(args, r0), *c_hi = policy.out_row(args, r0 + 8);
+      uint16_t *c_lo = policy.out_row(st, args, r0), *c_hi = policy.out_row(st, args, r0 + 8);
 #pragma unroll
       for (int j = 0; j < kBN / 8; j++) {
         const int64_t col = t.n0 + 8 * j + 2 * (lane % 4);
@@ -755,7 +790,7 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
       }
       }
       if constexpr (Policy::kWarpDone) {
-        if (!idle) policy.warp_done(args, t, t.m0 + cw * 64 + warp * 16, lane);
+        if (!idle) policy.warp_done(st, args, t, t.m0 + cw * 64 + warp * 16, lane);
       }
       if (Policy::kAfterStore) { /* hand the tile to the signaller; wait only if it is two tiles behind */
         mbar_wait(&pub_empty[pj & 1], ((pj >> 1) & 1) ^ 1);
@@ -763,7 +798,7 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
         pj++;
       }
     });
-    if constexpr (Policy::kTail) policy.tail(smem, Cfg::kStages * Cfg::kStageBytes);
+    if constexpr (Policy::kTail) policy.tail(st, smem, Cfg::kStages * Cfg::kStageBytes);
   }
 }
 

@@ -475,12 +475,14 @@ struct moe_gemm1_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   const uint64_t *started, *calls;
   int join_from, C;
   uint64_t o_land_cnt, ll_need; /* d.ll: every tile waits for land_cnt >= (calls + 1) ll_need (W x C adds) */
-  bool ll_seen = false;          /* d.ll: this CTA's producer has seen every row land (its later tiles skip the wait) */
+  struct State {                 /* per thread (gemm_core.cuh: the policy is read-only in the kernel) */
+    bool ll_seen = false;        /* d.ll: this CTA's producer has seen every row land (its later tiles skip the wait) */
+  };
   __device__ __forceinline__ bool join() const {
     return (int)blockIdx.x < join_from || mk_ld_volatile(started) >= (uint64_t)C * (mk_ld_volatile(calls) + 1);
   }
-  __device__ __forceinline__ void before_load(const mk_gemm_tile &t) {
-    if (ll_seen) { /* every row landed when this CTA's first tile waited */
+  __device__ __forceinline__ void before_load(State &st, const mk_gemm_tile &t) const {
+    if (st.ll_seen) { /* every row landed when this CTA's first tile waited */
       moe_stamp(prof, MK_MOE_PH_G1_LAST);
       return;
     }
@@ -496,14 +498,14 @@ struct moe_gemm1_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
     mk_wait_ge_paced(w, o_wait, need, MK_OP_MOE, -1, tile, kMoePollNs);
     if (ll_need) { /* peers' stores, then TMA loads; once a CTA: every row has landed */
       asm volatile("fence.proxy.async.global;" ::: "memory");
-      ll_seen = true;
+      st.ll_seen = true;
     }
     if (prof) {
       moe_stamp(prof, MK_MOE_PH_G1_FIRST);
       moe_stamp(prof, MK_MOE_PH_G1_LAST);
     }
   }
-  __device__ __forceinline__ void after_store(const mk_gemm_tile &t) {
+  __device__ __forceinline__ void after_store(State &, const mk_gemm_tile &t) const {
     if constexpr (kG12) {
       const int row = tile_base[t.group] + (t.m0 - exp_off[t.group]) / mk_gemm_config::kBM;
       moe_red_add_gpu(done2 + (int64_t)row * kMoeG12Chunks + moe_g12_chunk(t.n0 / g12_bn, g12_need),

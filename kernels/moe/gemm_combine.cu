@@ -74,7 +74,7 @@ struct moe_gemm2_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
     *v = rowinfo[row];
     return (*v >> 40) == ((calls[0] + 1) & 0xffffffull);
   }
-  __device__ __forceinline__ uint16_t *out_row(const mk_gemm_args &a, int64_t row) const {
+  __device__ __forceinline__ uint16_t *out_row(State &, const mk_gemm_args &a, int64_t row) const {
     if constexpr (kPush) {
       if (rowinfo) { /* d.ll: this call's rows go home (fan: here, at their home's rows); the rest of a region
                         (and rows past m_end) into C2 */
@@ -104,7 +104,7 @@ struct moe_gemm2_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   /* The 256 consumer threads, after the CTA's last tile: every row this CTA stored happens before
    * thread 128's system fence (named barrier), so its add on g2_out publishes them; the CTA that
    * counts out last has read every other add, fences, and tells every rank (cumulative release). */
-  __device__ __forceinline__ void tail(uint8_t *, int) {
+  __device__ __forceinline__ void tail(State &, uint8_t *, int) const {
     if constexpr (kPush) {
       /* Launched as GEMM1's dependent (g12_need), this kernel must not end before GEMM1 has (its last
          CTAs may still be exiting): what follows on the stream waits only for this kernel. A no-op
@@ -121,7 +121,7 @@ struct moe_gemm2_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
       }
     }
   }
-  __device__ __forceinline__ void before_load(const mk_gemm_tile &t) {
+  __device__ __forceinline__ void before_load(State &, const mk_gemm_tile &t) const {
     if (kPush && g12_need) { /* GEMM1's stores of the act columns this unit reads (generic proxy) before its TMA
                                 loads: the chunks of the tile-row's GEMM1 tiles that cover k-iterations [k0, k1) */
       const int tile = tile_base[t.group] + (t.m0 - exp_off[t.group]) / mk_gemm_config::kBM;
@@ -135,7 +135,7 @@ struct moe_gemm2_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
     }
     moe_stamp(prof, MK_MOE_PH_G2_FIRST);
   }
-  __device__ __forceinline__ void after_store(const mk_gemm_tile &t) {
+  __device__ __forceinline__ void after_store(State &, const mk_gemm_tile &t) const {
     if constexpr (!kPush) { /* done2 is the combine kernel's; the push needs only the stamp */
       const int tile = tile_base[t.group] + (t.m0 - exp_off[t.group]) / mk_gemm_config::kBM;
       moe_red_add_gpu(done2 + tile, 1);

@@ -25,3 +25,27 @@ if [ "$PART" = a ]; then
   TAIL=6 step core_gemm 60 mk-bench gemm --shape 8192x8192x7168 --shape 1024x8192x7168 --seed 7 \
     --json "$RES/core_gemm.json"
 fi
+# part b (2 GPUs): after run bb48c78-x2 (AR 1024: the op's kernel without communication, =15, 0.179 ms against the
+#   plain GEMM's 0.161 in the same bench, =47 0.175; RS 8192 1.43-1.46 against 1.36-1.41): the policies read-only
+#   (gemm_core.cuh: a __grid_constant__ parameter, the RS/AR and AG policies copied once into the CTA's shared
+#   memory, per-thread State), so that no thread copies the policy into local memory. =15 against =31 again, in
+#   turns, twice; the three ops at the issue's shapes at the defaults; fold against the defaults in turns, twice;
+#   the MoE table at its defaults (its policies changed too: their hooks const, GEMM1's ll_seen in its State).
+#   Prediction: =15 within 3 % of =31 at AR 1024 (0.179 -> ~0.166) and RS 8192; every default faster than at b68a875
+#   (AG 8192 1.420, RS 8192 1.530, AR 1024 0.234); MoE level.
+#   MK_CALL_LIMIT=560 CTEST_ARGS="-R ^test_(fused_[a-z_0-9]*_2|gemm|gemm_grouped|moe_block|moe_block_grouped|model_gpu_(fused|unfused|sp_agree)_2)$" \
+#     CTEST_TIMEOUT=150 CTEST_WALL=300 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s34.sh b'
+if [ "$PART" = b ]; then
+  export STEP_GREP='^\[0\] (gemm_|ag_|moe|\{)|^gemm|fused in|fused on|FAIL|rror'
+  for r in 1 2; do
+    for d in 15 31; do
+      fused_op "rs_dbg${d}_$r" gemm_rs "8192" MK_FUSED_FOLD=1 MK_FUSED_FOLD_DEBUG=$d
+      fused_op "ar_dbg${d}_$r" gemm_ar "1024" MK_FUSED_FOLD=1 MK_FUSED_FOLD_DEBUG=$d
+    done
+  done
+  fused_op ag_def ag_gemm "2048 8192 16384"
+  fused_op rs_def gemm_rs "2048 8192 16384"
+  fused_op ar_def gemm_ar "16 128 1024 4096"
+  fold_turns
+  moe moe_def ""
+fi
