@@ -78,6 +78,7 @@ struct mk_fused {
   int push_calls[3];   /* RS/AR calls launched in push mode (mk_fused_push_calls) */
   int beside_calls[3]; /* RS/AR calls launched in beside mode (mk_fused_beside_calls) */
   int fold_calls[3];   /* RS/AR calls launched in fold mode (mk_fused_fold_calls) */
+  int ce_fold_calls;   /* RS calls on copy engines with the own rows summed in their epilogue (mk_fused_ce_fold_calls) */
 };
 enum { MK_FUSED_RMAP_SLOTS = 4 };
 
@@ -123,6 +124,7 @@ mk_status mk_fused_ce_join(mk_fused_t *f, mk_stream_t stream);
  * after the GEMM's launch, runs beside it); then the reduce kernel and mk_fused_ce_join. */
 int mk_fused_rs_ce_mode(const mk_fused_t *f, mk_fused_op op, int64_t m, int64_t n);
 int64_t mk_param_fused_fold_debug(void); /* gemm_rs.cu: MK_FUSED_FOLD_DEBUG */
+int64_t mk_param_fused_ce_fold(void);    /* gemm_rs.cu: MK_FUSED_CE_FOLD */
 mk_status mk_fused_ce_stage(mk_fused_t *f, mk_fused_op op);
 mk_status mk_fused_rs_ce_begin(mk_fused_t *f, mk_fused_op op, const mk_fused_args *a, mk_stream_t stream);
 /* seq: the GEMM walks the owners one after the other (mk_fused_ce_seq): push owner by owner. */

@@ -115,6 +115,10 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
                         an own tile adds the peers' partials (waiting for their flags) in rank order and stores the
                         sums into C (AR: and into every peer's P[e & 1], the sums' staging Y, flagged per block; the
                         GEMM CTAs past their last tile copy the peers' sums Y -> C in the gather) */
+  int ce_fold;          /* RS copy-engine mode, owner by owner (MK_FUSED_CE_FOLD): the own rows go to C and their
+                           epilogue adds the peers' partials from X (px = X, pxbytes = 0) once the peers' copies are
+                           in (ce_done[p] >= 1 at heap offset ce_done), as fold mode does from PX; no reduce kernel */
+  uint64_t ce_done, ce_arrive; /* heap offsets: ce_done[16], ce_arrive[16] (released on a failed wait) */
   mk_fused_trace tr;    /* MK_TRACE */
   /* Per thread (gemm_core.cuh: the policy is read-only in the kernel). */
   uint64_t ep;          /* this call's epoch: read once a CTA into its copy of the policy (prepare) */
@@ -162,6 +166,7 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
    * PX[epoch & 1][me] (rows past m are never written: o is clipped, not checked). */
   __device__ __forceinline__ uint16_t *out_row(State &st, const mk_gemm_args &a, int64_t row) const {
     if (fold_dbg & 8) return a.C + row * a.n;
+    if (ce_fold) return owner_of(row) == v.me ? own_row(row) : a.C + row * a.n; /* a.C: the local P */
     if (push) {
       const int o = owner_of(row);
       if (o != v.me && fold && (fold_dbg & 2)) return mk_local_ptr<uint16_t>(w, pbuf(epoch_once(st))) + row * a.n;
@@ -236,16 +241,21 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
    * leaves the rows as they are. */
   __device__ __forceinline__ void warp_done(State &st, const mk_gemm_args &, const mk_gemm_tile &t, int64_t rb,
                                             int lane) const {
-    if (fold && !(fold_dbg & 5) && owner_of(t.m0) == v.me) fold_rows(t, rb, lane, epoch_once(st));
+    if (((fold && !(fold_dbg & 5)) || ce_fold) && owner_of(t.m0) == v.me) fold_rows(t, rb, lane, epoch_once(st));
   }
   __device__ __forceinline__ void fold_rows(const mk_gemm_tile &t, int64_t rb, int lane, uint64_t e) const {
     const int tm = t.m0 / 128, cb0 = t.n0 / 128, nb = (t.n_end - t.n0 + 127) / 128;
     int ok = 1;
     if (lane < (v.W - 1) * nb) {
       const int p = lane / nb + (lane / nb >= v.me), cb = cb0 + lane % nb;
-      ok = mk_wait_ge(w, flag(p, tm, cb), e + 1, op, p, tm * ncb + cb);
+      ok = ce_fold ? mk_wait_ge(w, ce_done + 8ull * p, 1, op, p, tm * ncb + cb)
+                   : mk_wait_ge(w, flag(p, tm, cb), e + 1, op, p, tm * ncb + cb);
     }
-    if (!__all_sync(0xffffffffu, ok)) return;
+    if (!__all_sync(0xffffffffu, ok)) {
+      if (ce_fold && lane == 0) /* as the reduce kernel does: this rank's side streams drain */
+        for (int p = 0; p < v.W; p++) mk_st_release_sys(mk_local_ptr<uint64_t>(w, ce_arrive + 8ull * p), 1ull);
+      return;
+    }
     __syncwarp(); /* the waiting lanes' acquire, and the warp's stores of the tile, before every lane's loads */
     const int64_t r1 = min(rb + 16, (int64_t)t.m_end);
     if (r1 <= rb) return;
@@ -929,6 +939,11 @@ static mk_status mk_reduce_launch(mk_fused_t *f, const mk_fused_args *a, uint16_
   p.ce_seq = p.perm_q && (fold || (p.ce && !beside && mk_fused_ce_seq(f))); /* fold: own rows last */
   if (p.ce_seq && p.perm_q < p.group_m) p.group_m = p.perm_q; /* a group per owner: owners finish one by one */
   p.ce_rows = mk_fused_rs_ce_rows(p.ms, p.ce_seq); /* the pushes (mk_fused_rs_ce_push) count the same pieces */
+  p.ce_fold = kOp == MK_FUSED_GEMM_RS && p.ce && p.ce_seq && !beside && !f->ce_red_used && f->world <= 4 &&
+              mk_param_fused_ce_fold();
+  p.ce_done = ws->ce + 8ull * MK_FUSED_ARRIVE_SLOTS, p.ce_arrive = ws->ce;
+  if (p.ce_fold) p.px = ws->cex, p.pxbytes = 0; /* fold_sum reads the peers' partials from X */
+  f->ce_fold_calls += p.ce_fold;
   p.ce_np = (int)((p.ms + p.ce_rows - 1) / p.ce_rows);
   /* Split-K of the last wave (256-wide tiles) where the core's model says it pays (not in
    * copy-engine mode: its progress counters count each tile once; not in fold mode: an own
@@ -954,7 +969,7 @@ static mk_status mk_reduce_launch(mk_fused_t *f, const mk_fused_args *a, uint16_
     MK_CHECK(mk_beside_end(f, b, stream));
   } else if (p.ce) { /* the pushes beside the GEMM, the owner's sum after it (AR: the second shot), the join */
     MK_CHECK(mk_fused_rs_ce_push(f, fop, a, p.ce_seq));
-    MK_CHECK(mk_rs_ce_finish(f, fop, a, p.v, stream));
+    MK_CHECK(p.ce_fold ? mk_fused_ce_join(f, (mk_stream_t)stream) : mk_rs_ce_finish(f, fop, a, p.v, stream));
   }
   MK_CHECK(mk_fused_epoch_advance(f, fop, (mk_stream_t)stream));
   return mk_fused_trace_end(f, fop, p.tr.buf, (mk_stream_t)stream);

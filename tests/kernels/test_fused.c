@@ -5,7 +5,9 @@
  * ar_tma, rs_tail, ar_tail, rs_push, ar_push: SM roles with a reducer variant, bits compared with the plain one;
  * rs_beside, ar_beside: the reduction on SMs beside the GEMM (MK_FUSED_BESIDE=1) at the round shapes, the
  * copy-engine mode at the others, bits compared between the two at the round shape; rs_fold, ar_fold: the same with
- * fold mode (MK_FUSED_FOLD=1: the peers' partials summed in the own tiles' epilogue);
+ * fold mode (MK_FUSED_FOLD=1: the peers' partials summed in the own tiles' epilogue); rs_cefold: the copy-engine mode
+ * with MK_FUSED_CE_FOLD=1 (the own tiles add the copied partials in their epilogue) where it applies, bits compared
+ * with the reduce kernel (=0);
  * ag_auto, rs_auto, ar_auto: the variable as the environment has it, by
  * default the mode chosen by shape, so that with low MK_FUSED_{RS,AR}_CE_MIN_MB (AG: MK_FUSED_AG_CE_MIN_N) the shapes
  * below run some calls on either path) on fresh
@@ -134,17 +136,19 @@ int main(int argc, char **argv) {
                                                                       !strcmp(opname + 2, "_push") ||
                                                                       !strcmp(opname + 2, "_beside") ||
                                                                       !strcmp(opname + 2, "_fold"))) ||
+                                           (op == MK_FUSED_GEMM_RS && !strcmp(opname + 2, "_cefold")) ||
                                            (op == MK_FUSED_GEMM_AR && !strcmp(opname + 2, "_two"))))
       x.op = op;
   if (x.op < 0)
     MK_TEST_FAIL_("usage: test_fused ag|rs|ar[_ce|_auto], rs|ar_ceov, rs|ar_tma, rs|ar_tail, rs|ar_push, rs|ar_beside, "
-                  "rs|ar_fold, ar_two (got '%s')",
+                  "rs|ar_fold, rs_cefold, ar_two (got '%s')",
                   opname);
   const char *ce_env = envs[x.op];
   /* *_beside: the reduction on SMs beside the GEMM (MK_FUSED_BESIDE=1) where it applies (M a multiple of 128 W:
    * the round shapes), bits compared with the copy-engine mode (its staging, = 1), which the other shapes run. */
   const int beside = !strcmp(opname + 2, "_beside"), fold = !strcmp(opname + 2, "_fold");
-  const int ov = !strcmp(opname + 2, "_ceov"), ce = ov || beside || fold || !strcmp(opname + 2, "_ce");
+  const int cefold = !strcmp(opname + 2, "_cefold");
+  const int ov = !strcmp(opname + 2, "_ceov"), ce = ov || beside || fold || cefold || !strcmp(opname + 2, "_ce");
   if (beside) setenv("MK_FUSED_BESIDE", "1", 1);
   if (fold) setenv("MK_FUSED_FOLD", "1", 1);
   else if (strcmp(opname + 2, "_auto")) setenv("MK_FUSED_FOLD", "0", 1); /* the named mode, not fold (AR's default at 2) */
@@ -173,6 +177,7 @@ int main(int argc, char **argv) {
                         : push   ? "MK_FUSED_PUSH"
                         : beside ? "MK_FUSED_BESIDE"
                         : fold   ? "MK_FUSED_FOLD"
+                        : cefold ? "MK_FUSED_CE_FOLD"
                                  : NULL;
   mk_test_require_gpus(2);
   ASSERT_OK(mk_comm_create(&x.c));
@@ -243,8 +248,13 @@ int main(int argc, char **argv) {
                        : tail   ? "GEMM CTAs join the reducers"
                        : beside ? "beside"
                        : fold   ? "fold"
+                       : cefold ? "copy engines, own rows summed in the epilogue"
                                 : "push";
-      const char *off = tma ? "register reducers" : tail ? "role CTAs alone" : beside || fold ? "copy engines" : "pull";
+      const char *off = tma      ? "register reducers"
+                        : tail   ? "role CTAs alone"
+                        : cefold ? "copy engines, reduce kernel"
+                        : beside || fold ? "copy engines"
+                                         : "pull";
       check(&x, &shapes[i], t ? on : off);
       h[t] = c_hash(&x, &shapes[i]);
     }
@@ -256,12 +266,14 @@ int main(int argc, char **argv) {
     printf("rank %d: %d calls in push mode\n", x.me, pushed);
     ASSERT_TRUE(pushed > 0);
   }
-  if (beside || fold) { /* the comparison ran at the round shape; the calls below run in the mode from here on, where
-                          it applies (shape 1), and it did run */
+  if (beside || fold || cefold) { /* the comparison ran at the round shape; the calls below run in the mode from here
+                                    on, where it applies (shape 1), and it did run */
     setenv(cmp_env, "1", 1);
     mk_param_reset_cache();
-    const int n = beside ? mk_fused_beside_calls(x.f, (mk_fused_op)x.op) : mk_fused_fold_calls(x.f, (mk_fused_op)x.op);
-    printf("rank %d: %d calls in %s mode\n", x.me, n, beside ? "beside" : "fold");
+    const int n = beside   ? mk_fused_beside_calls(x.f, (mk_fused_op)x.op)
+                  : cefold ? mk_fused_ce_fold_calls(x.f)
+                           : mk_fused_fold_calls(x.f, (mk_fused_op)x.op);
+    printf("rank %d: %d calls in %s mode\n", x.me, n, beside ? "beside" : cefold ? "copy-engine fold" : "fold");
     ASSERT_TRUE(n > 0);
     if (fold)
       ASSERT_TRUE(mk_fused_fold(x.f, (mk_fused_op)x.op, shapes[1].m, shapes[1].n) &&
@@ -269,7 +281,7 @@ int main(int argc, char **argv) {
   }
 
   /* 100 back-to-back calls (no host synchronisation between them), then the check. */
-  const shape *sh = &shapes[two || beside || fold ? 1 : 0];
+  const shape *sh = &shapes[two || beside || fold || cefold ? 1 : 0];
   if (two) ASSERT_TRUE(mk_fused_ar_two_shot(x.f, sh->m, sh->n) && !mk_fused_ar_two_shot(x.f, shapes[0].m, shapes[0].n));
   x.inplace = 0;
   prepare(&x, sh, 7);

@@ -33,8 +33,9 @@ fi
 #   the MoE table at its defaults (its policies changed too: their hooks const, GEMM1's ll_seen in its State).
 #   Prediction: =15 within 3 % of =31 at AR 1024 (0.179 -> ~0.166) and RS 8192; every default faster than at b68a875
 #   (AG 8192 1.420, RS 8192 1.530, AR 1024 0.234); MoE level.
-#   MK_CALL_LIMIT=560 CTEST_ARGS="-R ^test_(fused_[a-z_0-9]*_2|gemm|gemm_grouped|moe_block|moe_block_grouped|model_gpu_(fused|unfused|sp_agree)_2)$" \
-#     CTEST_TIMEOUT=150 CTEST_WALL=300 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s34.sh b'
+#   MK_CALL_LIMIT=560 CTEST_TIMEOUT=150 CTEST_WALL=300 \
+#     CTEST_ARGS="-R ^test_(fused_[a-z_0-9]*_2|gemm(_grouped)?|moe_block(_grouped)?|model_gpu_(fused|unfused|sp_agree)_2)$" \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s34.sh b'
 if [ "$PART" = b ]; then
   export STEP_GREP='^\[0\] (gemm_|ag_|moe|\{)|^gemm|fused in|fused on|FAIL|rror'
   for r in 1 2; do
@@ -48,4 +49,18 @@ if [ "$PART" = b ]; then
   fused_op ar_def gemm_ar "16 128 1024 4096"
   fold_turns
   moe moe_def ""
+fi
+# part c (2 GPUs): after run 373ce9f-x2 (GEMM+RS on copy engines: 0.351 / 1.515 / 2.960 ms against its GEMM's
+#   0.31 / 1.38 / 2.78; the owner's reduce kernel after the GEMM reads the own rows and the copied ones and writes C,
+#   48 / 192 / 384 MB at M = 2048 / 8192 / 16384): MK_FUSED_CE_FOLD=1, the own tiles (computed last, after the peers'
+#   copies of this rank's rows are in) sum in their epilogue, no reduce kernel; =1 against =0 in turns, twice; every
+#   RS test on 2 ranks (rs_cefold compares the bits of the two); the layer at its defaults (both models, prefill and
+#   decode: the fused ops' kernels changed in part b).
+#   Prediction: RS 2048 ~0.33, 8192 ~1.43, 16384 ~2.86 (the reduce kernel's time gone, the epilogue sums hidden).
+#   MK_CALL_LIMIT=420 CTEST_ARGS="-R ^test_fused_rs[a-z_]*_2$" CTEST_TIMEOUT=120 CTEST_WALL=120 \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s34.sh c'
+if [ "$PART" = c ]; then
+  export STEP_GREP='^\[0\] (gemm_|layer|\{)|^gemm|fused on|FAIL|rror'
+  for r in 1 0 1b 0b; do fused_op "rs_cefold$r" gemm_rs "2048 8192 16384" MK_FUSED_CE_FOLD="${r%b}"; done
+  layer layer_def "$BIN"
 fi
