@@ -203,7 +203,11 @@ int mk_fused_ce_rows(void) { return (int)ce_round_rows(mk_param_fused_ce_rows())
 int64_t mk_fused_rs_ce_rows(int64_t ms, int seq) {
   if (!seq) return mk_fused_ce_rows();
   const int64_t want = mk_param_fused_ce_seq_rows();
-  return want ? ce_round_rows(want) : ms > 0 ? ms : 1;
+  if (want) return ce_round_rows(want);
+  /* MK_FUSED_CE_FOLD: pieces of one group of the GEMM's order (16 tile-rows, mk_gemm_config::kGroupM), so that the
+     copy of a group's rows starts when the group is done, not when the owner's last group is */
+  if (seq == 2 && ms > 2048) return 2048;
+  return ms > 0 ? ms : 1;
 }
 
 mk_status mk_fused_ag_ce_begin(mk_fused_t *f, const mk_fused_args *a, int inplace, mk_stream_t stream) {
@@ -454,9 +458,9 @@ mk_status mk_fused_rs_ce_push(mk_fused_t *f, mk_fused_op op, const mk_fused_args
     }
     return MK_STATUS_OK;
   }
-  if (seq) { /* the GEMM's owner-sequential order: owner by owner */
+  if (seq) { /* the GEMM's owner-sequential order: owner by owner (2: piece flags for the owner's GEMM) */
     for (int j = 1; j < f->world; j++)
-      for (int64_t i = 0; i < np; i++) MK_CHECK(ce_push_first(f, op, a, R, i, j, j + 1, 0));
+      for (int64_t i = 0; i < np; i++) MK_CHECK(ce_push_first(f, op, a, R, i, j, j + 1, seq == 2));
     return MK_STATUS_OK;
   }
   for (int64_t i = 0; i < np; i++) MK_CHECK(ce_push_first(f, op, a, R, i, 1, f->world, overlap));

@@ -111,8 +111,9 @@ enum { MK_FUSED_BESIDE_SMEM = 120 << 10 };
 int mk_fused_ag_ce_mode(const mk_fused_t *f, int64_t n); /* AG+GEMM of N columns on copy engines */
 int mk_fused_ag_ce_min_n(void);                           /* MK_FUSED_AG_CE_MIN_N */
 int mk_fused_ce_rows(void);
-/* RS/AR copy-engine mode: rows per piece of a call with ms rows per owner; seq: the owner-sequential order
- * (MK_FUSED_CE_SEQ_ROWS, default one piece per owner), else mk_fused_ce_rows(). */
+/* RS/AR copy-engine mode: rows per piece of a call with ms rows per owner; seq 1: the owner-sequential order
+ * (MK_FUSED_CE_SEQ_ROWS, default one piece per owner), 2: that order with MK_FUSED_CE_FOLD (MK_FUSED_CE_SEQ_ROWS,
+ * default the 2048 rows of one group of the GEMM's order, whose tiles complete together), 0: mk_fused_ce_rows(). */
 int64_t mk_fused_rs_ce_rows(int64_t ms, int seq);
 mk_status mk_fused_ag_ce_begin(mk_fused_t *f, const mk_fused_args *a, int inplace, mk_stream_t stream);
 /* Copy-engine modes: the side streams' work joins the caller's stream. */
@@ -127,7 +128,8 @@ int64_t mk_param_fused_fold_debug(void); /* gemm_rs.cu: MK_FUSED_FOLD_DEBUG */
 int64_t mk_param_fused_ce_fold(void);    /* gemm_rs.cu: MK_FUSED_CE_FOLD */
 mk_status mk_fused_ce_stage(mk_fused_t *f, mk_fused_op op);
 mk_status mk_fused_rs_ce_begin(mk_fused_t *f, mk_fused_op op, const mk_fused_args *a, mk_stream_t stream);
-/* seq: the GEMM walks the owners one after the other (mk_fused_ce_seq): push owner by owner. */
+/* seq 1: the GEMM walks the owners one after the other (mk_fused_ce_seq): push owner by owner; 2: the same, and
+ * MK_FUSED_CE_FOLD: ce_piece[me][i] := 1 on the owner after each piece (the owner's GEMM waits for it). */
 mk_status mk_fused_rs_ce_push(mk_fused_t *f, mk_fused_op op, const mk_fused_args *a, int seq);
 /* RS/AR copy-engine mode, MK_FUSED_CE_OVERLAP=1: the reduce kernel's CTAs (MK_FUSED_CE_REDUCERS,
  * at most sms / 2) that run beside the GEMM; 0 = the mode is off (the reduce after the GEMM). */

@@ -116,9 +116,9 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
                         sums into C (AR: and into every peer's P[e & 1], the sums' staging Y, flagged per block; the
                         GEMM CTAs past their last tile copy the peers' sums Y -> C in the gather) */
   int ce_fold;          /* RS copy-engine mode, owner by owner (MK_FUSED_CE_FOLD): the own rows go to C and their
-                           epilogue adds the peers' partials from X (px = X, pxbytes = 0) once the peers' copies are
-                           in (ce_done[p] >= 1 at heap offset ce_done), as fold mode does from PX; no reduce kernel */
-  uint64_t ce_done, ce_arrive; /* heap offsets: ce_done[16], ce_arrive[16] (released on a failed wait) */
+                           epilogue adds the peers' partials from X (px = X, pxbytes = 0) once the peers' copies of
+                           their piece are in (ce_piece[p][i] >= 1), as fold mode does from PX; no reduce kernel */
+  uint64_t ce_piece, ce_arrive; /* heap offsets: ce_piece[W][ce_np], ce_arrive[16] (released on a failed wait) */
   mk_fused_trace tr;    /* MK_TRACE */
   /* Per thread (gemm_core.cuh: the policy is read-only in the kernel). */
   uint64_t ep;          /* this call's epoch: read once a CTA into its copy of the policy (prepare) */
@@ -248,7 +248,8 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
     int ok = 1;
     if (lane < (v.W - 1) * nb) {
       const int p = lane / nb + (lane / nb >= v.me), cb = cb0 + lane % nb;
-      ok = ce_fold ? mk_wait_ge(w, ce_done + 8ull * p, 1, op, p, tm * ncb + cb)
+      const uint64_t piece = (uint64_t)p * ce_np + (uint64_t)((t.m0 - (int64_t)v.me * ms) / ce_rows);
+      ok = ce_fold ? mk_wait_ge(w, ce_piece + 8ull * piece, 1, op, p, tm * ncb + cb)
                    : mk_wait_ge(w, flag(p, tm, cb), e + 1, op, p, tm * ncb + cb);
     }
     if (!__all_sync(0xffffffffu, ok)) {
@@ -938,13 +939,14 @@ static mk_status mk_reduce_launch(mk_fused_t *f, const mk_fused_args *a, uint16_
   }
   p.ce_seq = p.perm_q && (fold || (p.ce && !beside && mk_fused_ce_seq(f))); /* fold: own rows last */
   if (p.ce_seq && p.perm_q < p.group_m) p.group_m = p.perm_q; /* a group per owner: owners finish one by one */
-  p.ce_rows = mk_fused_rs_ce_rows(p.ms, p.ce_seq); /* the pushes (mk_fused_rs_ce_push) count the same pieces */
   p.ce_fold = kOp == MK_FUSED_GEMM_RS && p.ce && p.ce_seq && !beside && !f->ce_red_used && f->world <= 4 &&
               mk_param_fused_ce_fold();
-  p.ce_done = ws->ce + 8ull * MK_FUSED_ARRIVE_SLOTS, p.ce_arrive = ws->ce;
+  const int seq = p.ce_seq ? (p.ce_fold ? 2 : 1) : 0; /* the pushes (mk_fused_rs_ce_push) count the same pieces */
+  p.ce_rows = mk_fused_rs_ce_rows(p.ms, seq);
+  p.ce_np = (int)((p.ms + p.ce_rows - 1) / p.ce_rows);
+  p.ce_piece = ws->ce + mk_fused_ce_piece_off(f->world, p.ce_np), p.ce_arrive = ws->ce;
   if (p.ce_fold) p.px = ws->cex, p.pxbytes = 0; /* fold_sum reads the peers' partials from X */
   f->ce_fold_calls += p.ce_fold;
-  p.ce_np = (int)((p.ms + p.ce_rows - 1) / p.ce_rows);
   /* Split-K of the last wave (256-wide tiles) where the core's model says it pays (not in
    * copy-engine mode: its progress counters count each tile once; not in fold mode: an own
    * tile's epilogue sums its partial, whole). */
@@ -968,7 +970,7 @@ static mk_status mk_reduce_launch(mk_fused_t *f, const mk_fused_args *a, uint16_
   if (beside) {
     MK_CHECK(mk_beside_end(f, b, stream));
   } else if (p.ce) { /* the pushes beside the GEMM, the owner's sum after it (AR: the second shot), the join */
-    MK_CHECK(mk_fused_rs_ce_push(f, fop, a, p.ce_seq));
+    MK_CHECK(mk_fused_rs_ce_push(f, fop, a, seq));
     MK_CHECK(p.ce_fold ? mk_fused_ce_join(f, (mk_stream_t)stream) : mk_rs_ce_finish(f, fop, a, p.v, stream));
   }
   MK_CHECK(mk_fused_epoch_advance(f, fop, (mk_stream_t)stream));

@@ -64,3 +64,15 @@ if [ "$PART" = c ]; then
   for r in 1 0 1b 0b; do fused_op "rs_cefold$r" gemm_rs "2048 8192 16384" MK_FUSED_CE_FOLD="${r%b}"; done
   layer layer_def "$BIN"
 fi
+# part d (2 GPUs): after run bcd6cd2-x2 (MK_FUSED_CE_FOLD=1 slower at RS 8192 / 16384, 1.55-1.56 / 3.19-3.22 against
+#   1.44-1.48 / 2.99-3.05 ms: the own tiles waited for the peer's copy of all of this rank's rows, one 64 / 128 MB piece
+#   copied only after the peer's last group of them): the copies in pieces of one group of the GEMM's order (2048
+#   rows), each flagged to the owner, whose own tiles wait for their piece only. =1 against =0 in turns, twice; the
+#   RS tests on 2 ranks.
+#   Prediction: RS 8192 ~1.43, 16384 ~2.86 (=0 1.46 / 3.0).
+#   MK_CALL_LIMIT=300 CTEST_ARGS="-R ^test_fused_rs[a-z_]*_2$" CTEST_TIMEOUT=120 CTEST_WALL=120 \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s34.sh d'
+if [ "$PART" = d ]; then
+  export STEP_GREP='^\[0\] (gemm_|\{)|^gemm|fused on|FAIL|rror'
+  for r in 1 0 1b 0b; do fused_op "rs_cefold$r" gemm_rs "2048 8192 16384" MK_FUSED_CE_FOLD="${r%b}"; done
+fi
