@@ -78,7 +78,7 @@ struct mk_fused {
   int push_calls[3];   /* RS/AR calls launched in push mode (mk_fused_push_calls) */
   int beside_calls[3]; /* RS/AR calls launched in beside mode (mk_fused_beside_calls) */
   int fold_calls[3];   /* RS/AR calls launched in fold mode (mk_fused_fold_calls) */
-  int ce_fold_calls;   /* RS calls on copy engines with the own rows summed in their epilogue (mk_fused_ce_fold_calls) */
+  int ce_fold_calls[3]; /* RS/AR calls on copy engines, own rows summed in their epilogue (mk_fused_ce_fold_calls) */
 };
 enum { MK_FUSED_RMAP_SLOTS = 4 };
 

@@ -115,9 +115,10 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
                         an own tile adds the peers' partials (waiting for their flags) in rank order and stores the
                         sums into C (AR: and into every peer's P[e & 1], the sums' staging Y, flagged per block; the
                         GEMM CTAs past their last tile copy the peers' sums Y -> C in the gather) */
-  int ce_fold;          /* RS copy-engine mode, owner by owner (MK_FUSED_CE_FOLD): the own rows go to C and their
+  int ce_fold;          /* copy-engine mode, owner by owner (MK_FUSED_CE_FOLD): the own rows go to C and their
                            epilogue adds the peers' partials from X (px = X, pxbytes = 0) once the peers' copies of
-                           their piece are in (ce_piece[p][i] >= 1), as fold mode does from PX; no reduce kernel */
+                           their piece are in (ce_piece[p][i] >= 1), as fold mode does from PX; no reduce kernel. AR:
+                           then as fold mode, the sums into every peer's Y (P[e & 1]), flagged, and the gather */
   uint64_t ce_piece, ce_arrive; /* heap offsets: ce_piece[W][ce_np], ce_arrive[16] (released on a failed wait) */
   mk_fused_trace tr;    /* MK_TRACE */
   /* Per thread (gemm_core.cuh: the policy is read-only in the kernel). */
@@ -203,6 +204,7 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
     }
     if (ce) {
       ce_progress(t);
+      if (ce_fold && op == MK_OP_GEMM_AR && owner_of(t.m0) == v.me) fold_publish(t); /* the sums in the peers' Y */
       return;
     }
     if (fold) {
@@ -364,7 +366,7 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
     const uint64_t epoch = mk_epoch(w, v.slot);
     int *box = reinterpret_cast<int *>(smem);
     c.sync(); /* after a split-K slice without a store, the other warpgroup may still read the ring */
-    if (fold) gather(st, c, 0, 1, epoch, box); /* AR fold: the peers' sums Y -> C */
+    if (fold || ce_fold) gather(st, c, 0, 1, epoch, box); /* AR fold: the peers' sums Y -> C */
     else if (reduce(st, c, 0, 1, epoch, box) && two) gather(st, c, 0, 1, epoch, box);
   }
 
@@ -453,7 +455,8 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
    * this rank's own P[e & 1] (Y) and flagged them here; the copy is local (the own rows' group of
    * the GEMM's order, group_m, not perm_q's). */
   __device__ bool gather(State &st, const mk_crew &c, int first, int stride, uint64_t epoch, int *box) const {
-    const int ntm = (int)(ms / 128), O = v.W - 1, gm = perm_q && !fold ? group_m / v.W : group_m, total = ntm * ncb * O;
+    const bool fo = fold || ce_fold;
+    const int ntm = (int)(ms / 128), O = v.W - 1, gm = perm_q && !fo ? group_m / v.W : group_m, total = ntm * ncb * O;
     const uint64_t pb = pbuf(epoch);
     int next = first;
     auto owner = [&](int u) { return (v.me + 1 + u % O) % v.W; };
@@ -473,7 +476,7 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
       int cols;
       block_span(tm, cb, o * ms, (o + 1) * ms, &r0, &r1, &c0, &cols);
       /* fold: o pushed its sums into this rank's Y (P[e & 1]) */
-      const uint16_t *src = (fold ? mk_local_ptr<uint16_t>(w, pb) : mk_peer_ptr<uint16_t>(w, v.lp(o), pb)) + r0 * n + c0;
+      const uint16_t *src = (fo ? mk_local_ptr<uint16_t>(w, pb) : mk_peer_ptr<uint16_t>(w, v.lp(o), pb)) + r0 * n + c0;
       const uint64_t t1 = tr.buf ? mk_globaltimer() : 0;
       mk_fused_reduce_block(c_all + r0 * n + c0, &src, 1, (int)(r1 - r0), cols, n, nullptr, c.t, c.n);
       trace_task(st, c, MK_TRACE_SEND, t0, t1);
@@ -939,14 +942,14 @@ static mk_status mk_reduce_launch(mk_fused_t *f, const mk_fused_args *a, uint16_
   }
   p.ce_seq = p.perm_q && (fold || (p.ce && !beside && mk_fused_ce_seq(f))); /* fold: own rows last */
   if (p.ce_seq && p.perm_q < p.group_m) p.group_m = p.perm_q; /* a group per owner: owners finish one by one */
-  p.ce_fold = kOp == MK_FUSED_GEMM_RS && p.ce && p.ce_seq && !beside && !f->ce_red_used && f->world <= 4 &&
-              mk_param_fused_ce_fold();
+  p.ce_fold = p.ce && p.ce_seq && !beside && !f->ce_red_used && f->world <= 4 && mk_param_fused_ce_fold();
+  if (p.ce_fold && kOp == MK_FUSED_GEMM_AR) p.claims = f->claims + 2 * kOp; /* the gather, as in fold mode */
   const int seq = p.ce_seq ? (p.ce_fold ? 2 : 1) : 0; /* the pushes (mk_fused_rs_ce_push) count the same pieces */
   p.ce_rows = mk_fused_rs_ce_rows(p.ms, seq);
   p.ce_np = (int)((p.ms + p.ce_rows - 1) / p.ce_rows);
   p.ce_piece = ws->ce + mk_fused_ce_piece_off(f->world, p.ce_np), p.ce_arrive = ws->ce;
   if (p.ce_fold) p.px = ws->cex, p.pxbytes = 0; /* fold_sum reads the peers' partials from X */
-  f->ce_fold_calls += p.ce_fold;
+  f->ce_fold_calls[fop] += p.ce_fold;
   /* Split-K of the last wave (256-wide tiles) where the core's model says it pays (not in
    * copy-engine mode: its progress counters count each tile once; not in fold mode: an own
    * tile's epilogue sums its partial, whole). */

@@ -17,9 +17,11 @@ MK_PARAM_INT(fused_fold, "FUSED_FOLD", -1, -1, 1)
  * 8 every row stored into the own P by out_row's plain path, 16 the plain GEMM (mk_gemm_bf16) into P instead of the
  * op's kernel, 32 the plain grouped tile order (no owner-by-owner walk). */
 MK_PARAM_INT(fused_fold_debug, "FUSED_FOLD_DEBUG", 0, 0, 63)
-/* GEMM+RS on copy engines in the owner-by-owner order (W <= 4, MK_FUSED_CE_OVERLAP=0): 1 = the own tiles, computed
- * last, add the peers' partials (pushed by the copy engines into X while the GEMM computes the own rows) in their
- * epilogue, as fold mode does, instead of the reduce kernel after the GEMM; 0 = that reduce kernel. */
+/* GEMM+RS / GEMM+AR on copy engines in the owner-by-owner order (W <= 4, MK_FUSED_CE_OVERLAP=0): 1 = the own tiles,
+ * computed last, add the peers' partials (pushed by the copy engines into X while the GEMM computes the own rows) in
+ * their epilogue, as fold mode does, instead of the reduce kernel after the GEMM (AR: and push the sums to every
+ * rank from there, then gather the peers' sums, as fold mode does, instead of the copy-engine second shot); 0 = the
+ * reduce kernel. */
 MK_PARAM_INT(fused_ce_fold, "FUSED_CE_FOLD", 0, 0, 1)
 
 extern "C" int mk_fused_fold(const mk_fused_t *f, mk_fused_op op, int64_t m, int64_t n) {

@@ -151,9 +151,10 @@ int mk_fused_beside_calls(const mk_fused_t *f, mk_fused_op op);
 int mk_fused_fold(const mk_fused_t *f, mk_fused_op op, int64_t m, int64_t n);
 /* RS/AR calls of this handle that ran in fold mode. */
 int mk_fused_fold_calls(const mk_fused_t *f, mk_fused_op op);
-/* GEMM+RS calls of this handle on copy engines whose own rows were summed in the GEMM's epilogue (MK_FUSED_CE_FOLD=1,
- * fused_reduce.cuh: the owner-by-owner order, W <= 4, the reduce not overlapped) instead of by the reduce kernel. */
-int mk_fused_ce_fold_calls(const mk_fused_t *f);
+/* GEMM+RS / GEMM+AR calls of this handle on copy engines whose own rows were summed in the GEMM's epilogue
+ * (MK_FUSED_CE_FOLD=1, fused_reduce.cuh: the owner-by-owner order, W <= 4, the reduce not overlapped) instead of by
+ * the reduce kernel (AR: the sums then pushed to every rank from there, as in fold mode). */
+int mk_fused_ce_fold_calls(const mk_fused_t *f, mk_fused_op op);
 
 /* Phase stamps of GEMM+AR's small-M path (opt-in; mk-bench gemm_ar --breakdown). With
  * mk_fused_ar_profile(f, 1) (allocates; 0 turns it off) every later small-M call zeroes the

@@ -5,9 +5,9 @@
  * ar_tma, rs_tail, ar_tail, rs_push, ar_push: SM roles with a reducer variant, bits compared with the plain one;
  * rs_beside, ar_beside: the reduction on SMs beside the GEMM (MK_FUSED_BESIDE=1) at the round shapes, the
  * copy-engine mode at the others, bits compared between the two at the round shape; rs_fold, ar_fold: the same with
- * fold mode (MK_FUSED_FOLD=1: the peers' partials summed in the own tiles' epilogue); rs_cefold: the copy-engine mode
- * with MK_FUSED_CE_FOLD=1 (the own tiles add the copied partials in their epilogue) where it applies, bits compared
- * with the reduce kernel (=0);
+ * fold mode (MK_FUSED_FOLD=1: the peers' partials summed in the own tiles' epilogue); rs_cefold, ar_cefold: the
+ * copy-engine mode with MK_FUSED_CE_FOLD=1 (the own tiles add the copied partials in their epilogue) where it applies,
+ * bits compared with the reduce kernel (=0);
  * ag_auto, rs_auto, ar_auto: the variable as the environment has it, by
  * default the mode chosen by shape, so that with low MK_FUSED_{RS,AR}_CE_MIN_MB (AG: MK_FUSED_AG_CE_MIN_N) the shapes
  * below run some calls on either path) on fresh
@@ -136,12 +136,12 @@ int main(int argc, char **argv) {
                                                                       !strcmp(opname + 2, "_push") ||
                                                                       !strcmp(opname + 2, "_beside") ||
                                                                       !strcmp(opname + 2, "_fold"))) ||
-                                           (op == MK_FUSED_GEMM_RS && !strcmp(opname + 2, "_cefold")) ||
+                                           (op != MK_FUSED_AG_GEMM && !strcmp(opname + 2, "_cefold")) ||
                                            (op == MK_FUSED_GEMM_AR && !strcmp(opname + 2, "_two"))))
       x.op = op;
   if (x.op < 0)
     MK_TEST_FAIL_("usage: test_fused ag|rs|ar[_ce|_auto], rs|ar_ceov, rs|ar_tma, rs|ar_tail, rs|ar_push, rs|ar_beside, "
-                  "rs|ar_fold, rs_cefold, ar_two (got '%s')",
+                  "rs|ar_fold, rs|ar_cefold, ar_two (got '%s')",
                   opname);
   const char *ce_env = envs[x.op];
   /* *_beside: the reduction on SMs beside the GEMM (MK_FUSED_BESIDE=1) where it applies (M a multiple of 128 W:
@@ -271,7 +271,7 @@ int main(int argc, char **argv) {
     setenv(cmp_env, "1", 1);
     mk_param_reset_cache();
     const int n = beside   ? mk_fused_beside_calls(x.f, (mk_fused_op)x.op)
-                  : cefold ? mk_fused_ce_fold_calls(x.f)
+                  : cefold ? mk_fused_ce_fold_calls(x.f, (mk_fused_op)x.op)
                            : mk_fused_fold_calls(x.f, (mk_fused_op)x.op);
     printf("rank %d: %d calls in %s mode\n", x.me, n, beside ? "beside" : cefold ? "copy-engine fold" : "fold");
     ASSERT_TRUE(n > 0);

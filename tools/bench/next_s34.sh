@@ -76,3 +76,19 @@ if [ "$PART" = d ]; then
   export STEP_GREP='^\[0\] (gemm_|\{)|^gemm|fused on|FAIL|rror'
   for r in 1 0 1b 0b; do fused_op "rs_cefold$r" gemm_rs "2048 8192 16384" MK_FUSED_CE_FOLD="${r%b}"; done
 fi
+# part e (2 GPUs): after run 4e1e411-x2 (RS with MK_FUSED_CE_FOLD=1 level with its reduce kernel): the same for
+#   GEMM+AR, against fold mode (the AR default on 2 ranks). Fold stores the peers' rows over NVLink from the epilogue
+#   of the first half, 8 MB at M = 1024 from all SMs at once (~22 us at ~370 GB/s, in our reading stalling the
+#   consumer warps); here they are stored locally and the copy engines push them, the own tiles sum in their epilogue
+#   and push the sums as fold does. MK_FUSED_FOLD=0 MK_FUSED_AR_COPY=1 MK_FUSED_CE_FOLD=1 against MK_FUSED_FOLD=1,
+#   in turns, twice; every AR test on 2 ranks (ar_cefold compares the bits with the copy engines' second shot).
+#   Prediction: AR 1024 0.227 -> ~0.205, AR 4096 0.786 -> ~0.75.
+#   MK_CALL_LIMIT=300 CTEST_ARGS="-R ^test_fused_(ar|rs_cefold)[a-z_]*_2$" CTEST_TIMEOUT=120 CTEST_WALL=150 \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s34.sh e'
+if [ "$PART" = e ]; then
+  export STEP_GREP='^\[0\] (gemm_|\{)|^gemm|fused on|fused in|FAIL|rror'
+  for r in 1 2; do
+    fused_op "ar_cefold_$r" gemm_ar "1024 4096" MK_FUSED_FOLD=0 MK_FUSED_AR_COPY=1 MK_FUSED_CE_FOLD=1
+    fused_op "ar_fold_$r" gemm_ar "1024 4096" MK_FUSED_FOLD=1
+  done
+fi
