@@ -204,9 +204,9 @@ int64_t mk_fused_rs_ce_rows(int64_t ms, int seq) {
   if (!seq) return mk_fused_ce_rows();
   const int64_t want = mk_param_fused_ce_seq_rows();
   if (want) return ce_round_rows(want);
-  /* MK_FUSED_CE_FOLD: pieces of one group of the GEMM's order (16 tile-rows, mk_gemm_config::kGroupM), so that the
-     copy of a group's rows starts when the group is done, not when the owner's last group is */
-  if (seq == 2 && ms > 2048) return 2048;
+  /* MK_FUSED_CE_FOLD: pieces of one group of the GEMM's order (MK_FUSED_CE_FOLD_GROUP tile-rows), so that the copy
+     of a group's rows starts when the group is done, not when the owner's last group is */
+  if (seq == 2 && ms > 128 * MK_FUSED_CE_FOLD_GROUP) return 128 * MK_FUSED_CE_FOLD_GROUP;
   return ms > 0 ? ms : 1;
 }
 

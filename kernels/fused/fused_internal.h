@@ -11,6 +11,10 @@ extern "C" {
 #endif
 
 enum { MK_FUSED_EPOCH_SLOT0 = 10, MK_FUSED_ARRIVE_SLOTS = 16, MK_FUSED_SPLIT_FLAG_BYTES = 65536 };
+/* MK_FUSED_CE_FOLD: tile-rows per group of the GEMM's order, and so rows per copied piece 128 x this: the copy of an
+ * owner's last group, which its own tiles wait for, must be short beside one wave of them (AR 4096 on 2 ranks: one
+ * 2048-row group per owner, 32 MB, ~86 us over NVLink, made it 2-5 % slower than fold mode; run 0ce5506-x2). */
+enum { MK_FUSED_CE_FOLD_GROUP = 8 };
 /* Trace event kinds (MK_TRACE). */
 enum { MK_TRACE_COMPUTE = 1, MK_TRACE_WAIT = 2, MK_TRACE_SEND = 3, MK_TRACE_REDUCE = 4, MK_TRACE_CAP = 1024 };
 
@@ -113,7 +117,8 @@ int mk_fused_ag_ce_min_n(void);                           /* MK_FUSED_AG_CE_MIN_
 int mk_fused_ce_rows(void);
 /* RS/AR copy-engine mode: rows per piece of a call with ms rows per owner; seq 1: the owner-sequential order
  * (MK_FUSED_CE_SEQ_ROWS, default one piece per owner), 2: that order with MK_FUSED_CE_FOLD (MK_FUSED_CE_SEQ_ROWS,
- * default the 2048 rows of one group of the GEMM's order, whose tiles complete together), 0: mk_fused_ce_rows(). */
+ * default the 128 MK_FUSED_CE_FOLD_GROUP rows of one group of the GEMM's order, whose tiles complete together),
+ * 0: mk_fused_ce_rows(). */
 int64_t mk_fused_rs_ce_rows(int64_t ms, int seq);
 mk_status mk_fused_ag_ce_begin(mk_fused_t *f, const mk_fused_args *a, int inplace, mk_stream_t stream);
 /* Copy-engine modes: the side streams' work joins the caller's stream. */

@@ -944,6 +944,7 @@ static mk_status mk_reduce_launch(mk_fused_t *f, const mk_fused_args *a, uint16_
   if (p.ce_seq && p.perm_q < p.group_m) p.group_m = p.perm_q; /* a group per owner: owners finish one by one */
   p.ce_fold = p.ce && p.ce_seq && !beside && !f->ce_red_used && f->world <= 4 && mk_param_fused_ce_fold();
   if (p.ce_fold && kOp == MK_FUSED_GEMM_AR) p.claims = f->claims + 2 * kOp; /* the gather, as in fold mode */
+  if (p.ce_fold && p.group_m > MK_FUSED_CE_FOLD_GROUP) p.group_m = MK_FUSED_CE_FOLD_GROUP; /* the pieces' groups */
   const int seq = p.ce_seq ? (p.ce_fold ? 2 : 1) : 0; /* the pushes (mk_fused_rs_ce_push) count the same pieces */
   p.ce_rows = mk_fused_rs_ce_rows(p.ms, seq);
   p.ce_np = (int)((p.ms + p.ce_rows - 1) / p.ce_rows);

@@ -92,3 +92,19 @@ if [ "$PART" = e ]; then
     fused_op "ar_fold_$r" gemm_ar "1024 4096" MK_FUSED_FOLD=1
   done
 fi
+# part f (2 GPUs): after run 0ce5506-x2 (AR with MK_FUSED_CE_FOLD=1: 1024 0.2195 against fold's 0.228, -3.7 %;
+#   4096 0.81-0.83 against 0.79-0.81, slower: the owner's own tiles waited for the copy of the peer's last group of
+#   its rows, 2048 rows, 32 MB, ~86 us): groups (and pieces) of 8 tile-rows in that mode, so the last copy is 16 MB.
+#   CE-fold against fold (AR) and against the reduce kernel (RS), in turns, twice.
+#   Prediction: AR 4096 ~0.77 (under fold's 0.79-0.81), AR 1024 unchanged (one group of 4 tile-rows), RS level.
+#   MK_CALL_LIMIT=300 CTEST_ARGS="-R ^test_fused_(ar|rs)_cefold_2$" CTEST_TIMEOUT=120 CTEST_WALL=100 \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s34.sh f'
+if [ "$PART" = f ]; then
+  export STEP_GREP='^\[0\] (gemm_|\{)|^gemm|fused on|fused in|FAIL|rror'
+  for r in 1 2; do
+    fused_op "ar_cefold_$r" gemm_ar "1024 4096" MK_FUSED_FOLD=0 MK_FUSED_AR_COPY=1 MK_FUSED_CE_FOLD=1
+    fused_op "ar_fold_$r" gemm_ar "1024 4096" MK_FUSED_FOLD=1
+    fused_op "rs_cefold1_$r" gemm_rs "2048 8192 16384" MK_FUSED_CE_FOLD=1
+    fused_op "rs_cefold0_$r" gemm_rs "2048 8192 16384" MK_FUSED_CE_FOLD=0
+  done
+fi
