@@ -108,3 +108,14 @@ if [ "$PART" = f ]; then
     fused_op "rs_cefold0_$r" gemm_rs "2048 8192 16384" MK_FUSED_CE_FOLD=0
   done
 fi
+# part g (2 GPUs): the final tree: every fused test on 2 ranks, the model's 2-rank tests, the GEMM and MoE block tests;
+#   the three ops at the shapes at the defaults (docs/perf/{ag_gemm,gemm_rs,gemm_ar}_h200x2_<commit>.json).
+#   MK_CALL_LIMIT=420 CTEST_TIMEOUT=150 CTEST_WALL=300 \
+#     CTEST_ARGS="-R ^test_(fused_[a-z_0-9]*_2|gemm(_grouped)?|moe_block|model_gpu_(fused|unfused|sp_agree)_2)$" \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s34.sh g'
+if [ "$PART" = g ]; then
+  export STEP_GREP='^\[0\] (gemm_|ag_|\{)|^gemm|fused on|fused in|fused two|FAIL|rror'
+  fused_op ag_def ag_gemm "2048 8192 16384"
+  fused_op rs_def gemm_rs "2048 8192 16384"
+  fused_op ar_def gemm_ar "16 128 1024 4096"
+fi
