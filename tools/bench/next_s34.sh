@@ -34,7 +34,7 @@ fi
 #   Prediction: =15 within 3 % of =31 at AR 1024 (0.179 -> ~0.166) and RS 8192; every default faster than at b68a875
 #   (AG 8192 1.420, RS 8192 1.530, AR 1024 0.234); MoE level.
 #   MK_CALL_LIMIT=560 CTEST_TIMEOUT=150 CTEST_WALL=300 \
-#     CTEST_ARGS="-R ^test_(fused_[a-z_0-9]*_2|gemm(_grouped)?|moe_block(_grouped)?|model_gpu_(fused|unfused|sp_agree)_2)$" \
+#     CTEST_ARGS="-R ^test_((fused_[a-z_0-9]*|model_gpu_(fused|unfused|sp_agree))_2|(gemm|moe_block)(_grouped)?)$" \
 #     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s34.sh b'
 if [ "$PART" = b ]; then
   export STEP_GREP='^\[0\] (gemm_|ag_|moe|\{)|^gemm|fused in|fused on|FAIL|rror'

@@ -6,8 +6,10 @@
 # part a — issue 6 (fused AG+GEMM, GEMM+RS, GEMM+AR): the three ops at the issue's shapes at their defaults
 #   (--interleave --seed 7), PyTorch async-TP merged into the AG / RS tables, then fold mode (MK_FUSED_FOLD=1, opt-in
 #   at 4 ranks: never measured there) against the defaults in turns, twice, at AR 1024 / 4096 and RS 2048 / 8192 /
-#   16384; the 2 x 2 loopback tables (acceptance 3). Tests: the fused ops' 4-rank and 2 x 2 variants, fold's among them.
-#   MK_CALL_LIMIT=540 CTEST_ARGS="-R ^test_fused_(ag|rs|ar)(_fold|_ce|_two|)_(4|2nodes)$" CTEST_TIMEOUT=90 \
+#   16384; copy engines with the own rows summed in the epilogue (MK_FUSED_CE_FOLD=1, opt-in; AR on 2 ranks 1.6-3.1 %
+#   ahead of fold, RS level with the reduce kernel: session 34) in turns with the defaults, twice; the 2 x 2 loopback
+#   tables (acceptance 3). Tests: the fused ops' 4-rank and 2 x 2 variants, fold's and CE-fold's among them.
+#   MK_CALL_LIMIT=560 CTEST_ARGS="-R ^test_fused_(ag|rs|ar)(_fold|_cefold|_ce|_two|)_(4|2nodes)$" CTEST_TIMEOUT=90 \
 #     CTEST_WALL=200 tools/gpu-check.sh -- 'bash ../../tools/bench/next_x4.sh a'
 # part b — issue 7 (fused MoE): mk-bench moe at the issue's shapes (defaults, --breakdown) on EP = 4, and on 2 x 2
 #   through the loopback proxy; tests test_moe_block_ep4 and _2x2.
@@ -31,6 +33,12 @@ if [ "$PART" = a ]; then
   async_tp torch_ag ag_gemm "$RES/ag_def.json"
   async_tp torch_rs gemm_rs "$RES/rs_def.json"
   fold_turns
+  for r in 1 2; do
+    fused_op "ar_cefold_$r" gemm_ar "1024 4096" MK_FUSED_FOLD=0 MK_FUSED_AR_COPY=1 MK_FUSED_CE_FOLD=1
+    fused_op "ar_cedef_$r" gemm_ar "1024 4096"
+    fused_op "rs_cefold_$r" gemm_rs "2048 8192 16384" MK_FUSED_CE_FOLD=1
+    fused_op "rs_cedef_$r" gemm_rs "2048 8192 16384"
+  done
   for op in ag_gemm gemm_rs gemm_ar; do
     TAIL=8 step "${op}_2x2" 90 mk-launch -n 4 --nodes 2 -- mk-bench $op --interleave --seed 7 \
       --json "$RES/${op}_2x2.json"
