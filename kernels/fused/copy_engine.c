@@ -304,6 +304,13 @@ mk_status mk_fused_ag_ce_begin(mk_fused_t *f, const mk_fused_args *a, int inplac
  * waits for this rank's reduce of piece k, which waits for the GEMMs and the F(k) of the
  * peers; the GEMM waits for nothing. A failed wait of the reduce kernel sets the own ce_arrive
  * flags and every ce_sum[i] to its target, so the side streams drain. */
+int mk_fused_ce_fold_auto(const mk_fused_t *f, mk_fused_op op, int64_t m, int64_t n) {
+  return op == MK_FUSED_GEMM_AR && mk_param_fused_ce_fold() < 0 && f->world == 2 && f->nnodes == 1 && f->ws[op].cex &&
+         m % (128 * f->world) == 0 && mk_param_fused_fold() < 0 && mk_param_fused_ar_two_shot() < 0 &&
+         !mk_param_fused_beside() && !mk_param_fused_ce_overlap() && mk_param_fused_ce_seq() &&
+         mk_fused_ce_select(op, m, n, f->world, f->nnodes, ce_copy(op), ce_min_mb(op), 0);
+}
+
 int mk_fused_rs_ce_mode(const mk_fused_t *f, mk_fused_op op, int64_t m, int64_t n) {
   if (mk_fused_fold(f, op, m, n)) return 0;                              /* fold mode first */
   if (op == MK_FUSED_GEMM_AR && mk_fused_ar_two_shot(f, m, n)) return 0; /* SM two-shot first */

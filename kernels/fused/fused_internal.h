@@ -131,6 +131,13 @@ mk_status mk_fused_ce_join(mk_fused_t *f, mk_stream_t stream);
 int mk_fused_rs_ce_mode(const mk_fused_t *f, mk_fused_op op, int64_t m, int64_t n);
 int64_t mk_param_fused_fold_debug(void); /* gemm_rs.cu: MK_FUSED_FOLD_DEBUG */
 int64_t mk_param_fused_ce_fold(void);    /* gemm_rs.cu: MK_FUSED_CE_FOLD */
+int64_t mk_param_fused_fold(void);       /* gemm_rs.cu: MK_FUSED_FOLD */
+int64_t mk_param_fused_ar_two_shot(void); /* gemm_ar.cu: MK_FUSED_AR_TWO_SHOT */
+/* 1 when MK_FUSED_CE_FOLD's default (-1) takes this call: GEMM+AR over 2 ranks of one node group, on copy engines by
+ * shape (the staging allocated, M x N x 2 >= MK_FUSED_AR_CE_MIN_MB MiB), M a multiple of 128 W, with MK_FUSED_FOLD,
+ * MK_FUSED_AR_TWO_SHOT at their defaults (-1), MK_FUSED_BESIDE and MK_FUSED_CE_OVERLAP off, MK_FUSED_CE_SEQ on. Fold
+ * mode, the SM two-shot and the copy engines' second shot give way to it there (copy_engine.c). */
+int mk_fused_ce_fold_auto(const mk_fused_t *f, mk_fused_op op, int64_t m, int64_t n);
 mk_status mk_fused_ce_stage(mk_fused_t *f, mk_fused_op op);
 mk_status mk_fused_rs_ce_begin(mk_fused_t *f, mk_fused_op op, const mk_fused_args *a, mk_stream_t stream);
 /* seq 1: the GEMM walks the owners one after the other (mk_fused_ce_seq): push owner by owner; 2: the same, and

@@ -942,7 +942,8 @@ static mk_status mk_reduce_launch(mk_fused_t *f, const mk_fused_args *a, uint16_
   }
   p.ce_seq = p.perm_q && (fold || (p.ce && !beside && mk_fused_ce_seq(f))); /* fold: own rows last */
   if (p.ce_seq && p.perm_q < p.group_m) p.group_m = p.perm_q; /* a group per owner: owners finish one by one */
-  p.ce_fold = p.ce && p.ce_seq && !beside && !f->ce_red_used && f->world <= 4 && mk_param_fused_ce_fold();
+  p.ce_fold = p.ce && p.ce_seq && !beside && !f->ce_red_used && f->world <= 4 &&
+              (mk_param_fused_ce_fold() > 0 || mk_fused_ce_fold_auto(f, fop, a->m, a->n));
   if (p.ce_fold && kOp == MK_FUSED_GEMM_AR) p.claims = f->claims + 2 * kOp; /* the gather, as in fold mode */
   if (p.ce_fold && p.group_m > MK_FUSED_CE_FOLD_GROUP) p.group_m = MK_FUSED_CE_FOLD_GROUP; /* the pieces' groups */
   const int seq = p.ce_seq ? (p.ce_fold ? 2 : 1) : 0; /* the pushes (mk_fused_rs_ce_push) count the same pieces */

@@ -309,6 +309,7 @@ extern "C" int mk_fused_ar_two_shot(const mk_fused_t *f, int64_t m, int64_t n) {
   /* Whole 128-row tile-rows per owner (the flag reuse of the gather needs it), one node group. */
   if (!mode || f->nnodes != 1 || f->world < 2 || m % f->world || (m / f->world) % 128) return 0;
   if (mk_fused_fold(f, MK_FUSED_GEMM_AR, m, n)) return 0; /* fold mode first */
+  if (mode < 0 && mk_fused_ce_fold_auto(f, MK_FUSED_GEMM_AR, m, n)) return 0; /* MK_FUSED_CE_FOLD's default */
   if (mode == 1) return 1;
   return mk_param_fused_tail() && mk_param_fused_ar_copy() != 1 && m * n * 2 < (mk_param_fused_ar_two_max_mb() << 20);
 }

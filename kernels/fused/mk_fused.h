@@ -145,15 +145,17 @@ int mk_fused_beside_calls(const mk_fused_t *f, mk_fused_op op);
 /* 1 when a GEMM+RS / GEMM+AR call at M x N on this handle runs in fold mode (MK_FUSED_FOLD, fused_reduce.cuh: the
  * GEMM computes the peers' rows first and pushes them to their owners, its own rows last, and sums the peers'
  * partials into its own tiles in their epilogue; AR pushes the sums to every rank from there too): one node group,
- * W = 2 or 4, M a multiple of 128 W, the push staging allocated; by default (-1) GEMM+AR over 2 ranks only, = 1 both
- * ops wherever it applies. It takes precedence over every other mode of
- * the op (mk_fused_uses_ce and mk_fused_ar_two_shot answer 0 there). */
+ * W = 2 or 4, M a multiple of 128 W, the push staging allocated; by default (-1) GEMM+AR over 2 ranks only, except
+ * where MK_FUSED_CE_FOLD's default takes the call (copy engines by shape: mk_fused_uses_ce answers 1 there), = 1 both
+ * ops wherever it applies. It takes precedence over every other mode of the op (mk_fused_uses_ce and
+ * mk_fused_ar_two_shot answer 0 there). */
 int mk_fused_fold(const mk_fused_t *f, mk_fused_op op, int64_t m, int64_t n);
 /* RS/AR calls of this handle that ran in fold mode. */
 int mk_fused_fold_calls(const mk_fused_t *f, mk_fused_op op);
 /* GEMM+RS / GEMM+AR calls of this handle on copy engines whose own rows were summed in the GEMM's epilogue
- * (MK_FUSED_CE_FOLD=1, fused_reduce.cuh: the owner-by-owner order, W <= 4, the reduce not overlapped) instead of by
- * the reduce kernel (AR: the sums then pushed to every rank from there, as in fold mode). */
+ * (MK_FUSED_CE_FOLD=1, or its default -1 for GEMM+AR over 2 ranks on copy engines; fused_reduce.cuh: the
+ * owner-by-owner order, W <= 4, the reduce not overlapped) instead of by the reduce kernel (AR: the sums then pushed
+ * to every rank from there, as in fold mode). */
 int mk_fused_ce_fold_calls(const mk_fused_t *f, mk_fused_op op);
 
 /* Phase stamps of GEMM+AR's small-M path (opt-in; mk-bench gemm_ar --breakdown). With

@@ -10,7 +10,8 @@
  * bits compared with the reduce kernel (=0);
  * ag_auto, rs_auto, ar_auto: the variable as the environment has it, by
  * default the mode chosen by shape, so that with low MK_FUSED_{RS,AR}_CE_MIN_MB (AG: MK_FUSED_AG_CE_MIN_N) the shapes
- * below run some calls on either path) on fresh
+ * below run some calls on either path; MK_TEST_EXPECT_CE_FOLD=1: some calls must have run with the own rows summed in
+ * the epilogue on copy engines, MK_FUSED_CE_FOLD's default for GEMM+AR over 2 ranks) on fresh
  * random inputs against the fp32 reference GEMM (GPU), at odd shapes (rows per rank not a
  * multiple of the 128-row tile, N not a multiple of 128) and a round one, in an order that
  * changes shape between calls; then 100 back-to-back calls and 100 replays of a captured CUDA
@@ -280,6 +281,11 @@ int main(int argc, char **argv) {
                   !mk_fused_fold(x.f, (mk_fused_op)x.op, shapes[0].m, shapes[0].n));
   }
 
+  if (getenv("MK_TEST_EXPECT_CE_FOLD")) { /* ar_auto on 2 ranks with a low MK_FUSED_AR_CE_MIN_MB: the default took it */
+    const int n = mk_fused_ce_fold_calls(x.f, (mk_fused_op)x.op);
+    printf("rank %d: %d calls on copy engines with the own rows summed in the epilogue\n", x.me, n);
+    ASSERT_TRUE(n > 0);
+  }
   /* 100 back-to-back calls (no host synchronisation between them), then the check. */
   const shape *sh = &shapes[two || beside || fold || cefold ? 1 : 0];
   if (two) ASSERT_TRUE(mk_fused_ar_two_shot(x.f, sh->m, sh->n) && !mk_fused_ar_two_shot(x.f, shapes[0].m, shapes[0].n));

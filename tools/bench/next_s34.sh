@@ -119,3 +119,24 @@ if [ "$PART" = g ]; then
   fused_op rs_def gemm_rs "2048 8192 16384"
   fused_op ar_def gemm_ar "16 128 1024 4096"
 fi
+# part h (2 GPUs): MK_FUSED_CE_FOLD's default -1 (GEMM+AR over 2 ranks on copy engines by shape, ahead of fold mode
+#   and the SM two-shot there; run a1217a2-x2). GEMM+AR at the issue's shapes at the defaults; -1 against 0 (fold
+#   mode) in turns, twice, at AR 1024 / 4096; the layer (its O projection is a GEMM+AR: 8192 x 4096 x 2048 and
+#   8192 x 2048 x 2048 at prefill on 2 ranks, now on copy engines) at -1 and 0 in turns, twice; tests: every GEMM+AR
+#   test on 2 ranks (test_fused_ar_auto_2 new: the default at the round shape) and the model's 2-rank tests.
+#   Prediction: AR 1024 ~0.222, 4096 ~0.785; the layers' attention blocks at prefill level or faster.
+#   MK_CALL_LIMIT=400 CTEST_TIMEOUT=150 CTEST_WALL=200 \
+#     CTEST_ARGS="-R ^test_(fused_ar[a-z_0-9]*|model_gpu_(fused|unfused|sp_agree))_2$" \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s34.sh h'
+if [ "$PART" = h ]; then
+  export STEP_GREP='^\[0\] (gemm_|layer +|\{)|^gemm|fused on|fused in|fused two|FAIL|rror'
+  fused_op ar_def gemm_ar "16 128 1024 4096"
+  for r in 1 2; do
+    fused_op "ar_cedef_$r" gemm_ar "1024 4096"
+    fused_op "ar_fold_$r" gemm_ar "1024 4096" MK_FUSED_CE_FOLD=0
+  done
+  for r in 1 2; do
+    layer "layer_cedef_$r" "$BIN"
+    MK_FUSED_CE_FOLD=0 layer "layer_fold_$r" "$BIN"
+  done
+fi
