@@ -581,7 +581,8 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
         const int r = e / vec, c = e - r * vec; /* c: 16-byte vector of the row */
         const size_t off = (size_t)(c / 8) * R * 128 + (size_t)r * 128 + (size_t)(c % 8) * 16;
         float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-        for (int p = 0; p < W; p++) mk_fused_acc8(acc, *reinterpret_cast<const uint4 *>(sp + (size_t)p * R * 256 + off));
+        for (int p = 0; p < W; p++)
+          mk_fused_acc8(acc, *reinterpret_cast<const uint4 *>(sp + (size_t)p * R * 256 + off));
         *reinterpret_cast<uint4 *>(out + (g.a + r - lo) * n + g.c0 + c * 8) = mk_fused_pack8(acc);
       }
       __syncwarp();

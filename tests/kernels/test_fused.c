@@ -10,7 +10,7 @@
  * bits compared with the reduce kernel (=0);
  * ag_auto, rs_auto, ar_auto: the variable as the environment has it, by
  * default the mode chosen by shape, so that with low MK_FUSED_{RS,AR}_CE_MIN_MB (AG: MK_FUSED_AG_CE_MIN_N) the shapes
- * below run some calls on either path; MK_TEST_EXPECT_CE_FOLD=1: some calls must have run with the own rows summed in
+ * below run some calls on either path; TEST_EXPECT_CE_FOLD=1: some calls must have run with the own rows summed in
  * the epilogue on copy engines, MK_FUSED_CE_FOLD's default for GEMM+AR over 2 ranks) on fresh
  * random inputs against the fp32 reference GEMM (GPU), at odd shapes (rows per rank not a
  * multiple of the 128-row tile, N not a multiple of 128) and a round one, in an order that
@@ -281,7 +281,7 @@ int main(int argc, char **argv) {
                   !mk_fused_fold(x.f, (mk_fused_op)x.op, shapes[0].m, shapes[0].n));
   }
 
-  if (getenv("MK_TEST_EXPECT_CE_FOLD")) { /* ar_auto on 2 ranks with a low MK_FUSED_AR_CE_MIN_MB: the default took it */
+  if (getenv("TEST_EXPECT_CE_FOLD")) { /* ar_auto, 2 ranks, a low MK_FUSED_AR_CE_MIN_MB: the default took it */
     const int n = mk_fused_ce_fold_calls(x.f, (mk_fused_op)x.op);
     printf("rank %d: %d calls on copy engines with the own rows summed in the epilogue\n", x.me, n);
     ASSERT_TRUE(n > 0);

@@ -6,9 +6,10 @@
 # part a — issue 6 (fused AG+GEMM, GEMM+RS, GEMM+AR): the three ops at the issue's shapes at their defaults
 #   (--interleave --seed 7), PyTorch async-TP merged into the AG / RS tables, then fold mode (MK_FUSED_FOLD=1, opt-in
 #   at 4 ranks: never measured there) against the defaults in turns, twice, at AR 1024 / 4096 and RS 2048 / 8192 /
-#   16384; copy engines with the own rows summed in the epilogue (MK_FUSED_CE_FOLD=1, opt-in; AR on 2 ranks 1.6-3.1 %
-#   ahead of fold, RS level with the reduce kernel: session 34) in turns with the defaults, twice; the 2 x 2 loopback
-#   tables (acceptance 3). Tests: the fused ops' 4-rank and 2 x 2 variants, fold's and CE-fold's among them.
+#   16384; copy engines with the own rows summed in the epilogue (MK_FUSED_CE_FOLD=1; the GEMM+AR default on 2
+#   ranks, 1.6-3.5 % ahead of fold there, RS level with the reduce kernel: session 34) in turns with the defaults,
+#   twice; the 2 x 2 loopback tables (acceptance 3). Tests: the fused ops' 4-rank and 2 x 2 variants, fold's and
+#   CE-fold's among them.
 #   MK_CALL_LIMIT=560 CTEST_ARGS="-R ^test_fused_(ag|rs|ar)(_fold|_cefold|_ce|_two|)_(4|2nodes)$" CTEST_TIMEOUT=90 \
 #     CTEST_WALL=200 tools/gpu-check.sh -- 'bash ../../tools/bench/next_x4.sh a'
 # part b — issue 7 (fused MoE): mk-bench moe at the issue's shapes (defaults, --breakdown) on EP = 4, and on 2 x 2
