@@ -554,9 +554,9 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
   uint8_t *qb = (uint8_t *)(tile_off + Cfg::kMaxGroups + 1); /* dynamic claims' queue (args.claim) */
   const int tid = threadIdx.x, wg = tid / 128;
   if constexpr (Policy::kTrigger) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-  /* kSmemPolicy: the hooks read the policy from a copy in shared memory, not from the parameter space, so that
-   * the compiler keeps no loop-invariant member in registers across the mainloop (with the parameter, ptxas
-   * failed to fit the GEMM+RS split-K kernel in 232 registers). */
+  /* kSmemPolicy: the hooks read the policy from one copy in the CTA's shared memory, which one thread's prepare()
+   * completes with per-call values first (the RS/AR policy: the call's epoch, read once a CTA instead of once a
+   * thread); the parameter space is read-only. */
   __shared__ __align__(16) uint32_t policy_sm[Policy::kSmemPolicy ? (sizeof(Policy) + 3) / 4 : 1];
   if constexpr (Policy::kSmemPolicy) {
     static_assert(sizeof(Policy) % 4 == 0 && alignof(Policy) <= 16, "policy copy");
