@@ -121,18 +121,16 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
                            then as fold mode, the sums into every peer's Y (P[e & 1]), flagged, and the gather */
   uint64_t ce_piece, ce_arrive; /* heap offsets: ce_piece[W][ce_np], ce_arrive[16] (released on a failed wait) */
   mk_fused_trace tr;    /* MK_TRACE */
-  /* Per thread (gemm_core.cuh: the policy is read-only in the kernel). */
   uint64_t ep;          /* this call's epoch: read once a CTA into its copy of the policy (prepare) */
+  /* Per thread (gemm_core.cuh: the policy is read-only in the kernel); MK_TRACE only. */
   struct State {
-    uint64_t tprev = 0;   /* the signaller (after_store): when the previous tile was published */
-    int tn = 0;           /* MK_TRACE events recorded */
-    bool entered = false; /* the producer has seen its first tile */
+    uint64_t tprev = 0; /* the signaller (after_store): when the previous tile was published */
+    int tn = 0;         /* MK_TRACE events recorded */
   };
   /* One thread, into the CTA's shared-memory copy before the others read it (gemm_core.cuh): this call's epoch, read
    * once instead of a volatile load in every out_row call (fold's GEMM alone at RS 8192: 1.618 ms against 1.636,
    * runs 7b94fc5-x2 / af3dcfe-x2, NOTES fused s32). */
   __device__ __forceinline__ void prepare() { ep = mk_epoch(w, v.slot); }
-  __device__ __forceinline__ uint64_t epoch_once(State &) const { return ep; }
 
   /* Rows rank q reads (and reduces). */
   __device__ __forceinline__ void rows_of(int q, int64_t *lo, int64_t *hi) const {
@@ -165,17 +163,17 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   }
   /* The GEMM's C (args.C = P[0]) rows go to P[epoch & 1]; push mode: rows of another owner o to o's
    * PX[epoch & 1][me] (rows past m are never written: o is clipped, not checked). */
-  __device__ __forceinline__ uint16_t *out_row(State &st, const mk_gemm_args &a, int64_t row) const {
+  __device__ __forceinline__ uint16_t *out_row(State &, const mk_gemm_args &a, int64_t row) const {
     if (fold_dbg & 8) return a.C + row * a.n;
     if (ce_fold) return owner_of(row) == v.me ? own_row(row) : a.C + row * a.n; /* a.C: the local P */
     if (push) {
       const int o = owner_of(row);
-      if (o != v.me && fold && (fold_dbg & 2)) return mk_local_ptr<uint16_t>(w, pbuf(epoch_once(st))) + row * a.n;
+      if (o != v.me && fold && (fold_dbg & 2)) return mk_local_ptr<uint16_t>(w, pbuf(ep)) + row * a.n;
       if (o != v.me)
-        return mk_peer_ptr<uint16_t>(w, v.lp(o), pxbuf(epoch_once(st), v.me)) + (row - (int64_t)o * ms) * a.n;
+        return mk_peer_ptr<uint16_t>(w, v.lp(o), pxbuf(ep, v.me)) + (row - (int64_t)o * ms) * a.n;
       if (fold) return own_row(row);
     }
-    return a.C + (ce ? 0 : (epoch_once(st) & 1) * (pbytes / 2)) + row * a.n;
+    return a.C + (ce ? 0 : (ep & 1) * (pbytes / 2)) + row * a.n;
   }
   /* The owner of row `row` (push mode: one node group, W <= MK_MAX_LOCAL), W - 1 past the last owner's rows. Compares,
    * not row / ms: out_row runs for every row the epilogue stores (16 times a lane and tile in the staged epilogue),
@@ -190,11 +188,7 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   __device__ __forceinline__ uint16_t *own_row(int64_t row) const {
     return op == MK_OP_GEMM_AR ? c_all + row * n : out + (row - (int64_t)v.me * ms) * n;
   }
-  __device__ __forceinline__ void before_load(State &st, const mk_gemm_tile &) const {
-    if (st.entered) return;
-    st.entered = true;
-    if (tr.buf) st.tprev = mk_globaltimer();
-  }
+  __device__ __forceinline__ void before_load(State &, const mk_gemm_tile &) const {}
   __device__ __forceinline__ void after_store(State &st, const mk_gemm_tile &t) const {
     if (tr.buf) {
       const uint64_t now = mk_globaltimer();
@@ -241,9 +235,9 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
    * sum in rank order of the W partials (its own as stored, bf16; the peers' from PX) in fp32: the bits of
    * mk_fused_reduce_block, so of every other mode. AR: the sums also go to every peer's Y. A failed wait (recorded)
    * leaves the rows as they are. */
-  __device__ __forceinline__ void warp_done(State &st, const mk_gemm_args &, const mk_gemm_tile &t, int64_t rb,
+  __device__ __forceinline__ void warp_done(State &, const mk_gemm_args &, const mk_gemm_tile &t, int64_t rb,
                                             int lane) const {
-    if (((fold && !(fold_dbg & 5)) || ce_fold) && owner_of(t.m0) == v.me) fold_rows(t, rb, lane, epoch_once(st));
+    if (((fold && !(fold_dbg & 5)) || ce_fold) && owner_of(t.m0) == v.me) fold_rows(t, rb, lane, ep);
   }
   __device__ __forceinline__ void fold_rows(const mk_gemm_tile &t, int64_t rb, int lane, uint64_t e) const {
     const int tm = t.m0 / 128, cb0 = t.n0 / 128, nb = (t.n_end - t.n0 + 127) / 128;
