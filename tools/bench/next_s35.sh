@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# next_s35.sh — session 35's GPU runs (docs/perf/NOTES.md, fused "Session 35"). Run through tools/gpu-check.sh from
+# the repository root.
+# part a (2 GPUs): GEMM+AR's small-M path. (1) The LL one-shot's sums load the W ranks' words of 4 (vector, rank)
+#   pairs before checking any (one L2 round trip for them, not one a load); this build against 7a358b1's (carried as
+#   .carry/old-7a358b1) at the layer's decode O projections (64 x 4096 x 2048, 64 x 2048 x 2048) and M = 16, 64 of the
+#   issue's N = 8192, K = 7168, in turns, twice. (2) The weight slabs in rounds (MK_FUSED_AR_SKINNY_ROUNDS, new: a
+#   round's partials pushed while the later rounds stream) with the LL one-shot at M = 128 (its 2 MiB partial now held
+#   by the LL slot), against the default (fenced two-shot at M = 128): variants def, LL=1 R=1, LL=1 R=2, LL=1 R=4,
+#   LL=0 R=2 at M = 16, 64, 128, in turns, twice, --breakdown.
+#   Prediction: (1) the LL shapes -1 to -3 us (pushed -> waited 5.2 us at M = 64 in run c479cfb: 2 serial loads of 4);
+#   (2) M = 128 0.054 -> ~0.046 with LL R=2 or R=4 (the tail: the last round's LL words, 4 / R MB, one latency, the
+#   sums), M = 16 level or slower with rounds (the fix-up, no bytes to hide).
+#   MK_CALL_LIMIT=560 CTEST_ARGS="-R ^test_fused_ar[a-z_0-9]*_2$" CTEST_TIMEOUT=120 CTEST_WALL=200 \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s35.sh a'
+source "$(dirname "$0")/bench_step.sh"
+PART=${1:-a}
+REPO=$BIN/../..
+ar_shapes() { # NAME BINDIR [VAR=VALUE...]: GEMM+AR at M = 16, 64, 128 (N 8192, K 7168) with --breakdown
+  local name=$1 bd=$2
+  shift 2
+  TAIL=12 step "$name" 60 env "$@" "$bd/mk-launch" -n "$G" -- "$bd/mk-bench" gemm_ar --m 16 --m 64 --m 128 \
+    --n 8192 --k 7168 --interleave --breakdown --seed 7 --json "$RES/$name.json"
+}
+ar_o() { # NAME BINDIR: the decode layers' O projections, Mixtral's and Qwen3's at TP = 2
+  local name=$1 bd=$2
+  TAIL=6 step "${name}_o" 40 "$bd/mk-launch" -n "$G" -- "$bd/mk-bench" gemm_ar --m 64 --n 4096 --k 2048 \
+    --interleave --breakdown --seed 7 --json "$RES/${name}_o.json"
+  TAIL=6 step "${name}_q" 40 "$bd/mk-launch" -n "$G" -- "$bd/mk-bench" gemm_ar --m 64 --n 2048 --k 2048 \
+    --interleave --breakdown --seed 7 --json "$RES/${name}_q.json"
+}
+if [ "$PART" = a ]; then
+  export STEP_GREP='gemm_ar|phases|small-M|rror|FAIL'
+  old_build 7a358b1
+  for r in 1 2; do
+    ar_o "new$r" "$BIN"
+    ar_o "old$r" "$OB"
+    ar_shapes "old_def$r" "$OB"
+    ar_shapes "def$r" "$BIN"
+    ar_shapes "ll1_r1_$r" "$BIN" MK_FUSED_AR_LL=1
+    ar_shapes "ll1_r2_$r" "$BIN" MK_FUSED_AR_LL=1 MK_FUSED_AR_SKINNY_ROUNDS=2
+    ar_shapes "ll1_r4_$r" "$BIN" MK_FUSED_AR_LL=1 MK_FUSED_AR_SKINNY_ROUNDS=4
+    ar_shapes "ll0_r2_$r" "$BIN" MK_FUSED_AR_LL=0 MK_FUSED_AR_SKINNY_ROUNDS=2
+  done
+fi
