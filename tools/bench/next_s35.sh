@@ -43,3 +43,31 @@ if [ "$PART" = a ]; then
     ar_shapes "ll0_r2_$r" "$BIN" MK_FUSED_AR_LL=0 MK_FUSED_AR_SKINNY_ROUNDS=2
   done
 fi
+# part b (2 GPUs): after run e8e6ed7-x2 (this build 1.8-2.9 us slower per call than 7a358b1's at every small-M shape,
+#   the fenced M = 128 path included, whose stamps match within 0.6 us): is it the kernel or outside it? The kernel
+#   tracer (libmk_ktrace.so) on GEMM+AR M = 16 and 128 at the defaults, both builds, in turns, twice: each kernel's
+#   duration and the gaps; the skinny GEMM alone (mk-bench gemm, MK_GEMM_SKINNY=1) on one GPU, both builds.
+#   MK_CALL_LIMIT=300 CTEST_ARGS="-R ^test_gemm_skinny$" CTEST_TIMEOUT=60 CTEST_WALL=60 \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s35.sh b'
+kt_ar() { # NAME BINDIR: gemm_ar M = 16, 128 under the kernel tracer, then the skinny kernels' durations
+  local name=$1 bd=$2
+  [ -f "$KT" ] || { echo "no $KT (CUPTI not found at configure)"; return; }
+  mkdir -p "$RES/$name"
+  TAIL=4 step "$name" 60 env CUDA_INJECTION64_PATH="$KT" KTRACE_DIR="$RES/$name" "$bd/mk-launch" -n "$G" -- \
+    "$bd/mk-bench" gemm_ar --m 16 --m 128 --n 8192 --k 7168 --interleave --seed 7 --json "$RES/$name.json"
+  python3 "$BIN/../../tools/bench/ktrace_report.py" "$RES/$name" --files "$G" --list 'skinny|nccl|nvjet|gemm' \
+    > "$RES/$name.txt" 2>&1
+  cat "$RES/$name.txt"
+}
+if [ "$PART" = b ]; then
+  export STEP_GREP='gemm_ar|gemm  |rror|FAIL'
+  old_build 7a358b1
+  for r in 1 2; do
+    kt_ar "kt_new$r" "$BIN"
+    kt_ar "kt_old$r" "$OB"
+    TAIL=4 step "sk_new$r" 40 env MK_GEMM_SKINNY=1 "$BIN/mk-bench" gemm --shape 128x8192x7168 --shape 16x8192x7168 \
+      --seed 7 --json "$RES/sk_new$r.json"
+    TAIL=4 step "sk_old$r" 40 env MK_GEMM_SKINNY=1 "$OB/mk-bench" gemm --shape 128x8192x7168 --shape 16x8192x7168 \
+      --seed 7 --json "$RES/sk_old$r.json"
+  done
+fi
