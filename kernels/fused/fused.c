@@ -142,11 +142,9 @@ mk_status mk_fused_create_group(mk_comm_t *comm, int first, int n, unsigned ops,
     if (op == MK_FUSED_GEMM_AR && f->nnodes == 1) { /* small-M one-shot slots (gemm_ar.cu) */
       const uint64_t rows = (uint64_t)(max_m < 128 ? max_m : 128); /* M <= 128 (kMaxM, gemm_skinny.cuh) */
       MK_CHECK_GOTO(mk_comm_heap_alloc(comm, 2ull * (uint64_t)f->world * rows * (uint64_t)max_n * 2, &ws->sk), st, fail);
-      /* its LL slots (MK_FUSED_AR_LL): partials of up to 2 MiB (M = 128 at N = 8192) where the heap has room for
-         the slots 4 times over, else 1 MiB; each 4 bytes beside a 4-byte flag */
-      const uint64_t part = rows * (uint64_t)max_n * 2, big = part < (2u << 20) ? part : (2u << 20);
-      const int room = mk_comm_heap_left(comm) >= 4 * (2ull * (uint64_t)f->world * 2 * big);
-      ws->llbytes = 2 * (room ? big : part < (1u << 20) ? part : (1u << 20));
+      /* its LL slots (MK_FUSED_AR_LL): partials of up to 1 MiB, each 4 bytes beside a 4-byte flag */
+      const uint64_t part = rows * (uint64_t)max_n * 2;
+      ws->llbytes = 2 * (part < (1u << 20) ? part : (1u << 20));
       MK_CHECK_GOTO(mk_comm_heap_alloc(comm, 2ull * (uint64_t)f->world * ws->llbytes, &ws->ll), st, fail);
     }
     if (f->nnodes == 1 && op != MK_FUSED_AG_GEMM && mk_param_fused_push()) { /* push mode's PX, where it fits */

@@ -79,13 +79,18 @@
  * senders use: barrier, one fence, one flag). Run 5f41751 had every one of the 256 threads fence
  * (32 K system fences at once over 128 CTAs) and the W flags each behind its own fence; the op
  * took 25 us beyond its GEMM at M = 16 against NCCL's 15. */
+/* kMode (MK_AR_SK_*): the exchange, fixed at compile time so that each kernel holds the code of its own path only
+ * (run 5dcaac2-x2: adding code the fenced path never ran made its kernel 3.3 us slower at M = 128). */
+enum { MK_AR_SK_ONE = 0, MK_AR_SK_TWO = 1, MK_AR_SK_LL = 2 };
+template <int kMode>
 struct mk_ar_skinny_epi {
   static constexpr bool kStage = true;
   mk_dev_world w;
   int W, me, slot;  /* ranks (one node group: local ranks = global ranks), epoch slot */
   int bn;           /* slab width, the kernel's BN */
-  int two;          /* two-shot (MK_FUSED_AR_SKINNY_TWO_M): rows split in W chunks, owner q sums chunk q */
-  int ll;           /* LL one-shot (MK_FUSED_AR_LL): partials with their flags in L, not S and cnt */
+  /* two-shot (MK_FUSED_AR_SKINNY_TWO_M): rows split in W chunks, owner q sums chunk q; LL one-shot (MK_FUSED_AR_LL):
+     partials with their flags in L, not S and cnt */
+  static constexpr int two = kMode == MK_AR_SK_TWO, ll = kMode == MK_AR_SK_LL;
   uint64_t llb, llbytes; /* heap offset of L [2][W][llbytes] */
   uint64_t sk, cnt; /* heap offsets: S, cnt */
   uint16_t *C;
@@ -205,62 +210,6 @@ struct mk_ar_skinny_epi {
     return *ok;
   }
 
-  /* LL one-shot, every consumer thread: slab `tile`'s sums in rank order into C, each 16 bytes of
-   * C from the W ranks' 32 bytes of LL words in this rank's L[e & 1][p]. The loads of kQ (vector,
-   * rank) pairs go out before any is checked (one L2 round trip for all of them, not one a load:
-   * a thread holds 4 vectors of W ranks at M = 128); a pair whose flags do not read e + 1 yet is
-   * polled again alone (ll_load). false when a wait failed (the error is recorded; every thread
-   * learns it at named barrier 1). */
-  __device__ __forceinline__ bool ll_sum(const mk_gemm_skinny_args &a, int tile, uint64_t e, int ct) const {
-    __shared__ int ok;
-    constexpr int kQ = 4;
-    const uint32_t f = (uint32_t)(e + 1);
-    const int n0 = tile * bn, vec = min(bn, a.n - n0) / 8, total = a.m * vec;
-    const int mine = total > ct ? (total - ct + 255) / 256 : 0, pairs = mine * W;
-    bool good = true;
-    float acc[8];
-    for (int q0 = 0; good && q0 < pairs; q0 += kQ) {
-      uint4 lo[kQ], hi[kQ];
-#pragma unroll
-      for (int j = 0; j < kQ; j++) {
-        const int q = q0 + j, i = ct + 256 * (q / W), p = q - (q / W) * W, r = i / vec;
-        const char *src = mk_local_ptr<char>(w, lbuf(e, p)) + ((uint64_t)r * a.n + n0 + (i - r * vec) * 8) * 4;
-        if (q < pairs) {
-          asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
-                       : "=r"(lo[j].x), "=r"(lo[j].y), "=r"(lo[j].z), "=r"(lo[j].w)
-                       : "l"(src)
-                       : "memory");
-          asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
-                       : "=r"(hi[j].x), "=r"(hi[j].y), "=r"(hi[j].z), "=r"(hi[j].w)
-                       : "l"(src + 16)
-                       : "memory");
-        }
-      }
-#pragma unroll
-      for (int j = 0; j < kQ; j++) {
-        const int q = q0 + j, i = ct + 256 * (q / W), p = q - (q / W) * W, r = i / vec;
-        if (!good || q >= pairs) continue;
-        const uint64_t off = (uint64_t)r * a.n + n0 + (i - r * vec) * 8;
-        const char *src = mk_local_ptr<char>(w, lbuf(e, p)) + off * 4;
-        if (lo[j].y != f || lo[j].w != f) good = ll_load(src, f, p, tile, &lo[j]);
-        if (good && (hi[j].y != f || hi[j].w != f)) good = ll_load(src + 16, f, p, tile, &hi[j]);
-        if (!good) continue;
-        if (p == 0)
-#pragma unroll
-          for (int c = 0; c < 8; c++) acc[c] = 0.f;
-        mk_fused_acc8(acc, make_uint4(lo[j].x, lo[j].z, hi[j].x, hi[j].z));
-        if (p == W - 1) *reinterpret_cast<uint4 *>(C + off) = mk_fused_pack8(acc);
-      }
-    }
-    if (ct == 0) ok = 1;
-    mk_sm90::named_bar_sync(1, 256);
-    if (!good) ok = 0; /* a benign race: every writer writes 0 */
-    mk_sm90::named_bar_sync(1, 256);
-    const int all = ok;
-    mk_sm90::named_bar_sync(1, 256); /* `ok` read by all before the next slab rewrites it */
-    return all;
-  }
-
   /* Every consumer thread once, after the CTA's last unit: the CTA counts itself out (the last
    * one advances the epoch; see the top of the file), then, for each slab this CTA pushed, thread
    * 0 waits for the W flags and the 256 sum the W partials in rank order into C. Waiting here,
@@ -278,30 +227,38 @@ struct mk_ar_skinny_epi {
         *calls += 1;
       }
     }
-    /* The slabs this CTA stored: those of its units (blockIdx.x, + gridDim.x, ...; a
-     * round's units fill the grid, mk_gemm_skinny_unit) whose k-slice is the last (a failed fix-up has raised
-     * the abort, and the waits below then return at once); the earlier rounds' slabs first. */
-    const int units = a.tiles * a.splits;
-    const auto next = [&](int u) { /* the first unit >= u this CTA stored, or units */
-      for (; u < units; u += gridDim.x) {
-        int sl;
-        mk_gemm_skinny_unit(a, u, &sl);
-        if (sl == a.splits - 1) break;
-      }
-      return u;
-    };
+    /* The slabs this CTA stored: units blockIdx.x, + gridDim.x, ... unsplit; split, one unit a
+     * CTA, stored by the last k-slice (a failed fix-up has raised the abort, and the waits below
+     * then return at once). */
+    const int first = a.splits == 1 ? (int)blockIdx.x : (int)blockIdx.x - (a.splits - 1) * a.tiles;
+    const int step = a.splits == 1 ? (int)gridDim.x : a.tiles;
     const int ch = chunk(a), r0 = min(a.m, me * ch), r1 = min(a.m, r0 + ch);
     bool good = true;
-    for (int u = next(blockIdx.x); ll && u < units; u = next(u + gridDim.x)) { /* LL one-shot */
-      int sl;
-      const int tile = mk_gemm_skinny_unit(a, u, &sl);
-      if (!ll_sum(a, tile, e, ct)) break; /* the error is recorded */
+    for (int tile = first; ll && tile >= 0 && tile < a.tiles; tile += step) { /* LL one-shot */
+      const uint32_t f = (uint32_t)(e + 1);
+      const int n0 = tile * bn, vec = min(bn, a.n - n0) / 8;
+      int mine = 1;
+      for (int i = ct; mine && i < a.m * vec; i += 256) {
+        const int r = i / vec;
+        const uint64_t off = (uint64_t)r * a.n + n0 + (i - r * vec) * 8;
+        float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        for (int p = 0; p < W && mine; p++) {
+          const char *q = mk_local_ptr<char>(w, lbuf(e, p)) + off * 4;
+          uint4 lo, hi;
+          mine = ll_load(q, f, p, tile, &lo) && ll_load(q + 16, f, p, tile, &hi);
+          if (mine) mk_fused_acc8(acc, make_uint4(lo.x, lo.z, hi.x, hi.z));
+        }
+        if (mine) *reinterpret_cast<uint4 *>(C + off) = mk_fused_pack8(acc);
+      }
+      if (ct == 0) ok = 1;
+      mk_sm90::named_bar_sync(1, 256);
+      if (!mine) ok = 0; /* a benign race: every writer writes 0 */
+      mk_sm90::named_bar_sync(1, 256);
+      if (!ok) break; /* the error is recorded */
       if (prof && ct == 0) stamp(MK_FUSED_AR_PH_WAITED);
     }
-    for (int u = next(blockIdx.x); !ll && good && (!two || r0 < r1) && u < units; u = next(u + gridDim.x)) {
+    for (int tile = first; !ll && good && (!two || r0 < r1) && tile >= 0 && tile < a.tiles; tile += step) {
       /* one-shot: every row; two-shot phase 2: this rank's chunk, its sums also to every peer */
-      int sl;
-      const int tile = mk_gemm_skinny_unit(a, u, &sl);
       good = wait_flags(a, 0, tile, e, -1, W, ct, &ok);
       if (!good) break; /* the error is recorded */
       if (prof && ct == 0) stamp(MK_FUSED_AR_PH_WAITED);
@@ -327,9 +284,7 @@ struct mk_ar_skinny_epi {
       }
     }
     /* two-shot phase 3: the other owners' sums, from S[e & 1][q] rows of chunk q, into C */
-    for (int u = next(blockIdx.x); two && good && u < units; u = next(u + gridDim.x)) {
-      int sl;
-      const int tile = mk_gemm_skinny_unit(a, u, &sl);
+    for (int tile = first; two && good && tile >= 0 && tile < a.tiles; tile += step) {
       if (!(good = wait_flags(a, 1, tile, e, me, min(W, (a.m + ch - 1) / ch), ct, &ok))) break;
       if (prof && ct == 0) stamp(MK_FUSED_AR_PH_WAITED);
       const int n0 = tile * bn, vec = min(bn, a.n - n0) / 8, rows = a.m - (r1 - r0);
@@ -376,54 +331,17 @@ MK_PARAM_INT(fused_ar_skinny_ctas, "FUSED_AR_SKINNY_CTAS", 0, 0, 1024)
  * 0.0542; M = 128 0.0750 / 0.0713 against 0.0676 / 0.0639 (unfused 0.0681 / 0.0654). */
 MK_PARAM_INT(fused_ar_skinny_two_m, "FUSED_AR_SKINNY_TWO_M", 64, 0, 128)
 
-/* The small-M path's LL one-shot (ll_load above): 1 wherever the LL slot holds the partial (M N 2 <= 2 MiB where the
- * heap had room at mk_fused_create, else 1 MiB), 0 never, -1 (default) where it also sends at most MK_FUSED_AR_LL_KB
- * KiB over NVLink a rank and round ((W - 1) 2 M N 2 / rounds: the LL words double the bytes); it takes the place of
- * the two-shot there. */
+/* The small-M path's LL one-shot (ll_load above): 1 wherever the LL slot holds the partial (M N 2 <= 1 MiB), 0
+ * never, -1 (default) where it also sends at most MK_FUSED_AR_LL_KB KiB over NVLink a rank ((W - 1) 2 M N 2: the
+ * LL words double the bytes); it takes the place of the two-shot there. */
 MK_PARAM_INT(fused_ar_ll, "FUSED_AR_LL", -1, -1, 1)
 MK_PARAM_INT(fused_ar_ll_kb, "FUSED_AR_LL_KB", 2048, 0, 1 << 20)
-/* The small-M path's rounds (mk_gemm_skinny_unit): 1 none; R >= 2 the weight tiles in R rounds, each of tiles / R
- * tiles in k-slices that fill the SMs, wherever R divides the tiles and the K range gives each slice 4 k-steps; the
- * slabs of a round are pushed while the next rounds stream their weights, so only the last round's push is left
- * after the GEMM. */
-MK_PARAM_INT(fused_ar_skinny_rounds, "FUSED_AR_SKINNY_ROUNDS", 1, 1, 16)
 
-namespace {
-struct ar_plan {
-  int ctas, bn, splits, rounds, ll, two;
-};
-} // namespace
-
-/* How a small-M call runs: its grid, slab width, k-slices, rounds and exchange. */
-static ar_plan mk_ar_skinny_plan(const mk_fused_t *f, int64_t m, int64_t n, int64_t k) {
+extern "C" int mk_fused_ar_ll(const mk_fused_t *f, int64_t m, int64_t n) {
   const mk_fused_ws *ws = &f->ws[MK_FUSED_GEMM_AR];
-  ar_plan p;
-  p.ctas = mk_param_fused_ar_skinny_ctas() ? (int)std::min<int64_t>(mk_param_fused_ar_skinny_ctas(), f->sms) : f->sms;
-  p.bn = mk_gemm_skinny_bn();
-  p.rounds = 1;
-  p.splits = mk_gemm_skinny_splits(n, k, p.ctas, p.bn);
-  const int64_t tiles = (n + p.bn - 1) / p.bn, k_iters = (k + 63) / 64, rr = mk_param_fused_ar_skinny_rounds();
-  if (rr > 1 && tiles % rr == 0 && tiles / rr <= p.ctas) {
-    const int64_t s = std::min<int64_t>(std::min<int64_t>(p.ctas / (tiles / rr), k_iters / 4), 16);
-    if (s >= 1) p.rounds = (int)rr, p.splits = (int)s;
-  }
-  char *const sws = (char *)f->split_ws[MK_FUSED_GEMM_AR];
-  if (p.splits > 1 && (mk_gemm_skinny_flag_words(n, p.splits, p.bn) * 4 > MK_FUSED_SPLIT_FLAG_BYTES ||
-                       mk_gemm_skinny_ws_bytes(m, n, p.splits, p.bn) > f->split_bytes || !sws))
-    p.splits = 1, p.rounds = 1;
   const int64_t mode = mk_param_fused_ar_ll();
-  p.ll = mode && ws->ll && (uint64_t)(2 * m * n * 2) <= ws->llbytes &&
-         (mode == 1 || (f->world - 1) * 4 * m * n <= (mk_param_fused_ar_ll_kb() << 10) * p.rounds);
-  p.two = !p.ll && mk_param_fused_ar_skinny_two_m() && m >= mk_param_fused_ar_skinny_two_m();
-  return p;
-}
-
-extern "C" int mk_fused_ar_ll(const mk_fused_t *f, const mk_fused_args *a) {
-  return mk_ar_skinny_plan(f, a->m, a->n, a->k).ll;
-}
-
-extern "C" int mk_fused_ar_rounds(const mk_fused_t *f, const mk_fused_args *a) {
-  return mk_ar_skinny_plan(f, a->m, a->n, a->k).rounds;
+  if (!mode || !ws->ll || (uint64_t)(2 * m * n * 2) > ws->llbytes) return 0;
+  return mode == 1 || (f->world - 1) * 4 * m * n <= mk_param_fused_ar_ll_kb() << 10;
 }
 
 extern "C" int mk_fused_ar_small_m(const mk_fused_t *f, const mk_fused_args *a) {
@@ -435,10 +353,10 @@ extern "C" int mk_fused_ar_small_m(const mk_fused_t *f, const mk_fused_args *a) 
          !mk_fused_rs_ce_mode(f, MK_FUSED_GEMM_AR, a->m, a->n);
 }
 
-static mk_status mk_ar_skinny(mk_fused_t *f, const mk_fused_args *a, cudaStream_t stream) {
+template <int kMode>
+static mk_status mk_ar_skinny_mode(mk_fused_t *f, const mk_fused_args *a, cudaStream_t stream) {
   const mk_fused_ws *ws = &f->ws[MK_FUSED_GEMM_AR];
-  const ar_plan p = mk_ar_skinny_plan(f, a->m, a->n, a->k);
-  mk_ar_skinny_epi epi;
+  mk_ar_skinny_epi<kMode> epi;
   epi.w = f->w;
   epi.W = f->world;
   epi.me = f->me;
@@ -449,30 +367,49 @@ static mk_status mk_ar_skinny(mk_fused_t *f, const mk_fused_args *a, cudaStream_
   epi.calls = f->calls + (int)MK_FUSED_GEMM_AR;
   epi.exits = f->exits + (int)MK_FUSED_GEMM_AR;
   epi.prof = f->ar_prof;
-  epi.bn = p.bn;
-  epi.ll = p.ll;
+  const int bn = mk_gemm_skinny_bn();
+  epi.bn = bn;
   epi.llb = ws->ll, epi.llbytes = ws->llbytes;
-  epi.two = p.two;
   if (f->ar_prof) MK_CUDA_CHECK(cudaMemsetAsync(f->ar_prof, 0, sizeof(uint64_t) * MK_FUSED_AR_PHASES, stream));
+  const int ctas = mk_param_fused_ar_skinny_ctas() ? (int)std::min<int64_t>(mk_param_fused_ar_skinny_ctas(), f->sms) : f->sms;
+  int splits = mk_gemm_skinny_splits(a->n, a->k, ctas, bn);
+  if (splits > 1 && (mk_gemm_skinny_flag_words(a->n, splits, bn) * 4 > MK_FUSED_SPLIT_FLAG_BYTES ||
+                     mk_gemm_skinny_ws_bytes(a->m, a->n, splits, bn) > f->split_bytes || !f->split_ws[MK_FUSED_GEMM_AR]))
+    splits = 1;
   char *sws = (char *)f->split_ws[MK_FUSED_GEMM_AR];
-  MK_CHECK(mk_gemm_skinny_launch(a->A, a->B, a->C, a->m, a->n, a->k, p.bn, p.splits,
-                                 p.splits > 1 ? (float *)(sws + MK_FUSED_SPLIT_FLAG_BYTES) : NULL,
-                                 p.splits > 1 ? (uint32_t *)sws : NULL, p.ctas, stream, epi, p.rounds));
+  MK_CHECK(mk_gemm_skinny_launch(a->A, a->B, a->C, a->m, a->n, a->k, bn, splits,
+                                 splits > 1 ? (float *)(sws + MK_FUSED_SPLIT_FLAG_BYTES) : NULL,
+                                 splits > 1 ? (uint32_t *)sws : NULL, ctas, stream, epi));
   return MK_STATUS_OK; /* the kernel's last CTA advanced the epoch and the call count */
+}
+
+static mk_status mk_ar_skinny(mk_fused_t *f, const mk_fused_args *a, cudaStream_t stream) {
+  if (mk_fused_ar_ll(f, a->m, a->n)) return mk_ar_skinny_mode<MK_AR_SK_LL>(f, a, stream);
+  if (mk_param_fused_ar_skinny_two_m() && a->m >= mk_param_fused_ar_skinny_two_m())
+    return mk_ar_skinny_mode<MK_AR_SK_TWO>(f, a, stream);
+  return mk_ar_skinny_mode<MK_AR_SK_ONE>(f, a, stream);
+}
+
+/* Loads every kernel of one exchange mode (each token width and slab height). */
+template <int kMode>
+static mk_status mk_ar_skinny_preload(void) {
+  cudaFuncAttributes fa;
+  MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_gemm_skinny_kernel<16, 64, mk_ar_skinny_epi<kMode>>));
+  MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_gemm_skinny_kernel<32, 64, mk_ar_skinny_epi<kMode>>));
+  MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_gemm_skinny_kernel<64, 64, mk_ar_skinny_epi<kMode>>));
+  MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_gemm_skinny_kernel<128, 64, mk_ar_skinny_epi<kMode>>));
+  MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_gemm_skinny_kernel<16, 128, mk_ar_skinny_epi<kMode>>));
+  MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_gemm_skinny_kernel<32, 128, mk_ar_skinny_epi<kMode>>));
+  MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_gemm_skinny_kernel<64, 128, mk_ar_skinny_epi<kMode>>));
+  MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_gemm_skinny_kernel<128, 128, mk_ar_skinny_epi<kMode>>));
+  return MK_STATUS_OK;
 }
 
 extern "C" mk_status mk_fused_preload_ar(void) {
   MK_CHECK(mk_reduce_preload<MK_FUSED_GEMM_AR>());
-  cudaFuncAttributes fa;
-  MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_gemm_skinny_kernel<16, 64, mk_ar_skinny_epi>));
-  MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_gemm_skinny_kernel<32, 64, mk_ar_skinny_epi>));
-  MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_gemm_skinny_kernel<64, 64, mk_ar_skinny_epi>));
-  MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_gemm_skinny_kernel<16, 128, mk_ar_skinny_epi>));
-  MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_gemm_skinny_kernel<32, 128, mk_ar_skinny_epi>));
-  MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_gemm_skinny_kernel<64, 128, mk_ar_skinny_epi>));
-  MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_gemm_skinny_kernel<128, 64, mk_ar_skinny_epi>));
-  MK_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)mk_gemm_skinny_kernel<128, 128, mk_ar_skinny_epi>));
-  return MK_STATUS_OK;
+  MK_CHECK(mk_ar_skinny_preload<MK_AR_SK_ONE>());
+  MK_CHECK(mk_ar_skinny_preload<MK_AR_SK_TWO>());
+  return mk_ar_skinny_preload<MK_AR_SK_LL>();
 }
 
 extern "C" mk_status mk_gemm_ar(mk_fused_t *f, const mk_fused_args *a, mk_stream_t stream) {

@@ -125,11 +125,9 @@ int mk_fused_uses_ce(const mk_fused_t *f, mk_fused_op op, int64_t m, int64_t n);
  * rank; no comm CTAs): M <= 128, B [N, K], one node group, MK_GEMM_SKINNY != 0 (auto takes every
  * such call, whatever the weight size). */
 int mk_fused_ar_small_m(const mk_fused_t *f, const mk_fused_args *a);
-/* 1 when such a small-M call pushes its partials in the LL format (MK_FUSED_AR_LL: each 4 bytes beside a flag, no
- * fence, one-shot; gemm_ar.cu), 0 when it pushes them with a fence and flags (one- or two-shot). */
-int mk_fused_ar_ll(const mk_fused_t *f, const mk_fused_args *a);
-/* The rounds such a small-M call runs its weight tiles in (MK_FUSED_AR_SKINNY_ROUNDS; 1: none). */
-int mk_fused_ar_rounds(const mk_fused_t *f, const mk_fused_args *a);
+/* 1 when such a small-M call at M x N pushes its partials in the LL format (MK_FUSED_AR_LL: each 4 bytes beside a
+ * flag, no fence, one-shot; gemm_ar.cu), 0 when it pushes them with a fence and flags (one- or two-shot). */
+int mk_fused_ar_ll(const mk_fused_t *f, int64_t m, int64_t n);
 /* 1 when a GEMM+AR call at M x N on this handle runs two-shot on SM roles (reduce-scatter of the
  * owners' rows, then every rank pulls the owners' sums): one node group, M a multiple of 128 x W,
  * and MK_FUSED_AR_TWO_SHOT=1, or by shape (-1, the default: M x N x 2 below

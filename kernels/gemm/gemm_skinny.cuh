@@ -40,12 +40,7 @@
  * split depends on the shape, BN and the SM count only) and re-arms the flags to 0 for the next
  * launch (the same protocol as the core's split-K, gemm_core.cuh). splits = 1: persistent
  * over tiles. At N = 8192 and BN = 64 the 128 tiles take 128 CTAs with no split (cuBLASLt's
- * nvjet 64x16 tiling); at BN = 128, 64 tiles x 2 slices.
- * Rounds (args.rounds, GEMM+AR's small-M path; mk_gemm_skinny_unit): the tiles in `rounds`
- * groups run one after the other, each as tiles / rounds tiles x splits units on the grid of
- * (tiles / rounds) x splits <= SMs CTAs, one unit a CTA a round; a last slice waits only for
- * slices of its own round, which every CTA runs before its next round's unit: no deadlock. At N
- * = 8192, BN = 64: 2 rounds of 64 tiles x 2 slices, 4 of 32 x 4, 128 CTAs either way. */
+ * nvjet 64x16 tiling); at BN = 128, 64 tiles x 2 slices. */
 #ifndef MK_KERNELS_GEMM_SKINNY_CUH
 #define MK_KERNELS_GEMM_SKINNY_CUH
 
@@ -82,20 +77,7 @@ struct mk_gemm_skinny_args {
   int splits;       /* k-slices per tile, >= 1 */
   float *ws;        /* [splits - 1][tiles][2][BN T / 1024][128] float4 */
   uint32_t *flags;  /* [splits - 1][tiles][2]: 1 once written; 0 between launches */
-  int rounds;       /* >= 1, divides tiles: the tiles in rounds of tiles / rounds (mk_gemm_skinny_unit) */
 };
-
-/* Unit u of a launch is k-slice *sl of the tile returned. The units run round by round: round h
- * holds tiles [h P, (h + 1) P), P = tiles / rounds, as units h P S + s P + t (slice s of tile h P + t,
- * S = splits), so a CTA with one unit a round (grid = P S) finishes its round-h tile before it starts
- * round h + 1's, and every tile of round h is done about 1 / rounds of the GEMM before the next
- * round's: an epilogue that sends its tile away (GEMM+AR's small-M path) overlaps the later rounds'
- * weight streaming. rounds = 1: u = s tiles + t, the order without rounds. */
-__device__ __forceinline__ int mk_gemm_skinny_unit(const mk_gemm_skinny_args &a, int u, int *sl) {
-  const int tpr = a.tiles / a.rounds, upr = tpr * a.splits, h = u / upr, r = u - h * upr;
-  *sl = r / tpr;
-  return h * tpr + (r - *sl * tpr);
-}
 
 /* The thread holding accumulators d (warpgroup cw, warp, lane of weight tile `tile`) hands
  * put(t, ne, v) every bf16x2 pair v = C[t][ne..ne+1] it owns after one shuffle: acc d[4j +
@@ -211,8 +193,7 @@ __global__ void __launch_bounds__(384, 1)
     int s = 0;
     uint32_t phase = 0;
     for (int u = blockIdx.x; u < units; u += gridDim.x) {
-      int sl;
-      const int tile = mk_gemm_skinny_unit(args, u, &sl);
+      const int sl = u / args.tiles, tile = u - sl * args.tiles;
       const int k0 = (int)((int64_t)k_iters * sl / args.splits), k1 = (int)((int64_t)k_iters * (sl + 1) / args.splits);
       for (int kb = k0; kb < k1; kb++) {
         mbar_wait(&empty[s], phase ^ 1);
@@ -236,8 +217,7 @@ __global__ void __launch_bounds__(384, 1)
   uint32_t g0 = 0; /* ring position of the unit's first k-step */
   float d[T / 2];
   for (int u = blockIdx.x; u < units; u += gridDim.x) {
-    int sl;
-    const int tile = mk_gemm_skinny_unit(args, u, &sl);
+    const int sl = u / args.tiles, tile = u - sl * args.tiles;
     const int k0 = (int)((int64_t)k_iters * sl / args.splits), k1 = (int)((int64_t)k_iters * (sl + 1) / args.splits);
 #pragma unroll
     for (int i = 0; i < T / 2; i++) d[i] = 0.f;
@@ -348,20 +328,17 @@ static mk_status mk_gemm_skinny_launch_bn(const uint16_t *A, const uint16_t *B, 
 template <class Epi = mk_gemm_skinny_epi_plain>
 static mk_status mk_gemm_skinny_launch(const uint16_t *A, const uint16_t *B, uint16_t *C, int64_t M, int64_t N,
                                        int64_t K, int bn, int splits, float *ws, uint32_t *flags, int sms,
-                                       cudaStream_t stream, const Epi &epi = Epi(), int rounds = 1) {
+                                       cudaStream_t stream, const Epi &epi = Epi()) {
   if (M < 1 || M > mk_gemm_skinny_config<16, 64>::kMaxM || (bn != 64 && bn != 128) || splits < 1 || (splits > 1 && (!ws || !flags)))
     MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL,
                   "gemm: skinny GEMM needs 1 <= M <= 128 (got %lld), tiles of 64 or 128 rows (%d) and a workspace "
                   "when split (%d)",
                   (long long)M, bn, splits);
-  mk_gemm_skinny_args args = {C, (int)M, (int)N, (int)K, (int)((N + bn - 1) / bn), splits, ws, flags, rounds};
-  if (rounds < 1 || args.tiles % rounds)
-    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "gemm: skinny GEMM in %d rounds of %d tiles", rounds,
-                  args.tiles);
-  const int64_t units = (int64_t)args.tiles / rounds * splits; /* a round's */
+  mk_gemm_skinny_args args = {C, (int)M, (int)N, (int)K, (int)((N + bn - 1) / bn), splits, ws, flags};
+  const int64_t units = (int64_t)args.tiles * splits;
   const int grid = (int)std::min<int64_t>(units, sms);
-  if ((splits > 1 || rounds > 1) && units > sms)
-    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "gemm: skinny split of %lld units a round on %d SMs",
+  if (splits > 1 && units > sms)
+    MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "gemm: skinny split of %lld units on %d SMs",
                   (long long)units, sms);
   if (bn == 64) return mk_gemm_skinny_launch_bn<64>(A, B, args, epi, grid, stream);
   return mk_gemm_skinny_launch_bn<128>(A, B, args, epi, grid, stream);

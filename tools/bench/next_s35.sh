@@ -71,3 +71,36 @@ if [ "$PART" = b ]; then
       --seed 7 --json "$RES/sk_old$r.json"
   done
 fi
+# part c (2 GPUs): after run 5dcaac2-x2 (the kernel tracer: e8e6ed7's small-M kernels 1.7 / 3.3 us longer than
+#   7a358b1's at M = 16 / 128, the fenced M = 128 path included, whose code was the same but for the loops over a
+#   CTA's slabs; the plain skinny GEMM level): the rounds and the batched LL loads reverted (both refuted in run
+#   e8e6ed7-x2), and the small-M path's exchange a template parameter (one-shot, two-shot, LL: three kernels, each with
+#   its own path's code only; 2608 / 3808 / 2368 SASS instructions at T = 128, BN = 64, against 3952 for the one
+#   kernel of 7a358b1). This build against 7a358b1's, in turns, twice, with the kernel tracer: M = 16, 64, 128 (N 8192,
+#   K 7168) and the decode O projections.
+#   Question: does the code a kernel carries but does not run cost time? Prediction if it does: M = 16 and 64 (LL)
+#   and the O projections ~1-2 us faster, M = 128 (two-shot) level; if not, all level.
+#   MK_CALL_LIMIT=420 CTEST_ARGS="-R ^test_fused_ar[a-z_0-9]*_2$" CTEST_TIMEOUT=120 CTEST_WALL=150 \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s35.sh c'
+kt_ar3() { # NAME BINDIR: gemm_ar M = 16, 64, 128 and the O projections under the kernel tracer
+  local name=$1 bd=$2
+  [ -f "$KT" ] || { echo "no $KT (CUPTI not found at configure)"; return; }
+  mkdir -p "$RES/$name" "$RES/${name}_o"
+  TAIL=6 step "$name" 60 env CUDA_INJECTION64_PATH="$KT" KTRACE_DIR="$RES/$name" "$bd/mk-launch" -n "$G" -- \
+    "$bd/mk-bench" gemm_ar --m 16 --m 64 --m 128 --n 8192 --k 7168 --interleave --seed 7 --json "$RES/$name.json"
+  python3 "$BIN/../../tools/bench/ktrace_report.py" "$RES/$name" --files "$G" --list 'skinny' > "$RES/$name.txt" 2>&1
+  grep skinny "$RES/$name.txt"
+  TAIL=4 step "${name}_o" 60 env CUDA_INJECTION64_PATH="$KT" KTRACE_DIR="$RES/${name}_o" "$bd/mk-launch" -n "$G" -- \
+    "$bd/mk-bench" gemm_ar --m 64 --n 4096 --k 2048 --interleave --seed 7 --json "$RES/${name}_o.json"
+  python3 "$BIN/../../tools/bench/ktrace_report.py" "$RES/${name}_o" --files "$G" --list 'skinny' \
+    > "$RES/${name}_o.txt" 2>&1
+  grep skinny "$RES/${name}_o.txt"
+}
+if [ "$PART" = c ]; then
+  export STEP_GREP='gemm_ar +fused|rror|FAIL'
+  old_build 7a358b1
+  for r in 1 2; do
+    kt_ar3 "kt_new$r" "$BIN"
+    kt_ar3 "kt_old$r" "$OB"
+  done
+fi

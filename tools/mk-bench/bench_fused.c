@@ -279,7 +279,6 @@ static int bench_fused(mk_fused_op op, int argc, char **argv) {
       MK_CHECK_GOTO(mk_gemm_ref_f32(x.A, x.B, x.ref, x.m, n, k, MK_GEMM_B_NK, s), st, fail);
       MK_CHECK_GOTO(mk_nccl_all_reduce(x.nc, x.ref, x.ref, (size_t)(x.m * n), MK_DTYPE_F32, s), st, fail);
     }
-    const mk_fused_args sa = {.m = x.m, .n = n, .k = k, .b_layout = MK_GEMM_B_NK}; /* the small-M path's plan */
     char shape[256];
     snprintf(shape, sizeof shape, "{\"m\":%lld,\"n\":%lld,\"k\":%lld}", (long long)x.m, (long long)n, (long long)k);
     mk_bench_stats tc, tn, tu, tf;
@@ -341,14 +340,14 @@ static int bench_fused(mk_fused_op op, int argc, char **argv) {
       printf("  %s M=%lld: fused two-shot on SM roles, split %d comm CTAs (%s; half reduce, half gather)\n", x.name,
              (long long)x.m, best ? best : mk_fused_default_ctas(op, x.m, n, k, x.W),
              best ? (o.autotune ? "autotuned" : "--ctas") : "default");
-    else if (x.me == 0 && op == MK_FUSED_GEMM_AR && mk_fused_ar_small_m(x.f, &sa))
-      printf("  %s M=%lld: fused on the small-M path (skinny GEMM pushing its slabs, %s, %d round%s; no comm CTAs)\n",
-             x.name, (long long)x.m, mk_fused_ar_ll(x.f, &sa) ? "LL one-shot" : "fenced", mk_fused_ar_rounds(x.f, &sa),
-             mk_fused_ar_rounds(x.f, &sa) > 1 ? "s" : "");
+    else if (x.me == 0 && op == MK_FUSED_GEMM_AR &&
+             mk_fused_ar_small_m(x.f, &(mk_fused_args){.m = x.m, .n = n, .k = k, .b_layout = MK_GEMM_B_NK}))
+      printf("  %s M=%lld: fused on the small-M path (skinny GEMM pushing its slabs; no comm CTAs)\n", x.name,
+             (long long)x.m);
     else if (x.me == 0)
       printf("  %s M=%lld: fused on SM roles, split %d comm CTAs (%s)\n", x.name, (long long)x.m,
              best ? best : mk_fused_default_ctas(op, x.m, n, k, x.W), best ? (o.autotune ? "autotuned" : "--ctas") : "default");
-    if (breakdown && mk_fused_ar_small_m(x.f, &sa))
+    if (breakdown && mk_fused_ar_small_m(x.f, &(mk_fused_args){.m = x.m, .n = n, .k = k, .b_layout = MK_GEMM_B_NK}))
       MK_CHECK_GOTO(ar_breakdown(&x, s, &tf, &tu), st, fail);
     const double flops = 2.0 * (double)x.m * (double)n * (double)k;
     const mk_bench_stats *ts[3] = {&tf, &tu, &tv};
