@@ -104,3 +104,14 @@ if [ "$PART" = c ]; then
     kt_ar3 "kt_old$r" "$OB"
   done
 fi
+# part d (2 GPUs): the final tree: the model's 2-rank tests (their decode O projections take the small-M path), the
+#   GEMM+AR table at the shapes (docs/perf/gemm_ar_h200x2_<commit>.json) and the layer at its defaults.
+#   MK_CALL_LIMIT=420 CTEST_TIMEOUT=150 CTEST_WALL=200 \
+#     CTEST_ARGS="-R ^test_(model_gpu_(fused|unfused|sp_agree)_2|model_gpu_agree_2_moedec|gemm_skinny)$" \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s35.sh d'
+if [ "$PART" = d ]; then
+  export STEP_GREP='^\[0\] (gemm_|layer|\{)|fused on|fused in|FAIL|rror'
+  fused_op ar_def gemm_ar "16 128 1024 4096"
+  unset STEP_GREP
+  layer layer_def "$BIN"
+fi
