@@ -80,7 +80,7 @@
  * (32 K system fences at once over 128 CTAs) and the W flags each behind its own fence; the op
  * took 25 us beyond its GEMM at M = 16 against NCCL's 15. */
 /* kMode (MK_AR_SK_*): the exchange, fixed at compile time so that each kernel holds the code of its own path only
- * (run 5dcaac2-x2: adding code the fenced path never ran made its kernel 3.3 us slower at M = 128). */
+ * (run bdfd069-x2, against one kernel for all three: the LL kernels 0.3 us shorter, the two-shot level). */
 enum { MK_AR_SK_ONE = 0, MK_AR_SK_TWO = 1, MK_AR_SK_LL = 2 };
 template <int kMode>
 struct mk_ar_skinny_epi {
