@@ -371,10 +371,12 @@ static mk_status mk_ar_skinny_mode(mk_fused_t *f, const mk_fused_args *a, cudaSt
   epi.bn = bn;
   epi.llb = ws->ll, epi.llbytes = ws->llbytes;
   if (f->ar_prof) MK_CUDA_CHECK(cudaMemsetAsync(f->ar_prof, 0, sizeof(uint64_t) * MK_FUSED_AR_PHASES, stream));
-  const int ctas = mk_param_fused_ar_skinny_ctas() ? (int)std::min<int64_t>(mk_param_fused_ar_skinny_ctas(), f->sms) : f->sms;
+  const int64_t want = mk_param_fused_ar_skinny_ctas();
+  const int ctas = want ? (int)std::min<int64_t>(want, f->sms) : f->sms;
   int splits = mk_gemm_skinny_splits(a->n, a->k, ctas, bn);
   if (splits > 1 && (mk_gemm_skinny_flag_words(a->n, splits, bn) * 4 > MK_FUSED_SPLIT_FLAG_BYTES ||
-                     mk_gemm_skinny_ws_bytes(a->m, a->n, splits, bn) > f->split_bytes || !f->split_ws[MK_FUSED_GEMM_AR]))
+                     mk_gemm_skinny_ws_bytes(a->m, a->n, splits, bn) > f->split_bytes ||
+                     !f->split_ws[MK_FUSED_GEMM_AR]))
     splits = 1;
   char *sws = (char *)f->split_ws[MK_FUSED_GEMM_AR];
   MK_CHECK(mk_gemm_skinny_launch(a->A, a->B, a->C, a->m, a->n, a->k, bn, splits,
