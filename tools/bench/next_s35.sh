@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # next_s35.sh — session 35's GPU runs (docs/perf/NOTES.md, fused "Session 35"). Run through tools/gpu-check.sh from
-# the repository root.
+# the repository root. Parts a and b measured e8e6ed7's tree (its MK_FUSED_AR_SKINNY_ROUNDS and batched LL loads were
+# reverted after them); run them on `git checkout e8e6ed7` to repeat them.
 # part a (2 GPUs): GEMM+AR's small-M path. (1) The LL one-shot's sums load the W ranks' words of 4 (vector, rank)
 #   pairs before checking any (one L2 round trip for them, not one a load); this build against 7a358b1's (carried as
 #   .carry/old-7a358b1) at the layer's decode O projections (64 x 4096 x 2048, 64 x 2048 x 2048) and M = 16, 64 of the
