@@ -50,26 +50,29 @@ fi
 #   duration and the gaps; the skinny GEMM alone (mk-bench gemm, MK_GEMM_SKINNY=1) on one GPU, both builds.
 #   MK_CALL_LIMIT=300 CTEST_ARGS="-R ^test_gemm_skinny$" CTEST_TIMEOUT=60 CTEST_WALL=60 \
 #     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s35.sh b'
-kt_ar() { # NAME BINDIR: gemm_ar M = 16, 128 under the kernel tracer, then the skinny kernels' durations
-  local name=$1 bd=$2
+kt_ar() { # NAME BINDIR LIST ARGS...: mk-bench gemm_ar ARGS of BINDIR's build under the kernel tracer, then the
+  local name=$1 bd=$2 list=$3 # kernels matching LIST (count, median, p10, p90 on each rank) into $RES/NAME.txt
+  shift 3
   [ -f "$KT" ] || { echo "no $KT (CUPTI not found at configure)"; return; }
   mkdir -p "$RES/$name"
-  TAIL=4 step "$name" 60 env CUDA_INJECTION64_PATH="$KT" KTRACE_DIR="$RES/$name" "$bd/mk-launch" -n "$G" -- \
-    "$bd/mk-bench" gemm_ar --m 16 --m 128 --n 8192 --k 7168 --interleave --seed 7 --json "$RES/$name.json"
-  python3 "$BIN/../../tools/bench/ktrace_report.py" "$RES/$name" --files "$G" --list 'skinny|nccl|nvjet|gemm' \
-    > "$RES/$name.txt" 2>&1
-  cat "$RES/$name.txt"
+  TAIL=6 step "$name" 60 env CUDA_INJECTION64_PATH="$KT" KTRACE_DIR="$RES/$name" "$bd/mk-launch" -n "$G" -- \
+    "$bd/mk-bench" gemm_ar "$@" --interleave --seed 7 --json "$RES/$name.json"
+  python3 "$BIN/../../tools/bench/ktrace_report.py" "$RES/$name" --files "$G" --list "$list" > "$RES/$name.txt" 2>&1
+  grep -E "$list" "$RES/$name.txt"
 }
 if [ "$PART" = b ]; then
   export STEP_GREP='gemm_ar|gemm  |rror|FAIL'
   old_build 7a358b1
   for r in 1 2; do
-    kt_ar "kt_new$r" "$BIN"
-    kt_ar "kt_old$r" "$OB"
-    TAIL=4 step "sk_new$r" 40 env MK_GEMM_SKINNY=1 "$BIN/mk-bench" gemm --shape 128x8192x7168 --shape 16x8192x7168 \
-      --seed 7 --json "$RES/sk_new$r.json"
-    TAIL=4 step "sk_old$r" 40 env MK_GEMM_SKINNY=1 "$OB/mk-bench" gemm --shape 128x8192x7168 --shape 16x8192x7168 \
-      --seed 7 --json "$RES/sk_old$r.json"
+    for b in new old; do
+      bd=$BIN; [ $b = old ] && bd=$OB
+      kt_ar "kt_$b$r" "$bd" 'skinny|nccl|nvjet|gemm' --m 16 --m 128 --n 8192 --k 7168
+    done
+    for b in new old; do
+      bd=$BIN; [ $b = old ] && bd=$OB
+      TAIL=4 step "sk_$b$r" 40 env MK_GEMM_SKINNY=1 "$bd/mk-bench" gemm --shape 128x8192x7168 --shape 16x8192x7168 \
+        --seed 7 --json "$RES/sk_$b$r.json"
+    done
   done
 fi
 # part c (2 GPUs): after run 5dcaac2-x2 (the kernel tracer: e8e6ed7's small-M kernels 1.7 / 3.3 us longer than
@@ -83,26 +86,15 @@ fi
 #   and the O projections ~1-2 us faster, M = 128 (two-shot) level; if not, all level.
 #   MK_CALL_LIMIT=420 CTEST_ARGS="-R ^test_fused_ar[a-z_0-9]*_2$" CTEST_TIMEOUT=120 CTEST_WALL=150 \
 #     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s35.sh c'
-kt_ar3() { # NAME BINDIR: gemm_ar M = 16, 64, 128 and the O projections under the kernel tracer
-  local name=$1 bd=$2
-  [ -f "$KT" ] || { echo "no $KT (CUPTI not found at configure)"; return; }
-  mkdir -p "$RES/$name" "$RES/${name}_o"
-  TAIL=6 step "$name" 60 env CUDA_INJECTION64_PATH="$KT" KTRACE_DIR="$RES/$name" "$bd/mk-launch" -n "$G" -- \
-    "$bd/mk-bench" gemm_ar --m 16 --m 64 --m 128 --n 8192 --k 7168 --interleave --seed 7 --json "$RES/$name.json"
-  python3 "$BIN/../../tools/bench/ktrace_report.py" "$RES/$name" --files "$G" --list 'skinny' > "$RES/$name.txt" 2>&1
-  grep skinny "$RES/$name.txt"
-  TAIL=4 step "${name}_o" 60 env CUDA_INJECTION64_PATH="$KT" KTRACE_DIR="$RES/${name}_o" "$bd/mk-launch" -n "$G" -- \
-    "$bd/mk-bench" gemm_ar --m 64 --n 4096 --k 2048 --interleave --seed 7 --json "$RES/${name}_o.json"
-  python3 "$BIN/../../tools/bench/ktrace_report.py" "$RES/${name}_o" --files "$G" --list 'skinny' \
-    > "$RES/${name}_o.txt" 2>&1
-  grep skinny "$RES/${name}_o.txt"
-}
 if [ "$PART" = c ]; then
   export STEP_GREP='gemm_ar +fused|rror|FAIL'
   old_build 7a358b1
   for r in 1 2; do
-    kt_ar3 "kt_new$r" "$BIN"
-    kt_ar3 "kt_old$r" "$OB"
+    for b in new old; do
+      bd=$BIN; [ $b = old ] && bd=$OB
+      kt_ar "kt_$b$r" "$bd" skinny --m 16 --m 64 --m 128 --n 8192 --k 7168
+      kt_ar "kt_$b${r}_o" "$bd" skinny --m 64 --n 4096 --k 2048
+    done
   done
 fi
 # part d (2 GPUs): the final tree: the model's 2-rank tests (their decode O projections take the small-M path), the
