@@ -4,6 +4,10 @@
 
     ktrace_report.py DIR [--boundary REGEX] [--min-count N] [--skip REGEX] [--max-groups N]
     ktrace_report.py DIR --list REGEX     every kernel whose name matches: count, median, p10, p90
+    ktrace_report.py DIR --around REGEX   the kernels, copies and memsets of the device around each kernel matching
+                                          REGEX (--pre / --post us before its start / after its end), each as the
+                                          median start and end (us from that kernel's start) over the occurrences
+                                          with the most common sequence
 
 Each file (one process, one rank) is cut into calls at every kernel whose demangled name matches
 --boundary (default: the layer bench's pre-call reset, `mk_fill_uniform_kernel<float>`); kernels
@@ -42,21 +46,52 @@ def short(name, width):
     return name if len(name) <= width else name[: width - 1] + "~"
 
 
-def load(path):
+def load(path, copies=False):
     ks = []
     with open(path) as f:
         for line in f:
             p = line.rstrip("\n").split(",", 8)
             if p[0] == "K" and len(p) == 9:
                 ks.append((int(p[1]), int(p[2]), int(p[4]), p[8]))
+            elif copies and p[0] == "C" and len(p) >= 7:
+                ks.append((int(p[1]), int(p[2]), int(p[4]), f"copy {int(p[5]) >> 10} KiB kind {p[6]}"))
+            elif copies and p[0] == "S" and len(p) >= 6:
+                ks.append((int(p[1]), int(p[2]), int(p[4]), f"memset {int(p[5])} B"))
     ks.sort()
     return ks
+
+
+def around(path, a):
+    ev = load(path, copies=True)
+    names = demangle(sorted({k[3] for k in ev if not k[3].startswith(("copy ", "memset "))}))
+    nm = lambda n: names.get(n, n)
+    pat = re.compile(a.around)
+    groups = {}
+    for s0, e0, _, n0 in ev:
+        if not pat.search(nm(n0)):
+            continue
+        win = [(s - s0, e - s0, stream, nm(n)) for s, e, stream, n in ev if s0 - a.pre * 1000 <= s <= e0 + a.post * 1000]
+        groups.setdefault(tuple((w[2], w[3]) for w in win), []).append(win)
+    print(f"== {os.path.basename(path)}: around {a.around!r}, {sum(len(g) for g in groups.values())} occurrences, "
+          f"{len(groups)} sequences")
+    if not groups:
+        return
+    sig, occ = max(groups.items(), key=lambda kv: len(kv[1]))
+    print(f"   the most common sequence: {len(occ)} occurrences; us from the matching kernel's start (medians)")
+    print(f"   {'start':>8} {'end':>8} {'dur':>7} {'stream':>6}  event")
+    for i, (stream, n) in enumerate(sig):
+        st = statistics.median(o[i][0] for o in occ) / 1000.0
+        en = statistics.median(o[i][1] for o in occ) / 1000.0
+        print(f"   {st:8.1f} {en:8.1f} {en - st:7.1f} {stream:6d}  {short(n, a.width)}")
 
 
 def report(path, a):
     ks = load(path)
     if not ks:
         print(f"{path}: no kernels")
+        return
+    if a.around:
+        around(path, a)
         return
     names = demangle(sorted({k[3] for k in ks}))
     if a.list:
@@ -124,6 +159,9 @@ def main():
     ap.add_argument("--max-groups", type=int, default=40)
     ap.add_argument("--width", type=int, default=110)
     ap.add_argument("--list", help="a regex: per-kernel statistics of the matching kernels instead of calls")
+    ap.add_argument("--around", help="a regex: the timeline around each matching kernel instead of calls")
+    ap.add_argument("--pre", type=float, default=20.0, help="--around: us before the kernel's start")
+    ap.add_argument("--post", type=float, default=60.0, help="--around: us after the kernel's end")
     ap.add_argument("--files", type=int, default=1, help="how many of the files (ranks), in name order")
     a = ap.parse_args()
     files = sorted(glob.glob(os.path.join(a.dir, "ktrace.*.csv")))

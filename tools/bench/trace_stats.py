@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """tools/bench/trace_stats.py — summary of one MK_TRACE file (FILE.rankN.json of a fused op): when the GEMM's
 last tile was stored, when the last event ended, and per track kind (role CTA / the GEMM CTAs' tail) and
-event kind: count, median and total duration, first start and last end (us from the trace's start).
+event kind: count, median and total duration, first start and last end (us from the trace's start), and how
+many tiles were stored in each 10 us.
   python3 tools/bench/trace_stats.py TRACE.rank0.json [...]"""
 import json
 import statistics
@@ -27,6 +28,14 @@ def summary(path):
         print(f"  {who:8s} {kind:8s} n={len(es):5d} median {statistics.median(durs):7.2f} us  sum {sum(durs):9.1f} us"
               f"  first {min(e['ts'] for e in es):8.1f}  last end {max(e['ts'] + e['dur'] for e in es):8.1f}"
               f"  (after the GEMM: {len(after)})")
+
+
+    ends = sorted(e["ts"] + e["dur"] for e in ev if e["name"] == "compute")
+    if ends:  # when the tiles were stored: how many in each 10 us from the trace's start
+        hist = {}
+        for t in ends:
+            hist[int(t // 10)] = hist.get(int(t // 10), 0) + 1
+        print("  tiles stored per 10 us: " + " ".join(f"{10 * b}:{c}" for b, c in sorted(hist.items())))
 
 
 for p in sys.argv[1:]:

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# next_s36.sh — session 36's GPU runs (docs/perf/NOTES.md, fused "Session 36"). Run through tools/gpu-check.sh from
+# the repository root.
+# part a (2 GPUs): where GEMM+AR's time goes at M = 1024 and 4096 (N 8192, K 7168; the copy engines with the own rows
+#   summed in the epilogue, 1.40x / 1.21x the bound in run b2a0c38-x2), and GEMM+RS at 2048 (1.15x): the kernel
+#   tracer's timeline around the op's GEMM kernel (kernels and copies, both ranks), and MK_TRACE's per-CTA tiles of one
+#   call (when each tile was stored; the tail's gather).
+#   MK_CALL_LIMIT=400 CTEST_ARGS="-R ^test_fused_ar_cefold_2$" CTEST_TIMEOUT=60 CTEST_WALL=60 \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s36.sh a'
+source "$(dirname "$0")/bench_step.sh"
+PART=${1:-a}
+REPO=$BIN/../..
+kt_op() { # NAME OP AROUND ARGS...: mk-bench OP ARGS under the kernel tracer, then the timeline around the kernels
+  local name=$1 op=$2 re=$3 # matching AROUND on both ranks into $RES/NAME.txt
+  shift 3
+  [ -f "$KT" ] || { echo "no $KT (CUPTI not found at configure)"; return; }
+  mkdir -p "$RES/$name"
+  TAIL=6 step "$name" 60 env CUDA_INJECTION64_PATH="$KT" KTRACE_DIR="$RES/$name" "$BIN/mk-launch" -n "$G" -- \
+    "$BIN/mk-bench" "$op" "$@" --seed 7 --json "$RES/$name.json"
+  python3 "$REPO/tools/bench/ktrace_report.py" "$RES/$name" --files "$G" --around "$re" --pre 30 --post 40 \
+    > "$RES/$name.txt" 2>&1
+  cat "$RES/$name.txt"
+  tar czf "$RES/$name.csv.tgz" -C "$RES" "$name" && rm -rf "${RES:?}/$name"
+}
+trace_op() { # NAME OP M [VAR=VALUE...]: MK_TRACE of OP's fused path at M (its last call), trace_stats of both ranks
+  local name=$1 op=$2 m=$3
+  shift 3
+  TAIL=4 step "$name" 40 env MK_TRACE="$RES/$name" "$@" "$BIN/mk-launch" -n "$G" -- "$BIN/mk-bench" "$op" --m "$m" \
+    --warmup 5 --iters 3 --path fused --seed 7
+  for f in "$RES/$name".rank*.json; do python3 "$REPO/tools/bench/trace_stats.py" "$f"; done
+}
+if [ "$PART" = a ]; then
+  export STEP_GREP='gemm_(ar|rs) +fused|rror|FAIL'
+  kt_op kt_ar1024 gemm_ar 'mk_reduce_policy<2' --m 1024 --path fused --warmup 10 --iters 30
+  kt_op kt_ar4096 gemm_ar 'mk_reduce_policy<2' --m 4096 --path fused --warmup 10 --iters 30
+  kt_op kt_rs2048 gemm_rs 'mk_reduce_policy<1' --m 2048 --path fused --warmup 10 --iters 30
+  trace_op tr_ar1024 gemm_ar 1024
+  trace_op tr_ar4096 gemm_ar 4096
+  trace_op tr_rs2048 gemm_rs 2048
+  fused_op ar_def gemm_ar "1024 4096"
+fi
