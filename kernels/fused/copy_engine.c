@@ -126,6 +126,16 @@ static mk_status ce_tell_peers(mk_fused_t *f, cudaStream_t s, uint64_t off, cons
   return MK_STATUS_OK;
 }
 
+/* On stream s, before a call's fork: `words` u64 of own flags at heap offset zero := 0, then 1 into flag slot me of
+ * the arrival array at heap offset arrive on every peer, in one kernel (mk_fused_launch_ce_begin; in that order, as
+ * the memset and the stream writes it replaces). */
+static mk_status ce_begin(mk_fused_t *f, cudaStream_t s, uint64_t zero, uint64_t words, uint64_t arrive) {
+  mk_fused_tell t = {{NULL}, 0};
+  for (int p = 0; p < f->world; p++)
+    if (p != f->me) t.flag[t.n++] = (uint32_t *)(f->w.peer_heap[p] + arrive + 8ull * f->me);
+  return mk_fused_launch_ce_begin((uint64_t *)(f->w.heap + zero), words, &t, (mk_stream_t)s);
+}
+
 /* The side stream of the j-th peer in push order (j >= 1). */
 static cudaStream_t ce_stream(const mk_fused_t *f, int j) { return f->ce_side[(j - 1) % f->ce_used]; }
 
@@ -219,9 +229,8 @@ mk_status mk_fused_ag_ce_begin(mk_fused_t *f, const mk_fused_args *a, int inplac
   const int64_t nflags = (ms + R - 1) / R; /* pieces (flags) per shard */
   const uint64_t arrive = ws->ce, ready = ws->ce + 8ull * MK_FUSED_ARRIVE_SLOTS;
   f->ce_red_used = 0;
-  /* Own ready flags back to 0, then tell every peer this rank entered the call. */
-  MK_CUDA_CHECK(cudaMemsetAsync(f->w.heap + ready, 0, 8ull * (uint64_t)W * (uint64_t)nflags, s));
-  MK_CHECK(ce_tell_peers(f, s, arrive, "arrive write"));
+  /* Own ready flags back to 0, then tell every peer this rank entered the call (one kernel). */
+  MK_CHECK(ce_begin(f, s, ready, (uint64_t)W * (uint64_t)nflags, arrive));
   MK_CHECK(ce_fork(f, s));
   const char *src = (const char *)a->A;
   for (int j = 1; j < W; j++) {
@@ -390,11 +399,10 @@ mk_status mk_fused_rs_ce_begin(mk_fused_t *f, mk_fused_op op, const mk_fused_arg
   const int W = f->world;
   const int64_t ms = a->m / W, R = mk_fused_ce_rows(), np = (ms + R - 1) / R;
   const uint64_t arrive = ws->ce;
-  /* ce_done, ce_done2, ce_cnt, ce_piece, ce_sum := 0 (one memset). */
-  MK_CUDA_CHECK(cudaMemsetAsync(f->w.heap + arrive + 8ull * MK_FUSED_ARRIVE_SLOTS, 0,
-                                mk_fused_ce_sum_off(W, np) + 8ull * (uint64_t)np - 8ull * MK_FUSED_ARRIVE_SLOTS, s));
+  /* ce_done, ce_done2, ce_cnt, ce_piece, ce_sum := 0, then the arrivals (one kernel). */
+  MK_CHECK(ce_begin(f, s, arrive + 8ull * MK_FUSED_ARRIVE_SLOTS,
+                    (mk_fused_ce_sum_off(W, np) + 8ull * (uint64_t)np) / 8 - MK_FUSED_ARRIVE_SLOTS, arrive));
   f->ce_red_used = mk_fused_ce_overlap(f) > 0;
-  MK_CHECK(ce_tell_peers(f, s, arrive, "arrive write"));
   return ce_fork(f, s);
 }
 

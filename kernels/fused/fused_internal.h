@@ -174,6 +174,13 @@ mk_status mk_fused_ar_ce_pull(mk_fused_t *f, const mk_fused_args *a, mk_stream_t
  * path advances inside its kernel instead (gemm_ar.cu, the last CTA; it claims no tasks). */
 mk_status mk_fused_epoch_advance(mk_fused_t *f, mk_fused_op op, mk_stream_t stream);
 mk_status mk_fused_launch_advance(uint64_t *epoch, uint64_t *calls, uint32_t *claims, mk_stream_t stream);
+/* Before a copy-engine call: words u64 at zero := 0, then 32-bit 1 into each of the n flags (peers' arrival slots of
+ * this rank), in one kernel (advance.cu). */
+typedef struct {
+  uint32_t *flag[MK_MAX_LOCAL];
+  int n;
+} mk_fused_tell;
+mk_status mk_fused_launch_ce_begin(uint64_t *zero, uint64_t words, const mk_fused_tell *t, mk_stream_t stream);
 
 /* MK_TRACE=FILE: *buf = a zeroed device buffer of MK_TRACE_CAP events per SM (NULL when
  * tracing is off or the stream is being captured); after the launch, mk_fused_trace_end

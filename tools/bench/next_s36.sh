@@ -39,3 +39,32 @@ if [ "$PART" = a ]; then
   trace_op tr_rs2048 gemm_rs 2048
   fused_op ar_def gemm_ar "1024 4096"
 fi
+# part b (2 GPUs): after run deaaec0-x2 (the copy-engine calls: ~16 us a call between the GEMM kernels, of which a
+#   memset of the call's flags and a stream write per peer, ~12 us from the previous call's last kernel to the GEMM):
+#   both in one kernel (mk_fused_launch_ce_begin). This build against deaaec0's (carried as .carry/old-deaaec0), in
+#   turns, twice, fused path only: GEMM+AR 1024, 4096 (copy engines, own rows summed in the epilogue), GEMM+RS 2048,
+#   8192 (copy engines, the reduce kernel), AG+GEMM 2048, 8192 (copy engines); then the kernel tracer's timeline of
+#   this build at GEMM+AR 1024 and AG+GEMM 2048.
+#   Prediction: -5 to -9 us a call at every shape (AR 1024 0.2207 -> ~0.213).
+#   MK_CALL_LIMIT=560 CTEST_ARGS="-R ^test_fused_[a-z_0-9]*_2$" CTEST_TIMEOUT=120 CTEST_WALL=240 \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s36.sh b'
+ab_op() { # NAME BINDIR OP "MS": OP's fused path of BINDIR's build at the M list MS, JSON into $RES/NAME.json
+  local name=$1 bd=$2 op=$3 args=()
+  for m in $4; do args+=(--m "$m"); done
+  TAIL=4 step "$name" 60 "$bd/mk-launch" -n "$G" -- "$bd/mk-bench" "$op" "${args[@]}" --path fused --seed 7 \
+    --json "$RES/$name.json"
+}
+if [ "$PART" = b ]; then
+  export STEP_GREP='(gemm_ar|gemm_rs|ag_gemm) +fused|rror|FAIL'
+  old_build deaaec0
+  for r in 1 2; do
+    for b in new old; do
+      bd=$BIN; [ $b = old ] && bd=$OB
+      ab_op "ar_$b$r" "$bd" gemm_ar "1024 4096"
+      ab_op "rs_$b$r" "$bd" gemm_rs "2048 8192"
+      ab_op "ag_$b$r" "$bd" ag_gemm "2048 8192"
+    done
+  done
+  kt_op kt_ar1024 gemm_ar 'mk_reduce_policy<2' --m 1024 --path fused --warmup 10 --iters 30
+  kt_op kt_ag2048 ag_gemm 'mk_ag_policy' --m 2048 --path fused --warmup 10 --iters 30
+fi
