@@ -68,3 +68,30 @@ if [ "$PART" = b ]; then
   kt_op kt_ar1024 gemm_ar 'mk_reduce_policy<2' --m 1024 --path fused --warmup 10 --iters 30
   kt_op kt_ag2048 ag_gemm 'mk_ag_policy' --m 2048 --path fused --warmup 10 --iters 30
 fi
+# part c (2 GPUs): after run 765eab7-x2 (part b: the flags' reset and the arrivals in one kernel before the GEMM,
+#   mk_fused_launch_ce_begin: 3.1 us long, ~2 us a call saved, within the noise): the arrivals written by the GEMM's
+#   CTA 0 first thing, the flags reset at the end of the call that consumed them (MK_FUSED_CE_FOLD and AG+GEMM: by the
+#   last CTA out of the GEMM, with the epoch advance, so no kernel but the GEMM in the call; other copy-engine modes:
+#   by the advance kernel after the join), the side streams resetting the progress counters they waited for. This
+#   build against deaaec0's, in turns, twice, as part b; the kernel tracer's timelines; every 2-rank fused test and
+#   the model's 2-rank tests.
+#   Prediction: GEMM+AR 1024 / 4096 and AG+GEMM -5 to -7 us a call (~0.2133 -> ~0.207 at AR 1024), GEMM+RS (the reduce
+#   kernel and the advance kernel stay) -3 to -4 us.
+#   MK_CALL_LIMIT=560 CTEST_TIMEOUT=120 CTEST_WALL=300 \
+#     CTEST_ARGS="-R ^test_(fused_[a-z_0-9]*_2|model_gpu_(fused|unfused|sp_agree)_2|model_gpu_agree_2_moedec)$" \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s36.sh c'
+if [ "$PART" = c ]; then
+  export STEP_GREP='(gemm_ar|gemm_rs|ag_gemm) +fused|rror|FAIL'
+  old_build deaaec0
+  for r in 1 2; do
+    for b in new old; do
+      bd=$BIN; [ $b = old ] && bd=$OB
+      ab_op "ar_$b$r" "$bd" gemm_ar "1024 4096"
+      ab_op "rs_$b$r" "$bd" gemm_rs "2048 8192"
+      ab_op "ag_$b$r" "$bd" ag_gemm "2048 8192"
+    done
+  done
+  kt_op kt_ar1024 gemm_ar 'mk_reduce_policy<2' --m 1024 --path fused --warmup 10 --iters 30
+  kt_op kt_ag2048 ag_gemm 'mk_ag_policy' --m 2048 --path fused --warmup 10 --iters 30
+  kt_op kt_rs2048 gemm_rs 'mk_reduce_policy<1' --m 2048 --path fused --warmup 10 --iters 30
+fi
