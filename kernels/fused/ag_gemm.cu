@@ -41,7 +41,6 @@ struct mk_ag_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   static constexpr bool kAfterStore = false;
   static constexpr bool kRoles = true;
   static constexpr bool kSmemPolicy = true; /* read from shared memory (gemm_core.cuh) */
-  static constexpr bool kExit = kCE;        /* copy-engine mode: the call ends in the kernel (cta_exit) */
   mk_dev_world w;
   mk_fused_view v;
   const uint16_t *shard; /* this rank's A_r [Ms, K] */
@@ -53,9 +52,6 @@ struct mk_ag_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   int inplace;           /* the shard already is in G */
   int pushers;           /* role CTAs [0, pushers) push; role CTA `pushers` is the inter CTA */
   mk_fused_trace tr;     /* MK_TRACE */
-  mk_fused_tell tell;    /* copy-engine mode: CTA 0's arrivals on the peers, first thing (prepare) */
-  uint32_t *exits;       /* copy-engine mode: GEMM CTAs of the call past cta_exit (0 between calls) */
-  mk_fused_end end;      /* ... what the last of them does: the call's end (copy_engine.c) */
   /* Per thread (gemm_core.cuh: the policy is read-only in the kernel). */
   struct State {
     int last_m0 = -1;   /* the tile-row whose chunks were last seen ready */
@@ -119,21 +115,6 @@ struct mk_ag_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
     st.last_m0 = t.m0;
   }
   __device__ __forceinline__ void after_store(State &, const mk_gemm_tile &) const {}
-  __device__ __forceinline__ void prepare() {
-    if (kCE && blockIdx.x == 0) mk_fused_tell_run(tell);
-  }
-  /* Copy-engine mode, thread 0 of each GEMM CTA, the CTA done: the GEMM is the last reader of the call's G and ready
-   * flags (each shard's last flag seen means every flag of it landed: one side stream sets them in order), so the
-   * last CTA out ends the call (ready := 0, the arrivals, the epoch advance; ordered as fused_reduce.cuh's). */
-  __device__ __forceinline__ void cta_exit(State &) const {
-    if constexpr (kCE) {
-      uint32_t prev;
-      asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(prev) : "l"(exits) : "memory");
-      if (prev + 1 != (uint32_t)compute_ctas) return;
-      *exits = 0;
-      mk_fused_end_run(end);
-    }
-  }
 
   __device__ __noinline__ void run_role(State &st, int i, uint8_t *smem, int smem_bytes) const {
     const uint64_t epoch = mk_epoch(w, v.slot);
@@ -243,16 +224,13 @@ static mk_status mk_ag_gemm_launch(mk_fused_t *f, const mk_fused_args *a, mk_str
   MK_CHECK(mk_fused_trace_begin(f, stream, &p.tr.buf));
   p.tr.cap = MK_TRACE_CAP;
   if (kCE) MK_CHECK(mk_fused_ag_ce_begin(f, a, inplace, stream));
-  p.exits = f->exits + (int)MK_FUSED_AG_GEMM;
-  mk_fused_end_of(f, MK_FUSED_AG_GEMM, 1, &p.end);
-  mk_fused_tell_of(f, MK_FUSED_AG_GEMM, &p.tell);
   const int compute = mk_fused_compute_ctas(f, p.role_ctas);
   if (mk_param_fused_ag_widths())
     MK_CHECK((mk_fused_launch<mk_ag_policy<kCE>, true>(gathered, a->B, g, a->b_layout, p, compute, (cudaStream_t)stream)));
   else
     MK_CHECK(mk_fused_launch(gathered, a->B, g, a->b_layout, p, compute, (cudaStream_t)stream));
-  if (kCE) MK_CHECK(mk_fused_ce_join(f, stream)); /* the kernel ended the call */
-  else MK_CHECK(mk_fused_epoch_advance(f, MK_FUSED_AG_GEMM, 0, stream));
+  if (kCE) MK_CHECK(mk_fused_ce_join(f, stream));
+  MK_CHECK(mk_fused_epoch_advance(f, MK_FUSED_AG_GEMM, stream));
   return mk_fused_trace_end(f, MK_FUSED_AG_GEMM, p.tr.buf, stream);
 }
 

@@ -14,11 +14,10 @@
  *   ce_ready[W][nflags] ce_ready[p][f] = 1 on rank d: rows [f R, f R + R) of p's shard have
  *                       landed in d's G (R = rows per piece, MK_FUSED_CE_ROWS).
  * One call on rank me, in stream order:
- *   main: fork to the side streams; the local shard copy into own G (skipped when in place);
- *         the GEMM: its CTA 0 first sets ce_arrive[me] := 1 on every peer (G is free: the
- *         previous call is over), its tiles wait for ce_ready >= 1 per piece, and its last CTA
- *         out sets ce_ready (own) := 0 (every flag of the call was consumed; peers write them
- *         again only after the next call's arrival) and advances the epoch; join.
+ *   main: ce_ready (own) := 0 (every flag of the previous call was consumed by its GEMM; peers
+ *         write them again only after the next step); ce_arrive[me] := 1 on every peer;
+ *         fork to the side streams; the local shard copy into own G (skipped when in place);
+ *         the GEMM (waits ce_ready >= 1 per piece); join.
  *   side: for j = 1 .. W-1, d = (me - j) mod W (the order d's GEMM walks the shards):
  *         wait ce_arrive[d] >= 1; ce_arrive[d] := 0; then per piece: copy to d's G,
  *         ce_ready[me][piece] := 1 on d (the write is fenced after the copy). Peer j's work
@@ -220,6 +219,9 @@ mk_status mk_fused_ag_ce_begin(mk_fused_t *f, const mk_fused_args *a, int inplac
   const int64_t nflags = (ms + R - 1) / R; /* pieces (flags) per shard */
   const uint64_t arrive = ws->ce, ready = ws->ce + 8ull * MK_FUSED_ARRIVE_SLOTS;
   f->ce_red_used = 0;
+  /* Own ready flags back to 0, then tell every peer this rank entered the call. */
+  MK_CUDA_CHECK(cudaMemsetAsync(f->w.heap + ready, 0, 8ull * (uint64_t)W * (uint64_t)nflags, s));
+  MK_CHECK(ce_tell_peers(f, s, arrive, "arrive write"));
   MK_CHECK(ce_fork(f, s));
   const char *src = (const char *)a->A;
   for (int j = 1; j < W; j++) {
@@ -255,22 +257,13 @@ mk_status mk_fused_ag_ce_begin(mk_fused_t *f, const mk_fused_args *a, int inplac
  *                  MK_FUSED_CE_OVERLAP: o pushed them into q's Y).
  *   ce_cnt[W][pieces]  local: the GEMM's progress per owner and piece of MK_FUSED_CE_ROWS rows.
  * One call on rank me, in stream order:
- *   main: fork; the GEMM (its CTA 0 first sets ce_arrive[me] := 1 on every peer: X is free,
- *         the previous call is over); the reduce kernel (waits, bounded, for ce_done[s] >= 1 of
- *         every peer s, then sums P's own rows and X[s] in rank order 0..W-1 into C); join; the
- *         advance kernel: every flag after ce_arrive (own) := 0 (each was consumed: the reduce
- *         kernel saw every peer's ce_done, the side streams are joined; peers write them again
- *         only after the next call's arrival), the epoch advance.
+ *   main: ce_done, ce_cnt (own) := 0; ce_arrive[me] := 1 on every peer; fork; the GEMM; the
+ *         reduce kernel (waits, bounded, for ce_done[s] >= 1 of every peer s, then sums P's own
+ *         rows and X[s] in rank order 0..W-1 into C); join.
  *   side: piece by piece (i), owners o = me + 1, me + 2, ... (the GEMM's owner-interleaved
  *         order finishes every owner's pieces at the same pace): before the first copy to o,
- *         wait ce_arrive[o] >= 1 and reset it; wait ce_cnt[o][i] = rows x N / 8 and reset it
- *         (the GEMM adds no more to it in this call); copy the rows of P to o's X[me]; after
- *         o's last piece ce_done[me] := 1 on o.
- * The flags are reset at the end of the call that consumed them, not at the start of the next:
- * a memset and a stream write per peer before the GEMM left ~12 us between the previous call's
- * last kernel and the GEMM (run deaaec0-x2, NOTES fused "Session 36"). The arrivals stay one a
- * call, made at its start, so a call in a mode without them (SM roles, beside) leaves none
- * behind.
+ *         wait ce_arrive[o] >= 1 and reset it; wait ce_cnt[o][i] = rows x N / 8; copy the rows
+ *         of P to o's X[me]; after o's last piece ce_done[me] := 1 on o.
  * Staging X [W][M/W][N] bf16 (heap) and the local P [M][N] are allocated by mk_fused_create
  * when MK_FUSED_RS_COPY=1 is set then.
  * GEMM+AR (MK_FUSED_AR_COPY=1, M a multiple of W): the same first shot, the reduce kernel
@@ -288,10 +281,10 @@ mk_status mk_fused_ag_ce_begin(mk_fused_t *f, const mk_fused_args *a, int inplac
  *                    ce_done after the last one).
  *   ce_sum[np]       local, AR: rows of piece i this rank's reduce kernel has summed into Y.
  * The GEMM also counts the own rows in ce_cnt[me][i]. One call on rank me, in stream order:
- *   main: fork (the side streams and the reduce stream ce_red); on ce_red the reduce kernel
+ *   main: ce_done .. ce_sum (own) := 0 (one memset); ce_arrive[me] := 1 on every peer; fork
+ *         (the side streams and the reduce stream ce_red); on ce_red the reduce kernel
  *         (MK_FUSED_CE_REDUCERS CTAs, mk_ce_overlap_reduce_kernel), then on main the GEMM on the
- *         SMs less those (its arrivals first, as above); the pushes; join (RS: done); the
- *         advance kernel resets ce_done .. ce_sum.
+ *         SMs less those; the pushes; join (RS: done).
  *   ce_red: per piece i, in order, split over every CTA: wait (bounded) for ce_cnt[me][i] =
  *         rows x N / 8 and ce_piece[s][i] >= 1 of every peer s, sum P's own rows and X[s] in rank
  *         order into C (RS) or this rank's rows of Y (AR; then ce_sum[i] += the task's rows).
@@ -301,11 +294,11 @@ mk_status mk_fused_ag_ce_begin(mk_fused_t *f, const mk_fused_args *a, int inplac
  *         piece ce_done2[me] := 1 there. Main, after the join: the one-thread wait for every
  *         peer's ce_done2, Y -> C.
  * Reuse across calls (the flags are single-buffered, and graphs replay the same offsets):
- * ce_piece[s][*] on o is reset by o at the end of o's call e - 1 and set by s in call e only
- * after s's side stream saw ce_arrive[o] >= 1, which o writes in call e, after that reset
- * (stream order); s's writes of call e - 1 were all seen by o's call-(e - 1) reduce kernel (it
- * waits for every piece of every peer), which the join ordered before o's reset. ce_sum and the
- * own ce_cnt are written and read inside this rank's call, before its reset. X[s] and Y
+ * ce_piece[s][*] on o is reset by o at the start of o's call e and set by s in call e only
+ * after s's side stream saw ce_arrive[o] >= 1, which o writes after the reset (stream order);
+ * s's writes of call e - 1 were all seen by o's call-(e - 1) reduce kernel (it waits for every
+ * piece of every peer), which the join ordered before o's reset. ce_sum and the own ce_cnt
+ * are written and read inside this rank's call, between its reset and its join. X[s] and Y
  * are written as in the plain mode, after the owner's arrival (its previous reduce kernel and
  * Y -> C are over). No cycle: before F(k) a side stream holds only steps of pieces < k, S(k)
  * waits for this rank's reduce of piece k, which waits for the GEMMs and the F(k) of the
@@ -392,9 +385,17 @@ mk_status mk_fused_ce_stage(mk_fused_t *f, mk_fused_op op) {
 
 mk_status mk_fused_rs_ce_begin(mk_fused_t *f, mk_fused_op op, const mk_fused_args *a, mk_stream_t stream) {
   MK_CHECK(load_memops());
-  (void)op, (void)a;
+  const mk_fused_ws *ws = &f->ws[op];
+  cudaStream_t s = (cudaStream_t)stream;
+  const int W = f->world;
+  const int64_t ms = a->m / W, R = mk_fused_ce_rows(), np = (ms + R - 1) / R;
+  const uint64_t arrive = ws->ce;
+  /* ce_done, ce_done2, ce_cnt, ce_piece, ce_sum := 0 (one memset). */
+  MK_CUDA_CHECK(cudaMemsetAsync(f->w.heap + arrive + 8ull * MK_FUSED_ARRIVE_SLOTS, 0,
+                                mk_fused_ce_sum_off(W, np) + 8ull * (uint64_t)np - 8ull * MK_FUSED_ARRIVE_SLOTS, s));
   f->ce_red_used = mk_fused_ce_overlap(f) > 0;
-  return ce_fork(f, (cudaStream_t)stream);
+  MK_CHECK(ce_tell_peers(f, s, arrive, "arrive write"));
+  return ce_fork(f, s);
 }
 
 /* One first-shot piece i to the side streams' peers j in [j0, j1) (o = me + j; step of mk_fused_rs_ce_push). */
@@ -417,7 +418,6 @@ static mk_status ce_push_first(mk_fused_t *f, mk_fused_op op, const mk_fused_arg
     const int64_t r0 = i * R, rows = ms - r0 < R ? ms - r0 : R;
     const unsigned long long c = (unsigned long long)(uintptr_t)(f->w.heap + cnt + 8ull * ((uint64_t)o * np + i));
     MEMOP(g_wait32(side, c, (uint32_t)(rows * n / 8), 0), "progress wait");
-    MEMOP(g_write32(side, c, 0, 0), "progress reset"); /* complete: the GEMM adds no more to it this call */
     const uint64_t bytes = (uint64_t)rows * (uint64_t)n * 2;
     MK_CUDA_CHECK(cudaMemcpyAsync(f->w.peer_heap[o] + ws->cex + ((uint64_t)me * ms + r0) * (uint64_t)n * 2,
                                   P + ((uint64_t)o * ms + r0) * (uint64_t)n * 2, bytes, cudaMemcpyDefault, side));

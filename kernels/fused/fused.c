@@ -3,7 +3,6 @@
  * gemm_rs.cu and gemm_ar.cu. */
 #include <cuda_runtime_api.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "core/check.h"
 #include "kernels/fused/fused_internal.h"
@@ -123,7 +122,6 @@ mk_status mk_fused_create_group(mk_comm_t *comm, int first, int n, unsigned ops,
     const uint64_t nce = op == MK_FUSED_AG_GEMM ? MK_FUSED_ARRIVE_SLOTS + pieces
                                                 : 3 * MK_FUSED_ARRIVE_SLOTS + 3 * pieces; /* cnt, piece, sum */
     MK_CHECK_GOTO(mk_comm_heap_alloc(comm, 8ull * nce, &ws->ce), st, fail);
-    ws->nce = nce;
     if (!f->ce_fork) {
       MK_CUDA_CHECK_GOTO(cudaEventCreateWithFlags(&f->ce_fork, cudaEventDisableTiming), st, fail);
       for (; f->ce_nside < (f->local_size > 2 ? f->local_size - 1 : 1); f->ce_nside++) {
@@ -294,27 +292,9 @@ int mk_fused_ce_fold_calls(const mk_fused_t *f, mk_fused_op op) {
   return f && (unsigned)op <= MK_FUSED_GEMM_AR ? f->ce_fold_calls[op] : 0;
 }
 
-void mk_fused_end_of(const mk_fused_t *f, mk_fused_op op, int ce, mk_fused_end *e) {
-  memset(e, 0, sizeof *e);
-  e->epoch = &f->w.ctrl->epoch[MK_FUSED_EPOCH_SLOT0 + (int)op];
-  e->calls = f->calls + (int)op;
-  e->claims = f->claims + 2 * (int)op;
-  if (!ce) return;
-  const mk_fused_ws *ws = &f->ws[op];
-  e->zero0 = (uint64_t *)(f->w.heap + ws->ce) + MK_FUSED_ARRIVE_SLOTS;
-  e->words0 = ws->nce - MK_FUSED_ARRIVE_SLOTS;
-}
-
-void mk_fused_tell_of(const mk_fused_t *f, mk_fused_op op, mk_fused_tell *t) {
-  memset(t, 0, sizeof *t);
-  for (int p = 0; p < f->world; p++)
-    if (p != f->me) t->flag[t->n++] = (uint32_t *)(f->w.peer_heap[p] + f->ws[op].ce + 8ull * (uint64_t)f->me);
-}
-
-mk_status mk_fused_epoch_advance(mk_fused_t *f, mk_fused_op op, int ce, mk_stream_t stream) {
-  mk_fused_end e;
-  mk_fused_end_of(f, op, ce, &e);
-  return mk_fused_launch_end(&e, stream);
+mk_status mk_fused_epoch_advance(mk_fused_t *f, mk_fused_op op, mk_stream_t stream) {
+  return mk_fused_launch_advance(&f->w.ctrl->epoch[MK_FUSED_EPOCH_SLOT0 + (int)op], f->calls + (int)op,
+                                 f->claims + 2 * (int)op, stream);
 }
 
 static const char *const ar_phase_names[MK_FUSED_AR_PHASES] = {"entry", "entry_last", "gemm", "pushed",

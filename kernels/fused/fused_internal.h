@@ -29,8 +29,7 @@ typedef struct mk_fused_ws {
   uint64_t xsig;    /* u64 [3][16] counters added through the proxy: arrive_x, xdata, ack */
   uint64_t ce;      /* copy-engine mode flags (copy_engine.c): AG u64 ce_arrive[16], ce_ready[W][pieces];
                        RS/AR u64 ce_arrive[16], ce_done[16], ce_done2[16], ce_cnt[W][pieces],
-                       ce_piece[W][pieces], ce_sum[pieces] (the last two: MK_FUSED_CE_OVERLAP and MK_FUSED_CE_FOLD) */
-  uint64_t nce;     /* u64 words of ce */
+                       ce_piece[W][pieces], ce_sum[pieces] (the last two: MK_FUSED_CE_OVERLAP) */
   uint64_t cex;     /* RS/AR copy-engine mode: staging X [W][ceil(max_m/W)][max_n] bf16 (0: not allocated) */
   uint64_t cey;     /* AR copy-engine mode: the gathered sums Y [W ceil(max_m/W)][max_n] bf16 (after X) */
   uint64_t sk;      /* AR, one node group: slots S [2][W][min(max_m, 64)][max_n] bf16 of the small-M
@@ -170,31 +169,11 @@ int mk_fused_ce_push_step(int64_t np, int64_t t, int *second);
 /* GEMM+AR copy-engine mode (MK_FUSED_AR_COPY=1), after the reduce kernel: the second shot. */
 mk_status mk_fused_ar_ce_tell(mk_fused_t *f, mk_stream_t stream);
 mk_status mk_fused_ar_ce_pull(mk_fused_t *f, const mk_fused_args *a, mk_stream_t stream);
-/* The end of a fused call (mk_fused_end_run, one thread): `words0` and `words1` u64 of this rank's flags at zero0 and
- * zero1 := 0 (a copy-engine call's flags, every one consumed), then the op's epoch and this handle's call count of the
- * op + 1 and its two task claims := 0. */
-typedef struct {
-  uint64_t *zero0, *zero1;
-  uint64_t words0, words1;
-  uint64_t *epoch, *calls;
-  uint32_t *claims;
-} mk_fused_end;
-/* A copy-engine call's arrivals (mk_fused_tell_run, one thread, first thing in the call's GEMM): 32-bit 1 into this
- * rank's arrival slot on every peer (its staging is free: the previous call is over; copy_engine.c). */
-typedef struct {
-  uint32_t *flag[MK_MAX_LOCAL];
-  int n;
-} mk_fused_tell;
-/* The end of op's call: the epoch advance; with ce (a copy-engine call, its side streams joined) also every flag of
- * the op's copy-engine workspace after the arrival slots := 0. */
-void mk_fused_end_of(const mk_fused_t *f, mk_fused_op op, int ce, mk_fused_end *e);
-/* The arrivals of a copy-engine call of op. */
-void mk_fused_tell_of(const mk_fused_t *f, mk_fused_op op, mk_fused_tell *t);
-/* mk_fused_end_of's work in a one-thread kernel after the op's kernels (stream-ordered). GEMM+AR's small-M path
- * advances inside its kernel instead (gemm_ar.cu, the last CTA; it claims no tasks), as do the copy-engine calls whose
- * GEMM is the last reader of their staging and flags (the policies' cta_exit: MK_FUSED_CE_FOLD, AG+GEMM). */
-mk_status mk_fused_epoch_advance(mk_fused_t *f, mk_fused_op op, int ce, mk_stream_t stream);
-mk_status mk_fused_launch_end(const mk_fused_end *e, mk_stream_t stream);
+/* Advance the op's epoch and this handle's call count after its kernel, and zero the op's task
+ * claims (stream-ordered, one one-thread kernel: mk_fused_launch_advance). GEMM+AR's small-M
+ * path advances inside its kernel instead (gemm_ar.cu, the last CTA; it claims no tasks). */
+mk_status mk_fused_epoch_advance(mk_fused_t *f, mk_fused_op op, mk_stream_t stream);
+mk_status mk_fused_launch_advance(uint64_t *epoch, uint64_t *calls, uint32_t *claims, mk_stream_t stream);
 
 /* MK_TRACE=FILE: *buf = a zeroed device buffer of MK_TRACE_CAP events per SM (NULL when
  * tracing is off or the stream is being captured); after the launch, mk_fused_trace_end
@@ -210,24 +189,6 @@ mk_status mk_fused_preload_ar(void);
 mk_status mk_fused_preload_advance(void);
 
 #ifdef __cplusplus
-}
-#endif
-
-#ifdef __CUDACC__
-/* mk_fused_end's work by one thread (advance.cu's kernel; the last CTA of a kernel that ends its call). */
-static __device__ __forceinline__ void mk_fused_end_run(const mk_fused_end &e) {
-  for (uint64_t i = 0; i < e.words0; i++) e.zero0[i] = 0;
-  for (uint64_t i = 0; i < e.words1; i++) e.zero1[i] = 0;
-  *e.epoch += 1;
-  *e.calls += 1;
-  e.claims[0] = e.claims[1] = 0;
-}
-/* mk_fused_tell's work by one thread. The fence orders the previous call's zeros (an earlier kernel) before the
- * arrivals: a peer writes this rank's flags of the call only after it saw the arrival. */
-static __device__ __forceinline__ void mk_fused_tell_run(const mk_fused_tell &t) {
-  if (!t.n) return;
-  __threadfence_system();
-  for (int p = 0; p < t.n; p++) *(volatile uint32_t *)t.flag[p] = 1u; /* as cuStreamWriteValue32's 1 */
 }
 #endif
 #endif /* MK_KERNELS_FUSED_INTERNAL_H */

@@ -73,7 +73,6 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   static constexpr bool kTail = true;
   static constexpr bool kWarpDone = true; /* fold mode's sums (warp_done) */
   static constexpr bool kSmemPolicy = true; /* read from shared memory (gemm_core.cuh) */
-  static constexpr bool kExit = true;       /* MK_FUSED_CE_FOLD: the call ends in the kernel (cta_exit) */
   mk_dev_world w;
   mk_fused_view v;
   uint16_t *out;     /* the rows this rank reduces: C [r1 - r0, N] */
@@ -121,9 +120,6 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
                            their piece are in (ce_piece[p][i] >= 1), as fold mode does from PX; no reduce kernel. AR:
                            then as fold mode, the sums into every peer's Y (P[e & 1]), flagged, and the gather */
   uint64_t ce_piece, ce_arrive; /* heap offsets: ce_piece[W][ce_np], ce_arrive[16] (released on a failed wait) */
-  mk_fused_tell tell;   /* copy-engine modes: CTA 0's arrivals on the peers, first thing (prepare); n = 0 otherwise */
-  uint32_t *exits;      /* MK_FUSED_CE_FOLD: GEMM CTAs of the call past cta_exit (0 between calls); NULL otherwise */
-  mk_fused_end end;     /* ... what the last of them does: the call's end (copy_engine.c), as the advance kernel would */
   mk_fused_trace tr;    /* MK_TRACE */
   uint64_t ep;          /* this call's epoch: read once a CTA into its copy of the policy (prepare) */
   /* Per thread (gemm_core.cuh: the policy is read-only in the kernel); MK_TRACE only. */
@@ -134,10 +130,7 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   /* One thread, into the CTA's shared-memory copy before the others read it (gemm_core.cuh): this call's epoch, read
    * once instead of a volatile load in every out_row call (fold's GEMM alone at RS 8192: 1.618 ms against 1.636,
    * runs 7b94fc5-x2 / af3dcfe-x2, NOTES fused s32). */
-  __device__ __forceinline__ void prepare() {
-    ep = mk_epoch(w, v.slot);
-    if (blockIdx.x == 0) mk_fused_tell_run(tell);
-  }
+  __device__ __forceinline__ void prepare() { ep = mk_epoch(w, v.slot); }
 
   /* Rows rank q reads (and reduces). */
   __device__ __forceinline__ void rows_of(int q, int64_t *lo, int64_t *hi) const {
@@ -334,21 +327,6 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
         mk_red_add_relaxed_sys(mk_local_ptr<uint64_t>(w, ce_cnt + 8ull * ((uint64_t)o * ce_np + i)), (uint64_t)r * cols8);
       }
     }
-  }
-
-  /* Thread 0 of each GEMM CTA, the CTA done: MK_FUSED_CE_FOLD's GEMM is the last reader of the call's staging and
-   * flags (every own tile waited for every peer's pieces), so the last CTA out ends the call (the flags but the
-   * progress counters := 0, which the side streams reset after their waits, the arrivals, the epoch advance). Order:
-   * the CTA's reads are before its barrier, so before thread 0's release add; the last CTA's acquire add reads every
-   * earlier add (an RMW chain), so its zeros and arrivals come after every CTA's reads (as gemm_ar.cu's small-M
-   * path's epoch advance). */
-  __device__ __forceinline__ void cta_exit(State &) const {
-    if (!exits) return;
-    uint32_t prev;
-    asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(prev) : "l"(exits) : "memory");
-    if (prev + 1 != (uint32_t)compute_ctas) return;
-    *exits = 0;
-    mk_fused_end_run(end);
   }
 
   /* Inlined: as a call (__noinline__) beside the read-only policy, ptxas failed to fit the GEMM kernel in the
@@ -969,16 +947,6 @@ static mk_status mk_reduce_launch(mk_fused_t *f, const mk_fused_args *a, uint16_
   p.ce_piece = ws->ce + mk_fused_ce_piece_off(f->world, p.ce_np), p.ce_arrive = ws->ce;
   if (p.ce_fold) p.px = ws->cex, p.pxbytes = 0; /* fold_sum reads the peers' partials from X */
   f->ce_fold_calls[fop] += p.ce_fold;
-  p.tell.n = 0;
-  if (p.ce && !beside) mk_fused_tell_of(f, fop, &p.tell);
-  p.exits = NULL;
-  if (p.ce_fold) { /* the call ends in the kernel: every flag after ce_cnt[W][ce_np], and ce_done, ce_done2 */
-    p.exits = f->exits + kOp;
-    mk_fused_end_of(f, fop, 1, &p.end);
-    const uint64_t skip = mk_fused_ce_piece_off(f->world, p.ce_np) / 8; /* words before ce_piece */
-    p.end.zero1 = (uint64_t *)(f->w.heap + ws->ce) + skip, p.end.words1 = ws->nce - skip;
-    p.end.words0 = 2 * MK_FUSED_ARRIVE_SLOTS;
-  }
   /* Split-K of the last wave (256-wide tiles) where the core's model says it pays (not in
    * copy-engine mode: its progress counters count each tile once; not in fold mode: an own
    * tile's epilogue sums its partial, whole). */
@@ -1005,7 +973,7 @@ static mk_status mk_reduce_launch(mk_fused_t *f, const mk_fused_args *a, uint16_
     MK_CHECK(mk_fused_rs_ce_push(f, fop, a, seq));
     MK_CHECK(p.ce_fold ? mk_fused_ce_join(f, (mk_stream_t)stream) : mk_rs_ce_finish(f, fop, a, p.v, stream));
   }
-  if (!p.exits) MK_CHECK(mk_fused_epoch_advance(f, fop, p.ce && !beside, (mk_stream_t)stream));
+  MK_CHECK(mk_fused_epoch_advance(f, fop, (mk_stream_t)stream));
   return mk_fused_trace_end(f, fop, p.tr.buf, (mk_stream_t)stream);
 }
 

@@ -42,7 +42,6 @@
  *     static constexpr bool kTail;   __device__ void tail(State &st, uint8_t *smem, int smem_bytes) const;
  *     __device__ bool join() const;  // dynamic claims (args.claim): false = this CTA takes no tile
  *     static constexpr bool kTrigger;  // every CTA lets a dependent launch (args.pdl) start at once
- *     static constexpr bool kExit;   __device__ void cta_exit(State &st) const;
  *   };
  * - tile_order: a bijection of [0, tiles_m*tiles_n) onto (tm, tn); CTA b walks idx = b,
  *   b + ncta, ... (ncta = the GEMM CTAs), or, with args.claim, the CTAs claim idx in increasing
@@ -91,10 +90,6 @@
  *   (before_load on a counter the first kernel's after_store releases), and a dependent that must not
  *   finish before the first kernel (stream order for what follows) executes griddepcontrol.wait
  *   before its end (the MoE's GEMM2 in its tail).
- * - cta_exit(st) (kExit): called by thread 0 of every GEMM CTA (not a role CTA) last, after a
- *   __syncthreads that every thread of the CTA reaches once it is done (tail included): whatever the
- *   CTA read or stored is over. Lets a fused op end its call in the kernel (the last CTA out, counted
- *   by an atomic: fused_reduce.cuh, ag_gemm.cu).
  * Shared-memory stages continue across tiles, so tile t+1's loads overlap tile t's epilogue.
  *
  * Optional epilogue: a Policy with kGluPairs = true stores silu(gate) * up of interleaved
@@ -424,7 +419,6 @@ struct mk_gemm_hooks_default {
   static constexpr bool kTail = false;
   static constexpr bool kTrigger = false; /* true: every CTA lets the stream's next kernel, launched with
                                              mk_gemm_args.pdl, start at once (griddepcontrol.launch_dependents) */
-  static constexpr bool kExit = false;    /* true: cta_exit by thread 0 once the whole CTA is done */
   static constexpr bool kOutAlso = false; /* true: out_also after every store of the epilogue */
   static constexpr bool kWarpDone = false; /* true: warp_done after each consumer warp's stores of a tile */
   static constexpr bool kSmemPolicy = false; /* true: the kernel copies the policy to shared memory, the hooks read it
@@ -445,8 +439,6 @@ struct mk_gemm_hooks_default {
   __device__ __forceinline__ void run_role(S &, int, uint8_t *, int) const {}
   template <class S>
   __device__ __forceinline__ void tail(S &, uint8_t *, int) const {}
-  template <class S>
-  __device__ __forceinline__ void cta_exit(S &) const {}
   __device__ __forceinline__ bool join() const { return true; } /* dynamic claims: this CTA claims units */
 };
 
@@ -807,10 +799,6 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
       }
     });
     if constexpr (Policy::kTail) policy.tail(st, smem, Cfg::kStages * Cfg::kStageBytes);
-  }
-  if constexpr (Policy::kExit) {
-    __syncthreads(); /* the whole CTA is done */
-    if (tid == 0) policy.cta_exit(st);
   }
 }
 

@@ -68,6 +68,7 @@ if [ "$PART" = b ]; then
   kt_op kt_ar1024 gemm_ar 'mk_reduce_policy<2' --m 1024 --path fused --warmup 10 --iters 30
   kt_op kt_ag2048 ag_gemm 'mk_ag_policy' --m 2048 --path fused --warmup 10 --iters 30
 fi
+# (Parts b and c ran 765eab7's and d354584's trees, both reverted after them; check those out to repeat them.)
 # part c (2 GPUs): after run 765eab7-x2 (part b: the flags' reset and the arrivals in one kernel before the GEMM,
 #   mk_fused_launch_ce_begin: 3.1 us long, ~2 us a call saved, within the noise): the arrivals written by the GEMM's
 #   CTA 0 first thing, the flags reset at the end of the call that consumed them (MK_FUSED_CE_FOLD and AG+GEMM: by the
@@ -94,4 +95,29 @@ if [ "$PART" = c ]; then
   kt_op kt_ar1024 gemm_ar 'mk_reduce_policy<2' --m 1024 --path fused --warmup 10 --iters 30
   kt_op kt_ag2048 ag_gemm 'mk_ag_policy' --m 2048 --path fused --warmup 10 --iters 30
   kt_op kt_rs2048 gemm_rs 'mk_reduce_policy<1' --m 2048 --path fused --warmup 10 --iters 30
+fi
+# part d (2 GPUs): the copy-engine protocol of deaaec0 again (parts b and c refuted, reverted): the three ops at their
+#   default shapes with every call replayed from a CUDA graph (--graph: the fused and unfused calls and the bound's
+#   GEMM and collective each a graph), beside the eager calls, in turns, twice: how much of the fused calls' ~10 us of
+#   stream hand-offs a graph removes; MK_TRACE of AG+GEMM 2048 (its kernel: 302 us against 291 for cuBLAS's GEMM).
+#   MK_CALL_LIMIT=400 CTEST_ARGS="-R ^test_fused_(ag|ar|rs)_ce_2$" CTEST_TIMEOUT=60 CTEST_WALL=90 \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s36.sh d'
+graph_op() { # NAME OP "MS" [--graph]: OP at the M list MS, --interleave, JSON into $RES/NAME.json
+  local name=$1 op=$2 args=()
+  for m in $3; do args+=(--m "$m"); done
+  shift 3
+  TAIL=8 step "$name" 90 mk-launch -n "$G" -- mk-bench "$op" "${args[@]}" --interleave --seed 7 "$@" \
+    --json "$RES/$name.json"
+}
+if [ "$PART" = d ]; then
+  export STEP_GREP='^\[0\] (gemm_|ag_)|rror|FAIL'
+  for r in 1 2; do
+    for g in eager graph; do
+      extra=(); [ $g = graph ] && extra=(--graph)
+      graph_op "ar_$g$r" gemm_ar "1024 4096" "${extra[@]}"
+      graph_op "rs_$g$r" gemm_rs "2048" "${extra[@]}"
+      graph_op "ag_$g$r" ag_gemm "2048" "${extra[@]}"
+    done
+  done
+  trace_op tr_ag2048 ag_gemm 2048
 fi
