@@ -121,3 +121,14 @@ if [ "$PART" = d ]; then
   done
   trace_op tr_ag2048 ag_gemm 2048
 fi
+# part e (2 GPUs): the kernel tracer with the peer copies recorded (ktrace.c: CUPTI's MEMCPY2 kind, which part a
+#   lacked): the timelines of GEMM+AR 1024 and 4096, GEMM+RS 2048 and AG+GEMM 2048 at the defaults, both ranks.
+#   MK_CALL_LIMIT=300 CTEST_ARGS="-R ^test_fused_ar_cefold_2$" CTEST_TIMEOUT=60 CTEST_WALL=60 \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s36.sh e'
+if [ "$PART" = e ]; then
+  export STEP_GREP='(gemm_ar|gemm_rs|ag_gemm) +fused|rror|FAIL'
+  kt_op kt_ar1024 gemm_ar 'mk_reduce_policy<2' --m 1024 --path fused --warmup 10 --iters 30
+  kt_op kt_ar4096 gemm_ar 'mk_reduce_policy<2' --m 4096 --path fused --warmup 10 --iters 30
+  kt_op kt_rs2048 gemm_rs 'mk_reduce_policy<1' --m 2048 --path fused --warmup 10 --iters 30
+  kt_op kt_ag2048 ag_gemm 'mk_ag_policy' --m 2048 --path fused --warmup 10 --iters 30
+fi

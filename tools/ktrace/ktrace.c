@@ -4,7 +4,7 @@
  *   CUDA_INJECTION64_PATH=/path/libmk_ktrace.so KTRACE_DIR=/tmp/kt mk-launch -n 2 -- mk-bench layer ...
  * Every process writes $KTRACE_DIR/ktrace.<pid>.csv (default /tmp), one line a record:
  *   K,start_ns,end_ns,device,stream,graph_id,grid_x*y*z,block_x*y*z,mangled_name   (kernels)
- *   C,start_ns,end_ns,device,stream,bytes,copy_kind                                 (memcpy)
+ *   C,start_ns,end_ns,device,stream,bytes,copy_kind                                 (memcpy, peer memcpy)
  *   S,start_ns,end_ns,device,stream,bytes                                           (memset)
  * Times are CUPTI's GPU timestamps (ns, one clock for every device of the process). Kernels are
  * recorded as CONCURRENT_KERNEL, which does not serialise them. tools/bench/ktrace_report.py reads the files.
@@ -45,6 +45,10 @@ static void CUPTIAPI kt_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t
       const CUpti_ActivityMemcpy6 *c = (const CUpti_ActivityMemcpy6 *)rec;
       fprintf(kt_out, "C,%llu,%llu,%u,%u,%llu,%u\n", (unsigned long long)c->start, (unsigned long long)c->end,
               c->deviceId, c->streamId, (unsigned long long)c->bytes, (unsigned)c->copyKind);
+    } else if (rec->kind == CUPTI_ACTIVITY_KIND_MEMCPY2) { /* peer to peer (cudaMemcpyPeerAsync, P2P-mapped copies) */
+      const CUpti_ActivityMemcpyPtoP4 *c = (const CUpti_ActivityMemcpyPtoP4 *)rec;
+      fprintf(kt_out, "C,%llu,%llu,%u,%u,%llu,%u\n", (unsigned long long)c->start, (unsigned long long)c->end,
+              c->deviceId, c->streamId, (unsigned long long)c->bytes, (unsigned)c->copyKind);
     } else if (rec->kind == CUPTI_ACTIVITY_KIND_MEMSET) {
       const CUpti_ActivityMemset4 *s = (const CUpti_ActivityMemset4 *)rec;
       fprintf(kt_out, "S,%llu,%llu,%u,%u,%llu\n", (unsigned long long)s->start, (unsigned long long)s->end,
@@ -73,6 +77,7 @@ int InitializeInjection(void) {
   kt_check(cuptiActivityRegisterCallbacks(kt_buffer_requested, kt_buffer_completed), "callbacks");
   kt_check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "kernels");
   kt_check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY), "memcpy");
+  kt_check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY2), "peer memcpy");
   kt_check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET), "memset");
   atexit(kt_finish);
   return 1;
