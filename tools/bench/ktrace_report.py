@@ -70,7 +70,8 @@ def around(path, a):
     for s0, e0, _, n0 in ev:
         if not pat.search(nm(n0)):
             continue
-        win = [(s - s0, e - s0, stream, nm(n)) for s, e, stream, n in ev if s0 - a.pre * 1000 <= s <= e0 + a.post * 1000]
+        lo, hi = s0 - a.pre * 1000, e0 + a.post * 1000
+        win = [(s - s0, e - s0, stream, nm(n)) for s, e, stream, n in ev if lo <= s <= hi]
         groups.setdefault(tuple((w[2], w[3]) for w in win), []).append(win)
     print(f"== {os.path.basename(path)}: around {a.around!r}, {sum(len(g) for g in groups.values())} occurrences, "
           f"{len(groups)} sequences")

@@ -2,7 +2,8 @@
 """tools/bench/trace_stats.py — summary of one MK_TRACE file (FILE.rankN.json of a fused op): when the GEMM's
 last tile was stored, when the last event ended, and per track kind (role CTA / the GEMM CTAs' tail) and
 event kind: count, median and total duration, first start and last end (us from the trace's start), and how
-many tiles were stored in each 10 us.
+many compute events ended in each 10 us (GEMM+RS / GEMM+AR: tiles stored; AG+GEMM: a CTA's next tile's loads
+begun, i.e. about its previous tile's end).
   python3 tools/bench/trace_stats.py TRACE.rank0.json [...]"""
 import json
 import statistics
@@ -31,11 +32,11 @@ def summary(path):
 
 
     ends = sorted(e["ts"] + e["dur"] for e in ev if e["name"] == "compute")
-    if ends:  # when the tiles were stored: how many in each 10 us from the trace's start
+    if ends:  # compute events' ends (RS/AR: a tile stored; AG: the next tile's loads begun) in each 10 us
         hist = {}
         for t in ends:
             hist[int(t // 10)] = hist.get(int(t // 10), 0) + 1
-        print("  tiles stored per 10 us: " + " ".join(f"{10 * b}:{c}" for b, c in sorted(hist.items())))
+        print("  compute events ending per 10 us: " + " ".join(f"{10 * b}:{c}" for b, c in sorted(hist.items())))
 
 
 for p in sys.argv[1:]:
