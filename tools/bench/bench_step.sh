@@ -20,6 +20,9 @@
 #                                  environment ENV (at least one VAR=VALUE), JSON into $RES/NAME.json.
 #   kt_layer NAME [ARGS...]       the layer under the kernel tracer (libmk_ktrace.so), then ktrace_report.py of both
 #                                  ranks into $RES/NAME.txt (KT_LIST: also a --list report); the CSVs packed.
+#   kt_op NAME OP AROUND ARGS...   `mk-bench OP ARGS --seed 7` under $G ranks and the kernel tracer, then
+#                                  ktrace_report.py --around AROUND of both ranks into $RES/NAME.txt (the CSVs packed).
+#   trace_op NAME OP M [VAR=VALUE...]  MK_TRACE of OP's fused path at M (its last call), trace_stats.py of both ranks.
 #   old_build COMMIT               builds mk-bench and mk-launch of the tree copied to $REPO/.carry/old-COMMIT
 #                                  (git archive COMMIT | tar x -C .carry/old-COMMIT --exclude=docs; carried) into
 #                                  /tmp/oldb and sets OB to its bin folder, for A/B runs in one call.
@@ -112,4 +115,23 @@ kt_layer() { # NAME [ARGS...]: the layer under the tracer, then the report of bo
     --list "$KT_LIST" > "$RES/$name.list.txt" 2>&1 && cat "$RES/$name.list.txt"
   echo "$name: $(grep -c '^-- group' "$RES/$name.txt") groups"
   (cd "$RES" && tar czf "$name.csv.tgz" "$name" && rm -rf "$name")
+}
+kt_op() { # NAME OP AROUND ARGS...: mk-bench OP ARGS under the kernel tracer, then the timeline around the kernels
+  local name=$1 op=$2 re=$3 # matching AROUND on both ranks into $RES/NAME.txt
+  shift 3
+  [ -f "$KT" ] || { echo "no $KT (CUPTI not found at configure)"; return; }
+  mkdir -p "$RES/$name"
+  TAIL=6 step "$name" 60 env CUDA_INJECTION64_PATH="$KT" KTRACE_DIR="$RES/$name" "$BIN/mk-launch" -n "$G" -- \
+    "$BIN/mk-bench" "$op" "$@" --seed 7 --json "$RES/$name.json"
+  python3 "$BIN/../../tools/bench/ktrace_report.py" "$RES/$name" --files "$G" --around "$re" --pre 30 --post 40 \
+    > "$RES/$name.txt" 2>&1
+  cat "$RES/$name.txt"
+  tar czf "$RES/$name.csv.tgz" -C "$RES" "$name" && rm -rf "${RES:?}/$name"
+}
+trace_op() { # NAME OP M [VAR=VALUE...]: MK_TRACE of OP's fused path at M (its last call), trace_stats of both ranks
+  local name=$1 op=$2 m=$3
+  shift 3
+  TAIL=4 step "$name" 40 env MK_TRACE="$RES/$name" "$@" "$BIN/mk-launch" -n "$G" -- "$BIN/mk-bench" "$op" --m "$m" \
+    --warmup 5 --iters 3 --path fused --seed 7
+  for f in "$RES/$name".rank*.json; do python3 "$BIN/../../tools/bench/trace_stats.py" "$f"; done
 }

@@ -10,25 +10,6 @@
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-a}
 REPO=$BIN/../..
-kt_op() { # NAME OP AROUND ARGS...: mk-bench OP ARGS under the kernel tracer, then the timeline around the kernels
-  local name=$1 op=$2 re=$3 # matching AROUND on both ranks into $RES/NAME.txt
-  shift 3
-  [ -f "$KT" ] || { echo "no $KT (CUPTI not found at configure)"; return; }
-  mkdir -p "$RES/$name"
-  TAIL=6 step "$name" 60 env CUDA_INJECTION64_PATH="$KT" KTRACE_DIR="$RES/$name" "$BIN/mk-launch" -n "$G" -- \
-    "$BIN/mk-bench" "$op" "$@" --seed 7 --json "$RES/$name.json"
-  python3 "$REPO/tools/bench/ktrace_report.py" "$RES/$name" --files "$G" --around "$re" --pre 30 --post 40 \
-    > "$RES/$name.txt" 2>&1
-  cat "$RES/$name.txt"
-  tar czf "$RES/$name.csv.tgz" -C "$RES" "$name" && rm -rf "${RES:?}/$name"
-}
-trace_op() { # NAME OP M [VAR=VALUE...]: MK_TRACE of OP's fused path at M (its last call), trace_stats of both ranks
-  local name=$1 op=$2 m=$3
-  shift 3
-  TAIL=4 step "$name" 40 env MK_TRACE="$RES/$name" "$@" "$BIN/mk-launch" -n "$G" -- "$BIN/mk-bench" "$op" --m "$m" \
-    --warmup 5 --iters 3 --path fused --seed 7
-  for f in "$RES/$name".rank*.json; do python3 "$REPO/tools/bench/trace_stats.py" "$f"; done
-}
 if [ "$PART" = a ]; then
   export STEP_GREP='gemm_(ar|rs) +fused|rror|FAIL'
   kt_op kt_ar1024 gemm_ar 'mk_reduce_policy<2' --m 1024 --path fused --warmup 10 --iters 30

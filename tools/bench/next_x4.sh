@@ -22,6 +22,11 @@
 #   MK_CALL_LIMIT=560 \
 #     CTEST_ARGS="-R ^test_model_gpu_(fused_4|unfused_4|fused_tp4|agree_tp4|fused_2nodes|agree_2nodes|sp_agree_tp4)$" \
 #     CTEST_TIMEOUT=200 CTEST_WALL=260 tools/gpu-check.sh -- 'bash ../../tools/bench/next_x4.sh c'
+# part d — issue 6, where the time goes at 4 ranks (session 36 did it on 2): the kernel tracer's timelines (kernels,
+#   memsets, peer copies around the op's GEMM, both ranks' medians) of AG+GEMM 2048, GEMM+RS 2048, GEMM+AR 1024 and
+#   4096 at their defaults, fused path only, and MK_TRACE of one call of each (tiles' ends per 10 us, waits).
+#   MK_CALL_LIMIT=400 CTEST_ARGS="-R ^test_fused_(ag|rs|ar)_ce_4$" CTEST_TIMEOUT=90 CTEST_WALL=120 \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_x4.sh d'
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-a}
 [ "$G" -ge 4 ] || { echo "next_x4.sh: needs 4 GPUs, found $G"; exit 1; }
@@ -62,4 +67,14 @@ if [ "$PART" = c ]; then
     layer "layer_$v" "$BIN" "${g[@]}"
   done
   mk-bench plot "$RES/layer_eager.json" -o "$RES/layer_eager.png" > /dev/null 2>&1 || echo "plot layer failed"
+fi
+if [ "$PART" = d ]; then
+  export STEP_GREP='(gemm_ar|gemm_rs|ag_gemm) +fused|rror|FAIL'
+  kt_op kt_ag2048 ag_gemm 'mk_ag_policy' --m 2048 --path fused --warmup 10 --iters 30
+  kt_op kt_rs2048 gemm_rs 'mk_reduce_policy<1' --m 2048 --path fused --warmup 10 --iters 30
+  kt_op kt_ar1024 gemm_ar 'mk_reduce_policy<2' --m 1024 --path fused --warmup 10 --iters 30
+  kt_op kt_ar4096 gemm_ar 'mk_reduce_policy<2' --m 4096 --path fused --warmup 10 --iters 30
+  trace_op tr_ag2048 ag_gemm 2048
+  trace_op tr_rs2048 gemm_rs 2048
+  trace_op tr_ar1024 gemm_ar 1024
 fi
