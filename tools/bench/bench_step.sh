@@ -22,6 +22,7 @@
 #                                  ranks into $RES/NAME.txt (KT_LIST: also a --list report); the CSVs packed.
 #   kt_op NAME OP AROUND ARGS...   `mk-bench OP ARGS --seed 7` under $G ranks and the kernel tracer, then
 #                                  ktrace_report.py --around AROUND of both ranks into $RES/NAME.txt (the CSVs packed).
+#   kt_ops                         kt_op of GEMM+AR 1024, 4096, GEMM+RS 2048, AG+GEMM 2048, the defaults, fused path.
 #   trace_op NAME OP M [VAR=VALUE...]  MK_TRACE of OP's fused path at M (its last call), trace_stats.py of both ranks.
 #   old_build COMMIT               builds mk-bench and mk-launch of the tree copied to $REPO/.carry/old-COMMIT
 #                                  (git archive COMMIT | tar x -C .carry/old-COMMIT --exclude=docs; carried) into
@@ -134,4 +135,12 @@ trace_op() { # NAME OP M [VAR=VALUE...]: MK_TRACE of OP's fused path at M (its l
   TAIL=4 step "$name" 40 env MK_TRACE="$RES/$name" "$@" "$BIN/mk-launch" -n "$G" -- "$BIN/mk-bench" "$op" --m "$m" \
     --warmup 5 --iters 3 --path fused --seed 7
   for f in "$RES/$name".rank*.json; do python3 "$BIN/../../tools/bench/trace_stats.py" "$f"; done
+}
+kt_ops() { # the kernel tracer's timelines (kt_op) of the fused ops at the defaults, fused path only: GEMM+AR 1024 and
+  local o # 4096, GEMM+RS 2048, AG+GEMM 2048 (their GEMM kernels: mk_reduce_policy<2>, <1>, mk_ag_policy)
+  for o in "ar1024 gemm_ar mk_reduce_policy<2 1024" "ar4096 gemm_ar mk_reduce_policy<2 4096" \
+    "rs2048 gemm_rs mk_reduce_policy<1 2048" "ag2048 ag_gemm mk_ag_policy 2048"; do
+    set -- $o
+    kt_op "kt_$1" "$2" "$3" --m "$4" --path fused --warmup 10 --iters 30
+  done
 }

@@ -70,10 +70,7 @@ if [ "$PART" = c ]; then
 fi
 if [ "$PART" = d ]; then
   export STEP_GREP='(gemm_ar|gemm_rs|ag_gemm) +fused|rror|FAIL'
-  kt_op kt_ag2048 ag_gemm 'mk_ag_policy' --m 2048 --path fused --warmup 10 --iters 30
-  kt_op kt_rs2048 gemm_rs 'mk_reduce_policy<1' --m 2048 --path fused --warmup 10 --iters 30
-  kt_op kt_ar1024 gemm_ar 'mk_reduce_policy<2' --m 1024 --path fused --warmup 10 --iters 30
-  kt_op kt_ar4096 gemm_ar 'mk_reduce_policy<2' --m 4096 --path fused --warmup 10 --iters 30
+  kt_ops
   trace_op tr_ag2048 ag_gemm 2048
   trace_op tr_rs2048 gemm_rs 2048
   trace_op tr_ar1024 gemm_ar 1024
