@@ -87,12 +87,12 @@ def around(path, a):
 
 
 def report(path, a):
+    if a.around:
+        around(path, a)
+        return
     ks = load(path)
     if not ks:
         print(f"{path}: no kernels")
-        return
-    if a.around:
-        around(path, a)
         return
     names = demangle(sorted({k[3] for k in ks}))
     if a.list:

@@ -9,7 +9,6 @@
 #     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s36.sh a'
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-a}
-REPO=$BIN/../..
 if [ "$PART" = a ]; then
   export STEP_GREP='gemm_(ar|rs) +fused|rror|FAIL'
   kt_op kt_ar1024 gemm_ar 'mk_reduce_policy<2' --m 1024 --path fused --warmup 10 --iters 30
@@ -35,20 +34,6 @@ ab_op() { # NAME BINDIR OP "MS": OP's fused path of BINDIR's build at the M list
   TAIL=4 step "$name" 60 "$bd/mk-launch" -n "$G" -- "$bd/mk-bench" "$op" "${args[@]}" --path fused --seed 7 \
     --json "$RES/$name.json"
 }
-if [ "$PART" = b ]; then
-  export STEP_GREP='(gemm_ar|gemm_rs|ag_gemm) +fused|rror|FAIL'
-  old_build deaaec0
-  for r in 1 2; do
-    for b in new old; do
-      bd=$BIN; [ $b = old ] && bd=$OB
-      ab_op "ar_$b$r" "$bd" gemm_ar "1024 4096"
-      ab_op "rs_$b$r" "$bd" gemm_rs "2048 8192"
-      ab_op "ag_$b$r" "$bd" ag_gemm "2048 8192"
-    done
-  done
-  kt_op kt_ar1024 gemm_ar 'mk_reduce_policy<2' --m 1024 --path fused --warmup 10 --iters 30
-  kt_op kt_ag2048 ag_gemm 'mk_ag_policy' --m 2048 --path fused --warmup 10 --iters 30
-fi
 # (Parts b and c ran 765eab7's and d354584's trees, both reverted after them; check those out to repeat them.)
 # part c (2 GPUs): after run 765eab7-x2 (part b: the flags' reset and the arrivals in one kernel before the GEMM,
 #   mk_fused_launch_ce_begin: 3.1 us long, ~2 us a call saved, within the noise): the arrivals written by the GEMM's
@@ -62,7 +47,7 @@ fi
 #   MK_CALL_LIMIT=560 CTEST_TIMEOUT=120 CTEST_WALL=300 \
 #     CTEST_ARGS="-R ^test_(fused_[a-z_0-9]*_2|model_gpu_(fused|unfused|sp_agree)_2|model_gpu_agree_2_moedec)$" \
 #     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s36.sh c'
-if [ "$PART" = c ]; then
+if [ "$PART" = b ] || [ "$PART" = c ]; then
   export STEP_GREP='(gemm_ar|gemm_rs|ag_gemm) +fused|rror|FAIL'
   old_build deaaec0
   for r in 1 2; do
@@ -75,7 +60,7 @@ if [ "$PART" = c ]; then
   done
   kt_op kt_ar1024 gemm_ar 'mk_reduce_policy<2' --m 1024 --path fused --warmup 10 --iters 30
   kt_op kt_ag2048 ag_gemm 'mk_ag_policy' --m 2048 --path fused --warmup 10 --iters 30
-  kt_op kt_rs2048 gemm_rs 'mk_reduce_policy<1' --m 2048 --path fused --warmup 10 --iters 30
+  if [ "$PART" = c ]; then kt_op kt_rs2048 gemm_rs 'mk_reduce_policy<1' --m 2048 --path fused --warmup 10 --iters 30; fi
 fi
 # part d (2 GPUs): the copy-engine protocol of deaaec0 again (parts b and c refuted, reverted): the three ops at their
 #   default shapes with every call replayed from a CUDA graph (--graph: the fused and unfused calls and the bound's
