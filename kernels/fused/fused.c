@@ -292,8 +292,6 @@ int mk_fused_ce_fold_calls(const mk_fused_t *f, mk_fused_op op) {
   return f && (unsigned)op <= MK_FUSED_GEMM_AR ? f->ce_fold_calls[op] : 0;
 }
 
-int mk_fused_ce_split_calls(const mk_fused_t *f) { return f ? f->ce_split_calls : 0; }
-
 mk_status mk_fused_epoch_advance(mk_fused_t *f, mk_fused_op op, mk_stream_t stream) {
   return mk_fused_launch_advance(&f->w.ctrl->epoch[MK_FUSED_EPOCH_SLOT0 + (int)op], f->calls + (int)op,
                                  f->claims + 2 * (int)op, stream);

@@ -83,7 +83,6 @@ struct mk_fused {
   int beside_calls[3]; /* RS/AR calls launched in beside mode (mk_fused_beside_calls) */
   int fold_calls[3];   /* RS/AR calls launched in fold mode (mk_fused_fold_calls) */
   int ce_fold_calls[3]; /* RS/AR calls on copy engines, own rows summed in their epilogue (mk_fused_ce_fold_calls) */
-  int ce_split_calls;   /* ... GEMM+AR's of them with the last wave's own tiles in k-slices (mk_fused_ce_split_calls) */
 };
 enum { MK_FUSED_RMAP_SLOTS = 4 };
 
@@ -132,8 +131,6 @@ mk_status mk_fused_ce_join(mk_fused_t *f, mk_stream_t stream);
 int mk_fused_rs_ce_mode(const mk_fused_t *f, mk_fused_op op, int64_t m, int64_t n);
 int64_t mk_param_fused_fold_debug(void); /* gemm_rs.cu: MK_FUSED_FOLD_DEBUG */
 int64_t mk_param_fused_ce_fold(void);    /* gemm_rs.cu: MK_FUSED_CE_FOLD */
-int64_t mk_param_fused_ce_fold_split(void); /* gemm_rs.cu: MK_FUSED_CE_FOLD_SPLIT */
-int64_t mk_param_fused_ce_fold_crew(void);  /* gemm_rs.cu: MK_FUSED_CE_FOLD_CREW */
 int64_t mk_param_fused_fold(void);       /* gemm_rs.cu: MK_FUSED_FOLD */
 int64_t mk_param_fused_ar_two_shot(void); /* gemm_ar.cu: MK_FUSED_AR_TWO_SHOT */
 /* 1 when MK_FUSED_CE_FOLD's default (-1) takes this call: GEMM+AR over 2 ranks of one node group, on copy engines by

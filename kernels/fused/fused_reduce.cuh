@@ -73,7 +73,6 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   static constexpr bool kTail = true;
   static constexpr bool kWarpDone = true; /* fold mode's sums (warp_done) */
   static constexpr bool kSmemPolicy = true; /* read from shared memory (gemm_core.cuh) */
-  static constexpr bool kCrew = true;       /* ce_crew: the own tiles' sums pushed by the signaller's crew */
   mk_dev_world w;
   mk_fused_view v;
   uint16_t *out;     /* the rows this rank reduces: C [r1 - r0, N] */
@@ -121,9 +120,6 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
                            their piece are in (ce_piece[p][i] >= 1), as fold mode does from PX; no reduce kernel. AR:
                            then as fold mode, the sums into every peer's Y (P[e & 1]), flagged, and the gather */
   uint64_t ce_piece, ce_arrive; /* heap offsets: ce_piece[W][ce_np], ce_arrive[16] (released on a failed wait) */
-  int ce_crew;          /* ce_fold, AR (MK_FUSED_CE_FOLD_CREW): an own tile's epilogue stores its sums into C only and
-                           the signaller's crew (crew_store) pushes them from C to every peer's Y, beside the
-                           consumers' next tile, instead of the consumer warps storing them over NVLink */
   mk_fused_trace tr;    /* MK_TRACE */
   uint64_t ep;          /* this call's epoch: read once a CTA into its copy of the policy (prepare) */
   /* Per thread (gemm_core.cuh: the policy is read-only in the kernel); MK_TRACE only. */
@@ -220,36 +216,6 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
     }
   }
 
-  /* ce_crew: thread i of the signaller's crew of n copies an own tile's sums, stored into C by its epilogue (fold_sum),
-   * to every peer's Y (P[e & 1], the same rows and columns), 16 bytes a load and a store, 4 loads in flight (the crew
-   * has 40 registers): with n = 96, warp w takes rows w, w + 3, ... and lane l 16-byte chunk l of each (a tile row
-   * has at most 32); the tile's after_store (fold_publish) then fences and flags them. */
-  __device__ __forceinline__ bool crew() const { return ce_crew; }
-  template <class S>
-  __device__ __forceinline__ void crew_store(S &, const mk_gemm_tile &t, int i, int nthr) const {
-    if (owner_of(t.m0) != v.me) return;
-    const int cpr = (t.n_end - t.n0) / 8, rows = t.m_end - t.m0, W = v.W, me = v.me;
-    const int lanes = min(nthr, 32), rstep = max(nthr / 32, 1);
-    const int64_t nn = n;
-    for (int q = 0; q < W; q++) {
-      if (q == me) continue;
-      uint16_t *dst0 = mk_peer_ptr<uint16_t>(w, v.lp(q), pbuf(ep)) + (int64_t)t.m0 * nn + t.n0;
-      for (int c = i % lanes; c < cpr; c += lanes) {
-        const uint16_t *src = c_all + (int64_t)t.m0 * nn + t.n0 + c * 8;
-        uint16_t *dst = dst0 + c * 8;
-        for (int r0 = i / lanes; r0 < rows; r0 += 4 * rstep) {
-          uint4 x[4];
-#pragma unroll
-          for (int u = 0; u < 4; u++)
-            if (r0 + u * rstep < rows) x[u] = __ldcg(reinterpret_cast<const uint4 *>(src + (r0 + u * rstep) * nn));
-#pragma unroll
-          for (int u = 0; u < 4; u++)
-            if (r0 + u * rstep < rows) *reinterpret_cast<uint4 *>(dst + (r0 + u * rstep) * nn) = x[u];
-        }
-      }
-    }
-  }
-
   /* Fold mode, the signaller: a peer's tile (in the owner's PX) flagged on its owner; AR: an own tile's sums (in
    * every peer's Y) flagged on every peer (flag(me, tm, cb) there: a block of this rank's rows, which no producer
    * flags on a peer in this mode). RS's own tiles are final in C: nobody waits for them. */
@@ -314,7 +280,7 @@ struct mk_reduce_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
 #pragma unroll
     for (int p = 0; p < kW; p++) {
       src[p] = p == me ? own : px0 + (int64_t)p * ms * nn;
-      dst[p] = ar && !ce_crew && p < W && p != me ? mk_peer_ptr<uint16_t>(w, v.lp(p), pbuf(e)) + rb * nn + c : nullptr;
+      dst[p] = ar && p < W && p != me ? mk_peer_ptr<uint16_t>(w, v.lp(p), pbuf(e)) + rb * nn + c : nullptr;
     }
     const int rows = (int)(r1 - rb);
     for (int j0 = 0; j0 < rows; j0 += U) {
@@ -907,26 +873,6 @@ static mk_status mk_beside_end(mk_fused_t *f, const mk_beside &b, cudaStream_t s
   return MK_STATUS_OK;
 }
 
-/* GEMM+AR's copy-engine fold (MK_FUSED_CE_FOLD_SPLIT): the split tiles (the last ones of the GEMM's order: the own
- * tiles of its last wave, 256 wide) and *splits, or 0 (none). The own tiles are the last perm_q tile-rows' tiles
- * where group_m divides perm_q; the slices' fp32 partials must fit the handle's split workspace (one 128 x 256 tile a
- * compute CTA: at most `grid` partial tiles). Depends on the shape and the grid only (the sums' bits, the same on
- * every run and rank). */
-static inline int mk_fused_ce_fold_split(const mk_gemm_args &g, int grid, int perm_q, int group_m, int W,
-                                         int *splits) {
-  const int64_t mode = mk_param_fused_ce_fold_split();
-  *splits = 0;
-  const int64_t tiles_n = (g.n + 255) / 256, tiles = mk_gemm_tiles_bound(g, 256), k_iters = (g.k + 63) / 64;
-  if (!mode || perm_q <= 0 || group_m <= 0 || perm_q % group_m || grid <= 0 || (mode < 0 && tiles <= grid)) return 0;
-  const int64_t s = mode < 0 ? 2 : mode, last = tiles - (tiles - 1) / grid * grid;
-  const int64_t split = std::min(last, (int64_t)perm_q * tiles_n);
-  if (tiles != (int64_t)perm_q * W * tiles_n || k_iters < 2 * s || (s - 1) * split > grid ||
-      (s - 1) * split * 2 * 4 > MK_FUSED_SPLIT_FLAG_BYTES)
-    return 0;
-  *splits = (int)s;
-  return (int)split;
-}
-
 template <int kOp>
 static mk_status mk_reduce_launch(mk_fused_t *f, const mk_fused_args *a, uint16_t *out, cudaStream_t stream) {
   const mk_fused_op fop = (mk_fused_op)kOp;
@@ -1003,15 +949,8 @@ static mk_status mk_reduce_launch(mk_fused_t *f, const mk_fused_args *a, uint16_
   f->ce_fold_calls[fop] += p.ce_fold;
   /* Split-K of the last wave (256-wide tiles) where the core's model says it pays (not in
    * copy-engine mode: its progress counters count each tile once; not in fold mode: an own
-   * tile's epilogue sums its partial, whole). GEMM+AR's copy-engine fold: its own tiles of the
-   * last wave in k-slices, tile-major (mk_fused_ce_fold_split). */
-  p.ce_crew = p.ce_fold && kOp == MK_FUSED_GEMM_AR && mk_param_fused_ce_fold_crew();
-  if (p.ce_fold && kOp == MK_FUSED_GEMM_AR) {
-    g.split_tiles = mk_fused_ce_fold_split(g, grid, p.perm_q, p.group_m, f->world, &g.splits);
-    g.split_tile_major = 1;
-  } else {
-    g.split_tiles = p.ce || fold ? 0 : (int)mk_gemm_split_plan(g, grid, (int)mk_param_fused_split_k(), 0, &g.splits);
-  }
+   * tile's epilogue sums its partial, whole). */
+  g.split_tiles = p.ce || fold ? 0 : (int)mk_gemm_split_plan(g, grid, (int)mk_param_fused_split_k(), 0, &g.splits);
   const size_t parts = g.split_tiles ? (size_t)(g.splits - 1) * g.split_tiles : 0;
   if (g.split_tiles && f->split_ws[fop] && parts * 2 * 4 <= MK_FUSED_SPLIT_FLAG_BYTES &&
       parts * mk_gemm_config::kBM * 256 * 4 <= f->split_bytes) {
@@ -1019,7 +958,6 @@ static mk_status mk_reduce_launch(mk_fused_t *f, const mk_fused_args *a, uint16_
     g.ws = (float *)((char *)f->split_ws[fop] + MK_FUSED_SPLIT_FLAG_BYTES);
     const int units = (int)(mk_gemm_tiles_bound(g, 256) - g.split_tiles) + g.split_tiles * g.splits;
     grid = std::min(grid, units);
-    f->ce_split_calls += p.ce_fold;
     const mk_status st = mk_gemm_core_launch_bn<mk_reduce_policy<kOp>, 256, true>(a->A, a->B, g, a->b_layout, p, grid,
                                                                                   stream);
     if (st != MK_STATUS_OK) return st;

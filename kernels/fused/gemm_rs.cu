@@ -22,14 +22,6 @@ MK_PARAM_INT(fused_fold, "FUSED_FOLD", -1, -1, 1)
  * 0.2292, AR 4096 0.7835 / 0.7839 against 0.8053 / 0.7890); RS stays on the reduce kernel (level, runs 4e1e411-x2,
  * a1217a2-x2); 4 ranks are not measured yet. */
 MK_PARAM_INT(fused_ce_fold, "FUSED_CE_FOLD", -1, -1, 1)
-/* GEMM+AR in that mode: the own tiles of the GEMM's last wave in k-slices, tile-major (mk_fused_ce_fold_split), so
- * that part of them finishes, and its sums leave over NVLink, while the rest computes: -1 = 2 slices where the GEMM
- * has more tiles than CTAs, 0 = off, 2..8 = that many slices at every shape (tests). */
-MK_PARAM_INT(fused_ce_fold_split, "FUSED_CE_FOLD_SPLIT", -1, -1, 8)
-/* GEMM+AR in that mode: 1 = the signaller's crew (warps 1-3 of the GEMM's producer warpgroup) pushes an own tile's
- * sums to the peers from C, beside the consumers' next tile; 0 = the consumer warps store them over NVLink in their
- * epilogue. */
-MK_PARAM_INT(fused_ce_fold_crew, "FUSED_CE_FOLD_CREW", 1, 0, 1)
 /* Fold mode's parts left out, to time them (wrong results): 1 no sums, 2 the peers' rows kept local, 4 no flags,
  * 8 every row stored into the own P by out_row's plain path, 16 the plain GEMM (mk_gemm_bf16) into P instead of the
  * op's kernel, 32 the plain grouped tile order (no owner-by-owner walk). */

@@ -157,9 +157,6 @@ int mk_fused_fold_calls(const mk_fused_t *f, mk_fused_op op);
  * owner-by-owner order, W <= 4, the reduce not overlapped) instead of by the reduce kernel (AR: the sums then pushed
  * to every rank from there, as in fold mode). */
 int mk_fused_ce_fold_calls(const mk_fused_t *f, mk_fused_op op);
-/* GEMM+AR calls of this handle in that mode whose own tiles of the GEMM's last wave ran in k-slices
- * (MK_FUSED_CE_FOLD_SPLIT; fused_reduce.cuh: mk_fused_ce_fold_split). */
-int mk_fused_ce_split_calls(const mk_fused_t *f);
 
 /* Phase stamps of GEMM+AR's small-M path (opt-in; mk-bench gemm_ar --breakdown). With
  * mk_fused_ar_profile(f, 1) (allocates; 0 turns it off) every later small-M call zeroes the

@@ -14,8 +14,7 @@
  *                 memory, masked to the valid rows and columns: through a 2 KB shared-memory
  *                 buffer per warp in 16-byte stores (every width, and the SwiGLU epilogue at
  *                 widths 128 and 256; MK_GEMM_EPI=1), else straight from the registers.
- *   (with kAfterStore) thread 32 of warpgroup 0, the signaller: after_store of each stored tile (with kCrew,
- *                 warps 1-3 first call crew_store of the tile: work on its stored rows off the consumers).
+ *   (with kAfterStore) thread 32 of warpgroup 0, the signaller: after_store of each stored tile.
  * Tails: TMA zero-fills what lies outside A and B (M, N and K tails); stores are masked. A
  * consumer warpgroup none of whose 64 rows is valid (t.m0 + 64 * cw >= t.m_end: an M tail or a
  * MoE expert of <= 64 rows) issues no wgmma and stores nothing for the tile; it still waits
@@ -38,7 +37,6 @@
  *     __device__ uint16_t *out_row(State &st, const mk_gemm_args &a, int64_t row) const;  // where row of C goes
  *     static constexpr bool kOutAlso;  template <class V> __device__ void out_also(a, row, p, v) const;
  *     static constexpr bool kWarpDone;  __device__ void warp_done(State &st, a, t, rb, lane) const;
- *     static constexpr bool kCrew;  __device__ void crew_store(State &st, t, i, n) const;
  *     static constexpr bool kRoles;  int role_ctas, compute_ctas;
  *     __device__ void run_role(State &st, int i, uint8_t *smem, int smem_bytes) const;
  *     static constexpr bool kTail;   __device__ void tail(State &st, uint8_t *smem, int smem_bytes) const;
@@ -74,12 +72,6 @@
  *   __syncwarp (the staged store ends with one). Lets a fused op rework the rows it just stored (GEMM+RS /
  *   GEMM+AR's fold: the peers' partials added, fused_reduce.cuh); what it stores is published by
  *   after_store like the tile's own stores.
- * - crew_store(st, t, i, n) (kCrew, with kAfterStore, where crew() is true): called by thread i of the signaller's
- *   crew of n (warps 1-3 of warpgroup 0, 96 threads with 40 registers; thread 32 alone, n = 1, with dynamic claims)
- *   for each stored tile,
- *   after the consumers' hand-over (the tile's stores visible as to after_store) and before after_store, which a named
- *   barrier of the crew (id 5) orders after every crew thread's stores. Lets a fused op move a stored tile (GEMM+AR's
- *   sums to the peers) while the consumers compute the next one.
  * - Roles (kRoles): the launch adds role_ctas CTAs after the compute_ctas GEMM CTAs (the launch
  *   sets compute_ctas); CTA compute_ctas + i calls run_role(st, i, smem, bytes) with the whole
  *   dynamic shared memory and no GEMM work, then exits. All CTAs are co-resident (the total
@@ -201,8 +193,6 @@ struct mk_gemm_args {
   int pdl;              /* 1: launched as a programmatic dependent of the stream's previous kernel (its CTAs may
                            start once every CTA of that kernel has started, if it triggers: Policy::kTrigger); the
                            policy's hooks then wait for whatever of that kernel they read (no griddepcontrol.wait) */
-  int split_tile_major; /* kSplitK: 1 = the split tiles' slices tile by tile (unit dp + r * splits + s), so the
-                           tiles finish one batch of CTAs at a time; 0 = slice-major (see mk_gemm_units) */
 };
 
 int64_t mk_param_gemm_wg_skip(void); /* gemm.cu: MK_GEMM_WG_SKIP */
@@ -215,9 +205,7 @@ int64_t mk_param_gemm_wg_skip(void); /* gemm.cu: MK_GEMM_WG_SKIP */
  * slices of the last tiles, slice-major (unit dp + s * split_tiles + r is slice s of tile dp
  * + r), so the slices of the last wave run side by side on otherwise idle SMs, all CTAs at
  * the same k-offsets of A and B (L2 reuse; an earlier stream-K version with staggered
- * offsets ran 1.3-1.7x slower per iteration, docs/perf/NOTES.md); with args.split_tile_major, tile-major
- * (unit dp + r * splits + s), so a batch of CTAs finishes its tiles while the next batch computes (GEMM+AR's
- * copy-engine fold: their sums leave over NVLink during the rest of the wave). Slice s < splits - 1 goes
+ * offsets ran 1.3-1.7x slower per iteration, docs/perf/NOTES.md). Slice s < splits - 1 goes
  * to the fp32 workspace; slice splits - 1 waits for the others and adds them in order s = 0,
  * 1, ... (deterministic: the split depends on the shape and the grid only). Waits go only to
  * lower unit indices, which every CTA walks in increasing order, so with every CTA resident
@@ -246,9 +234,7 @@ __device__ __forceinline__ void mk_gemm_unit(const mk_gemm_args &args, int dp, i
   if (!kSplitK || u < dp) {
     f(u, 0, k_iters, -1);
   } else {
-    const int v = u - dp;
-    const int sl = args.split_tile_major ? v % args.splits : v / args.split_tiles;
-    const int r = args.split_tile_major ? v / args.splits : v - sl * args.split_tiles;
+    const int v = u - dp, sl = v / args.split_tiles, r = v - sl * args.split_tiles;
     f(dp + r, (int)((int64_t)k_iters * sl / args.splits), (int)((int64_t)k_iters * (sl + 1) / args.splits), sl);
   }
 }
@@ -437,8 +423,6 @@ struct mk_gemm_hooks_default {
   static constexpr bool kWarpDone = false; /* true: warp_done after each consumer warp's stores of a tile */
   static constexpr bool kSmemPolicy = false; /* true: the kernel copies the policy to shared memory, the hooks read it
                                                 there, after one thread's prepare() of the copy */
-  static constexpr bool kCrew = false; /* true (with kAfterStore): warps 1-3 of warpgroup 0 (96 threads, 40 registers)
-                                          call crew_store of each stored tile before the signaller's after_store */
   __device__ __forceinline__ void prepare() {}
   int role_ctas = 0, compute_ctas = 0;
   template <class S>
@@ -451,11 +435,6 @@ struct mk_gemm_hooks_default {
    * after_store); its accumulators are dead here, so the hook has the registers. */
   template <class S>
   __device__ __forceinline__ void warp_done(S &, const mk_gemm_args &, const mk_gemm_tile &, int64_t, int) const {}
-  /* Thread i of the n (96, or 1 with dynamic claims) of the signaller crew, once every consumer thread has stored
-   * tile t; its stores are published by the after_store that follows (a named barrier of the crew first). */
-  template <class S>
-  __device__ __forceinline__ void crew_store(S &, const mk_gemm_tile &, int, int) const {}
-  __device__ __forceinline__ bool crew() const { return false; } /* kCrew: this launch uses the crew */
   template <class S>
   __device__ __forceinline__ void run_role(S &, int, uint8_t *, int) const {}
   template <class S>
@@ -675,25 +654,15 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
           }
         }
       });
-    } else if (Policy::kAfterStore && (tid == 32 || (Policy::kCrew && !args.claim && tid > 32 && policy.crew()))) {
-      /* ---- signaller: after_store of each stored tile, beside the consumers' next mainloop; with kCrew its
-       * crew (warps 1-3 where policy.crew(); thread 32 alone with dynamic claims, whose queue it reads) calls
-       * crew_store first ---- */
-      const int ci = tid - 32, cn = Policy::kCrew && !args.claim && policy.crew() ? 96 : 1;
+    } else if (Policy::kAfterStore && tid == 32) {
+      /* ---- signaller: after_store of each stored tile, beside the consumers' next mainloop ---- */
       int j = 0;
       mk_gemm_units<kSplitK, kGemmSingle>(args, qb, sched.total(), k_iters, ncta, true, [&](int idx, int, int, int sl) {
         if (kSplitK && sl >= 0 && sl < args.splits - 1) return; /* a slice left in the workspace: no store */
         const mk_gemm_tile t = sched.get(policy, idx);
         mbar_wait(&pub_full[j & 1], (j >> 1) & 1); /* every consumer thread stored its part (acquire) */
-        if constexpr (Policy::kCrew) {
-          if (policy.crew()) policy.crew_store(st, t, ci, cn);
-          if (cn > 1) named_bar_sync(5, cn); /* the crew's stores before thread 32's publish; every crew thread
-                                                has passed this slot's wait before it is released */
-        }
-        if (ci == 0) {
-          policy.after_store(st, t);
-          mbar_arrive(&pub_empty[j & 1]);
-        }
+        policy.after_store(st, t);
+        mbar_arrive(&pub_empty[j & 1]);
         j++;
       });
     }

@@ -138,25 +138,18 @@ int main(int argc, char **argv) {
                                                                       !strcmp(opname + 2, "_beside") ||
                                                                       !strcmp(opname + 2, "_fold"))) ||
                                            (op != MK_FUSED_AG_GEMM && !strcmp(opname + 2, "_cefold")) ||
-                                           (op == MK_FUSED_GEMM_AR && !strcmp(opname + 2, "_cesplit")) ||
                                            (op == MK_FUSED_GEMM_AR && !strcmp(opname + 2, "_two"))))
       x.op = op;
   if (x.op < 0)
     MK_TEST_FAIL_("usage: test_fused ag|rs|ar[_ce|_auto], rs|ar_ceov, rs|ar_tma, rs|ar_tail, rs|ar_push, rs|ar_beside, "
-                  "rs|ar_fold, rs|ar_cefold, ar_cesplit, ar_two (got '%s')",
+                  "rs|ar_fold, rs|ar_cefold, ar_two (got '%s')",
                   opname);
   const char *ce_env = envs[x.op];
   /* *_beside: the reduction on SMs beside the GEMM (MK_FUSED_BESIDE=1) where it applies (M a multiple of 128 W:
    * the round shapes), bits compared with the copy-engine mode (its staging, = 1), which the other shapes run. */
   const int beside = !strcmp(opname + 2, "_beside"), fold = !strcmp(opname + 2, "_fold");
   const int cefold = !strcmp(opname + 2, "_cefold");
-  /* ar_cesplit: that mode with its own tiles of the last wave in k-slices (MK_FUSED_CE_FOLD_SPLIT, 2 unless the
-   * environment sets it) at the round shape; its bits differ from the unsplit sums', so only the reference, the ranks'
-   * equal bits and the count of split calls are checked. */
-  const int cesplit = !strcmp(opname + 2, "_cesplit");
-  if (cesplit) setenv("MK_FUSED_CE_FOLD", "1", 1), setenv("MK_FUSED_CE_FOLD_SPLIT", "2", 0);
-  const int ov = !strcmp(opname + 2, "_ceov");
-  const int ce = ov || beside || fold || cefold || cesplit || !strcmp(opname + 2, "_ce");
+  const int ov = !strcmp(opname + 2, "_ceov"), ce = ov || beside || fold || cefold || !strcmp(opname + 2, "_ce");
   if (beside) setenv("MK_FUSED_BESIDE", "1", 1);
   if (fold) setenv("MK_FUSED_FOLD", "1", 1);
   else if (strcmp(opname + 2, "_auto")) setenv("MK_FUSED_FOLD", "0", 1); /* the named mode, not fold (AR's default at 2) */
@@ -288,18 +281,13 @@ int main(int argc, char **argv) {
                   !mk_fused_fold(x.f, (mk_fused_op)x.op, shapes[0].m, shapes[0].n));
   }
 
-  if (cesplit) {
-    const int n = mk_fused_ce_split_calls(x.f);
-    printf("rank %d: %d calls on copy engines with the last wave's own tiles in k-slices\n", x.me, n);
-    ASSERT_TRUE(n > 0);
-  }
   if (getenv("TEST_EXPECT_CE_FOLD")) { /* ar_auto, 2 ranks, a low MK_FUSED_AR_CE_MIN_MB: the default took it */
     const int n = mk_fused_ce_fold_calls(x.f, (mk_fused_op)x.op);
     printf("rank %d: %d calls on copy engines with the own rows summed in the epilogue\n", x.me, n);
     ASSERT_TRUE(n > 0);
   }
   /* 100 back-to-back calls (no host synchronisation between them), then the check. */
-  const shape *sh = &shapes[two || beside || fold || cefold || cesplit ? 1 : 0];
+  const shape *sh = &shapes[two || beside || fold || cefold ? 1 : 0];
   if (two) ASSERT_TRUE(mk_fused_ar_two_shot(x.f, sh->m, sh->n) && !mk_fused_ar_two_shot(x.f, shapes[0].m, shapes[0].n));
   x.inplace = 0;
   prepare(&x, sh, 7);
