@@ -11,6 +11,7 @@
 #   become 58 tiles' 3.6 MiB; the rest leave during the second half of the wave); AR 4096 -5 to -10 us.
 #   MK_CALL_LIMIT=580 CTEST_ARGS="-R ^test_fused_[a-z_0-9]*_2$" CTEST_TIMEOUT=120 CTEST_WALL=240 \
 #     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s37.sh a'
+# (Part a ran 4139eb6's tree, reverted after it: check that commit out to repeat it.)
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-a}
 ar_env() { # NAME "MS" VAR=VALUE...: GEMM+AR's fused path at the M list MS with the environment, JSON into RES/NAME.json
