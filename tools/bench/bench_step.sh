@@ -27,6 +27,8 @@
 #   old_build COMMIT               builds mk-bench and mk-launch of the tree copied to $REPO/.carry/old-COMMIT
 #                                  (git archive COMMIT | tar x -C .carry/old-COMMIT --exclude=docs; carried) into
 #                                  /tmp/oldb and sets OB to its bin folder, for A/B runs in one call.
+#   ab_pair FN R                   FN new R BIN, then FN old R OB: this build, then old_build's.
+#   ab_turns FN                    ab_pair FN 1, ab_pair FN 2: the two builds in turns, twice.
 # Needs RES (the output folder, set by tools/gpu-check.sh); sets BIN (the working folder), PATH and G (the GPUs).
 RES=${RES:?set RES to the output folder}
 # BIN: the build's bin folder, where tools/gpu-check.sh runs the scripts, first on PATH; G: the machine's GPUs.
@@ -102,6 +104,14 @@ old_build() {
      cmake --build /tmp/oldb -j "$(nproc)" --target mk-bench mk-launch > "$RES/old_build.log" 2>&1)
   echo "old build rc=$? at $(( $(date +%s) - T0 )) s"
   OB=/tmp/oldb/bin
+}
+ab_pair() {
+  "$1" new "$2" "$BIN"
+  "$1" old "$2" "$OB"
+}
+ab_turns() {
+  ab_pair "$1" 1
+  ab_pair "$1" 2
 }
 KT=$BIN/../lib/libmk_ktrace.so
 kt_layer() { # NAME [ARGS...]: the layer under the tracer, then the report of both ranks

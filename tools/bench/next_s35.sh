@@ -63,16 +63,16 @@ kt_ar() { # NAME BINDIR LIST ARGS...: mk-bench gemm_ar ARGS of BINDIR's build un
 if [ "$PART" = b ]; then
   export STEP_GREP='gemm_ar|gemm  |rror|FAIL'
   old_build 7a358b1
+  part_b_kt() { # B R BINDIR
+    kt_ar "kt_$1$2" "$3" 'skinny|nccl|nvjet|gemm' --m 16 --m 128 --n 8192 --k 7168
+  }
+  part_b_sk() { # B R BINDIR
+    TAIL=4 step "sk_$1$2" 40 env MK_GEMM_SKINNY=1 "$3/mk-bench" gemm --shape 128x8192x7168 --shape 16x8192x7168 \
+      --seed 7 --json "$RES/sk_$1$2.json"
+  }
   for r in 1 2; do
-    for b in new old; do
-      bd=$BIN; [ $b = old ] && bd=$OB
-      kt_ar "kt_$b$r" "$bd" 'skinny|nccl|nvjet|gemm' --m 16 --m 128 --n 8192 --k 7168
-    done
-    for b in new old; do
-      bd=$BIN; [ $b = old ] && bd=$OB
-      TAIL=4 step "sk_$b$r" 40 env MK_GEMM_SKINNY=1 "$bd/mk-bench" gemm --shape 128x8192x7168 --shape 16x8192x7168 \
-        --seed 7 --json "$RES/sk_$b$r.json"
-    done
+    ab_pair part_b_kt "$r"
+    ab_pair part_b_sk "$r"
   done
 fi
 # part c (2 GPUs): after run 5dcaac2-x2 (the kernel tracer: e8e6ed7's small-M kernels 1.7 / 3.3 us longer than
@@ -89,13 +89,11 @@ fi
 if [ "$PART" = c ]; then
   export STEP_GREP='gemm_ar +fused|rror|FAIL'
   old_build 7a358b1
-  for r in 1 2; do
-    for b in new old; do
-      bd=$BIN; [ $b = old ] && bd=$OB
-      kt_ar "kt_$b$r" "$bd" skinny --m 16 --m 64 --m 128 --n 8192 --k 7168
-      kt_ar "kt_$b${r}_o" "$bd" skinny --m 64 --n 4096 --k 2048
-    done
-  done
+  part_c() { # B R BINDIR
+    kt_ar "kt_$1$2" "$3" skinny --m 16 --m 64 --m 128 --n 8192 --k 7168
+    kt_ar "kt_$1$2_o" "$3" skinny --m 64 --n 4096 --k 2048
+  }
+  ab_turns part_c
 fi
 # part d (2 GPUs): the final tree: the model's 2-rank tests (their decode O projections take the small-M path), the
 #   GEMM+AR table at the issue's shapes (docs/perf/gemm_ar_h200x2_<commit>.json) and the layer at its defaults.

@@ -50,14 +50,12 @@ ab_op() { # NAME BINDIR OP "MS": OP's fused path of BINDIR's build at the M list
 if [ "$PART" = b ] || [ "$PART" = c ]; then
   export STEP_GREP='(gemm_ar|gemm_rs|ag_gemm) +fused|rror|FAIL'
   old_build deaaec0
-  for r in 1 2; do
-    for b in new old; do
-      bd=$BIN; [ $b = old ] && bd=$OB
-      ab_op "ar_$b$r" "$bd" gemm_ar "1024 4096"
-      ab_op "rs_$b$r" "$bd" gemm_rs "2048 8192"
-      ab_op "ag_$b$r" "$bd" ag_gemm "2048 8192"
-    done
-  done
+  three_ops() { # B R BINDIR
+    ab_op "ar_$1$2" "$3" gemm_ar "1024 4096"
+    ab_op "rs_$1$2" "$3" gemm_rs "2048 8192"
+    ab_op "ag_$1$2" "$3" ag_gemm "2048 8192"
+  }
+  ab_turns three_ops
   kt_op kt_ar1024 gemm_ar 'mk_reduce_policy<2' --m 1024 --path fused --warmup 10 --iters 30
   kt_op kt_ag2048 ag_gemm 'mk_ag_policy' --m 2048 --path fused --warmup 10 --iters 30
   if [ "$PART" = c ]; then kt_op kt_rs2048 gemm_rs 'mk_reduce_policy<1' --m 2048 --path fused --warmup 10 --iters 30; fi
