@@ -299,3 +299,37 @@ mk_status mk_comm_clear_error(mk_comm_t *c) {
   MK_CUDA_CHECK(cudaStreamSynchronize(s));
   return mk_bootstrap_barrier(c->bs);
 }
+
+typedef int (*mk_memop32_fn)(cudaStream_t stream, unsigned long long addr, uint32_t value, unsigned flags);
+static mk_memop32_fn g_write32, g_wait32;
+
+static mk_status load_memops(void) {
+  if (g_write32 && g_wait32) return MK_STATUS_OK;
+  void *fw = NULL, *fa = NULL;
+  enum cudaDriverEntryPointQueryResult qw, qa;
+  if (cudaGetDriverEntryPointByVersion("cuStreamWriteValue32", &fw, 12000, cudaEnableDefault, &qw) != cudaSuccess ||
+      qw != cudaDriverEntryPointSuccess || !fw ||
+      cudaGetDriverEntryPointByVersion("cuStreamWaitValue32", &fa, 12000, cudaEnableDefault, &qa) != cudaSuccess ||
+      qa != cudaDriverEntryPointSuccess || !fa)
+    MK_ERR_RETURN(MK_STATUS_UNSUPPORTED, MK_SUBSYS_COMM,
+                  "comm: the copy-engine transfers need cuStreamWriteValue32/cuStreamWaitValue32 (driver entry "
+                  "points not found)");
+  g_write32 = (mk_memop32_fn)fw;
+  g_wait32 = (mk_memop32_fn)fa;
+  return MK_STATUS_OK;
+}
+
+static mk_status memop(mk_memop32_fn *fn, void *stream, void *addr, uint32_t value, const char *what) {
+  MK_CHECK(load_memops());
+  const int r = (*fn)((cudaStream_t)stream, (unsigned long long)(uintptr_t)addr, value, 0 /* WAIT_VALUE_GEQ */);
+  if (r != 0) MK_ERR_RETURN(MK_STATUS_CUDA_ERROR, MK_SUBSYS_COMM, "comm: %s failed (CUresult %d)", what, r);
+  return MK_STATUS_OK;
+}
+
+mk_status mk_stream_write32(void *stream, void *addr, uint32_t value, const char *what) {
+  return memop(&g_write32, stream, addr, value, what);
+}
+
+mk_status mk_stream_wait32(void *stream, void *addr, uint32_t value, const char *what) {
+  return memop(&g_wait32, stream, addr, value, what);
+}

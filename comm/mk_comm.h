@@ -93,6 +93,14 @@ uint64_t mk_comm_heap_left(const mk_comm_t *c);
 /* The device view of the world, passed to kernels by value. */
 mk_status mk_comm_dev_world(const mk_comm_t *c, mk_dev_world *out);
 
+/* Stream memory operations (cuStreamWriteValue32 / cuStreamWaitValue32, through the runtime's driver entry
+ * points: libcuda is never linked), stream-ordered and graph-capturable; addr a device address (a heap's, or a
+ * peer's heap through mk_dev_world.peer_heap). write32: *addr = value once the stream's earlier work is done
+ * (copies complete and visible first); wait32: the stream waits until *addr >= value (no timeout: a writer the
+ * protocol guarantees). `what` names the operation in the error message. */
+mk_status mk_stream_write32(void *stream, void *addr, uint32_t value, const char *what);
+mk_status mk_stream_wait32(void *stream, void *addr, uint32_t value, const char *what);
+
 /* Advance epoch counter `slot` (< MK_EPOCH_SLOTS) by one, stream-ordered (graph-capturable). */
 mk_status mk_comm_epoch_advance(mk_comm_t *c, int slot, void *stream);
 /* After kernels finished (stream synchronised): MK_STATUS_OK, or MK_STATUS_TIMEOUT /

@@ -80,31 +80,9 @@ MK_PARAM_INT(fused_beside_sms, "FUSED_BESIDE_SMS", 4, 1, 64)
 MK_PARAM_INT(fused_beside_cols, "FUSED_BESIDE_COLS", 256, 256, 1ll << 20)
 MK_PARAM_INT(fused_beside_tail, "FUSED_BESIDE_TAIL", 2, 0, 8)
 
-typedef int (*mk_memop32_fn)(cudaStream_t stream, unsigned long long addr, uint32_t value, unsigned flags);
-static mk_memop32_fn g_write32, g_wait32;
-
-static mk_status load_memops(void) {
-  if (g_write32 && g_wait32) return MK_STATUS_OK;
-  void *fw = NULL, *fa = NULL;
-  enum cudaDriverEntryPointQueryResult qw, qa;
-  if (cudaGetDriverEntryPointByVersion("cuStreamWriteValue32", &fw, 12000, cudaEnableDefault, &qw) != cudaSuccess ||
-      qw != cudaDriverEntryPointSuccess || !fw ||
-      cudaGetDriverEntryPointByVersion("cuStreamWaitValue32", &fa, 12000, cudaEnableDefault, &qa) != cudaSuccess ||
-      qa != cudaDriverEntryPointSuccess || !fa)
-    MK_ERR_RETURN(MK_STATUS_UNSUPPORTED, MK_SUBSYS_KERNEL,
-                  "fused: the copy-engine modes need cuStreamWriteValue32/cuStreamWaitValue32 (driver entry "
-                  "points not found)");
-  g_write32 = (mk_memop32_fn)fw;
-  g_wait32 = (mk_memop32_fn)fa;
-  return MK_STATUS_OK;
-}
-
-#define MEMOP(call, what)                                                                              \
-  do {                                                                                                 \
-    int r_ = (call);                                                                                   \
-    if (r_ != 0)                                                                                       \
-      MK_ERR_RETURN(MK_STATUS_CUDA_ERROR, MK_SUBSYS_KERNEL, "fused: %s failed (CUresult %d)", what, r_);   \
-  } while (0)
+/* Stream memory operations on heap addresses (comm: mk_stream_write32 / mk_stream_wait32). */
+#define MEMOP_WRITE(s, addr, v, what) MK_CHECK(mk_stream_write32((s), (void *)(uintptr_t)(addr), (v), (what)))
+#define MEMOP_WAIT(s, addr, v, what) MK_CHECK(mk_stream_wait32((s), (void *)(uintptr_t)(addr), (v), (what)))
 
 /* Fork: every side stream this call uses waits for the caller's stream up to here. */
 static mk_status ce_fork(mk_fused_t *f, cudaStream_t s) {
@@ -122,7 +100,7 @@ static mk_status ce_fork(mk_fused_t *f, cudaStream_t s) {
 /* On stream s: 1 into flag slot me of the array at heap offset off on every peer (arrivals, done2). */
 static mk_status ce_tell_peers(mk_fused_t *f, cudaStream_t s, uint64_t off, const char *what) {
   for (int p = 0; p < f->world; p++)
-    if (p != f->me) MEMOP(g_write32(s, (unsigned long long)(uintptr_t)(f->w.peer_heap[p] + off + 8ull * f->me), 1, 0), what);
+    if (p != f->me) MEMOP_WRITE(s, f->w.peer_heap[p] + off + 8ull * f->me, 1, what);
   return MK_STATUS_OK;
 }
 
@@ -211,7 +189,6 @@ int64_t mk_fused_rs_ce_rows(int64_t ms, int seq) {
 }
 
 mk_status mk_fused_ag_ce_begin(mk_fused_t *f, const mk_fused_args *a, int inplace, mk_stream_t stream) {
-  MK_CHECK(load_memops());
   const mk_fused_ws *ws = &f->ws[MK_FUSED_AG_GEMM];
   cudaStream_t s = (cudaStream_t)stream;
   const int W = f->world, me = f->me;
@@ -228,15 +205,15 @@ mk_status mk_fused_ag_ce_begin(mk_fused_t *f, const mk_fused_args *a, int inplac
     const int d = (me - j + W) % W;
     cudaStream_t side = ce_stream(f, j);
     const unsigned long long own = (unsigned long long)(uintptr_t)(f->w.heap + arrive + 8ull * d);
-    MEMOP(g_wait32(side, own, 1, 0 /* CU_STREAM_WAIT_VALUE_GEQ */), "arrive wait");
-    MEMOP(g_write32(side, own, 0, 0), "arrive reset");
+    MEMOP_WAIT(side, own, 1, "arrive wait");
+    MEMOP_WRITE(side, own, 0, "arrive reset");
     char *dst = f->w.peer_heap[d] + ws->buf + (uint64_t)me * (uint64_t)ms * (uint64_t)k * 2;
     for (int64_t i = 0; i < nflags; i++) {
       const int64_t r0 = i * R, rows = ms - r0 < R ? ms - r0 : R;
       const uint64_t off = (uint64_t)r0 * (uint64_t)k * 2, bytes = (uint64_t)rows * (uint64_t)k * 2;
       MK_CUDA_CHECK(cudaMemcpyAsync(dst + off, src + off, bytes, cudaMemcpyDefault, side));
       const uint64_t flag = ready + 8ull * ((uint64_t)me * (uint64_t)nflags + (uint64_t)i);
-      MEMOP(g_write32(side, (unsigned long long)(uintptr_t)(f->w.peer_heap[d] + flag), 1, 0), "ready write");
+      MEMOP_WRITE(side, f->w.peer_heap[d] + flag, 1, "ready write");
     }
   }
   if (!inplace)
@@ -384,7 +361,6 @@ mk_status mk_fused_ce_stage(mk_fused_t *f, mk_fused_op op) {
 }
 
 mk_status mk_fused_rs_ce_begin(mk_fused_t *f, mk_fused_op op, const mk_fused_args *a, mk_stream_t stream) {
-  MK_CHECK(load_memops());
   const mk_fused_ws *ws = &f->ws[op];
   cudaStream_t s = (cudaStream_t)stream;
   const int W = f->world;
@@ -412,20 +388,20 @@ static mk_status ce_push_first(mk_fused_t *f, mk_fused_op op, const mk_fused_arg
     cudaStream_t side = ce_stream(f, j);
     if (i == 0) {
       const unsigned long long own = (unsigned long long)(uintptr_t)(f->w.heap + arrive + 8ull * o);
-      MEMOP(g_wait32(side, own, 1, 0 /* CU_STREAM_WAIT_VALUE_GEQ */), "arrive wait");
-      MEMOP(g_write32(side, own, 0, 0), "arrive reset");
+      MEMOP_WAIT(side, own, 1, "arrive wait");
+      MEMOP_WRITE(side, own, 0, "arrive reset");
     }
     const int64_t r0 = i * R, rows = ms - r0 < R ? ms - r0 : R;
     const unsigned long long c = (unsigned long long)(uintptr_t)(f->w.heap + cnt + 8ull * ((uint64_t)o * np + i));
-    MEMOP(g_wait32(side, c, (uint32_t)(rows * n / 8), 0), "progress wait");
+    MEMOP_WAIT(side, c, (uint32_t)(rows * n / 8), "progress wait");
     const uint64_t bytes = (uint64_t)rows * (uint64_t)n * 2;
     MK_CUDA_CHECK(cudaMemcpyAsync(f->w.peer_heap[o] + ws->cex + ((uint64_t)me * ms + r0) * (uint64_t)n * 2,
                                   P + ((uint64_t)o * ms + r0) * (uint64_t)n * 2, bytes, cudaMemcpyDefault, side));
     if (overlap) {
       const uint64_t fl = piece + 8ull * ((uint64_t)me * np + i);
-      MEMOP(g_write32(side, (unsigned long long)(uintptr_t)(f->w.peer_heap[o] + fl), 1, 0), "piece write");
+      MEMOP_WRITE(side, f->w.peer_heap[o] + fl, 1, "piece write");
     } else if (i == np - 1) {
-      MEMOP(g_write32(side, (unsigned long long)(uintptr_t)(f->w.peer_heap[o] + done + 8ull * me), 1, 0), "done write");
+      MEMOP_WRITE(side, f->w.peer_heap[o] + done + 8ull * me, 1, "done write");
     }
   }
   return MK_STATUS_OK;
@@ -444,12 +420,11 @@ static mk_status ce_push_second(mk_fused_t *f, const mk_fused_args *a, int64_t i
   for (int j = 1; j < W; j++) {
     const int o = (me + j) % W;
     cudaStream_t side = ce_stream(f, j);
-    MEMOP(g_wait32(side, (unsigned long long)(uintptr_t)(f->w.heap + sum + 8ull * (uint64_t)i), (uint32_t)rows, 0),
-          "sum wait");
+    MEMOP_WAIT(side, f->w.heap + sum + 8ull * (uint64_t)i, (uint32_t)rows, "sum wait");
     MK_CUDA_CHECK(cudaMemcpyAsync(f->w.peer_heap[o] + off, f->w.heap + off, (uint64_t)rows * (uint64_t)n * 2,
                                   cudaMemcpyDefault, side));
     if (i == np - 1)
-      MEMOP(g_write32(side, (unsigned long long)(uintptr_t)(f->w.peer_heap[o] + done2 + 8ull * me), 1, 0), "done2 write");
+      MEMOP_WRITE(side, f->w.peer_heap[o] + done2 + 8ull * me, 1, "done2 write");
   }
   return MK_STATUS_OK;
 }
@@ -477,7 +452,6 @@ mk_status mk_fused_rs_ce_push(mk_fused_t *f, mk_fused_op op, const mk_fused_args
 /* GEMM+AR, second shot, after the reduce kernel wrote this rank's sums into its rows of Y: tell every
  * peer (ce_done2[me] := 1 there; the memop's barrier orders it after the kernel's writes). */
 mk_status mk_fused_ar_ce_tell(mk_fused_t *f, mk_stream_t stream) {
-  MK_CHECK(load_memops());
   return ce_tell_peers(f, (cudaStream_t)stream, f->ws[MK_FUSED_GEMM_AR].ce + 8ull * 2 * MK_FUSED_ARRIVE_SLOTS,
                        "done2 write");
 }

@@ -37,6 +37,10 @@
  *                  ready[tile-row] (release).
  *                  Serial and hybrid schedules (mk_moe_schedule): on s, SMs - 4 CTAs, with
  *                  nothing beside them, and gemm1 after it on every SM.
+ *                  Rows by copy engine (ce_send, serial schedule): the send writes only the metas,
+ *                  each peer's whole x arrives in land[s] by copy engine (row = token; moe.c), a
+ *                  source counts as landed once its land_sig and xflag[s] are set, and the own
+ *                  rows are grouped from x.
  *   gemm1     (s)  the GEMM core over the groups on every SM with dynamic tile claims (g1_sync,
  *                  MK_MOE_GEMM1_CLAIM; the C CTAs past SMs - C start as dispatch CTAs exit and take
  *                  the tiles not yet claimed), or on SMs - C CTAs with fixed tiles; before_load waits until its
@@ -235,7 +239,7 @@ __global__ void __launch_bounds__(kPlanCta) moe_plan_exchange_kernel(mk_moe_dev 
 }
 
 /* Thread 0: wait until chunk c of one of the sources still in `pending` (bit s) has landed
- * (land_sig[s][c] >= target), checking them in the order rank, rank - 1, ... and pausing
+ * (land_sig[s][c] >= target; with ce_send a peer's xflag[s] set too), checking them in the order rank, rank - 1, ... and pausing
  * kMoePollNs between rounds (beside GEMM1). Returns that source and clears its bit, or -1 on
  * abort or timeout (error record: the first source still pending). */
 __device__ __forceinline__ int moe_wait_any_source(const mk_moe_dev &d, uint64_t *pending, uint64_t target, int c) {
@@ -247,7 +251,9 @@ __device__ __forceinline__ int moe_wait_any_source(const mk_moe_dev &d, uint64_t
       const int s = (d.rank + d.W - i) % d.W;
       if (!((*pending >> s) & 1)) continue;
       const uint64_t v = mk_ld_acquire_sys(mk_local_ptr<uint64_t>(d.w, d.o_land_sig + ((uint64_t)s * d.C + c) * 8));
-      if (v >= target) {
+      /* rows by copy engine: a peer's rows are in once its xflag is set too (its metas came with land_sig) */
+      if (v >= target &&
+          (!d.ce_send || s == d.rank || mk_ld_acquire_sys(mk_local_ptr<uint64_t>(d.w, d.o_xflag + 8ull * s)))) {
         *pending &= ~(1ull << s);
         return s;
       }
@@ -299,7 +305,8 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_dispatch_kernel(mk_moe_de
   }
   __syncthreads();
   const int64_t nrows = s_pre[d.W];
-  const int parts = (int)max((int64_t)1, min((int64_t)kMoeRowParts, (int64_t)kMoeWarps / max(nrows, (int64_t)1)));
+  const int parts = d.ce_send ? 1 /* metas only */
+                              : (int)max((int64_t)1, min((int64_t)kMoeRowParts, (int64_t)kMoeWarps / max(nrows, (int64_t)1)));
   const uint64_t part_bytes = (row_bytes / parts + 511) / 512 * 512;
   int i = 0; /* destination of unit u (units grow with u: the scan only moves forward) */
   for (int64_t u = warp; u < nrows * parts; u += kMoeWarps) {
@@ -315,8 +322,9 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_dispatch_kernel(mk_moe_de
     char *rows_dst = near ? mk_peer_ptr<char>(d.w, moe_local(d, r), o_land + d.rank * area)
                           : mk_local_ptr<char>(d.w, d.o_stage + r * area);
     const int t = sm[j].token;
-    moe_copy_row(rows_dst + j * row_bytes + b0, (const char *)(x + (int64_t)t * d.H) + b0,
-                 (int64_t)min(part_bytes, row_bytes - b0));
+    if (!d.ce_send)
+      moe_copy_row(rows_dst + j * row_bytes + b0, (const char *)(x + (int64_t)t * d.H) + b0,
+                   (int64_t)min(part_bytes, row_bytes - b0));
     if (near && part == 0 && lane < (int)(sizeof(mk_moe_meta) / 16)) {
       mk_moe_meta *lm = mk_peer_ptr<mk_moe_meta>(d.w, moe_local(d, r), o_lmeta) + (int64_t)d.rank * d.Tm + j;
       ((uint4 *)lm)[lane] = ((const uint4 *)(sm + j))[lane];
@@ -347,9 +355,11 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_dispatch_kernel(mk_moe_de
     if (s < 0) return;
     int64_t j0, j1;
     moe_chunk(d.n_from[s], c, d.C, &j0, &j1);
-    const char *land = mk_local_ptr<char>(d.w, o_land + s * area);
+    /* a landed row: slot j of land[s], or (ce_send) the token's row of land[s] (a peer's whole x) or of x */
+    const char *land = d.ce_send && s == d.rank ? (const char *)x : mk_local_ptr<char>(d.w, o_land + s * area);
     const mk_moe_meta *lm = mk_local_ptr<mk_moe_meta>(d.w, o_lmeta) + (int64_t)s * d.Tm;
     for (int64_t j = j0 + warp; j < j1; j += kMoeWarps) {
+      const int64_t src_row = d.ce_send ? lm[j].token : j;
       const int n = lm[j].n;
       int e = 0, p = 0; /* lane q < n: expert q of the row and its row of A1 */
       if (lane < n) {
@@ -359,7 +369,7 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_dispatch_kernel(mk_moe_de
       int pos[MK_MOE_MAX_TOPK];
 #pragma unroll
       for (int q = 0; q < MK_MOE_MAX_TOPK; q++) pos[q] = __shfl_sync(0xffffffffu, p, q);
-      moe_copy_row_multi((char *)d.A1, pos, n, land + j * row_bytes, (int64_t)row_bytes);
+      moe_copy_row_multi((char *)d.A1, pos, n, land + src_row * row_bytes, (int64_t)row_bytes);
       __syncwarp();
       if (lane < n) {
         d.posmap[((int64_t)s * d.Tm + j) * d.K + lane] = p;

@@ -83,6 +83,25 @@ int mk_moe_pick_g12(const mk_moe_args *a, int W, int sms) {
   return x < 1280.0 ? sms * 3 / 8 : x < 2048.0 ? 0 : -1;
 }
 
+/* Serial schedule with the push combine in one node group: the dispatch's rows by copy engine (mk_moe_dev.ce_send,
+ * moe_internal.h). Each rank copies its whole x into every peer's landing area at the start of the call
+ * (cudaMemcpyAsync on a second stream, beside the plan and count exchange), so no SM moves a row over NVLink and
+ * the dispatch only groups rows into A1 (its own from x, a peer's once that peer's copy is in). A row of a token
+ * none of whose experts lives at a peer crosses anyway: -1 (default) where a token reaches a given peer with
+ * probability >= 3/4 under uniform routing (1 - C(E - E/W, k) / C(E, k): E = 8, k = 2 at W = 2 0.79; E = 128, k = 8
+ * at W = 4 0.90; not E = 8, k = 2 at W = 4, 0.46); 1 wherever the schedule allows; 0 never (the SM dispatch). */
+MK_PARAM_INT(moe_ce_send, "MOE_CE_SEND", -1, -1, 1)
+
+int mk_moe_pick_ce_send(const mk_moe_args *a, int W) {
+  const int64_t p = mk_param_moe_ce_send();
+  if (p == 0 || W < 2 || a->n_experts < W) return 0;
+  if (p == 1) return 1;
+  const int E = a->n_experts, El = E / W;
+  double none = 1.0; /* probability that none of a token's k distinct experts is among a peer's El */
+  for (int i = 0; i < a->top_k; i++) none *= (double)(E - El - i) / (double)(E - i);
+  return 1.0 - none >= 0.75;
+}
+
 /* GEMM1's L2 prefetch while its first tile's rows are in flight, in 64-column k-blocks of the tile's
  * weights: -1 (default) by the L2's size (half of it over the first wave, at most 8 a tile); n >= 0: n. */
 MK_PARAM_INT(moe_pf_kblocks, "MOE_PF_KBLOCKS", -1, -1, 1024)
@@ -373,6 +392,9 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
       goto fail;
     }
     MK_CHECK_GOTO(heap(m, Wu * 8, &d->o_psig), st, fail);
+    d->ce_send = m->sched == MK_MOE_SCHED_SERIAL && d->push && m->nnodes == 1 && !d->send_early &&
+                 mk_moe_pick_ce_send(a, W);
+    if (d->ce_send) MK_CHECK_GOTO(heap(m, Wu * 8, &d->o_xflag), st, fail);
     if (d->push) { /* the reduce's ticket (its last CTA advances the call) */
       MK_CHECK_GOTO(dalloc((void **)&d->tick, sizeof *d->tick), st, fail);
       MK_CUDA_CHECK_GOTO(cudaMemset(d->tick, 0, sizeof *d->tick), st, fail);
@@ -589,6 +611,20 @@ static mk_status forward_fused(mk_moe_t *m, const uint16_t *x, int64_t T, const 
     MK_CHECK(mk_moe_launch_gemm2(d, m->sms, s));
     return mk_moe_launch_push_reduce(d, red, s); /* barrier point 2: every row home; the advance */
   }
+  if (d->ce_send) { /* x into every peer's land[rank] by copy engine, then xflag[rank] := 1 there */
+    MK_CUDA_CHECK(cudaEventRecord((cudaEvent_t)m->ev_fork, s));
+    MK_CUDA_CHECK(cudaStreamWaitEvent(s2, (cudaEvent_t)m->ev_fork, 0));
+    const uint64_t per = (uint64_t)d->Tm * (uint64_t)d->H * 2;
+    for (int i = 1; i < d->W; i++) {
+      const int r = (d->rank + i) % d->W;
+      char *peer = d->w.peer_heap[r % d->w.local_size];
+      if (T > 0)
+        MK_CUDA_CHECK(cudaMemcpyAsync(peer + d->o_land + (uint64_t)d->rank * per, x, (size_t)T * (size_t)d->H * 2,
+                                      cudaMemcpyDefault, s2));
+      MK_CHECK(mk_stream_write32(s2, peer + d->o_xflag + 8ull * (uint64_t)d->rank, 1, "moe: xflag write"));
+    }
+    MK_CUDA_CHECK(cudaEventRecord((cudaEvent_t)m->ev_join, s2));
+  }
   if (!m->dispatch_early) MK_CHECK(mk_moe_launch_plan(d, ids, w, T, s)); /* barrier point 1: all counts known */
   if (m->sched == MK_MOE_SCHED_HYBRID) { /* serial dispatch, combine beside GEMM2 */
     MK_CHECK(mk_moe_launch_dispatch(d, x, s));
@@ -604,15 +640,19 @@ static mk_status forward_fused(mk_moe_t *m, const uint16_t *x, int64_t T, const 
     return mk_moe_launch_advance(d, s);
   }
   if (m->sched == MK_MOE_SCHED_SERIAL) { /* one stream: every CTA of dispatch / combine is resident */
-    MK_CHECK(mk_moe_launch_dispatch(d, x, s));
+    MK_CHECK(mk_moe_launch_dispatch(d, x, s)); /* ce_send: it waits for the peers' copies (xflag) too */
+    /* ce_send: the peers' flags consumed; this rank's copies (s2) join before the reduce (GEMM1 need not wait) */
+    if (d->ce_send) MK_CUDA_CHECK(cudaMemsetAsync(d->w.heap + d->o_xflag, 0, (size_t)d->W * 8, s));
     if (d->g12_need) { /* GEMM2 beside GEMM1: its programmatic dependent (MK_MOE_G12_SMS) */
       MK_CHECK(mk_moe_launch_gemm1(d, m->sms - m->g12_sms, s));
       MK_CHECK(mk_moe_launch_gemm2(d, m->sms, s));
+      if (d->ce_send) MK_CUDA_CHECK(cudaStreamWaitEvent(s, (cudaEvent_t)m->ev_join, 0));
       return mk_moe_launch_push_reduce(d, red, s);
     }
     MK_CHECK(mk_moe_launch_gemm1(d, m->sms, s));
     if (!d->glu) MK_CHECK(mk_moe_launch_swiglu(d, -1, s));
     MK_CHECK(mk_moe_launch_gemm2(d, m->sms, s));
+    if (d->ce_send) MK_CUDA_CHECK(cudaStreamWaitEvent(s, (cudaEvent_t)m->ev_join, 0));
     if (d->push) return mk_moe_launch_push_reduce(d, red, s);
     MK_CHECK(mk_moe_launch_combine(d, s));
     MK_CHECK(mk_moe_launch_reduce(d, T, out, s));

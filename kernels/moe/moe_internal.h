@@ -51,7 +51,15 @@
  *                                  by the sender; GEMM2 pushes row p home where the target matches,
  *                                  else into C2 (scratch)
  *   land_cnt u64                   +1 per call from each sender CTA of every source, after its rows
- *                                  (target: (calls + 1) W C); GEMM1's tiles wait for it */
+ *                                  (target: (calls + 1) W C); GEMM1's tiles wait for it
+ * Rows by copy engine (mk_moe_dev.ce_send, MK_MOE_CE_SEND: the serial schedule with the push combine in one
+ *   node group): at the start of a call every rank copies its whole x [T][H] into land[rank] at every peer
+ *   (cudaMemcpyAsync on s2, row t at slot t: no SM moves a row over NVLink), then writes 1 into xflag[rank]
+ *   there (a stream memory operation after the copy). The dispatch sends only the metas (lmeta, land_sig as
+ *   before) and groups a peer's rows from land[s][token] once its xflag[s] is set, its own from x[token].
+ *   xflag    [W] u64               1 (32-bit write) from source s once its rows are in land[s]; zeroed by a
+ *                                  memset on s after the dispatch (before this rank's GEMM2 can signal psig,
+ *                                  which the source's next call waits for through its reduce) */
 #ifndef MK_KERNELS_MOE_INTERNAL_H
 #define MK_KERNELS_MOE_INTERNAL_H
 
@@ -137,6 +145,8 @@ typedef struct mk_moe_dev {
   int ll;            /* decode without the count exchange (see the heap list above); R = W Tm rows an expert */
   int64_t R;
   uint64_t o_a1, o_rowinfo, o_land_cnt;
+  int ce_send;       /* rows by copy engine (see the heap list above) */
+  uint64_t o_xflag;
   uint64_t *pub_cnt; /* several node groups with MK_MOE_REMOTE_WHOLE, else NULL: [2][W] chunks published
                         to rank r so far (dispatch, then combine), zeroed at create; the CTA whose add
                         completes a call's count PUTs the whole area for r (moe_publish) */
@@ -187,6 +197,9 @@ int mk_moe_pick_skinny(const mk_moe_args *a, int W);
 /* moe.c: MK_MOE_G12_SMS = -2 (GEMM2 beside GEMM1): the SMs GEMM1 leaves to GEMM2 from the start on W ranks
  * of `sms` SMs, or -1 (one after the other). Pure host logic (test_moe_pick). */
 int mk_moe_pick_g12(const mk_moe_args *a, int W, int sms);
+/* moe.c: 1 where the dispatch's rows go by copy engine (MK_MOE_CE_SEND; mk_moe_dev.ce_send) on W ranks, else 0.
+ * The schedule, push combine and node groups are the caller's to check. Pure host logic (test_moe_pick). */
+int mk_moe_pick_ce_send(const mk_moe_args *a, int W);
 
 /* dispatch_gemm.cu */
 /* Zeroes the call's local counters and scratch (n_send, cnt_pairs, fill, ready, done2), plans

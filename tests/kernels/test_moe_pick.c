@@ -83,6 +83,31 @@ int main(int argc, char **argv) {
       return 1;
     }
   }
+  /* the dispatch's rows by copy engine (MK_MOE_CE_SEND = -1, env unset): where a token reaches a given peer with
+     probability >= 3/4 (1 - C(E - E/W, k) / C(E, k)); 1 wherever W >= 2; 0 never */
+  {
+    static const struct {
+      int E, k, W, want;
+    } ce[] = {{8, 2, 2, 1},   {8, 2, 4, 0},   {128, 8, 2, 1}, {128, 8, 4, 1}, {256, 8, 4, 1},
+              {256, 8, 8, 0}, {8, 1, 2, 0},   {8, 2, 1, 0},   {64, 2, 4, 0},  {64, 4, 2, 1}};
+    const char *env[] = {NULL, "1", "0"};
+    for (int v = 0; v < 3; v++) {
+      if (env[v]) setenv("MK_MOE_CE_SEND", env[v], 1);
+      mk_param_reset_cache();
+      for (size_t i = 0; i < sizeof ce / sizeof ce[0]; i++) {
+        const mk_moe_args a = {.hidden = 2048, .inter = 768, .n_experts = ce[i].E, .top_k = ce[i].k, .max_tokens = 4096};
+        const int want = ce[i].W < 2 ? 0 : v == 0 ? ce[i].want : v == 1;
+        const int got = mk_moe_pick_ce_send(&a, ce[i].W);
+        if (got != want) {
+          fprintf(stderr, "mk_moe_pick_ce_send(E = %d, k = %d, W = %d, MK_MOE_CE_SEND=%s): %d, want %d\n", ce[i].E,
+                  ce[i].k, ce[i].W, env[v] ? env[v] : "(unset)", got, want);
+          return 1;
+        }
+      }
+    }
+    unsetenv("MK_MOE_CE_SEND");
+    mk_param_reset_cache();
+  }
   /* the unfused path's grouped GEMMs (MK_MOE_UNFUSED_GEMM = -1): >= 16 local experts, none above 256 rows */
   {
     int32_t rows[64];

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# next_s38.sh — session 38's GPU runs (docs/perf/NOTES.md, moe "Session 38"). Run through tools/gpu-check.sh from
+# the repository root.
+# part a (2 GPUs): the prefill dispatch's rows by copy engine (MK_MOE_CE_SEND; -1 the new default, on at issue 7's
+#   three prefill shapes on 2 ranks) against the rows sent by the dispatch's SMs (=0), in turns, twice, fused path,
+#   --breakdown; then the defaults at the prefill shapes with the unfused path beside. Tests: test_moe_pick,
+#   test_moe_block (variants 17 and 18: forced on and off) and the copy-engine fused tests, whose stream memory
+#   operations moved into comm (mk_stream_write32 / mk_stream_wait32).
+#   Prediction (phases of run 373ce9f-x2, E = 128: sent 0.071, landed 0.119, g1_first 0.131 ms): the copy of the 16 MiB
+#   x to the peer (~45 us at ~370 GB/s) overlaps the plan, exchange and the own rows' grouping; g1_first -> ~0.075,
+#   (4096, 2048, 128) 0.789 -> ~0.735 ms; (8192, 7168, 256) g1_first 0.709 -> ~0.47, 11.57 -> ~11.35; (4096, 4096, 8)
+#   g1_first 0.145 -> ~0.11, -0.03 ms.
+#   MK_CALL_LIMIT=560 CTEST_ARGS="-R ^test_moe_(pick|block)$|^test_fused_(ag|rs|ar)_ce(fold)?_2$|^test_fused_ar_auto_2$" \
+#     CTEST_TIMEOUT=150 CTEST_WALL=200 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s38.sh a'
+source "$(dirname "$0")/bench_step.sh"
+PART=${1:-a}
+PRE="--shape 4096,4096,8,2,14336 --shape 4096,2048,128,8,768 --shape 8192,7168,256,8,2048"
+if [ "$PART" = a ]; then
+  export STEP_GREP='uniform fused|phases|rror|FAIL'
+  for r in 1 2; do
+    moe "ce_on$r" "$PRE" MK_MOE_CE_SEND=-1 -- --path fused
+    moe "ce_off$r" "$PRE" MK_MOE_CE_SEND=0 -- --path fused
+  done
+  export STEP_GREP='uniform fused|rror|FAIL'
+  moe moe_pre "$PRE"
+fi
