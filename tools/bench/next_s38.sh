@@ -12,6 +12,12 @@
 #   g1_first 0.145 -> ~0.11, -0.03 ms.
 #   MK_CALL_LIMIT=560 CTEST_ARGS="-R ^test_moe_(pick|block)$|^test_fused_(ag|rs|ar)_ce(fold)?_2$|^test_fused_ar_auto_2$" \
 #     CTEST_TIMEOUT=150 CTEST_WALL=200 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s38.sh a'
+# part b (2 GPUs): the defaults after part a: mk-bench moe at its 9 shapes (docs/perf/moe_h200x2_<commit>.json) and the
+#   layer at its defaults (both models, prefill and decode; its prefill MoE blocks run the serial schedule, Qwen3's
+#   with E = 128, k = 8 and Mixtral's with E = 8, k = 2, both on copy engines now); test_moe_block across node groups
+#   (loopback: the SM dispatch there).
+#   MK_CALL_LIMIT=560 CTEST_ARGS="-R ^test_moe_block_2x2$" CTEST_TIMEOUT=150 CTEST_WALL=150 \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s38.sh b'
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-a}
 PRE="--shape 4096,4096,8,2,14336 --shape 4096,2048,128,8,768 --shape 8192,7168,256,8,2048"
@@ -23,4 +29,10 @@ if [ "$PART" = a ]; then
   done
   export STEP_GREP='uniform fused|rror|FAIL'
   moe moe_pre "$PRE"
+fi
+if [ "$PART" = b ]; then
+  export STEP_GREP='uniform fused|rror|FAIL'
+  moe moe_def ""
+  export STEP_GREP='^\[0\] (layer +|\{)|FAIL|rror'
+  layer layer_def "$BIN"
 fi
