@@ -14,9 +14,9 @@
 #     CTEST_TIMEOUT=150 CTEST_WALL=200 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s38.sh a'
 # part b (2 GPUs): the defaults after part a: mk-bench moe at its 9 shapes (docs/perf/moe_h200x2_<commit>.json) and the
 #   layer at its defaults (both models, prefill and decode; its prefill MoE blocks run the serial schedule, Qwen3's
-#   with E = 128, k = 8 and Mixtral's with E = 8, k = 2, both on copy engines now); test_moe_block across node groups
-#   (loopback: the SM dispatch there).
-#   MK_CALL_LIMIT=560 CTEST_ARGS="-R ^test_moe_block_2x2$" CTEST_TIMEOUT=150 CTEST_WALL=150 \
+#   with E = 128, k = 8 and Mixtral's with E = 8, k = 2, both on copy engines now); test_moe_block on 2 node groups of
+#   one GPU (loopback: the SM dispatch there).
+#   MK_CALL_LIMIT=560 CTEST_ARGS="-R ^test_moe_pick$" \
 #     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s38.sh b'
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-a}
@@ -31,6 +31,7 @@ if [ "$PART" = a ]; then
   moe moe_pre "$PRE"
 fi
 if [ "$PART" = b ]; then
+  STEP_GREP='^OK|rror|FAIL|Assert' TAIL=4 step moe_2x1 150 mk-launch -n 2 --nodes 2 -- ./test_moe_block
   export STEP_GREP='uniform fused|rror|FAIL'
   moe moe_def ""
   export STEP_GREP='^\[0\] (layer +|\{)|FAIL|rror'
