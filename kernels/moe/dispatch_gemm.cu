@@ -239,8 +239,8 @@ __global__ void __launch_bounds__(kPlanCta) moe_plan_exchange_kernel(mk_moe_dev 
 }
 
 /* Thread 0: wait until chunk c of one of the sources still in `pending` (bit s) has landed
- * (land_sig[s][c] >= target; with ce_send a peer's xflag[s] set too), checking them in the order rank, rank - 1, ... and pausing
- * kMoePollNs between rounds (beside GEMM1). Returns that source and clears its bit, or -1 on
+ * (land_sig[s][c] >= target; with ce_send a peer's xflag[s] set too), checking them in the order
+ * rank, rank - 1, ... and pausing kMoePollNs between rounds (beside GEMM1). Returns that source and clears its bit, or -1 on
  * abort or timeout (error record: the first source still pending). */
 __device__ __forceinline__ int moe_wait_any_source(const mk_moe_dev &d, uint64_t *pending, uint64_t target, int c) {
   const uint64_t t0 = mk_globaltimer();
@@ -306,7 +306,8 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_dispatch_kernel(mk_moe_de
   __syncthreads();
   const int64_t nrows = s_pre[d.W];
   const int parts = d.ce_send ? 1 /* metas only */
-                              : (int)max((int64_t)1, min((int64_t)kMoeRowParts, (int64_t)kMoeWarps / max(nrows, (int64_t)1)));
+                              : (int)max((int64_t)1, min((int64_t)kMoeRowParts,
+                                                         (int64_t)kMoeWarps / max(nrows, (int64_t)1)));
   const uint64_t part_bytes = (row_bytes / parts + 511) / 512 * 512;
   int i = 0; /* destination of unit u (units grow with u: the scan only moves forward) */
   for (int64_t u = warp; u < nrows * parts; u += kMoeWarps) {

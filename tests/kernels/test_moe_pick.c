@@ -95,7 +95,8 @@ int main(int argc, char **argv) {
       if (env[v]) setenv("MK_MOE_CE_SEND", env[v], 1);
       mk_param_reset_cache();
       for (size_t i = 0; i < sizeof ce / sizeof ce[0]; i++) {
-        const mk_moe_args a = {.hidden = 2048, .inter = 768, .n_experts = ce[i].E, .top_k = ce[i].k, .max_tokens = 4096};
+        const mk_moe_args a = {
+            .hidden = 2048, .inter = 768, .n_experts = ce[i].E, .top_k = ce[i].k, .max_tokens = 4096};
         const int want = ce[i].W < 2 ? 0 : v == 0 ? ce[i].want : v == 1;
         const int got = mk_moe_pick_ce_send(&a, ce[i].W);
         if (got != want) {

@@ -10,8 +10,10 @@
 #   x to the peer (~45 us at ~370 GB/s) overlaps the plan, exchange and the own rows' grouping; g1_first -> ~0.075,
 #   (4096, 2048, 128) 0.789 -> ~0.735 ms; (8192, 7168, 256) g1_first 0.709 -> ~0.47, 11.57 -> ~11.35; (4096, 4096, 8)
 #   g1_first 0.145 -> ~0.11, -0.03 ms.
-#   MK_CALL_LIMIT=560 CTEST_ARGS="-R ^test_moe_(pick|block)$|^test_fused_(ag|rs|ar)_ce(fold)?_2$|^test_fused_ar_auto_2$" \
-#     CTEST_TIMEOUT=150 CTEST_WALL=200 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s38.sh a'
+#   MK_CALL_LIMIT=560 \
+#     CTEST_ARGS="-R ^test_moe_(pick|block)$|^test_fused_(ag|rs|ar)_ce(fold)?_2$|^test_fused_ar_auto_2$" \
+#     CTEST_TIMEOUT=150 CTEST_WALL=200 \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s38.sh a'
 # part b (2 GPUs): the defaults after part a: mk-bench moe at its 9 shapes (docs/perf/moe_h200x2_<commit>.json) and the
 #   layer at its defaults (both models, prefill and decode; its prefill MoE blocks run the serial schedule, Qwen3's
 #   with E = 128, k = 8 and Mixtral's with E = 8, k = 2, both on copy engines now); test_moe_block on 2 node groups of

@@ -105,7 +105,8 @@ __global__ void __launch_bounds__(96) stream_kernel(const __grid_constant__ CUte
 #pragma unroll
         for (int j = 0; j < 16; j++) {
           const int r = r0 + 8 * j;
-          cp_async16(st + r * 128 + ((c ^ (r & 7)) << 4), (const char *)gx + ((size_t)s_rows[r] * kx + k * kCols) * 2 + c * 16);
+          const char *src = (const char *)gx + ((size_t)s_rows[r] * kx + k * kCols) * 2 + c * 16;
+          cp_async16(st + r * 128 + ((c ^ (r & 7)) << 4), src);
         }
         cp_async_arrive_noinc(&full[s]);
         if (++s == stages) s = 0, ph ^= 1;
