@@ -13,7 +13,8 @@
 #   MK_CALL_LIMIT=560 CTEST_ARGS="-R ^test_fused_(ag|rs|ar)(_fold|_cefold|_ce|_two|)_(4|2nodes)$" CTEST_TIMEOUT=90 \
 #     CTEST_WALL=200 tools/gpu-check.sh -- 'bash ../../tools/bench/next_x4.sh a'
 # part b — issue 7 (fused MoE): mk-bench moe at the issue's shapes (defaults, --breakdown) on EP = 4, and on 2 x 2
-#   through the loopback proxy; tests test_moe_block_ep4 and _2x2.
+#   through the loopback proxy; tests test_moe_block_ep4 and _2x2; MK_MOE_CE_SEND -1 / 0 in turns at the E = 128
+#   and 256 prefill shapes (session 38).
 #   MK_CALL_LIMIT=540 CTEST_ARGS="-R ^test_moe_block_(ep4|2x2)$" CTEST_TIMEOUT=200 CTEST_WALL=250 \
 #     tools/gpu-check.sh -- 'bash ../../tools/bench/next_x4.sh b'
 # part c — issue 9 (layers and model): the layer at TP = EP = 4, both presets, prefill and decode (one sequence),
@@ -58,6 +59,12 @@ if [ "$PART" = b ]; then
   TAIL=40 step moe_ep4 150 mk-launch -n 4 -- mk-bench moe --breakdown --seed 7 --json "$RES/moe_def.json"
   TAIL=20 step moe_2x2 150 mk-launch -n 4 --nodes 2 -- mk-bench moe --seed 7 --json "$RES/moe_2x2.json"
   mk-bench plot "$RES/moe_def.json" -o "$RES/moe_def.png" > /dev/null 2>&1 || echo "plot moe failed"
+  # session 38's rows by copy engine (MK_MOE_CE_SEND, on by default at E = 128 and 256 on 4 ranks: copies to 3 peers
+  # one after the other on one stream) against the SM dispatch, in turns, twice
+  for v in -1 0 -1b 0b; do
+    TAIL=4 step "ce_${v}" 40 env MK_MOE_CE_SEND="${v%b}" mk-launch -n 4 -- mk-bench moe --shape 4096,2048,128,8,768 \
+      --shape 8192,7168,256,8,2048 --path fused --breakdown --iters 20 --seed 7 --json "$RES/ce_${v}.json"
+  done
 fi
 if [ "$PART" = c ]; then
   STEP_GREP="$STEP_GREP|phases"
