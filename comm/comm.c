@@ -321,7 +321,8 @@ static mk_status load_memops(void) {
 
 static mk_status memop(mk_memop32_fn *fn, void *stream, void *addr, uint32_t value, const char *what) {
   MK_CHECK(load_memops());
-  const int r = (*fn)((cudaStream_t)stream, (unsigned long long)(uintptr_t)addr, value, 0 /* WAIT_VALUE_GEQ */);
+  /* flags 0: a wait is CU_STREAM_WAIT_VALUE_GEQ; a write has a memory barrier before it (earlier work visible) */
+  const int r = (*fn)((cudaStream_t)stream, (unsigned long long)(uintptr_t)addr, value, 0);
   if (r != 0) MK_ERR_RETURN(MK_STATUS_CUDA_ERROR, MK_SUBSYS_COMM, "comm: %s failed (CUresult %d)", what, r);
   return MK_STATUS_OK;
 }

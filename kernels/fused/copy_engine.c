@@ -81,8 +81,8 @@ MK_PARAM_INT(fused_beside_cols, "FUSED_BESIDE_COLS", 256, 256, 1ll << 20)
 MK_PARAM_INT(fused_beside_tail, "FUSED_BESIDE_TAIL", 2, 0, 8)
 
 /* Stream memory operations on heap addresses (comm: mk_stream_write32 / mk_stream_wait32). */
-#define MEMOP_WRITE(s, addr, v, what) MK_CHECK(mk_stream_write32((s), (void *)(uintptr_t)(addr), (v), (what)))
-#define MEMOP_WAIT(s, addr, v, what) MK_CHECK(mk_stream_wait32((s), (void *)(uintptr_t)(addr), (v), (what)))
+#define MEMOP_WRITE(s, addr, v, what) MK_CHECK(mk_stream_write32((s), (addr), (v), (what)))
+#define MEMOP_WAIT(s, addr, v, what) MK_CHECK(mk_stream_wait32((s), (addr), (v), (what)))
 
 /* Fork: every side stream this call uses waits for the caller's stream up to here. */
 static mk_status ce_fork(mk_fused_t *f, cudaStream_t s) {
@@ -204,7 +204,7 @@ mk_status mk_fused_ag_ce_begin(mk_fused_t *f, const mk_fused_args *a, int inplac
   for (int j = 1; j < W; j++) {
     const int d = (me - j + W) % W;
     cudaStream_t side = ce_stream(f, j);
-    const unsigned long long own = (unsigned long long)(uintptr_t)(f->w.heap + arrive + 8ull * d);
+    char *own = f->w.heap + arrive + 8ull * d;
     MEMOP_WAIT(side, own, 1, "arrive wait");
     MEMOP_WRITE(side, own, 0, "arrive reset");
     char *dst = f->w.peer_heap[d] + ws->buf + (uint64_t)me * (uint64_t)ms * (uint64_t)k * 2;
@@ -387,12 +387,12 @@ static mk_status ce_push_first(mk_fused_t *f, mk_fused_op op, const mk_fused_arg
     const int o = (me + j) % W;
     cudaStream_t side = ce_stream(f, j);
     if (i == 0) {
-      const unsigned long long own = (unsigned long long)(uintptr_t)(f->w.heap + arrive + 8ull * o);
+      char *own = f->w.heap + arrive + 8ull * o;
       MEMOP_WAIT(side, own, 1, "arrive wait");
       MEMOP_WRITE(side, own, 0, "arrive reset");
     }
     const int64_t r0 = i * R, rows = ms - r0 < R ? ms - r0 : R;
-    const unsigned long long c = (unsigned long long)(uintptr_t)(f->w.heap + cnt + 8ull * ((uint64_t)o * np + i));
+    char *c = f->w.heap + cnt + 8ull * ((uint64_t)o * np + i);
     MEMOP_WAIT(side, c, (uint32_t)(rows * n / 8), "progress wait");
     const uint64_t bytes = (uint64_t)rows * (uint64_t)n * 2;
     MK_CUDA_CHECK(cudaMemcpyAsync(f->w.peer_heap[o] + ws->cex + ((uint64_t)me * ms + r0) * (uint64_t)n * 2,

@@ -240,29 +240,32 @@ __global__ void __launch_bounds__(kPlanCta) moe_plan_exchange_kernel(mk_moe_dev 
 
 /* Thread 0: wait until chunk c of one of the sources still in `pending` (bit s) has landed
  * (land_sig[s][c] >= target; with ce_send a peer's xflag[s] set too), checking them in the order
- * rank, rank - 1, ... and pausing kMoePollNs between rounds (beside GEMM1). Returns that source and clears its bit, or -1 on
- * abort or timeout (error record: the first source still pending). */
+ * rank, rank - 1, ... and pausing kMoePollNs between rounds (beside GEMM1). Returns that source and
+ * clears its bit, or -1 on abort or timeout (error record: the first source still pending, with the
+ * value it waits for: its land_sig, or 1 for an xflag not set). */
 __device__ __forceinline__ int moe_wait_any_source(const mk_moe_dev &d, uint64_t *pending, uint64_t target, int c) {
   const uint64_t t0 = mk_globaltimer();
   for (uint32_t it = 1;; it++) {
     int first = -1;
-    uint64_t seen = 0;
+    uint64_t seen = 0, want = target;
     for (int i = 0; i < d.W; i++) {
       const int s = (d.rank + d.W - i) % d.W;
       if (!((*pending >> s) & 1)) continue;
       const uint64_t v = mk_ld_acquire_sys(mk_local_ptr<uint64_t>(d.w, d.o_land_sig + ((uint64_t)s * d.C + c) * 8));
       /* rows by copy engine: a peer's rows are in once its xflag is set too (its metas came with land_sig) */
-      if (v >= target &&
-          (!d.ce_send || s == d.rank || mk_ld_acquire_sys(mk_local_ptr<uint64_t>(d.w, d.o_xflag + 8ull * s)))) {
+      const uint64_t xf = v >= target && d.ce_send && s != d.rank
+                              ? mk_ld_acquire_sys(mk_local_ptr<uint64_t>(d.w, d.o_xflag + 8ull * s))
+                              : 1;
+      if (v >= target && xf) {
         *pending &= ~(1ull << s);
         return s;
       }
-      if (first < 0) first = s, seen = v;
+      if (first < 0) first = s, seen = v >= target ? xf : v, want = v >= target ? 1 : target;
     }
     if ((it & 31) == 0) {
       if (mk_aborted(d.w)) return -1;
       if (mk_globaltimer() - t0 > d.w.timeout_ns) {
-        mk_raise_timeout(d.w, MK_OP_MOE, first, c, target, seen);
+        mk_raise_timeout(d.w, MK_OP_MOE, first, c, want, seen);
         return -1;
       }
     }
@@ -320,12 +323,12 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_dispatch_kernel(mk_moe_de
     if (b0 >= row_bytes) continue;
     const bool near = moe_same_node(d, r);
     const mk_moe_meta *sm = mk_local_ptr<mk_moe_meta>(d.w, d.o_smeta) + (int64_t)r * d.Tm;
-    char *rows_dst = near ? mk_peer_ptr<char>(d.w, moe_local(d, r), o_land + d.rank * area)
-                          : mk_local_ptr<char>(d.w, d.o_stage + r * area);
-    const int t = sm[j].token;
-    if (!d.ce_send)
-      moe_copy_row(rows_dst + j * row_bytes + b0, (const char *)(x + (int64_t)t * d.H) + b0,
+    if (!d.ce_send) { /* else the row is in the copy engine's transfer of the whole x */
+      char *rows_dst = near ? mk_peer_ptr<char>(d.w, moe_local(d, r), o_land + d.rank * area)
+                            : mk_local_ptr<char>(d.w, d.o_stage + r * area);
+      moe_copy_row(rows_dst + j * row_bytes + b0, (const char *)(x + (int64_t)sm[j].token * d.H) + b0,
                    (int64_t)min(part_bytes, row_bytes - b0));
+    }
     if (near && part == 0 && lane < (int)(sizeof(mk_moe_meta) / 16)) {
       mk_moe_meta *lm = mk_peer_ptr<mk_moe_meta>(d.w, moe_local(d, r), o_lmeta) + (int64_t)d.rank * d.Tm + j;
       ((uint4 *)lm)[lane] = ((const uint4 *)(sm + j))[lane];

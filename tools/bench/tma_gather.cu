@@ -8,28 +8,13 @@
  *    i.e. TMA applies the swizzle by the shared-memory address, so the wgmma descriptors stay as they are.
  * 2. Rate: CTAs (one an SM) stream units of 128 rows along K through a ring of 16 KB stages, no arithmetic, the
  *    rows gathered (random) or consecutive, issued by one thread (2 boxes, or 128 row loads) or by the 32 lanes of
- *    a warp (4 row loads each). Median of 30 event-timed calls after 5 warm-up calls. */
-#include <cuda.h>
-#include <cuda_runtime.h>
-#include <cudaTypedefs.h>
-
-#include <algorithm>
-#include <cstdio>
-#include <cstdlib>
+ *    a warp (4 row loads each), or as 16-byte cp.async copies by 64 threads into the swizzled places. Median of 30
+ *    event-timed calls after 5 warm-up calls. */
 #include <cstring>
 #include <random>
-#include <vector>
 
 #include "kernels/gemm/sm90_ptx.cuh"
-
-#define CK(x)                                                                     \
-  do {                                                                            \
-    cudaError_t e_ = (x);                                                         \
-    if (e_ != cudaSuccess) {                                                      \
-      fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
-      exit(1);                                                                    \
-    }                                                                             \
-  } while (0)
+#include "tools/bench/bench_cuda.cuh"
 
 using namespace mk_sm90;
 
@@ -155,40 +140,12 @@ __global__ void __launch_bounds__(96) stream_kernel(const __grid_constant__ CUte
   }
 }
 
-template <typename F>
-static float median_ms(F launch) {
-  cudaEvent_t a, b;
-  CK(cudaEventCreate(&a));
-  CK(cudaEventCreate(&b));
-  for (int i = 0; i < 5; i++) launch();
-  std::vector<float> t;
-  for (int i = 0; i < 30; i++) {
-    CK(cudaEventRecord(a));
-    launch();
-    CK(cudaEventRecord(b));
-    CK(cudaEventSynchronize(b));
-    float ms;
-    CK(cudaEventElapsedTime(&ms, a, b));
-    t.push_back(ms);
-  }
-  CK(cudaGetLastError());
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
-static PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
-  void *fn = nullptr;
-  cudaDriverEntryPointQueryResult q;
-  CK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q));
-  return (PFN_cuTensorMapEncodeTiled_v12000)fn;
-}
-
 static CUtensorMap make_map(const void *p, int rows, int k, int box_rows) {
   CUtensorMap map;
   cuuint64_t dims[2] = {(cuuint64_t)k, (cuuint64_t)rows};
   cuuint64_t strides[1] = {(cuuint64_t)k * 2};
   cuuint32_t box[2] = {(cuuint32_t)kCols, (cuuint32_t)box_rows}, es[2] = {1, 1};
-  CUresult r = encode_fn()(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void *>(p), dims, strides, box, es,
+  CUresult r = tensor_map_encoder()(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void *>(p), dims, strides, box, es,
                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) {

@@ -7,25 +7,8 @@
  * over the CTAs. Thread 0 issues the loads, warp 1 waits for each stage and frees it. Variants: box (rows x cols
  * elements), boxes a stage (consecutive along K), stages. Also a plain 16-byte-load streaming kernel. Times are
  * the median of 30 event-timed calls after 5 warm-up calls. */
-#include <cuda.h>
-#include <cuda_runtime.h>
-#include <cudaTypedefs.h>
-
-#include <algorithm>
-#include <cstdio>
-#include <cstdlib>
-#include <vector>
-
 #include "kernels/gemm/sm90_ptx.cuh"
-
-#define CK(x)                                                                 \
-  do {                                                                        \
-    cudaError_t e_ = (x);                                                     \
-    if (e_ != cudaSuccess) {                                                  \
-      fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
-      exit(1);                                                                \
-    }                                                                         \
-  } while (0)
+#include "tools/bench/bench_cuda.cuh"
 
 using namespace mk_sm90;
 
@@ -88,27 +71,6 @@ __global__ void ld_stream_kernel(const uint4 *p, size_t n, unsigned *sink) {
   if (acc == 0x9e3779b9u) *sink = acc;
 }
 
-template <typename F>
-static float median_ms(F launch) {
-  cudaEvent_t a, b;
-  CK(cudaEventCreate(&a));
-  CK(cudaEventCreate(&b));
-  for (int i = 0; i < 5; i++) launch();
-  std::vector<float> t;
-  for (int i = 0; i < 30; i++) {
-    CK(cudaEventRecord(a));
-    launch();
-    CK(cudaEventRecord(b));
-    CK(cudaEventSynchronize(b));
-    float ms;
-    CK(cudaEventElapsedTime(&ms, a, b));
-    t.push_back(ms);
-  }
-  CK(cudaGetLastError());
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
 int main(int argc, char **argv) {
   const int rows_total = argc > 1 ? atoi(argv[1]) : 114688, k_total = argc > 2 ? atoi(argv[2]) : 4096;
   const size_t bytes = (size_t)rows_total * k_total * 2;
@@ -119,10 +81,7 @@ int main(int argc, char **argv) {
   CK(cudaMalloc(&w, bytes));
   CK(cudaMalloc(&sink, 4));
   CK(cudaMemset(w, 0x3c, bytes));
-  void *fn = nullptr;
-  cudaDriverEntryPointQueryResult q;
-  CK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q));
-  auto encode = (PFN_cuTensorMapEncodeTiled_v12000)fn;
+  const auto encode = tensor_map_encoder();
   printf("W %d x %d bf16 = %.1f MB, %d SMs\n", rows_total, k_total, bytes / 1e6, sms);
   const float ld = median_ms([&] { ld_stream_kernel<<<sms * 4, 512>>>((const uint4 *)w, bytes / 16, sink); });
   printf("%-44s %8.1f us %6.2f TB/s\n", "ld.global.nc v4, 4 x 512 threads an SM", ld * 1e3, bytes / (ld * 1e-3) / 1e12);
