@@ -273,6 +273,95 @@ __device__ __forceinline__ int moe_wait_any_source(const mk_moe_dev &d, uint64_t
   }
 }
 
+/* Where source s's landed rows are: slot j of land[s], or with ce_send the token's row of land[s] (a peer's whole
+ * x) or of x (this rank's own). */
+__device__ __forceinline__ const char *moe_land_rows(const mk_moe_dev &d, const uint16_t *x, uint64_t o_land, int s) {
+  if (d.ce_send && s == d.rank) return (const char *)x;
+  return mk_local_ptr<char>(d.w, o_land + (uint64_t)s * (uint64_t)d.Tm * (uint64_t)d.H * 2);
+}
+
+/* The CTA's warps group landed rows [j0, j1) of source s into A1 by local expert, for the experts in [lo, hi) of
+ * each row's meta: row and expert get a place at exp_off[e] + atomicAdd(fill[e]), one read of the row stored to
+ * all its places, the place recorded in posmap (and, push combine, in rowdst the address of its (token, top-k
+ * index) row in pland at home s), then 1 added to ready[its tile-row] (release). */
+__device__ __forceinline__ void moe_group_rows(const mk_moe_dev &d, int s, int64_t j0, int64_t j1, const char *land,
+                                               uint64_t o_lmeta, int lo, int hi) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
+  const uint64_t row_bytes = (uint64_t)d.H * 2;
+  const mk_moe_meta *lm = mk_local_ptr<mk_moe_meta>(d.w, o_lmeta) + (int64_t)s * d.Tm;
+  for (int64_t j = j0 + warp; j < j1; j += kMoeWarps) {
+    const int n = lm[j].n;
+    const int e = lane < n ? lm[j].e[lane] : -1; /* lane q < n: expert q of the row */
+    const bool in = e >= lo && e < hi;
+    const unsigned mask = __ballot_sync(0xffffffffu, in);
+    if (!mask) continue;
+    const int p = in ? d.exp_off[e] + atomicAdd(&d.fill[e], 1) : 0; /* its row of A1 */
+    int pos[MK_MOE_MAX_TOPK];
+    unsigned left = mask;
+#pragma unroll
+    for (int q = 0; q < MK_MOE_MAX_TOPK; q++) { /* the places of the lanes in mask, in lane order */
+      pos[q] = __shfl_sync(0xffffffffu, p, left ? __ffs(left) - 1 : 0);
+      left &= left - 1;
+    }
+    const int64_t src_row = d.ce_send ? lm[j].token : j;
+    moe_copy_row_multi((char *)d.A1, pos, __popc(mask), land + src_row * row_bytes, (int64_t)row_bytes);
+    __syncwarp();
+    if (in) {
+      d.posmap[((int64_t)s * d.Tm + j) * d.K + lane] = p;
+      if (d.push) /* GEMM2 stores row p straight into row (token, q) of pland at home s (fan: row (s, token, q)
+                     here, and at every rank through out_also) */
+        d.rowdst[p] = (d.fan ? mk_local_ptr<uint16_t>(d.w, d.o_pland) + (int64_t)s * d.Tm * d.K * d.H
+                             : mk_peer_ptr<uint16_t>(d.w, moe_local(d, s), d.o_pland)) +
+                      ((int64_t)lm[j].token * d.K + ((lm[j].q >> (4 * lane)) & 15)) * d.H;
+      __threadfence();
+      moe_red_add_gpu(mk_local_ptr<uint64_t>(d.w, d.o_ready) + moe_tile_of(d, e, p), 1);
+    }
+  }
+}
+
+/* ce_beside, after CTA c's send: its chunk of this rank's own rows grouped from x, then the trigger of GEMM1 (this
+ * kernel's programmatic dependent), then CTAs c >= ce_beside leave and the others group the peers' rows: once
+ * every peer's metas (land_sig of all its C chunks) and rows (xflag) are in, window by window of ce_wx local
+ * experts (GEMM1's tiles run in expert order), each CTA taking part c of every peer's rows in each window. */
+__device__ __forceinline__ void moe_dispatch_beside(const mk_moe_dev &d, const uint16_t *x, uint64_t target,
+                                                    uint64_t o_land, uint64_t o_lmeta) {
+  const int c = blockIdx.x;
+  int64_t j0, j1;
+  moe_chunk(d.n_from[d.rank], c, d.C, &j0, &j1);
+  /* this rank's chunk c: its metas were written by this CTA's send (land_sig[rank][c] after a barrier) */
+  if (!mk_wait_ge_cta(d.w, d.o_land_sig + ((uint64_t)d.rank * d.C + c) * 8, target, MK_OP_MOE, d.rank, c)) return;
+  moe_group_rows(d, d.rank, j0, j1, (const char *)x, o_lmeta, 0, d.El);
+  __syncthreads();
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  if (c >= d.ce_beside) return;
+  int ok = 1;
+  const int pairs = (d.W - 1) * (d.C + 1); /* (peer i, its chunk k), k = C: its xflag (set: 1) */
+  for (int i = threadIdx.x; i < pairs; i += blockDim.x) {
+    const int s = (d.rank + 1 + i / (d.C + 1)) % d.W, k = i % (d.C + 1);
+    const uint64_t off = k < d.C ? d.o_land_sig + ((uint64_t)s * d.C + k) * 8 : d.o_xflag + 8ull * s;
+    ok &= mk_wait_ge_paced(d.w, off, k < d.C ? target : 1, MK_OP_MOE, s, k, kMoePollNs); /* error record: tile k */
+  }
+  if (!__syncthreads_and(ok)) return;
+  /* The last of the ce_beside CTAs to see the flags zeroes them for the next call: before this kernel ends, so
+     before GEMM1 does (its tail waits for this kernel), this rank's GEMM2 signals psig, and a peer's next call
+     can write its flag. */
+  if (threadIdx.x == 0) {
+    __threadfence();
+    if (atomicAdd((unsigned long long *)&d.g1_sync[2], 1ull) + 1 == target * (uint64_t)d.ce_beside)
+      for (int s = 0; s < d.W; s++) *mk_local_ptr<uint64_t>(d.w, d.o_xflag + 8ull * s) = 0;
+  }
+  for (int lo = 0; lo < d.El; lo += d.ce_wx)
+    for (int i = 1; i < d.W; i++) {
+      const int s = (d.rank + i) % d.W;
+      moe_chunk(d.n_from[s], c, d.ce_beside, &j0, &j1);
+      moe_group_rows(d, s, j0, j1, moe_land_rows(d, x, o_land, s), o_lmeta, lo, lo + d.ce_wx);
+    }
+  if (d.prof) {
+    __syncthreads();
+    if (threadIdx.x == 0) moe_stamp(d.prof, MK_MOE_PH_LANDED);
+  }
+}
+
 /* Rows of a CTA's send units: at decode a CTA has ~1 row per destination, so a row is cut into
  * up to kMoeRowParts parts (multiples of 512 bytes: a warp's 16-byte vectors) to keep all warps
  * copying. */
@@ -349,6 +438,10 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_dispatch_kernel(mk_moe_de
                 d.o_land_sig + ((uint64_t)d.rank * d.C + c) * 8, wh);
   }
   if (threadIdx.x == 0) moe_stamp(d.prof, MK_MOE_PH_SENT);
+  if (d.ce_beside) {
+    moe_dispatch_beside(d, x, target, o_land, o_lmeta);
+    return;
+  }
   if (d.send_early && !mk_wait_ge_cta(d.w, d.o_cnt_done, target, MK_OP_MOE, -1, -1)) return;
   /* ---- receive: chunk c of each source in order of arrival, grouped by local expert into A1 ---- */
   uint64_t pending = d.W >= 64 ? ~0ull : (1ull << d.W) - 1; /* thread 0's */
@@ -359,33 +452,7 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_dispatch_kernel(mk_moe_de
     if (s < 0) return;
     int64_t j0, j1;
     moe_chunk(d.n_from[s], c, d.C, &j0, &j1);
-    /* a landed row: slot j of land[s], or (ce_send) the token's row of land[s] (a peer's whole x) or of x */
-    const char *land = d.ce_send && s == d.rank ? (const char *)x : mk_local_ptr<char>(d.w, o_land + s * area);
-    const mk_moe_meta *lm = mk_local_ptr<mk_moe_meta>(d.w, o_lmeta) + (int64_t)s * d.Tm;
-    for (int64_t j = j0 + warp; j < j1; j += kMoeWarps) {
-      const int64_t src_row = d.ce_send ? lm[j].token : j;
-      const int n = lm[j].n;
-      int e = 0, p = 0; /* lane q < n: expert q of the row and its row of A1 */
-      if (lane < n) {
-        e = lm[j].e[lane];
-        p = d.exp_off[e] + atomicAdd(&d.fill[e], 1);
-      }
-      int pos[MK_MOE_MAX_TOPK];
-#pragma unroll
-      for (int q = 0; q < MK_MOE_MAX_TOPK; q++) pos[q] = __shfl_sync(0xffffffffu, p, q);
-      moe_copy_row_multi((char *)d.A1, pos, n, land + src_row * row_bytes, (int64_t)row_bytes);
-      __syncwarp();
-      if (lane < n) {
-        d.posmap[((int64_t)s * d.Tm + j) * d.K + lane] = p;
-        if (d.push) /* GEMM2 stores row p straight into row (token, q) of pland at home s (fan: row (s, token, q)
-                       here, and at every rank through out_also) */
-          d.rowdst[p] = (d.fan ? mk_local_ptr<uint16_t>(d.w, d.o_pland) + (int64_t)s * d.Tm * d.K * d.H
-                               : mk_peer_ptr<uint16_t>(d.w, moe_local(d, s), d.o_pland)) +
-                        ((int64_t)lm[j].token * d.K + ((lm[j].q >> (4 * lane)) & 15)) * d.H;
-        __threadfence();
-        moe_red_add_gpu(mk_local_ptr<uint64_t>(d.w, d.o_ready) + moe_tile_of(d, e, p), 1);
-      }
-    }
+    moe_group_rows(d, s, j0, j1, moe_land_rows(d, x, o_land, s), o_lmeta, 0, d.El);
   }
   if (d.prof) {
     __syncthreads();
@@ -519,6 +586,12 @@ struct moe_gemm1_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
       moe_stamp(prof, MK_MOE_PH_G1_LAST);
     }
   }
+  /* Launched as the dispatch's programmatic dependent (ce_beside), GEMM1 must not end before the dispatch has:
+     what follows on the stream waits only for GEMM1. A no-op in a plain launch. */
+  static constexpr bool kTail = true;
+  __device__ __forceinline__ void tail(State &, uint8_t *, int) const {
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+  }
   __device__ __forceinline__ void after_store(State &, const mk_gemm_tile &t) const {
     if constexpr (kG12) {
       const int row = tile_base[t.group] + (t.m0 - exp_off[t.group]) / mk_gemm_config::kBM;
@@ -596,7 +669,9 @@ static mk_status launch_gemm1(const mk_moe_dev *d, int grid, cudaStream_t stream
   mk_gemm_args args = {kGlu ? d->act : d->C1, d->m_cap, 2 * (int64_t)d->I, d->H, d->El, d->rows};
   args.wg_skip = d->wg_skip;
   p.started = d->g1_sync, p.calls = d->calls, p.C = d->C;
-  p.join_from = d->g1_sync && !d->ll ? grid - d->C : grid;
+  /* ce_beside: launched as the dispatch's programmatic dependent, so every dispatch CTA is resident first */
+  p.join_from = d->g1_sync && !d->ll && !d->ce_beside ? grid - d->C : grid;
+  args.pdl = d->ce_beside > 0;
   p.o_land_cnt = d->o_land_cnt, p.ll_need = d->ll ? (uint64_t)d->W * (uint64_t)d->C : 0;
   if (d->g1_sync) args.claim = (uint32_t *)(d->g1_sync + 1);
   if constexpr (!kG12) {

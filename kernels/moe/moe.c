@@ -102,6 +102,13 @@ int mk_moe_pick_ce_send(const mk_moe_args *a, int W) {
   return 1.0 - none >= 0.75;
 }
 
+/* With the rows by copy engine (MK_MOE_CE_SEND): n >= 1 dispatch CTAs group the peers' rows into A1 beside GEMM1
+ * while the others leave once their own rows are grouped, GEMM1 (every SM, dynamic claims) being launched as the
+ * dispatch's programmatic dependent and taking their SMs; the n take the peers' rows window by window (a
+ * sixteenth of the local experts each, in GEMM1's tile order) and leave as they finish. 0: every row grouped
+ * before GEMM1 on every SM (session 38); -1 (default): 16. */
+MK_PARAM_INT(moe_ce_beside, "MOE_CE_BESIDE", -1, -1, 1024)
+
 /* GEMM1's L2 prefetch while its first tile's rows are in flight, in 64-column k-blocks of the tile's
  * weights: -1 (default) by the L2's size (half of it over the first wave, at most 8 a tile); n >= 0: n. */
 MK_PARAM_INT(moe_pf_kblocks, "MOE_PF_KBLOCKS", -1, -1, 1024)
@@ -394,7 +401,13 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
     MK_CHECK_GOTO(heap(m, Wu * 8, &d->o_psig), st, fail);
     d->ce_send = m->sched == MK_MOE_SCHED_SERIAL && d->push && m->nnodes == 1 && !d->send_early &&
                  mk_moe_pick_ce_send(a, W);
-    if (d->ce_send) MK_CHECK_GOTO(heap(m, Wu * 8, &d->o_xflag), st, fail);
+    if (d->ce_send) {
+      MK_CHECK_GOTO(heap(m, Wu * 8, &d->o_xflag), st, fail);
+      const int64_t b = mk_param_moe_ce_beside();
+      d->ce_beside = (int)(b < 0 ? 16 : b);
+      if (d->ce_beside > d->C) d->ce_beside = d->C;
+      d->ce_wx = El >= 16 ? El / 16 : 1;
+    }
     if (d->push) { /* the reduce's ticket (its last CTA advances the call) */
       MK_CHECK_GOTO(dalloc((void **)&d->tick, sizeof *d->tick), st, fail);
       MK_CUDA_CHECK_GOTO(cudaMemset(d->tick, 0, sizeof *d->tick), st, fail);
@@ -414,10 +427,10 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
     MK_CHECK_GOTO(dalloc((void **)&d->prof, sizeof(uint64_t) * (MK_MOE_PHASES + 1)), st, fail);
     MK_CUDA_CHECK_GOTO(cudaMemset(d->prof, 0, sizeof(uint64_t) * (MK_MOE_PHASES + 1)), st, fail);
   }
-  if (m->sched == MK_MOE_SCHED_OVERLAP && mk_param_moe_gemm1_claim()) {
-    MK_CHECK_GOTO(dalloc((void **)&d->g1_sync, 2 * sizeof(uint64_t)), st, fail);
-    MK_CUDA_CHECK_GOTO(cudaMemset(d->g1_sync, 0, 2 * sizeof(uint64_t)), st, fail);
-    d->g2_claim = (int)mk_param_moe_gemm2_claim();
+  if ((m->sched == MK_MOE_SCHED_OVERLAP && mk_param_moe_gemm1_claim()) || d->ce_beside) {
+    MK_CHECK_GOTO(dalloc((void **)&d->g1_sync, 3 * sizeof(uint64_t)), st, fail);
+    MK_CUDA_CHECK_GOTO(cudaMemset(d->g1_sync, 0, 3 * sizeof(uint64_t)), st, fail);
+    d->g2_claim = m->sched == MK_MOE_SCHED_OVERLAP && mk_param_moe_gemm2_claim();
   }
   {
     const int sk = mk_moe_pick_skinny(a, W);
@@ -641,8 +654,9 @@ static mk_status forward_fused(mk_moe_t *m, const uint16_t *x, int64_t T, const 
   }
   if (m->sched == MK_MOE_SCHED_SERIAL) { /* one stream: every CTA of dispatch / combine is resident */
     MK_CHECK(mk_moe_launch_dispatch(d, x, s)); /* ce_send: it waits for the peers' copies (xflag) too */
-    /* ce_send: the peers' flags consumed; this rank's copies (s2) join before the reduce (GEMM1 need not wait) */
-    if (d->ce_send) MK_CUDA_CHECK(cudaMemsetAsync(d->w.heap + d->o_xflag, 0, (size_t)d->W * 8, s));
+    /* ce_send: the peers' flags consumed (ce_beside: zeroed by the dispatch, GEMM1 being its programmatic
+       dependent); this rank's copies (s2) join before the reduce (GEMM1 need not wait) */
+    if (d->ce_send && !d->ce_beside) MK_CUDA_CHECK(cudaMemsetAsync(d->w.heap + d->o_xflag, 0, (size_t)d->W * 8, s));
     if (d->g12_need) { /* GEMM2 beside GEMM1: its programmatic dependent (MK_MOE_G12_SMS) */
       MK_CHECK(mk_moe_launch_gemm1(d, m->sms - m->g12_sms, s));
       MK_CHECK(mk_moe_launch_gemm2(d, m->sms, s));
