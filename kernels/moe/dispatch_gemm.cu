@@ -319,6 +319,66 @@ __device__ __forceinline__ void moe_group_rows(const mk_moe_dev &d, int s, int64
   }
 }
 
+/* moe_group_rows for a window [lo, hi) of the local experts that holds few of a row's experts (beside GEMM1, on
+ * few CTAs: latency, not bandwidth): a warp takes 32 rows at a time, lane i reading row i's meta, taking the places
+ * of its experts in the window (atomics of all lanes in flight together), then the warp copies the rows that have
+ * any, one after the other, and each lane records its places (posmap, rowdst) and, after one fence, adds them to
+ * ready. (One row a warp with a fence a row, run 93fd1ee-x2: 16 CTAs grouped 64 MiB in ~0.5 ms.) */
+static_assert(MK_MOE_MAX_TOPK == 8 && sizeof(mk_moe_meta) == 80, "moe_group_window reads a meta as 16-byte vectors");
+__device__ __forceinline__ void moe_group_window(const mk_moe_dev &d, int s, int64_t j0, int64_t j1, const char *land,
+                                                 uint64_t o_lmeta, int lo, int hi) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
+  const uint64_t row_bytes = (uint64_t)d.H * 2;
+  const mk_moe_meta *lm = mk_local_ptr<mk_moe_meta>(d.w, o_lmeta) + (int64_t)s * d.Tm;
+  for (int64_t b = j0 + (int64_t)warp * 32; b < j1; b += (int64_t)kMoeWarps * 32) {
+    const int64_t j = b + lane;
+    int4 h = make_int4(0, 0, 0, 0), e4[2] = {h, h}; /* token, n, q; e[0..7] */
+    if (j < j1) {
+      const int4 *m4 = (const int4 *)(lm + j);
+      h = m4[0], e4[0] = m4[1], e4[1] = m4[2];
+    }
+    const int ev[MK_MOE_MAX_TOPK] = {e4[0].x, e4[0].y, e4[0].z, e4[0].w, e4[1].x, e4[1].y, e4[1].z, e4[1].w};
+    unsigned hits = 0; /* bit i: entry i of the row's meta is in the window */
+    int pl[MK_MOE_MAX_TOPK];
+#pragma unroll
+    for (int i = 0; i < MK_MOE_MAX_TOPK; i++) {
+      pl[i] = 0;
+      if (i < h.y && ev[i] >= lo && ev[i] < hi) {
+        hits |= 1u << i;
+        pl[i] = d.exp_off[ev[i]] + atomicAdd(&d.fill[ev[i]], 1);
+      }
+    }
+    for (unsigned todo = __ballot_sync(0xffffffffu, hits != 0); todo; todo &= todo - 1) {
+      const int l = __ffs(todo) - 1;
+      const unsigned hl = __shfl_sync(0xffffffffu, hits, l);
+      const int64_t src_row = d.ce_send ? __shfl_sync(0xffffffffu, h.x, l) : b + l;
+      int pos[MK_MOE_MAX_TOPK], k = 0;
+#pragma unroll
+      for (int i = 0; i < MK_MOE_MAX_TOPK; i++) {
+        const int v = __shfl_sync(0xffffffffu, pl[i], l);
+        if ((hl >> i) & 1) pos[k++] = v;
+      }
+      moe_copy_row_multi((char *)d.A1, pos, k, land + src_row * row_bytes, (int64_t)row_bytes);
+    }
+    __syncwarp();
+    if (hits) {
+#pragma unroll
+      for (int i = 0; i < MK_MOE_MAX_TOPK; i++)
+        if ((hits >> i) & 1) {
+          d.posmap[((int64_t)s * d.Tm + j) * d.K + i] = pl[i];
+          if (d.push)
+            d.rowdst[pl[i]] = (d.fan ? mk_local_ptr<uint16_t>(d.w, d.o_pland) + (int64_t)s * d.Tm * d.K * d.H
+                                     : mk_peer_ptr<uint16_t>(d.w, moe_local(d, s), d.o_pland)) +
+                              ((int64_t)h.x * d.K + ((h.z >> (4 * i)) & 15)) * d.H;
+        }
+      __threadfence();
+#pragma unroll
+      for (int i = 0; i < MK_MOE_MAX_TOPK; i++)
+        if ((hits >> i) & 1) moe_red_add_gpu(mk_local_ptr<uint64_t>(d.w, d.o_ready) + moe_tile_of(d, ev[i], pl[i]), 1);
+    }
+  }
+}
+
 /* ce_beside, after CTA c's send: its chunk of this rank's own rows grouped from x, then the trigger of GEMM1 (this
  * kernel's programmatic dependent), then CTAs c >= ce_beside leave and the others group the peers' rows: once
  * every peer's metas (land_sig of all its C chunks) and rows (xflag) are in, window by window of ce_wx local
@@ -354,7 +414,7 @@ __device__ __forceinline__ void moe_dispatch_beside(const mk_moe_dev &d, const u
     for (int i = 1; i < d.W; i++) {
       const int s = (d.rank + i) % d.W;
       moe_chunk(d.n_from[s], c, d.ce_beside, &j0, &j1);
-      moe_group_rows(d, s, j0, j1, moe_land_rows(d, x, o_land, s), o_lmeta, lo, lo + d.ce_wx);
+      moe_group_window(d, s, j0, j1, moe_land_rows(d, x, o_land, s), o_lmeta, lo, lo + d.ce_wx);
     }
   if (d.prof) {
     __syncthreads();
