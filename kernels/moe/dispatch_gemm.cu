@@ -319,63 +319,128 @@ __device__ __forceinline__ void moe_group_rows(const mk_moe_dev &d, int s, int64
   }
 }
 
-/* moe_group_rows for a window [lo, hi) of the local experts that holds few of a row's experts (beside GEMM1, on
- * few CTAs: latency, not bandwidth): a warp takes 32 rows at a time, lane i reading row i's meta, taking the places
- * of its experts in the window (atomics of all lanes in flight together), then the warp copies the rows that have
- * any, one after the other, and each lane records its places (posmap, rowdst) and, after one fence, adds them to
- * ready. (One row a warp with a fence a row, run 93fd1ee-x2: 16 CTAs grouped 64 MiB in ~0.5 ms.) */
-static_assert(MK_MOE_MAX_TOPK == 8 && sizeof(mk_moe_meta) == 80, "moe_group_window reads a meta as 16-byte vectors");
-__device__ __forceinline__ void moe_group_window(const mk_moe_dev &d, int s, int64_t j0, int64_t j1, const char *land,
-                                                 uint64_t o_lmeta, int lo, int hi) {
+/* Two rows copied by one warp side by side (nb = 0: row a only): row a (b) from src_a (src_b) to its na (nb) places
+ * base + pos[q] * bytes, each lane loading 8 16-byte vectors of each before storing them, so that twice the bytes
+ * are in flight (moe_copy_row_multi: one row). */
+__device__ __forceinline__ void moe_copy_rows2(char *base, const int *pos_a, int na, const void *src_a, const int *pos_b,
+                                               int nb, const void *src_b, int64_t bytes) {
+  const int lane = threadIdx.x & 31;
+  const uint4 *__restrict__ ia = (const uint4 *)src_a;
+  const uint4 *__restrict__ ib = (const uint4 *)src_b;
+  const int64_t nv = bytes / 16;
+  for (int64_t v = lane; v < nv; v += 8 * 32) {
+    uint4 ra[8], rb[8];
+#pragma unroll
+    for (int q = 0; q < 8; q++)
+      if (v + 32 * q < nv) {
+        ra[q] = ia[v + 32 * q];
+        if (nb) rb[q] = ib[v + 32 * q];
+      }
+    for (int k = 0; k < na; k++) {
+      uint4 *o = (uint4 *)(base + (int64_t)pos_a[k] * bytes);
+#pragma unroll
+      for (int q = 0; q < 8; q++)
+        if (v + 32 * q < nv) o[v + 32 * q] = ra[q];
+    }
+    for (int k = 0; k < nb; k++) {
+      uint4 *o = (uint4 *)(base + (int64_t)pos_b[k] * bytes);
+#pragma unroll
+      for (int q = 0; q < 8; q++)
+        if (v + 32 * q < nv) o[v + 32 * q] = rb[q];
+    }
+  }
+}
+
+/* ce_beside: CTA c < ce_beside groups its part of every peer's rows (part c of ce_beside of each peer's, all peers'
+ * parts in one list) into A1, window by window of ce_wx local experts (GEMM1's tiles run in expert order). On few
+ * CTAs beside GEMM1 this is latency-bound, so a warp takes 32 rows at a time: lane i reads row i's meta and takes
+ * the places of all its experts at once (the atomics of all lanes in flight together; experts and places kept in
+ * shared memory, the registers left to the copies), then per window the warp copies the rows with an expert there
+ * two at a time, each lane records its row's places there (posmap, rowdst) and, after one fence, adds them to
+ * ready. (One row a warp and a fence a row, run 93fd1ee-x2: 16 CTAs grouped 64 MiB in ~0.5 ms at
+ * (4096, 2048, 128); metas read and places taken per window, 16 windows, rows one at a time, run 45c0e9d-x2:
+ * ~0.3 ms.) */
+static_assert(MK_MOE_MAX_TOPK == 8 && sizeof(mk_moe_meta) == 80, "moe_group_peers reads a meta as 16-byte vectors");
+__device__ __forceinline__ void moe_group_peers(const mk_moe_dev &d, const uint16_t *x, uint64_t o_land,
+                                                uint64_t o_lmeta, int c) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
   const uint64_t row_bytes = (uint64_t)d.H * 2;
-  const mk_moe_meta *lm = mk_local_ptr<mk_moe_meta>(d.w, o_lmeta) + (int64_t)s * d.Tm;
-  for (int64_t b = j0 + (int64_t)warp * 32; b < j1; b += (int64_t)kMoeWarps * 32) {
-    const int64_t j = b + lane;
-    int4 h = make_int4(0, 0, 0, 0), e4[2] = {h, h}; /* token, n, q; e[0..7] */
-    if (j < j1) {
-      const int4 *m4 = (const int4 *)(lm + j);
-      h = m4[0], e4[0] = m4[1], e4[1] = m4[2];
+  __shared__ int64_t s_a[MK_MOE_MAX_RANKS], s_p[MK_MOE_MAX_RANKS + 1]; /* peer i: its first row, the list's prefix */
+  __shared__ int s_ev[kMoeWarps][MK_MOE_MAX_TOPK][32], s_pl[kMoeWarps][MK_MOE_MAX_TOPK][32]; /* lane's entry k */
+  if (threadIdx.x == 0) {
+    s_p[0] = 0;
+    for (int i = 0; i < d.W - 1; i++) {
+      int64_t j0, j1;
+      moe_chunk(d.n_from[(d.rank + 1 + i) % d.W], c, d.ce_beside, &j0, &j1);
+      s_a[i] = j0;
+      s_p[i + 1] = s_p[i] + (j1 - j0);
     }
-    const int ev[MK_MOE_MAX_TOPK] = {e4[0].x, e4[0].y, e4[0].z, e4[0].w, e4[1].x, e4[1].y, e4[1].z, e4[1].w};
-    unsigned hits = 0; /* bit i: entry i of the row's meta is in the window */
-    int pl[MK_MOE_MAX_TOPK];
+  }
+  __syncthreads();
+  const int64_t total = s_p[d.W - 1];
+  int(*ev)[32] = s_ev[warp], (*pl)[32] = s_pl[warp];
+  for (int64_t base = (int64_t)warp * 32; base < total; base += (int64_t)kMoeWarps * 32) {
+    const int64_t u = base + lane;
+    int src = d.rank, n = 0, tok = 0, qq = 0;
+    int64_t row = 0;
+    if (u < total) {
+      int i = 0;
+      while (s_p[i + 1] <= u) i++;
+      src = (d.rank + 1 + i) % d.W;
+      row = s_a[i] + (u - s_p[i]);
+      const int4 *m4 = (const int4 *)(mk_local_ptr<mk_moe_meta>(d.w, o_lmeta) + (int64_t)src * d.Tm + row);
+      const int4 h = m4[0], e0 = m4[1], e1 = m4[2];
+      tok = h.x, n = h.y, qq = h.z;
+      const int e[MK_MOE_MAX_TOPK] = {e0.x, e0.y, e0.z, e0.w, e1.x, e1.y, e1.z, e1.w};
+      int p[MK_MOE_MAX_TOPK];
 #pragma unroll
-    for (int i = 0; i < MK_MOE_MAX_TOPK; i++) {
-      pl[i] = 0;
-      if (i < h.y && ev[i] >= lo && ev[i] < hi) {
-        hits |= 1u << i;
-        pl[i] = d.exp_off[ev[i]] + atomicAdd(&d.fill[ev[i]], 1);
-      }
-    }
-    for (unsigned todo = __ballot_sync(0xffffffffu, hits != 0); todo; todo &= todo - 1) {
-      const int l = __ffs(todo) - 1;
-      const unsigned hl = __shfl_sync(0xffffffffu, hits, l);
-      const int64_t src_row = d.ce_send ? __shfl_sync(0xffffffffu, h.x, l) : b + l;
-      int pos[MK_MOE_MAX_TOPK], k = 0;
+      for (int k = 0; k < MK_MOE_MAX_TOPK; k++) p[k] = k < n ? d.exp_off[e[k]] + atomicAdd(&d.fill[e[k]], 1) : 0;
 #pragma unroll
-      for (int i = 0; i < MK_MOE_MAX_TOPK; i++) {
-        const int v = __shfl_sync(0xffffffffu, pl[i], l);
-        if ((hl >> i) & 1) pos[k++] = v;
-      }
-      moe_copy_row_multi((char *)d.A1, pos, k, land + src_row * row_bytes, (int64_t)row_bytes);
+      for (int k = 0; k < MK_MOE_MAX_TOPK; k++) ev[k][lane] = k < n ? e[k] : -1, pl[k][lane] = p[k];
     }
     __syncwarp();
-    if (hits) {
+    const char *land = (const char *)x; /* this lane's row (ce_send: row = token), read only where it has hits */
+    if (u < total) land = moe_land_rows(d, x, o_land, src) + (int64_t)tok * row_bytes;
+    for (int lo = 0; lo < d.El; lo += d.ce_wx) {
+      const int hi = lo + d.ce_wx;
+      unsigned hits = 0; /* bit k: entry k of the row's meta is in the window */
 #pragma unroll
-      for (int i = 0; i < MK_MOE_MAX_TOPK; i++)
-        if ((hits >> i) & 1) {
-          d.posmap[((int64_t)s * d.Tm + j) * d.K + i] = pl[i];
-          if (d.push)
-            d.rowdst[pl[i]] = (d.fan ? mk_local_ptr<uint16_t>(d.w, d.o_pland) + (int64_t)s * d.Tm * d.K * d.H
-                                     : mk_peer_ptr<uint16_t>(d.w, moe_local(d, s), d.o_pland)) +
-                              ((int64_t)h.x * d.K + ((h.z >> (4 * i)) & 15)) * d.H;
+      for (int k = 0; k < MK_MOE_MAX_TOPK; k++) hits |= (unsigned)(ev[k][lane] >= lo && ev[k][lane] < hi) << k;
+      for (unsigned todo = __ballot_sync(0xffffffffu, hits != 0); todo;) { /* two rows at a time */
+        int pos[2][MK_MOE_MAX_TOPK], cnt[2] = {0, 0};
+        const char *from[2] = {NULL, NULL};
+#pragma unroll
+        for (int t = 0; t < 2; t++) {
+          if (!todo) break;
+          const int l = __ffs(todo) - 1;
+          todo &= todo - 1;
+          const unsigned hl = __shfl_sync(0xffffffffu, hits, l);
+          from[t] = (const char *)__shfl_sync(0xffffffffu, (unsigned long long)land, l);
+#pragma unroll
+          for (int k = 0; k < MK_MOE_MAX_TOPK; k++)
+            if ((hl >> k) & 1) pos[t][cnt[t]++] = pl[k][l];
         }
-      __threadfence();
+        moe_copy_rows2((char *)d.A1, pos[0], cnt[0], from[0], pos[1], cnt[1], from[1], (int64_t)row_bytes);
+      }
+      __syncwarp();
+      if (hits) {
 #pragma unroll
-      for (int i = 0; i < MK_MOE_MAX_TOPK; i++)
-        if ((hits >> i) & 1) moe_red_add_gpu(mk_local_ptr<uint64_t>(d.w, d.o_ready) + moe_tile_of(d, ev[i], pl[i]), 1);
+        for (int k = 0; k < MK_MOE_MAX_TOPK; k++)
+          if ((hits >> k) & 1) {
+            d.posmap[((int64_t)src * d.Tm + row) * d.K + k] = pl[k][lane];
+            if (d.push) /* as in moe_group_rows */
+              d.rowdst[pl[k][lane]] = (d.fan ? mk_local_ptr<uint16_t>(d.w, d.o_pland) + (int64_t)src * d.Tm * d.K * d.H
+                                             : mk_peer_ptr<uint16_t>(d.w, moe_local(d, src), d.o_pland)) +
+                                      ((int64_t)tok * d.K + ((qq >> (4 * k)) & 15)) * d.H;
+          }
+        __threadfence();
+#pragma unroll
+        for (int k = 0; k < MK_MOE_MAX_TOPK; k++)
+          if ((hits >> k) & 1)
+            moe_red_add_gpu(mk_local_ptr<uint64_t>(d.w, d.o_ready) + moe_tile_of(d, ev[k][lane], pl[k][lane]), 1);
+      }
     }
+    __syncwarp(); /* ev, pl of this batch read by every lane before the next batch writes them */
   }
 }
 
@@ -410,12 +475,7 @@ __device__ __forceinline__ void moe_dispatch_beside(const mk_moe_dev &d, const u
     if (atomicAdd((unsigned long long *)&d.g1_sync[2], 1ull) + 1 == target * (uint64_t)d.ce_beside)
       for (int s = 0; s < d.W; s++) *mk_local_ptr<uint64_t>(d.w, d.o_xflag + 8ull * s) = 0;
   }
-  for (int lo = 0; lo < d.El; lo += d.ce_wx)
-    for (int i = 1; i < d.W; i++) {
-      const int s = (d.rank + i) % d.W;
-      moe_chunk(d.n_from[s], c, d.ce_beside, &j0, &j1);
-      moe_group_window(d, s, j0, j1, moe_land_rows(d, x, o_land, s), o_lmeta, lo, lo + d.ce_wx);
-    }
+  moe_group_peers(d, x, o_land, o_lmeta, c);
   if (d.prof) {
     __syncthreads();
     if (threadIdx.x == 0) moe_stamp(d.prof, MK_MOE_PH_LANDED);

@@ -104,8 +104,8 @@ int mk_moe_pick_ce_send(const mk_moe_args *a, int W) {
 
 /* With the rows by copy engine (MK_MOE_CE_SEND): n >= 1 dispatch CTAs group the peers' rows into A1 beside GEMM1
  * while the others leave once their own rows are grouped, GEMM1 (every SM, dynamic claims) being launched as the
- * dispatch's programmatic dependent and taking their SMs; the n take the peers' rows window by window (a
- * sixteenth of the local experts each, in GEMM1's tile order) and leave as they finish. 0: every row grouped
+ * dispatch's programmatic dependent and taking their SMs; the n take the peers' rows window by window (an
+ * eighth of the local experts each, in GEMM1's tile order) and leave as they finish. 0: every row grouped
  * before GEMM1 on every SM (session 38); -1 (default): 16. */
 MK_PARAM_INT(moe_ce_beside, "MOE_CE_BESIDE", -1, -1, 1024)
 
@@ -406,7 +406,7 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
       const int64_t b = mk_param_moe_ce_beside();
       d->ce_beside = (int)(b < 0 ? 16 : b);
       if (d->ce_beside > d->C) d->ce_beside = d->C;
-      d->ce_wx = El >= 16 ? El / 16 : 1;
+      d->ce_wx = El >= 8 ? El / 8 : 1;
     }
     if (d->push) { /* the reduce's ticket (its last CTA advances the call) */
       MK_CHECK_GOTO(dalloc((void **)&d->tick, sizeof *d->tick), st, fail);
