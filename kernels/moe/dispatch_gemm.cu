@@ -383,6 +383,8 @@ __device__ __forceinline__ void moe_group_peers(const mk_moe_dev &d, const uint1
     const int64_t u = base + lane;
     int src = d.rank, n = 0, tok = 0, qq = 0;
     int64_t row = 0;
+#pragma unroll
+    for (int k = 0; k < MK_MOE_MAX_TOPK; k++) ev[k][lane] = -1; /* a lane past the list: no entries */
     if (u < total) {
       int i = 0;
       while (s_p[i + 1] <= u) i++;
