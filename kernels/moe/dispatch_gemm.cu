@@ -273,217 +273,6 @@ __device__ __forceinline__ int moe_wait_any_source(const mk_moe_dev &d, uint64_t
   }
 }
 
-/* Where source s's landed rows are: slot j of land[s], or with ce_send the token's row of land[s] (a peer's whole
- * x) or of x (this rank's own). */
-__device__ __forceinline__ const char *moe_land_rows(const mk_moe_dev &d, const uint16_t *x, uint64_t o_land, int s) {
-  if (d.ce_send && s == d.rank) return (const char *)x;
-  return mk_local_ptr<char>(d.w, o_land + (uint64_t)s * (uint64_t)d.Tm * (uint64_t)d.H * 2);
-}
-
-/* The CTA's warps group landed rows [j0, j1) of source s into A1 by local expert, for the experts in [lo, hi) of
- * each row's meta: row and expert get a place at exp_off[e] + atomicAdd(fill[e]), one read of the row stored to
- * all its places, the place recorded in posmap (and, push combine, in rowdst the address of its (token, top-k
- * index) row in pland at home s), then 1 added to ready[its tile-row] (release). */
-__device__ __forceinline__ void moe_group_rows(const mk_moe_dev &d, int s, int64_t j0, int64_t j1, const char *land,
-                                               uint64_t o_lmeta, int lo, int hi) {
-  const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
-  const uint64_t row_bytes = (uint64_t)d.H * 2;
-  const mk_moe_meta *lm = mk_local_ptr<mk_moe_meta>(d.w, o_lmeta) + (int64_t)s * d.Tm;
-  for (int64_t j = j0 + warp; j < j1; j += kMoeWarps) {
-    const int n = lm[j].n;
-    const int e = lane < n ? lm[j].e[lane] : -1; /* lane q < n: expert q of the row */
-    const bool in = e >= lo && e < hi;
-    const unsigned mask = __ballot_sync(0xffffffffu, in);
-    if (!mask) continue;
-    const int p = in ? d.exp_off[e] + atomicAdd(&d.fill[e], 1) : 0; /* its row of A1 */
-    int pos[MK_MOE_MAX_TOPK];
-    unsigned left = mask;
-#pragma unroll
-    for (int q = 0; q < MK_MOE_MAX_TOPK; q++) { /* the places of the lanes in mask, in lane order */
-      pos[q] = __shfl_sync(0xffffffffu, p, left ? __ffs(left) - 1 : 0);
-      left &= left - 1;
-    }
-    const int64_t src_row = d.ce_send ? lm[j].token : j;
-    moe_copy_row_multi((char *)d.A1, pos, __popc(mask), land + src_row * row_bytes, (int64_t)row_bytes);
-    __syncwarp();
-    if (in) {
-      d.posmap[((int64_t)s * d.Tm + j) * d.K + lane] = p;
-      if (d.push) /* GEMM2 stores row p straight into row (token, q) of pland at home s (fan: row (s, token, q)
-                     here, and at every rank through out_also) */
-        d.rowdst[p] = (d.fan ? mk_local_ptr<uint16_t>(d.w, d.o_pland) + (int64_t)s * d.Tm * d.K * d.H
-                             : mk_peer_ptr<uint16_t>(d.w, moe_local(d, s), d.o_pland)) +
-                      ((int64_t)lm[j].token * d.K + ((lm[j].q >> (4 * lane)) & 15)) * d.H;
-      __threadfence();
-      moe_red_add_gpu(mk_local_ptr<uint64_t>(d.w, d.o_ready) + moe_tile_of(d, e, p), 1);
-    }
-  }
-}
-
-/* Two rows copied by one warp side by side (nb = 0: row a only): row a (b) from src_a (src_b) to its na (nb) places
- * base + pos[q] * bytes, each lane loading 8 16-byte vectors of each before storing them, so that twice the bytes
- * are in flight (moe_copy_row_multi: one row). */
-__device__ __forceinline__ void moe_copy_rows2(char *base, const int *pos_a, int na, const void *src_a, const int *pos_b,
-                                               int nb, const void *src_b, int64_t bytes) {
-  const int lane = threadIdx.x & 31;
-  const uint4 *__restrict__ ia = (const uint4 *)src_a;
-  const uint4 *__restrict__ ib = (const uint4 *)src_b;
-  const int64_t nv = bytes / 16;
-  for (int64_t v = lane; v < nv; v += 8 * 32) {
-    uint4 ra[8], rb[8];
-#pragma unroll
-    for (int q = 0; q < 8; q++)
-      if (v + 32 * q < nv) {
-        ra[q] = ia[v + 32 * q];
-        if (nb) rb[q] = ib[v + 32 * q];
-      }
-    for (int k = 0; k < na; k++) {
-      uint4 *o = (uint4 *)(base + (int64_t)pos_a[k] * bytes);
-#pragma unroll
-      for (int q = 0; q < 8; q++)
-        if (v + 32 * q < nv) o[v + 32 * q] = ra[q];
-    }
-    for (int k = 0; k < nb; k++) {
-      uint4 *o = (uint4 *)(base + (int64_t)pos_b[k] * bytes);
-#pragma unroll
-      for (int q = 0; q < 8; q++)
-        if (v + 32 * q < nv) o[v + 32 * q] = rb[q];
-    }
-  }
-}
-
-/* ce_beside: CTA c < ce_beside groups its part of every peer's rows (part c of ce_beside of each peer's, all peers'
- * parts in one list) into A1, window by window of ce_wx local experts (GEMM1's tiles run in expert order). On few
- * CTAs beside GEMM1 this is latency-bound, so a warp takes 32 rows at a time: lane i reads row i's meta and takes
- * the places of all its experts at once (the atomics of all lanes in flight together; experts and places kept in
- * shared memory, the registers left to the copies), then per window the warp copies the rows with an expert there
- * two at a time, each lane records its row's places there (posmap, rowdst) and, after one fence, adds them to
- * ready. (One row a warp and a fence a row, run 93fd1ee-x2: 16 CTAs grouped 64 MiB in ~0.5 ms at
- * (4096, 2048, 128); metas read and places taken per window, 16 windows, rows one at a time, run 45c0e9d-x2:
- * ~0.3 ms.) */
-static_assert(MK_MOE_MAX_TOPK == 8 && sizeof(mk_moe_meta) == 80, "moe_group_peers reads a meta as 16-byte vectors");
-__device__ __forceinline__ void moe_group_peers(const mk_moe_dev &d, const uint16_t *x, uint64_t o_land,
-                                                uint64_t o_lmeta, int c) {
-  const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
-  const uint64_t row_bytes = (uint64_t)d.H * 2;
-  __shared__ int64_t s_a[MK_MOE_MAX_RANKS], s_p[MK_MOE_MAX_RANKS + 1]; /* peer i: its first row, the list's prefix */
-  __shared__ int s_ev[kMoeWarps][MK_MOE_MAX_TOPK][32], s_pl[kMoeWarps][MK_MOE_MAX_TOPK][32]; /* lane's entry k */
-  if (threadIdx.x == 0) {
-    s_p[0] = 0;
-    for (int i = 0; i < d.W - 1; i++) {
-      int64_t j0, j1;
-      moe_chunk(d.n_from[(d.rank + 1 + i) % d.W], c, d.ce_beside, &j0, &j1);
-      s_a[i] = j0;
-      s_p[i + 1] = s_p[i] + (j1 - j0);
-    }
-  }
-  __syncthreads();
-  const int64_t total = s_p[d.W - 1];
-  int(*ev)[32] = s_ev[warp], (*pl)[32] = s_pl[warp];
-  for (int64_t base = (int64_t)warp * 32; base < total; base += (int64_t)kMoeWarps * 32) {
-    const int64_t u = base + lane;
-    int src = d.rank, n = 0, tok = 0, qq = 0;
-    int64_t row = 0;
-#pragma unroll
-    for (int k = 0; k < MK_MOE_MAX_TOPK; k++) ev[k][lane] = -1; /* a lane past the list: no entries */
-    if (u < total) {
-      int i = 0;
-      while (s_p[i + 1] <= u) i++;
-      src = (d.rank + 1 + i) % d.W;
-      row = s_a[i] + (u - s_p[i]);
-      const int4 *m4 = (const int4 *)(mk_local_ptr<mk_moe_meta>(d.w, o_lmeta) + (int64_t)src * d.Tm + row);
-      const int4 h = m4[0], e0 = m4[1], e1 = m4[2];
-      tok = h.x, n = h.y, qq = h.z;
-      const int e[MK_MOE_MAX_TOPK] = {e0.x, e0.y, e0.z, e0.w, e1.x, e1.y, e1.z, e1.w};
-      int p[MK_MOE_MAX_TOPK];
-#pragma unroll
-      for (int k = 0; k < MK_MOE_MAX_TOPK; k++) p[k] = k < n ? d.exp_off[e[k]] + atomicAdd(&d.fill[e[k]], 1) : 0;
-#pragma unroll
-      for (int k = 0; k < MK_MOE_MAX_TOPK; k++) ev[k][lane] = k < n ? e[k] : -1, pl[k][lane] = p[k];
-    }
-    __syncwarp();
-    const char *land = (const char *)x; /* this lane's row (ce_send: row = token), read only where it has hits */
-    if (u < total) land = moe_land_rows(d, x, o_land, src) + (int64_t)tok * row_bytes;
-    for (int lo = 0; lo < d.El; lo += d.ce_wx) {
-      const int hi = lo + d.ce_wx;
-      unsigned hits = 0; /* bit k: entry k of the row's meta is in the window */
-#pragma unroll
-      for (int k = 0; k < MK_MOE_MAX_TOPK; k++) hits |= (unsigned)(ev[k][lane] >= lo && ev[k][lane] < hi) << k;
-      for (unsigned todo = __ballot_sync(0xffffffffu, hits != 0); todo;) { /* two rows at a time */
-        int pos[2][MK_MOE_MAX_TOPK], cnt[2] = {0, 0};
-        const char *from[2] = {NULL, NULL};
-#pragma unroll
-        for (int t = 0; t < 2; t++) {
-          if (!todo) break;
-          const int l = __ffs(todo) - 1;
-          todo &= todo - 1;
-          const unsigned hl = __shfl_sync(0xffffffffu, hits, l);
-          from[t] = (const char *)__shfl_sync(0xffffffffu, (unsigned long long)land, l);
-#pragma unroll
-          for (int k = 0; k < MK_MOE_MAX_TOPK; k++)
-            if ((hl >> k) & 1) pos[t][cnt[t]++] = pl[k][l];
-        }
-        moe_copy_rows2((char *)d.A1, pos[0], cnt[0], from[0], pos[1], cnt[1], from[1], (int64_t)row_bytes);
-      }
-      __syncwarp();
-      if (hits) {
-#pragma unroll
-        for (int k = 0; k < MK_MOE_MAX_TOPK; k++)
-          if ((hits >> k) & 1) {
-            d.posmap[((int64_t)src * d.Tm + row) * d.K + k] = pl[k][lane];
-            if (d.push) /* as in moe_group_rows */
-              d.rowdst[pl[k][lane]] = (d.fan ? mk_local_ptr<uint16_t>(d.w, d.o_pland) + (int64_t)src * d.Tm * d.K * d.H
-                                             : mk_peer_ptr<uint16_t>(d.w, moe_local(d, src), d.o_pland)) +
-                                      ((int64_t)tok * d.K + ((qq >> (4 * k)) & 15)) * d.H;
-          }
-        __threadfence();
-#pragma unroll
-        for (int k = 0; k < MK_MOE_MAX_TOPK; k++)
-          if ((hits >> k) & 1)
-            moe_red_add_gpu(mk_local_ptr<uint64_t>(d.w, d.o_ready) + moe_tile_of(d, ev[k][lane], pl[k][lane]), 1);
-      }
-    }
-    __syncwarp(); /* ev, pl of this batch read by every lane before the next batch writes them */
-  }
-}
-
-/* ce_beside, after CTA c's send: its chunk of this rank's own rows grouped from x, then the trigger of GEMM1 (this
- * kernel's programmatic dependent), then CTAs c >= ce_beside leave and the others group the peers' rows: once
- * every peer's metas (land_sig of all its C chunks) and rows (xflag) are in, window by window of ce_wx local
- * experts (GEMM1's tiles run in expert order), each CTA taking part c of every peer's rows in each window. */
-__device__ __forceinline__ void moe_dispatch_beside(const mk_moe_dev &d, const uint16_t *x, uint64_t target,
-                                                    uint64_t o_land, uint64_t o_lmeta) {
-  const int c = blockIdx.x;
-  int64_t j0, j1;
-  moe_chunk(d.n_from[d.rank], c, d.C, &j0, &j1);
-  /* this rank's chunk c: its metas were written by this CTA's send (land_sig[rank][c] after a barrier) */
-  if (!mk_wait_ge_cta(d.w, d.o_land_sig + ((uint64_t)d.rank * d.C + c) * 8, target, MK_OP_MOE, d.rank, c)) return;
-  moe_group_rows(d, d.rank, j0, j1, (const char *)x, o_lmeta, 0, d.El);
-  __syncthreads();
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-  if (c >= d.ce_beside) return;
-  int ok = 1;
-  const int pairs = (d.W - 1) * (d.C + 1); /* (peer i, its chunk k), k = C: its xflag (set: 1) */
-  for (int i = threadIdx.x; i < pairs; i += blockDim.x) {
-    const int s = (d.rank + 1 + i / (d.C + 1)) % d.W, k = i % (d.C + 1);
-    const uint64_t off = k < d.C ? d.o_land_sig + ((uint64_t)s * d.C + k) * 8 : d.o_xflag + 8ull * s;
-    ok &= mk_wait_ge_paced(d.w, off, k < d.C ? target : 1, MK_OP_MOE, s, k, kMoePollNs); /* error record: tile k */
-  }
-  if (!__syncthreads_and(ok)) return;
-  /* The last of the ce_beside CTAs to see the flags zeroes them for the next call: before this kernel ends, so
-     before GEMM1 does (its tail waits for this kernel), this rank's GEMM2 signals psig, and a peer's next call
-     can write its flag. */
-  if (threadIdx.x == 0) {
-    __threadfence();
-    if (atomicAdd((unsigned long long *)&d.g1_sync[2], 1ull) + 1 == target * (uint64_t)d.ce_beside)
-      for (int s = 0; s < d.W; s++) *mk_local_ptr<uint64_t>(d.w, d.o_xflag + 8ull * s) = 0;
-  }
-  moe_group_peers(d, x, o_land, o_lmeta, c);
-  if (d.prof) {
-    __syncthreads();
-    if (threadIdx.x == 0) moe_stamp(d.prof, MK_MOE_PH_LANDED);
-  }
-}
-
 /* Rows of a CTA's send units: at decode a CTA has ~1 row per destination, so a row is cut into
  * up to kMoeRowParts parts (multiples of 512 bytes: a warp's 16-byte vectors) to keep all warps
  * copying. */
@@ -560,10 +349,6 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_dispatch_kernel(mk_moe_de
                 d.o_land_sig + ((uint64_t)d.rank * d.C + c) * 8, wh);
   }
   if (threadIdx.x == 0) moe_stamp(d.prof, MK_MOE_PH_SENT);
-  if (d.ce_beside) {
-    moe_dispatch_beside(d, x, target, o_land, o_lmeta);
-    return;
-  }
   if (d.send_early && !mk_wait_ge_cta(d.w, d.o_cnt_done, target, MK_OP_MOE, -1, -1)) return;
   /* ---- receive: chunk c of each source in order of arrival, grouped by local expert into A1 ---- */
   uint64_t pending = d.W >= 64 ? ~0ull : (1ull << d.W) - 1; /* thread 0's */
@@ -574,7 +359,33 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_dispatch_kernel(mk_moe_de
     if (s < 0) return;
     int64_t j0, j1;
     moe_chunk(d.n_from[s], c, d.C, &j0, &j1);
-    moe_group_rows(d, s, j0, j1, moe_land_rows(d, x, o_land, s), o_lmeta, 0, d.El);
+    /* a landed row: slot j of land[s], or (ce_send) the token's row of land[s] (a peer's whole x) or of x */
+    const char *land = d.ce_send && s == d.rank ? (const char *)x : mk_local_ptr<char>(d.w, o_land + s * area);
+    const mk_moe_meta *lm = mk_local_ptr<mk_moe_meta>(d.w, o_lmeta) + (int64_t)s * d.Tm;
+    for (int64_t j = j0 + warp; j < j1; j += kMoeWarps) {
+      const int64_t src_row = d.ce_send ? lm[j].token : j;
+      const int n = lm[j].n;
+      int e = 0, p = 0; /* lane q < n: expert q of the row and its row of A1 */
+      if (lane < n) {
+        e = lm[j].e[lane];
+        p = d.exp_off[e] + atomicAdd(&d.fill[e], 1);
+      }
+      int pos[MK_MOE_MAX_TOPK];
+#pragma unroll
+      for (int q = 0; q < MK_MOE_MAX_TOPK; q++) pos[q] = __shfl_sync(0xffffffffu, p, q);
+      moe_copy_row_multi((char *)d.A1, pos, n, land + src_row * row_bytes, (int64_t)row_bytes);
+      __syncwarp();
+      if (lane < n) {
+        d.posmap[((int64_t)s * d.Tm + j) * d.K + lane] = p;
+        if (d.push) /* GEMM2 stores row p straight into row (token, q) of pland at home s (fan: row (s, token, q)
+                       here, and at every rank through out_also) */
+          d.rowdst[p] = (d.fan ? mk_local_ptr<uint16_t>(d.w, d.o_pland) + (int64_t)s * d.Tm * d.K * d.H
+                               : mk_peer_ptr<uint16_t>(d.w, moe_local(d, s), d.o_pland)) +
+                        ((int64_t)lm[j].token * d.K + ((lm[j].q >> (4 * lane)) & 15)) * d.H;
+        __threadfence();
+        moe_red_add_gpu(mk_local_ptr<uint64_t>(d.w, d.o_ready) + moe_tile_of(d, e, p), 1);
+      }
+    }
   }
   if (d.prof) {
     __syncthreads();
@@ -708,12 +519,6 @@ struct moe_gemm1_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
       moe_stamp(prof, MK_MOE_PH_G1_LAST);
     }
   }
-  /* Launched as the dispatch's programmatic dependent (ce_beside), GEMM1 must not end before the dispatch has:
-     what follows on the stream waits only for GEMM1. A no-op in a plain launch. */
-  static constexpr bool kTail = true;
-  __device__ __forceinline__ void tail(State &, uint8_t *, int) const {
-    asm volatile("griddepcontrol.wait;" ::: "memory");
-  }
   __device__ __forceinline__ void after_store(State &, const mk_gemm_tile &t) const {
     if constexpr (kG12) {
       const int row = tile_base[t.group] + (t.m0 - exp_off[t.group]) / mk_gemm_config::kBM;
@@ -791,9 +596,7 @@ static mk_status launch_gemm1(const mk_moe_dev *d, int grid, cudaStream_t stream
   mk_gemm_args args = {kGlu ? d->act : d->C1, d->m_cap, 2 * (int64_t)d->I, d->H, d->El, d->rows};
   args.wg_skip = d->wg_skip;
   p.started = d->g1_sync, p.calls = d->calls, p.C = d->C;
-  /* ce_beside: launched as the dispatch's programmatic dependent, so every dispatch CTA is resident first */
-  p.join_from = d->g1_sync && !d->ll && !d->ce_beside ? grid - d->C : grid;
-  args.pdl = d->ce_beside > 0;
+  p.join_from = d->g1_sync && !d->ll ? grid - d->C : grid;
   p.o_land_cnt = d->o_land_cnt, p.ll_need = d->ll ? (uint64_t)d->W * (uint64_t)d->C : 0;
   if (d->g1_sync) args.claim = (uint32_t *)(d->g1_sync + 1);
   if constexpr (!kG12) {

@@ -91,6 +91,9 @@ int mk_moe_pick_g12(const mk_moe_args *a, int W, int sms) {
  * probability >= 3/4 under uniform routing (1 - C(E - E/W, k) / C(E, k): E = 8, k = 2 at W = 2 0.79; E = 128, k = 8
  * at W = 4 0.90; not E = 8, k = 2 at W = 4, 0.46); 1 wherever the schedule allows; 0 never (the SM dispatch). */
 MK_PARAM_INT(moe_ce_send, "MOE_CE_SEND", -1, -1, 1)
+/* With MK_MOE_CE_SEND: 1 (default) the copies start once the count exchange is done (its records and signals then
+ * cross links the copies do not fill yet); 0 at the start of the call, beside the plan and the exchange (session 38). */
+MK_PARAM_INT(moe_ce_after, "MOE_CE_AFTER", 1, 0, 1)
 
 int mk_moe_pick_ce_send(const mk_moe_args *a, int W) {
   const int64_t p = mk_param_moe_ce_send();
@@ -101,13 +104,6 @@ int mk_moe_pick_ce_send(const mk_moe_args *a, int W) {
   for (int i = 0; i < a->top_k; i++) none *= (double)(E - El - i) / (double)(E - i);
   return 1.0 - none >= 0.75;
 }
-
-/* With the rows by copy engine (MK_MOE_CE_SEND): n >= 1 dispatch CTAs group the peers' rows into A1 beside GEMM1
- * while the others leave once their own rows are grouped, GEMM1 (every SM, dynamic claims) being launched as the
- * dispatch's programmatic dependent and taking their SMs; the n take the peers' rows window by window (an
- * eighth of the local experts each, in GEMM1's tile order) and leave as they finish. 0: every row grouped
- * before GEMM1 on every SM (session 38); -1 (default): 16. */
-MK_PARAM_INT(moe_ce_beside, "MOE_CE_BESIDE", -1, -1, 1024)
 
 /* GEMM1's L2 prefetch while its first tile's rows are in flight, in 64-column k-blocks of the tile's
  * weights: -1 (default) by the L2's size (half of it over the first wave, at most 8 a tile); n >= 0: n. */
@@ -401,13 +397,8 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
     MK_CHECK_GOTO(heap(m, Wu * 8, &d->o_psig), st, fail);
     d->ce_send = m->sched == MK_MOE_SCHED_SERIAL && d->push && m->nnodes == 1 && !d->send_early &&
                  mk_moe_pick_ce_send(a, W);
-    if (d->ce_send) {
-      MK_CHECK_GOTO(heap(m, Wu * 8, &d->o_xflag), st, fail);
-      const int64_t b = mk_param_moe_ce_beside();
-      d->ce_beside = (int)(b < 0 ? 16 : b);
-      if (d->ce_beside > d->C) d->ce_beside = d->C;
-      d->ce_wx = El >= 8 ? El / 8 : 1;
-    }
+    if (d->ce_send) MK_CHECK_GOTO(heap(m, Wu * 8, &d->o_xflag), st, fail);
+    m->ce_after = d->ce_send && mk_param_moe_ce_after();
     if (d->push) { /* the reduce's ticket (its last CTA advances the call) */
       MK_CHECK_GOTO(dalloc((void **)&d->tick, sizeof *d->tick), st, fail);
       MK_CUDA_CHECK_GOTO(cudaMemset(d->tick, 0, sizeof *d->tick), st, fail);
@@ -427,10 +418,10 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
     MK_CHECK_GOTO(dalloc((void **)&d->prof, sizeof(uint64_t) * (MK_MOE_PHASES + 1)), st, fail);
     MK_CUDA_CHECK_GOTO(cudaMemset(d->prof, 0, sizeof(uint64_t) * (MK_MOE_PHASES + 1)), st, fail);
   }
-  if ((m->sched == MK_MOE_SCHED_OVERLAP && mk_param_moe_gemm1_claim()) || d->ce_beside) {
-    MK_CHECK_GOTO(dalloc((void **)&d->g1_sync, 3 * sizeof(uint64_t)), st, fail);
-    MK_CUDA_CHECK_GOTO(cudaMemset(d->g1_sync, 0, 3 * sizeof(uint64_t)), st, fail);
-    d->g2_claim = m->sched == MK_MOE_SCHED_OVERLAP && mk_param_moe_gemm2_claim();
+  if (m->sched == MK_MOE_SCHED_OVERLAP && mk_param_moe_gemm1_claim()) {
+    MK_CHECK_GOTO(dalloc((void **)&d->g1_sync, 2 * sizeof(uint64_t)), st, fail);
+    MK_CUDA_CHECK_GOTO(cudaMemset(d->g1_sync, 0, 2 * sizeof(uint64_t)), st, fail);
+    d->g2_claim = (int)mk_param_moe_gemm2_claim();
   }
   {
     const int sk = mk_moe_pick_skinny(a, W);
@@ -610,6 +601,26 @@ void mk_moe_destroy(mk_moe_t *m) {
   free(m);
 }
 
+/* ce_send: x into every peer's land[rank] by copy engine on s2 (forked from s here), then xflag[rank] := 1 there;
+ * s2 rejoins s through ev_join. */
+static mk_status ce_copy(mk_moe_t *m, const uint16_t *x, int64_t T, cudaStream_t s) {
+  const mk_moe_dev *d = &m->d;
+  cudaStream_t s2 = (cudaStream_t)m->s2;
+  MK_CUDA_CHECK(cudaEventRecord((cudaEvent_t)m->ev_fork, s));
+  MK_CUDA_CHECK(cudaStreamWaitEvent(s2, (cudaEvent_t)m->ev_fork, 0));
+  const uint64_t per = (uint64_t)d->Tm * (uint64_t)d->H * 2;
+  for (int i = 1; i < d->W; i++) {
+    const int r = (d->rank + i) % d->W;
+    char *peer = d->w.peer_heap[r % d->w.local_size];
+    if (T > 0)
+      MK_CUDA_CHECK(cudaMemcpyAsync(peer + d->o_land + (uint64_t)d->rank * per, x, (size_t)T * (size_t)d->H * 2,
+                                    cudaMemcpyDefault, s2));
+    MK_CHECK(mk_stream_write32(s2, peer + d->o_xflag + 8ull * (uint64_t)d->rank, 1, "moe: xflag write"));
+  }
+  MK_CUDA_CHECK(cudaEventRecord((cudaEvent_t)m->ev_join, s2));
+  return MK_STATUS_OK;
+}
+
 /* x [T, H], ids and w [T, K]: this rank's tokens; red: what the reduce sums (this rank's tokens into out, or,
  * stride > 0, every rank's: mk_moe_forward_all). */
 static mk_status forward_fused(mk_moe_t *m, const uint16_t *x, int64_t T, const int32_t *ids, const float *w,
@@ -624,21 +635,9 @@ static mk_status forward_fused(mk_moe_t *m, const uint16_t *x, int64_t T, const 
     MK_CHECK(mk_moe_launch_gemm2(d, m->sms, s));
     return mk_moe_launch_push_reduce(d, red, s); /* barrier point 2: every row home; the advance */
   }
-  if (d->ce_send) { /* x into every peer's land[rank] by copy engine, then xflag[rank] := 1 there */
-    MK_CUDA_CHECK(cudaEventRecord((cudaEvent_t)m->ev_fork, s));
-    MK_CUDA_CHECK(cudaStreamWaitEvent(s2, (cudaEvent_t)m->ev_fork, 0));
-    const uint64_t per = (uint64_t)d->Tm * (uint64_t)d->H * 2;
-    for (int i = 1; i < d->W; i++) {
-      const int r = (d->rank + i) % d->W;
-      char *peer = d->w.peer_heap[r % d->w.local_size];
-      if (T > 0)
-        MK_CUDA_CHECK(cudaMemcpyAsync(peer + d->o_land + (uint64_t)d->rank * per, x, (size_t)T * (size_t)d->H * 2,
-                                      cudaMemcpyDefault, s2));
-      MK_CHECK(mk_stream_write32(s2, peer + d->o_xflag + 8ull * (uint64_t)d->rank, 1, "moe: xflag write"));
-    }
-    MK_CUDA_CHECK(cudaEventRecord((cudaEvent_t)m->ev_join, s2));
-  }
+  if (d->ce_send && !m->ce_after) MK_CHECK(ce_copy(m, x, T, s));
   if (!m->dispatch_early) MK_CHECK(mk_moe_launch_plan(d, ids, w, T, s)); /* barrier point 1: all counts known */
+  if (d->ce_send && m->ce_after) MK_CHECK(ce_copy(m, x, T, s));
   if (m->sched == MK_MOE_SCHED_HYBRID) { /* serial dispatch, combine beside GEMM2 */
     MK_CHECK(mk_moe_launch_dispatch(d, x, s));
     MK_CHECK(mk_moe_launch_gemm1(d, m->sms, s));
@@ -654,9 +653,8 @@ static mk_status forward_fused(mk_moe_t *m, const uint16_t *x, int64_t T, const 
   }
   if (m->sched == MK_MOE_SCHED_SERIAL) { /* one stream: every CTA of dispatch / combine is resident */
     MK_CHECK(mk_moe_launch_dispatch(d, x, s)); /* ce_send: it waits for the peers' copies (xflag) too */
-    /* ce_send: the peers' flags consumed (ce_beside: zeroed by the dispatch, GEMM1 being its programmatic
-       dependent); this rank's copies (s2) join before the reduce (GEMM1 need not wait) */
-    if (d->ce_send && !d->ce_beside) MK_CUDA_CHECK(cudaMemsetAsync(d->w.heap + d->o_xflag, 0, (size_t)d->W * 8, s));
+    /* ce_send: the peers' flags consumed; this rank's copies (s2) join before the reduce (GEMM1 need not wait) */
+    if (d->ce_send) MK_CUDA_CHECK(cudaMemsetAsync(d->w.heap + d->o_xflag, 0, (size_t)d->W * 8, s));
     if (d->g12_need) { /* GEMM2 beside GEMM1: its programmatic dependent (MK_MOE_G12_SMS) */
       MK_CHECK(mk_moe_launch_gemm1(d, m->sms - m->g12_sms, s));
       MK_CHECK(mk_moe_launch_gemm2(d, m->sms, s));

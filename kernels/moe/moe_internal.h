@@ -57,13 +57,9 @@
  *   (cudaMemcpyAsync on s2, row t at slot t: no SM moves a row over NVLink), then writes 1 into xflag[rank]
  *   there (a stream memory operation after the copy). The dispatch sends only the metas (lmeta, land_sig as
  *   before) and groups a peer's rows from land[s][token] once its xflag[s] is set, its own from x[token].
- *   With ce_beside, CTAs c >= ce_beside leave once their own rows are grouped (GEMM1, launched as the
- *   dispatch's programmatic dependent, takes their SMs) and CTAs c < ce_beside group the peers' rows beside
- *   GEMM1, in windows of ce_wx local experts in GEMM1's tile order.
  *   xflag    [W] u64               1 (32-bit write) from source s once its rows are in land[s]; zeroed by a
- *                                  memset on s after the dispatch, or (ce_beside) by the dispatch's last CTA
- *                                  to see them: before this rank's GEMM2 can signal psig, which the source's
- *                                  next call waits for through its reduce */
+ *                                  memset on s after the dispatch (before this rank's GEMM2 can signal psig,
+ *                                  which the source's next call waits for through its reduce) */
 #ifndef MK_KERNELS_MOE_INTERNAL_H
 #define MK_KERNELS_MOE_INTERNAL_H
 
@@ -97,9 +93,8 @@ typedef struct mk_moe_dev {
   int tile_n1;        /* GEMM1's tile width (MK_MOE_TILE_N): 0 the core's pick, 128 or 256 */
   int sk_nt;          /* > 0: GEMM1 swapped (moe_skinny.cuh, MK_MOE_SKINNY) in chunks of sk_nt rows (64, 128, 192) */
   int64_t Tm, m_cap, cnt_stride;
-  uint64_t *calls; /* device: [0] this handle's fused calls so far (targets: calls + 1), [1] calls + 1 (a
-                      copy-engine source: ce_send's xflag). Per handle, not the comm's epoch slot, so
-                      handles of several layers may interleave */
+  uint64_t *calls; /* device: this handle's fused calls so far (targets: calls + 1). Per handle, not
+                      the comm's epoch slot, so handles of several layers may interleave */
   uint64_t o_cnt_in, o_cnt_sig, o_land, o_lmeta, o_land_sig, o_comb, o_comb_sig, o_smeta, o_cnt_out, o_stage,
       o_cstage, o_ready, o_done2, o_cnt_done, o_plan_done, o_g2_out, o_pland, o_psig;
   int send_early;              /* the dispatch sends its rows once the plan is done, beside the count exchange
@@ -132,10 +127,9 @@ typedef struct mk_moe_dev {
   int wg_skip;     /* the grouped GEMMs' idle-warpgroup skip (mk_gemm_args.wg_skip): decode-sized handles */
   float *sk_ws;    /* split-K partials: 2 SMs x 128 x 256 fp32 (both GEMMs, stream-ordered) */
   uint32_t *sk_flags; /* [4 SMs] zeroed at create, re-armed by each launch */
-  uint64_t *g1_sync; /* overlapped schedule with MK_MOE_GEMM1_CLAIM, or ce_beside, else NULL: [0] +1 per
-                        dispatch CTA started (target C x (calls + 1)); [1] GEMM1's dynamic claims (uint32 [2],
-                        mk_gemm_args.claim); [2] ce_beside: +1 per CTA that saw the peers' xflags (target
-                        ce_beside x (calls + 1)) */
+  uint64_t *g1_sync; /* overlapped schedule with MK_MOE_GEMM1_CLAIM, else NULL: [0] +1 per dispatch CTA
+                        started (target C x (calls + 1)); [1] GEMM1's dynamic claims (uint32 [2],
+                        mk_gemm_args.claim) */
   int g2_claim;      /* GEMM2 claims its tiles on g1_sync[1] too (MK_MOE_GEMM2_CLAIM) */
   int g12_need;      /* > 0: GEMM2 beside GEMM1 (push, SwiGLU in GEMM1's epilogue, no split-K in the core's
                         GEMM1; serial schedule: MK_MOE_G12_SMS, overlapped: MK_MOE_G12_DECODE, the swapped
@@ -152,9 +146,6 @@ typedef struct mk_moe_dev {
   int64_t R;
   uint64_t o_a1, o_rowinfo, o_land_cnt;
   int ce_send;       /* rows by copy engine (see the heap list above) */
-  int ce_beside;     /* ce_send: > 0 the dispatch CTAs that group the peers' rows beside GEMM1 (MK_MOE_CE_BESIDE),
-                        0 all rows before GEMM1 */
-  int ce_wx;         /* ce_beside: local experts a window */
   uint64_t o_xflag;
   uint64_t *pub_cnt; /* several node groups with MK_MOE_REMOTE_WHOLE, else NULL: [2][W] chunks published
                         to rank r so far (dispatch, then combine), zeroed at create; the CTA whose add
@@ -169,6 +160,7 @@ struct mk_moe {
   int g12_sms;             /* d.g12_need: SMs GEMM1 leaves to GEMM2 from the start (MK_MOE_G12_SMS) */
   int w1g_owned;           /* d.w1g is this handle's (not args.w1_from's) */
   int dispatch_early;      /* overlapped: dispatch launched before the plan (MK_MOE_DISPATCH_EARLY) */
+  int ce_after;            /* d.ce_send: the copies start after the count exchange (MK_MOE_CE_AFTER) */
   void *zero_base;         /* local scratch zeroed each call (n_send, cnt_pairs, fill; mk_moe_launch_plan) */
   size_t zero_bytes;
   void *s2, *ev_fork, *ev_join, *ev_g1; /* cudaStream_t / cudaEvent_t */

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # next_s39.sh — session 39's GPU runs (docs/perf/NOTES.md, moe "Session 39"). Run through tools/gpu-check.sh from
 # the repository root.
-# part a (2 GPUs): the peers' rows grouped beside GEMM1 (MK_MOE_CE_BESIDE; -1 the new default, 16 CTAs) against
+# part a (2 GPUs; runs 93fd1ee-x2, 45c0e9d-x2, d193887-x2, 04c302c-x2; MK_MOE_CE_BESIDE was removed after them, the
+#   code reverted: docs/perf/NOTES.md moe "Session 39"): the peers' rows grouped beside GEMM1 (MK_MOE_CE_BESIDE; -1 the new default, 16 CTAs) against
 #   every row grouped before it (=0, session 38), in turns, twice, fused path, --breakdown, at issue 7's three prefill
 #   shapes; then 8 and 32 CTAs once. Tests: test_moe_pick, test_moe_block (variants 17, 19 and 20: beside on 16 CTAs,
 #   off, on 1 CTA).
@@ -11,6 +12,14 @@
 #   E = 8: g1_first 0.114 -> ~0.07.
 #   MK_CALL_LIMIT=400 CTEST_ARGS="-R ^test_moe_(pick|block)$" CTEST_TIMEOUT=150 CTEST_WALL=200 \
 #     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s39.sh a'
+# part c (2 GPUs): the copies after the count exchange (MK_MOE_CE_AFTER=1, the new default) against at the call's
+#   start (=0, session 38), in turns, twice, fused path, --breakdown, at the three prefill shapes. Tests: test_moe_block
+#   (its copy-engine variants under the new default).
+#   Prediction (run 04c302c-x2, E = 128, off runs: counts 0.019-0.021, sent 0.036-0.039, landed 0.096, g1_first 0.11):
+#   counts back to ~0.008 (the records no longer share the link with the copy), the copy (~45 us) still in before the
+#   own rows are grouped; g1_first -> ~0.10, 0.757 -> ~0.745 ms.
+#   MK_CALL_LIMIT=300 CTEST_ARGS="-R ^test_moe_block$" CTEST_TIMEOUT=150 CTEST_WALL=160 \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s39.sh c'
 # part b (2 GPUs): the defaults: mk-bench moe at its 9 shapes (docs/perf/moe_h200x2_<commit>.json) and the layer at
 #   its defaults (both models, prefill and decode); test_moe_block on 2 node groups of one GPU (loopback).
 #   MK_CALL_LIMIT=400 CTEST_ARGS="-R ^test_moe_pick$" tools/gpu-check.sh -- 'bash ../../tools/bench/next_s39.sh b'
@@ -25,6 +34,13 @@ if [ "$PART" = a ]; then
   done
   moe bes_8 "$PRE" MK_MOE_CE_BESIDE=8 -- --path fused
   moe bes_32 "$PRE" MK_MOE_CE_BESIDE=32 -- --path fused
+fi
+if [ "$PART" = c ]; then
+  export STEP_GREP='uniform fused|phases|rror|FAIL'
+  for r in 1 2; do
+    moe "after1_$r" "$PRE" MK_MOE_CE_AFTER=1 -- --path fused
+    moe "after0_$r" "$PRE" MK_MOE_CE_AFTER=0 -- --path fused
+  done
 fi
 if [ "$PART" = b ]; then
   STEP_GREP='^OK|rror|FAIL|Assert' TAIL=4 step moe_2x1 150 mk-launch -n 2 --nodes 2 -- ./test_moe_block
