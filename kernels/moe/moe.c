@@ -91,9 +91,6 @@ int mk_moe_pick_g12(const mk_moe_args *a, int W, int sms) {
  * probability >= 3/4 under uniform routing (1 - C(E - E/W, k) / C(E, k): E = 8, k = 2 at W = 2 0.79; E = 128, k = 8
  * at W = 4 0.90; not E = 8, k = 2 at W = 4, 0.46); 1 wherever the schedule allows; 0 never (the SM dispatch). */
 MK_PARAM_INT(moe_ce_send, "MOE_CE_SEND", -1, -1, 1)
-/* With MK_MOE_CE_SEND: 1 (default) the copies start once the count exchange is done (its records and signals then
- * cross links the copies do not fill yet); 0 at the start of the call, beside the plan and the exchange (session 38). */
-MK_PARAM_INT(moe_ce_after, "MOE_CE_AFTER", 1, 0, 1)
 
 int mk_moe_pick_ce_send(const mk_moe_args *a, int W) {
   const int64_t p = mk_param_moe_ce_send();
@@ -398,7 +395,6 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
     d->ce_send = m->sched == MK_MOE_SCHED_SERIAL && d->push && m->nnodes == 1 && !d->send_early &&
                  mk_moe_pick_ce_send(a, W);
     if (d->ce_send) MK_CHECK_GOTO(heap(m, Wu * 8, &d->o_xflag), st, fail);
-    m->ce_after = d->ce_send && mk_param_moe_ce_after();
     if (d->push) { /* the reduce's ticket (its last CTA advances the call) */
       MK_CHECK_GOTO(dalloc((void **)&d->tick, sizeof *d->tick), st, fail);
       MK_CUDA_CHECK_GOTO(cudaMemset(d->tick, 0, sizeof *d->tick), st, fail);
@@ -601,26 +597,6 @@ void mk_moe_destroy(mk_moe_t *m) {
   free(m);
 }
 
-/* ce_send: x into every peer's land[rank] by copy engine on s2 (forked from s here), then xflag[rank] := 1 there;
- * s2 rejoins s through ev_join. */
-static mk_status ce_copy(mk_moe_t *m, const uint16_t *x, int64_t T, cudaStream_t s) {
-  const mk_moe_dev *d = &m->d;
-  cudaStream_t s2 = (cudaStream_t)m->s2;
-  MK_CUDA_CHECK(cudaEventRecord((cudaEvent_t)m->ev_fork, s));
-  MK_CUDA_CHECK(cudaStreamWaitEvent(s2, (cudaEvent_t)m->ev_fork, 0));
-  const uint64_t per = (uint64_t)d->Tm * (uint64_t)d->H * 2;
-  for (int i = 1; i < d->W; i++) {
-    const int r = (d->rank + i) % d->W;
-    char *peer = d->w.peer_heap[r % d->w.local_size];
-    if (T > 0)
-      MK_CUDA_CHECK(cudaMemcpyAsync(peer + d->o_land + (uint64_t)d->rank * per, x, (size_t)T * (size_t)d->H * 2,
-                                    cudaMemcpyDefault, s2));
-    MK_CHECK(mk_stream_write32(s2, peer + d->o_xflag + 8ull * (uint64_t)d->rank, 1, "moe: xflag write"));
-  }
-  MK_CUDA_CHECK(cudaEventRecord((cudaEvent_t)m->ev_join, s2));
-  return MK_STATUS_OK;
-}
-
 /* x [T, H], ids and w [T, K]: this rank's tokens; red: what the reduce sums (this rank's tokens into out, or,
  * stride > 0, every rank's: mk_moe_forward_all). */
 static mk_status forward_fused(mk_moe_t *m, const uint16_t *x, int64_t T, const int32_t *ids, const float *w,
@@ -635,9 +611,21 @@ static mk_status forward_fused(mk_moe_t *m, const uint16_t *x, int64_t T, const 
     MK_CHECK(mk_moe_launch_gemm2(d, m->sms, s));
     return mk_moe_launch_push_reduce(d, red, s); /* barrier point 2: every row home; the advance */
   }
-  if (d->ce_send && !m->ce_after) MK_CHECK(ce_copy(m, x, T, s));
+  if (d->ce_send) { /* x into every peer's land[rank] by copy engine, then xflag[rank] := 1 there */
+    MK_CUDA_CHECK(cudaEventRecord((cudaEvent_t)m->ev_fork, s));
+    MK_CUDA_CHECK(cudaStreamWaitEvent(s2, (cudaEvent_t)m->ev_fork, 0));
+    const uint64_t per = (uint64_t)d->Tm * (uint64_t)d->H * 2;
+    for (int i = 1; i < d->W; i++) {
+      const int r = (d->rank + i) % d->W;
+      char *peer = d->w.peer_heap[r % d->w.local_size];
+      if (T > 0)
+        MK_CUDA_CHECK(cudaMemcpyAsync(peer + d->o_land + (uint64_t)d->rank * per, x, (size_t)T * (size_t)d->H * 2,
+                                      cudaMemcpyDefault, s2));
+      MK_CHECK(mk_stream_write32(s2, peer + d->o_xflag + 8ull * (uint64_t)d->rank, 1, "moe: xflag write"));
+    }
+    MK_CUDA_CHECK(cudaEventRecord((cudaEvent_t)m->ev_join, s2));
+  }
   if (!m->dispatch_early) MK_CHECK(mk_moe_launch_plan(d, ids, w, T, s)); /* barrier point 1: all counts known */
-  if (d->ce_send && m->ce_after) MK_CHECK(ce_copy(m, x, T, s));
   if (m->sched == MK_MOE_SCHED_HYBRID) { /* serial dispatch, combine beside GEMM2 */
     MK_CHECK(mk_moe_launch_dispatch(d, x, s));
     MK_CHECK(mk_moe_launch_gemm1(d, m->sms, s));

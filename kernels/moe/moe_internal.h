@@ -160,7 +160,6 @@ struct mk_moe {
   int g12_sms;             /* d.g12_need: SMs GEMM1 leaves to GEMM2 from the start (MK_MOE_G12_SMS) */
   int w1g_owned;           /* d.w1g is this handle's (not args.w1_from's) */
   int dispatch_early;      /* overlapped: dispatch launched before the plan (MK_MOE_DISPATCH_EARLY) */
-  int ce_after;            /* d.ce_send: the copies start after the count exchange (MK_MOE_CE_AFTER) */
   void *zero_base;         /* local scratch zeroed each call (n_send, cnt_pairs, fill; mk_moe_launch_plan) */
   size_t zero_bytes;
   void *s2, *ev_fork, *ev_join, *ev_g1; /* cudaStream_t / cudaEvent_t */
