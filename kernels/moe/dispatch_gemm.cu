@@ -36,7 +36,9 @@
  *                  address of its (token, top-k index) row in pland at home s), and adds 1 to
  *                  ready[tile-row] (release).
  *                  Serial and hybrid schedules (mk_moe_schedule): on s, SMs - 4 CTAs, with
- *                  nothing beside them, and gemm1 after it on every SM.
+ *                  nothing beside them, and gemm1 after it on every SM: serial (g1_pdl) as its
+ *                  programmatic dependent, on the 4 free SMs at once and on the others as
+ *                  dispatch CTAs exit (its tiles wait for ready as in the overlapped schedule).
  *                  Rows by copy engine (ce_send, serial schedule): the send writes only the metas,
  *                  each peer's whole x arrives in land[s] by copy engine (row = token; moe.c), a
  *                  source counts as landed once its land_sig and xflag[s] are set, and the own
@@ -285,6 +287,7 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_dispatch_kernel(mk_moe_de
   __shared__ int64_t s_j0[MK_MOE_MAX_RANKS], s_pre[MK_MOE_MAX_RANKS + 1];
   __shared__ int s_src[2];
   if (threadIdx.x == 0) moe_stamp(d.prof, MK_MOE_PH_DISPATCH_START);
+  if (d.g1_pdl) asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); /* GEMM1 onto the SMs left free */
   /* GEMM1's CTAs past SMs - C join its tiles only once every dispatch CTA is resident (g1_sync[0]:
    * then none of them can be kept off an SM by a GEMM1 CTA waiting for rows). */
   if (d.g1_sync && threadIdx.x == 0) atomicAdd((unsigned long long *)d.g1_sync, 1ull);
@@ -387,6 +390,11 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_dispatch_kernel(mk_moe_de
       }
     }
   }
+  /* g1_pdl with ce_send: thread 0 has seen every peer's xflag; the CTA that completes the count clears them
+     (before the next call's copies: GEMM1's tail waits for this kernel, and GEMM2 after it signals the peers) */
+  if (d.xseen && threadIdx.x == 0 &&
+      atomicAdd((unsigned long long *)d.xseen, 1ull) == (unsigned long long)target * (unsigned long long)d.C - 1)
+    for (int s = 0; s < d.W; s++) mk_local_ptr<uint64_t>(d.w, d.o_xflag)[s] = 0;
   if (d.prof) {
     __syncthreads();
     if (threadIdx.x == 0) moe_stamp(d.prof, MK_MOE_PH_LANDED);
@@ -407,6 +415,7 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_ll_send_kernel(mk_moe_dev
                                                                       const int32_t *ids, int64_t T) {
   const uint64_t target = moe_target(d);
   const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
+  if (d.g1_pdl) asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); /* GEMM1 onto the SMs left free */
   if (threadIdx.x == 0) {
     moe_stamp(d.prof, MK_MOE_PH_START);
     moe_stamp(d.prof, MK_MOE_PH_EXCH_START);
@@ -471,6 +480,7 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_ll_send_kernel(mk_moe_dev
 template <bool kGlu, bool kG12 = false>
 struct moe_gemm1_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   static constexpr bool kAfterStore = kG12;
+  static constexpr bool kTail = true; /* griddepcontrol.wait: a no-op unless launched as a dependent (g1_pdl) */
   static constexpr bool kTrigger = kG12;
   static constexpr bool kGluPairs = kGlu;
   mk_dev_world w;
@@ -489,6 +499,7 @@ struct moe_gemm1_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   const uint64_t *started, *calls;
   int join_from, C;
   uint64_t o_land_cnt, ll_need; /* d.ll: every tile waits for land_cnt >= (calls + 1) ll_need (W x C adds) */
+  int pdl; /* d.g1_pdl: the dispatch still runs beside this kernel (its rows: generic-proxy stores, read by TMA) */
   struct State {                 /* per thread (gemm_core.cuh: the policy is read-only in the kernel) */
     bool ll_seen = false;        /* d.ll: this CTA's producer has seen every row land (its later tiles skip the wait) */
   };
@@ -510,14 +521,18 @@ struct moe_gemm1_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
       for (int n = t.n0; n < t.n_end; n++, b += kb) moe_prefetch_l2(b, (uint32_t)cols * 2);
     }
     mk_wait_ge_paced(w, o_wait, need, MK_OP_MOE, -1, tile, kMoePollNs);
-    if (ll_need) { /* peers' stores, then TMA loads; once a CTA: every row has landed */
+    if (ll_need || pdl) /* peers' or the running dispatch's stores, then TMA loads */
       asm volatile("fence.proxy.async.global;" ::: "memory");
-      st.ll_seen = true;
-    }
+    if (ll_need) st.ll_seen = true; /* once a CTA: every row has landed */
     if (prof) {
       moe_stamp(prof, MK_MOE_PH_G1_FIRST);
       moe_stamp(prof, MK_MOE_PH_G1_LAST);
     }
+  }
+  /* Launched as the dispatch's dependent (g1_pdl), this kernel must not end before the dispatch has: what follows
+     on the stream waits only for this kernel. */
+  __device__ __forceinline__ void tail(State &, uint8_t *, int) const {
+    asm volatile("griddepcontrol.wait;" ::: "memory");
   }
   __device__ __forceinline__ void after_store(State &, const mk_gemm_tile &t) const {
     if constexpr (kG12) {
@@ -598,6 +613,7 @@ static mk_status launch_gemm1(const mk_moe_dev *d, int grid, cudaStream_t stream
   p.started = d->g1_sync, p.calls = d->calls, p.C = d->C;
   p.join_from = d->g1_sync && !d->ll ? grid - d->C : grid;
   p.o_land_cnt = d->o_land_cnt, p.ll_need = d->ll ? (uint64_t)d->W * (uint64_t)d->C : 0;
+  p.pdl = args.pdl = d->g1_pdl;
   if (d->g1_sync) args.claim = (uint32_t *)(d->g1_sync + 1);
   if constexpr (!kG12) {
     if (d->split_k) { /* k-slices of the last wave, planned on the device (gemm_split.cuh) */

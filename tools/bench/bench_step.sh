@@ -12,8 +12,8 @@
 #                                  issue's shapes under $G ranks, its rows merged into the mk-bench results JSON.
 #   moe NAME SHAPES [VAR=VALUE...] [-- ARGS...]  one `mk-bench moe --breakdown --seed 7` of SHAPES under $G
 #                                  ranks with the environment VAR=VALUE, JSON into $RES/NAME.json.
-#   moe_turns PREFIX SHAPES VAR A B  `moe` of SHAPES with VAR=A, VAR=B, then both again (PREFIX_A, PREFIX_B, PREFIX_Ab,
-#                                  PREFIX_Bb): an A/B in turns, twice (A and B must not end in b).
+#   moe_turns PREFIX SHAPES VAR A B [-- ARGS...]  `moe` of SHAPES with VAR=A, VAR=B, then both again (PREFIX_A,
+#                                  PREFIX_B, PREFIX_Ab, PREFIX_Bb): an A/B in turns, twice (A and B must not end in b).
 #   layer NAME BIN [ARGS...]       one `mk-bench layer --interleave --warmup 20 --iters 40 --seed 7` of BIN's build
 #                                  under $G ranks, JSON into $RES/NAME.json.
 #   ar_step NAME ENV... -- ARGS...  one `mk-bench gemm_ar --interleave` under 4 ranks with the
@@ -82,7 +82,8 @@ moe() {
 }
 moe_turns() {
   local p=$1 shapes=$2 var=$3 a=$4 b=$5 v
-  for v in "$a" "$b" "${a}b" "${b}b"; do moe "${p}_$v" "$shapes" "$var=${v%b}"; done
+  shift 5
+  for v in "$a" "$b" "${a}b" "${b}b"; do moe "${p}_$v" "$shapes" "$var=${v%b}" "$@"; done
 }
 layer() {
   local name=$1 bin=$2

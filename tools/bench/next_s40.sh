@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# next_s40.sh — session 40's GPU runs (docs/perf/NOTES.md, moe "Session 40"). Run through tools/gpu-check.sh from
+# the repository root.
+# part a (2 GPUs): GEMM1 as the dispatch's programmatic dependent (MK_MOE_G1_PDL=1, the new default) against one
+#   kernel after the other (=0), in turns, twice, fused path, --breakdown, at mk-bench moe's default shapes (the
+#   three prefill shapes run the serial schedule; Mixtral's decode shapes the sender without the count exchange);
+#   then tools/bench/group_rows.cu (one GPU): the dispatch's row grouping against TMA bulk copies and the ceilings.
+#   Tests: test_moe_block (variant 19: =0), test_moe_pick.
+#   Prediction (run 21dc8dc-x2, E = 128: landed 0.094-0.101, g1_first 0.108-0.115): g1_first - landed 14 -> ~3 us
+#   (no kernel boundary, no memset), the three prefill shapes -10 us each (E = 128 0.756 -> ~0.746); Mixtral's ll
+#   decode -2 to -4 us; group_rows: the warp copy at ~2.2 TB/s (session 38's reading of landed - sent), bulk copies
+#   ~3 TB/s or more.
+#   MK_CALL_LIMIT=420 CTEST_ARGS="-R ^test_moe_(pick|block)$" CTEST_TIMEOUT=150 CTEST_WALL=170 \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s40.sh a'
+source "$(dirname "$0")/bench_step.sh"
+PART=${1:-a}
+if [ "$PART" = a ]; then
+  export STEP_GREP='uniform fused|phases|rror|FAIL'
+  moe_turns pdl "" MK_MOE_G1_PDL 1 0 -- --path fused
+  TAIL=30 STEP_GREP='.' step group_build 120 nvcc -std=c++17 -arch=sm_90a -O3 -I../.. ../../tools/bench/group_rows.cu \
+    -o /tmp/group_rows
+  TAIL=30 STEP_GREP='.' step group_rows 90 /tmp/group_rows
+fi
