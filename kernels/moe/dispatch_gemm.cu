@@ -615,6 +615,7 @@ static mk_status launch_gemm1(const mk_moe_dev *d, int grid, cudaStream_t stream
   p.o_land_cnt = d->o_land_cnt, p.ll_need = d->ll ? (uint64_t)d->W * (uint64_t)d->C : 0;
   p.pdl = args.pdl = d->g1_pdl;
   if (d->g1_sync) args.claim = (uint32_t *)(d->g1_sync + 1);
+  if (d->g1_claim) args.claim = d->g1_claim; /* g1_pdl, serial: CTAs that start at different times */
   if constexpr (!kG12) {
     if (d->split_k) { /* k-slices of the last wave, planned on the device (gemm_split.cuh) */
       args.splits = -d->split_k, args.split_mode = d->split_force, args.ws = d->sk_ws, args.flags = d->sk_flags;

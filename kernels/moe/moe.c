@@ -401,6 +401,10 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
                  mk_moe_pick_ce_send(a, W);
     if (d->ce_send) MK_CHECK_GOTO(heap(m, Wu * 8, &d->o_xflag), st, fail);
     d->g1_pdl = (m->sched == MK_MOE_SCHED_SERIAL || d->ll) && (int)mk_param_moe_g1_pdl();
+    if (d->g1_pdl && m->sched == MK_MOE_SCHED_SERIAL) {
+      MK_CHECK_GOTO(dalloc((void **)&d->g1_claim, 2 * sizeof(uint32_t)), st, fail);
+      MK_CUDA_CHECK_GOTO(cudaMemset(d->g1_claim, 0, 2 * sizeof(uint32_t)), st, fail);
+    }
     if (d->g1_pdl && d->ce_send) {
       MK_CHECK_GOTO(dalloc((void **)&d->xseen, sizeof *d->xseen), st, fail);
       MK_CUDA_CHECK_GOTO(cudaMemset(d->xseen, 0, sizeof *d->xseen), st, fail);
@@ -591,6 +595,7 @@ void mk_moe_destroy(mk_moe_t *m) {
   cudaFree(d->sk_flags);
   cudaFree(d->g1_sync);
   cudaFree(d->xseen);
+  cudaFree(d->g1_claim);
   cudaFree(d->g12_claim);
   cudaFree(d->pub_cnt);
   if (m->s2) cudaStreamDestroy((cudaStream_t)m->s2);

@@ -151,6 +151,9 @@ typedef struct mk_moe_dev {
   int g1_pdl;        /* serial schedule or ll: GEMM1 (the core's) is the dispatch's / the sender's programmatic
                         dependent (MK_MOE_G1_PDL): both trigger first thing, GEMM1's CTAs take the SMs they
                         leave as they exit, and its tail waits for them (griddepcontrol.wait) */
+  uint32_t *g1_claim; /* g1_pdl in the serial schedule: GEMM1's dynamic claims (uint32 [2], mk_gemm_args.claim),
+                         zeroed at create: its CTAs start as dispatch CTAs exit, at different times, and take
+                         tiles in order, so those in flight stay neighbours (the weight panels they share in L2) */
   uint64_t *xseen;   /* g1_pdl with ce_send: +1 per dispatch CTA once it has seen every peer's xflag (target
                         C x (calls + 1)); the CTA that completes the count clears the xflags (no memset between
                         the dispatch and GEMM1) */

@@ -12,11 +12,20 @@
 #   ~3 TB/s or more.
 #   MK_CALL_LIMIT=420 CTEST_ARGS="-R ^test_moe_(pick|block)$" CTEST_TIMEOUT=150 CTEST_WALL=170 \
 #     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s40.sh a'
+# part b (2 GPUs): as part a's turns, with GEMM1's CTAs claiming tiles in order under MK_MOE_G1_PDL=1 (serial schedule:
+#   mk_moe_dev.g1_claim). Part a (run b2a42e4-x2): E = 128 0.750, 0.750 / 0.756, 0.756, but E = 256 13.08, 12.90 /
+#   11.33, 11.40 and E = 8 g1_last +0.2-0.3 ms: GEMM1's CTAs started as dispatch CTAs exited, at different times, and
+#   walked fixed tiles, so the tiles in flight were no longer neighbours sharing weight panels in L2 (our reading).
+#   Prediction: E = 256 and E = 8 back to level or better (-10 to -20 us), E = 128 0.750 again.
+#   MK_CALL_LIMIT=300 CTEST_ARGS="-R ^test_moe_block$" CTEST_TIMEOUT=150 CTEST_WALL=170 \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s40.sh b'
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-a}
-if [ "$PART" = a ]; then
+if [ "$PART" = a ] || [ "$PART" = b ]; then
   export STEP_GREP='uniform fused|phases|rror|FAIL'
   moe_turns pdl "" MK_MOE_G1_PDL 1 0 -- --path fused
+fi
+if [ "$PART" = a ]; then
   TAIL=30 STEP_GREP='.' step group_build 120 nvcc -std=c++17 -arch=sm_90a -O3 -I../.. ../../tools/bench/group_rows.cu \
     -o /tmp/group_rows
   TAIL=30 STEP_GREP='.' step group_rows 90 /tmp/group_rows
