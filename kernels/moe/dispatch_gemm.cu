@@ -390,11 +390,17 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_dispatch_kernel(mk_moe_de
       }
     }
   }
-  /* g1_pdl with ce_send: thread 0 has seen every peer's xflag; the CTA that completes the count clears them
-     (before the next call's copies: GEMM1's tail waits for this kernel, and GEMM2 after it signals the peers) */
-  if (d.xseen && threadIdx.x == 0 &&
-      atomicAdd((unsigned long long *)d.xseen, 1ull) == (unsigned long long)target * (unsigned long long)d.C - 1)
-    for (int s = 0; s < d.W; s++) mk_local_ptr<uint64_t>(d.w, d.o_xflag)[s] = 0;
+  /* g1_pdl (serial): the CTA is out once all its warps' rows are stored and released; with ce_send every CTA has
+     seen every peer's xflag by then, and the CTA that completes the count clears them (before the next call's
+     copies: GEMM1's tail waits for this kernel, and GEMM2 after it signals the peers) */
+  if (d.dsp_out) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      __threadfence();
+      if (atomicAdd((unsigned long long *)d.dsp_out, 1ull) == (unsigned long long)target * d.C - 1 && d.ce_send)
+        for (int s = 0; s < d.W; s++) mk_local_ptr<uint64_t>(d.w, d.o_xflag)[s] = 0;
+    }
+  }
   if (d.prof) {
     __syncthreads();
     if (threadIdx.x == 0) moe_stamp(d.prof, MK_MOE_PH_LANDED);
@@ -499,9 +505,13 @@ struct moe_gemm1_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   const uint64_t *started, *calls;
   int join_from, C;
   uint64_t o_land_cnt, ll_need; /* d.ll: every tile waits for land_cnt >= (calls + 1) ll_need (W x C adds) */
-  int pdl; /* d.g1_pdl: the dispatch still runs beside this kernel (its rows: generic-proxy stores, read by TMA) */
+  /* d.g1_pdl: the dispatch may still run beside this kernel; its rows are generic-proxy stores that TMA reads, so a
+     proxy fence follows each tile's wait until the producer has seen every dispatch CTA out (dsp_out, serial). */
+  int pdl;
+  const uint64_t *dsp_out;
   struct State {                 /* per thread (gemm_core.cuh: the policy is read-only in the kernel) */
     bool ll_seen = false;        /* d.ll: this CTA's producer has seen every row land (its later tiles skip the wait) */
+    bool settled = false;        /* pdl: every dispatch CTA was out before this producer's last proxy fence */
   };
   __device__ __forceinline__ bool join() const {
     return (int)blockIdx.x < join_from || mk_ld_volatile(started) >= (uint64_t)C * (mk_ld_volatile(calls) + 1);
@@ -521,9 +531,14 @@ struct moe_gemm1_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
       for (int n = t.n0; n < t.n_end; n++, b += kb) moe_prefetch_l2(b, (uint32_t)cols * 2);
     }
     mk_wait_ge_paced(w, o_wait, need, MK_OP_MOE, -1, tile, kMoePollNs);
-    if (ll_need || pdl) /* peers' or the running dispatch's stores, then TMA loads */
+    if (ll_need) { /* peers' stores, then TMA loads; once a CTA: every row has landed */
       asm volatile("fence.proxy.async.global;" ::: "memory");
-    if (ll_need) st.ll_seen = true; /* once a CTA: every row has landed */
+      st.ll_seen = true;
+    } else if (pdl && !st.settled) { /* the running dispatch's stores, then TMA loads */
+      const bool out = !dsp_out || mk_ld_acquire_sys(dsp_out) >= (mk_ld_volatile(calls) + 1) * (uint64_t)C;
+      asm volatile("fence.proxy.async.global;" ::: "memory");
+      st.settled = out && dsp_out;
+    }
     if (prof) {
       moe_stamp(prof, MK_MOE_PH_G1_FIRST);
       moe_stamp(prof, MK_MOE_PH_G1_LAST);
@@ -613,7 +628,7 @@ static mk_status launch_gemm1(const mk_moe_dev *d, int grid, cudaStream_t stream
   p.started = d->g1_sync, p.calls = d->calls, p.C = d->C;
   p.join_from = d->g1_sync && !d->ll ? grid - d->C : grid;
   p.o_land_cnt = d->o_land_cnt, p.ll_need = d->ll ? (uint64_t)d->W * (uint64_t)d->C : 0;
-  p.pdl = args.pdl = d->g1_pdl;
+  p.pdl = args.pdl = d->g1_pdl, p.dsp_out = d->dsp_out;
   if (d->g1_sync) args.claim = (uint32_t *)(d->g1_sync + 1);
   if (d->g1_claim) args.claim = d->g1_claim; /* g1_pdl, serial: CTAs that start at different times */
   if constexpr (!kG12) {

@@ -404,11 +404,10 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
     if (d->g1_pdl && m->sched == MK_MOE_SCHED_SERIAL) {
       MK_CHECK_GOTO(dalloc((void **)&d->g1_claim, 2 * sizeof(uint32_t)), st, fail);
       MK_CUDA_CHECK_GOTO(cudaMemset(d->g1_claim, 0, 2 * sizeof(uint32_t)), st, fail);
+      MK_CHECK_GOTO(dalloc((void **)&d->dsp_out, sizeof *d->dsp_out), st, fail);
+      MK_CUDA_CHECK_GOTO(cudaMemset(d->dsp_out, 0, sizeof *d->dsp_out), st, fail);
     }
-    if (d->g1_pdl && d->ce_send) {
-      MK_CHECK_GOTO(dalloc((void **)&d->xseen, sizeof *d->xseen), st, fail);
-      MK_CUDA_CHECK_GOTO(cudaMemset(d->xseen, 0, sizeof *d->xseen), st, fail);
-    }
+
     if (d->push) { /* the reduce's ticket (its last CTA advances the call) */
       MK_CHECK_GOTO(dalloc((void **)&d->tick, sizeof *d->tick), st, fail);
       MK_CUDA_CHECK_GOTO(cudaMemset(d->tick, 0, sizeof *d->tick), st, fail);
@@ -594,7 +593,7 @@ void mk_moe_destroy(mk_moe_t *m) {
   cudaFree(d->sk_ws);
   cudaFree(d->sk_flags);
   cudaFree(d->g1_sync);
-  cudaFree(d->xseen);
+  cudaFree(d->dsp_out);
   cudaFree(d->g1_claim);
   cudaFree(d->g12_claim);
   cudaFree(d->pub_cnt);

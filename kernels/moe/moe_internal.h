@@ -59,7 +59,7 @@
  *   before) and groups a peer's rows from land[s][token] once its xflag[s] is set, its own from x[token].
  *   xflag    [W] u64               1 (32-bit write) from source s once its rows are in land[s]; zeroed by a
  *                                  memset on s after the dispatch, or (g1_pdl) by the dispatch CTA that
- *                                  completes xseen (before this rank's GEMM2 can signal psig, which the
+ *                                  completes dsp_out (before this rank's GEMM2 can signal psig, which the
  *                                  source's next call waits for through its reduce) */
 #ifndef MK_KERNELS_MOE_INTERNAL_H
 #define MK_KERNELS_MOE_INTERNAL_H
@@ -154,9 +154,10 @@ typedef struct mk_moe_dev {
   uint32_t *g1_claim; /* g1_pdl in the serial schedule: GEMM1's dynamic claims (uint32 [2], mk_gemm_args.claim),
                          zeroed at create: its CTAs start as dispatch CTAs exit, at different times, and take
                          tiles in order, so those in flight stay neighbours (the weight panels they share in L2) */
-  uint64_t *xseen;   /* g1_pdl with ce_send: +1 per dispatch CTA once it has seen every peer's xflag (target
-                        C x (calls + 1)); the CTA that completes the count clears the xflags (no memset between
-                        the dispatch and GEMM1) */
+  uint64_t *dsp_out; /* g1_pdl, serial: +1 per dispatch CTA at its end, after its rows (target C x (calls + 1)).
+                        GEMM1's producers fence the proxies after each tile's wait only until they see it complete
+                        (mk_moe_gemm1_policy). With ce_send the CTA that completes it clears the xflags (no memset
+                        between the dispatch and GEMM1) */
   uint64_t *pub_cnt; /* several node groups with MK_MOE_REMOTE_WHOLE, else NULL: [2][W] chunks published
                         to rank r so far (dispatch, then combine), zeroed at create; the CTA whose add
                         completes a call's count PUTs the whole area for r (moe_publish) */

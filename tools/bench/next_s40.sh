@@ -19,9 +19,16 @@
 #   Prediction: E = 256 and E = 8 back to level or better (-10 to -20 us), E = 128 0.750 again.
 #   MK_CALL_LIMIT=300 CTEST_ARGS="-R ^test_moe_block$" CTEST_TIMEOUT=150 CTEST_WALL=170 \
 #     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s40.sh b'
+# part c (2 GPUs): as part b, with the proxy fence after a tile's wait only until the producer has seen every dispatch
+#   CTA out (mk_moe_dev.dsp_out). Part b (run f2a84f1-x2): E = 128 0.760, 0.759 / 0.765, 0.763, but E = 256 11.96,
+#   11.89 / 11.58, 11.60 and E = 8 5.03, 5.06 / 4.96, 5.04, GEMM1 and GEMM2 both ~3 % longer at E = 256. Our reading:
+#   the fence after every tile's wait stalls the producer until its loads in flight land (62 tiles a CTA at E = 256).
+#   Prediction: E = 256 and E = 8 level or better, E = 128 ~0.750.
+#   MK_CALL_LIMIT=300 CTEST_ARGS="-R ^test_moe_block$" CTEST_TIMEOUT=150 CTEST_WALL=170 \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s40.sh c'
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-a}
-if [ "$PART" = a ] || [ "$PART" = b ]; then
+if [ "$PART" = a ] || [ "$PART" = b ] || [ "$PART" = c ]; then
   export STEP_GREP='uniform fused|phases|rror|FAIL'
   moe_turns pdl "" MK_MOE_G1_PDL 1 0 -- --path fused
 fi
