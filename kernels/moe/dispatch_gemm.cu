@@ -393,11 +393,12 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_dispatch_kernel(mk_moe_de
   /* g1_pdl (serial): the CTA is out once all its warps' rows are stored and released; with ce_send every CTA has
      seen every peer's xflag by then, and the CTA that completes the count clears them (before the next call's
      copies: GEMM1's tail waits for this kernel, and GEMM2 after it signals the peers) */
-  if (d.dsp_out) {
+  if (d.g1_pdl) { /* (the dispatch kernel never runs with d.ll) */
     __syncthreads();
     if (threadIdx.x == 0) {
       __threadfence();
-      if (atomicAdd((unsigned long long *)d.dsp_out, 1ull) == (unsigned long long)target * d.C - 1 && d.ce_send)
+      unsigned long long *out = mk_local_ptr<unsigned long long>(d.w, d.o_dsp_out);
+      if (atomicAdd(out, 1ull) == (unsigned long long)target * d.C - 1 && d.ce_send)
         for (int s = 0; s < d.W; s++) mk_local_ptr<uint64_t>(d.w, d.o_xflag)[s] = 0;
     }
   }
@@ -505,13 +506,16 @@ struct moe_gemm1_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   const uint64_t *started, *calls;
   int join_from, C;
   uint64_t o_land_cnt, ll_need; /* d.ll: every tile waits for land_cnt >= (calls + 1) ll_need (W x C adds) */
-  /* d.g1_pdl: the dispatch may still run beside this kernel; its rows are generic-proxy stores that TMA reads, so a
-     proxy fence follows each tile's wait until the producer has seen every dispatch CTA out (dsp_out, serial). */
-  int pdl;
-  const uint64_t *dsp_out;
+  /* d.g1_pdl (serial): CTAs start as dispatch CTAs exit, at different times, and walk fixed tiles; so that they walk
+     them side by side as after a kernel boundary (the tiles that share a weight panel in L2 at the same k-offsets:
+     run b2a42e4-x2 lost 15 % at E = 256 without it), each producer's first tile also waits until every dispatch CTA
+     is out (o_dsp_out: C (calls + 1)), then one proxy fence (the rows: the dispatch's generic-proxy stores, read by
+     TMA) covers every later tile. */
+  uint64_t o_dsp_out;
+  int wait_dsp; /* d.g1_pdl in the serial schedule */
   struct State {                 /* per thread (gemm_core.cuh: the policy is read-only in the kernel) */
     bool ll_seen = false;        /* d.ll: this CTA's producer has seen every row land (its later tiles skip the wait) */
-    bool settled = false;        /* pdl: every dispatch CTA was out before this producer's last proxy fence */
+    bool settled = false;        /* wait_dsp: every dispatch CTA was out before this producer's proxy fence */
   };
   __device__ __forceinline__ bool join() const {
     return (int)blockIdx.x < join_from || mk_ld_volatile(started) >= (uint64_t)C * (mk_ld_volatile(calls) + 1);
@@ -534,10 +538,10 @@ struct moe_gemm1_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
     if (ll_need) { /* peers' stores, then TMA loads; once a CTA: every row has landed */
       asm volatile("fence.proxy.async.global;" ::: "memory");
       st.ll_seen = true;
-    } else if (pdl && !st.settled) { /* the running dispatch's stores, then TMA loads */
-      const bool out = !dsp_out || mk_ld_acquire_sys(dsp_out) >= (mk_ld_volatile(calls) + 1) * (uint64_t)C;
+    } else if (wait_dsp && !st.settled) { /* every dispatch CTA out: its stores, then TMA loads */
+      mk_wait_ge_paced(w, o_dsp_out, (mk_ld_volatile(calls) + 1) * (uint64_t)C, MK_OP_MOE, -1, tile, kMoePollNs);
       asm volatile("fence.proxy.async.global;" ::: "memory");
-      st.settled = out && dsp_out;
+      st.settled = true;
     }
     if (prof) {
       moe_stamp(prof, MK_MOE_PH_G1_FIRST);
@@ -628,9 +632,8 @@ static mk_status launch_gemm1(const mk_moe_dev *d, int grid, cudaStream_t stream
   p.started = d->g1_sync, p.calls = d->calls, p.C = d->C;
   p.join_from = d->g1_sync && !d->ll ? grid - d->C : grid;
   p.o_land_cnt = d->o_land_cnt, p.ll_need = d->ll ? (uint64_t)d->W * (uint64_t)d->C : 0;
-  p.pdl = args.pdl = d->g1_pdl, p.dsp_out = d->dsp_out;
+  args.pdl = d->g1_pdl, p.o_dsp_out = d->o_dsp_out, p.wait_dsp = d->g1_pdl && !d->ll;
   if (d->g1_sync) args.claim = (uint32_t *)(d->g1_sync + 1);
-  if (d->g1_claim) args.claim = d->g1_claim; /* g1_pdl, serial: CTAs that start at different times */
   if constexpr (!kG12) {
     if (d->split_k) { /* k-slices of the last wave, planned on the device (gemm_split.cuh) */
       args.splits = -d->split_k, args.split_mode = d->split_force, args.ws = d->sk_ws, args.flags = d->sk_flags;

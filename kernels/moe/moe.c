@@ -402,10 +402,7 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
     if (d->ce_send) MK_CHECK_GOTO(heap(m, Wu * 8, &d->o_xflag), st, fail);
     d->g1_pdl = (m->sched == MK_MOE_SCHED_SERIAL || d->ll) && (int)mk_param_moe_g1_pdl();
     if (d->g1_pdl && m->sched == MK_MOE_SCHED_SERIAL) {
-      MK_CHECK_GOTO(dalloc((void **)&d->g1_claim, 2 * sizeof(uint32_t)), st, fail);
-      MK_CUDA_CHECK_GOTO(cudaMemset(d->g1_claim, 0, 2 * sizeof(uint32_t)), st, fail);
-      MK_CHECK_GOTO(dalloc((void **)&d->dsp_out, sizeof *d->dsp_out), st, fail);
-      MK_CUDA_CHECK_GOTO(cudaMemset(d->dsp_out, 0, sizeof *d->dsp_out), st, fail);
+      MK_CHECK_GOTO(heap(m, 8, &d->o_dsp_out), st, fail);
     }
 
     if (d->push) { /* the reduce's ticket (its last CTA advances the call) */
@@ -593,8 +590,6 @@ void mk_moe_destroy(mk_moe_t *m) {
   cudaFree(d->sk_ws);
   cudaFree(d->sk_flags);
   cudaFree(d->g1_sync);
-  cudaFree(d->dsp_out);
-  cudaFree(d->g1_claim);
   cudaFree(d->g12_claim);
   cudaFree(d->pub_cnt);
   if (m->s2) cudaStreamDestroy((cudaStream_t)m->s2);

@@ -151,13 +151,9 @@ typedef struct mk_moe_dev {
   int g1_pdl;        /* serial schedule or ll: GEMM1 (the core's) is the dispatch's / the sender's programmatic
                         dependent (MK_MOE_G1_PDL): both trigger first thing, GEMM1's CTAs take the SMs they
                         leave as they exit, and its tail waits for them (griddepcontrol.wait) */
-  uint32_t *g1_claim; /* g1_pdl in the serial schedule: GEMM1's dynamic claims (uint32 [2], mk_gemm_args.claim),
-                         zeroed at create: its CTAs start as dispatch CTAs exit, at different times, and take
-                         tiles in order, so those in flight stay neighbours (the weight panels they share in L2) */
-  uint64_t *dsp_out; /* g1_pdl, serial: +1 per dispatch CTA at its end, after its rows (target C x (calls + 1)).
-                        GEMM1's producers fence the proxies after each tile's wait only until they see it complete
-                        (mk_moe_gemm1_policy). With ce_send the CTA that completes it clears the xflags (no memset
-                        between the dispatch and GEMM1) */
+  uint64_t o_dsp_out; /* g1_pdl, serial (heap, u64): +1 per dispatch CTA at its end, after its rows (target
+                         C x (calls + 1)); each GEMM1 producer's first tile waits for it (mk_moe_gemm1_policy), and
+                         with ce_send the CTA that completes it clears the xflags (no memset before GEMM1) */
   uint64_t *pub_cnt; /* several node groups with MK_MOE_REMOTE_WHOLE, else NULL: [2][W] chunks published
                         to rank r so far (dispatch, then combine), zeroed at create; the CTA whose add
                         completes a call's count PUTs the whole area for r (moe_publish) */

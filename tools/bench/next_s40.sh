@@ -26,9 +26,17 @@
 #   Prediction: E = 256 and E = 8 level or better, E = 128 ~0.750.
 #   MK_CALL_LIMIT=300 CTEST_ARGS="-R ^test_moe_block$" CTEST_TIMEOUT=150 CTEST_WALL=170 \
 #     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s40.sh c'
+# part d (2 GPUs): as part c, with fixed tiles again (no claims), each producer's first tile waiting until every
+#   dispatch CTA is out (mk_moe_dev.o_dsp_out), then one proxy fence. Part c (run a8852aa-x2): E = 128 0.754, 0.755 /
+#   0.762, 0.759, E = 256 11.726, 11.727 / 11.589, 11.605, E = 8 4.881, 4.985 / 4.987, 4.803; GEMM1 and GEMM2 still
+#   longer at E = 256. Our reading: claimed tiles drift apart in time, so tiles that share a weight panel no longer
+#   read it at the same k-offsets (L2); fixed tiles started together walk side by side as after a kernel boundary.
+#   Prediction: E = 256 and E = 8 level or -10 us (the boundary and the memset), E = 128 0.750-0.755.
+#   MK_CALL_LIMIT=300 CTEST_ARGS="-R ^test_moe_block$" CTEST_TIMEOUT=150 CTEST_WALL=170 \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s40.sh d'
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-a}
-if [ "$PART" = a ] || [ "$PART" = b ] || [ "$PART" = c ]; then
+if [ "$PART" = a ] || [ "$PART" = b ] || [ "$PART" = c ] || [ "$PART" = d ]; then
   export STEP_GREP='uniform fused|phases|rror|FAIL'
   moe_turns pdl "" MK_MOE_G1_PDL 1 0 -- --path fused
 fi
