@@ -287,7 +287,7 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_dispatch_kernel(mk_moe_de
   __shared__ int64_t s_j0[MK_MOE_MAX_RANKS], s_pre[MK_MOE_MAX_RANKS + 1];
   __shared__ int s_src[2];
   if (threadIdx.x == 0) moe_stamp(d.prof, MK_MOE_PH_DISPATCH_START);
-  if (d.g1_pdl) asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); /* GEMM1 onto the SMs left free */
+  if (d.g1_pdl == 1) asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); /* GEMM1 onto free SMs */
   /* GEMM1's CTAs past SMs - C join its tiles only once every dispatch CTA is resident (g1_sync[0]:
    * then none of them can be kept off an SM by a GEMM1 CTA waiting for rows). */
   if (d.g1_sync && threadIdx.x == 0) atomicAdd((unsigned long long *)d.g1_sync, 1ull);
@@ -632,7 +632,7 @@ static mk_status launch_gemm1(const mk_moe_dev *d, int grid, cudaStream_t stream
   p.started = d->g1_sync, p.calls = d->calls, p.C = d->C;
   p.join_from = d->g1_sync && !d->ll ? grid - d->C : grid;
   p.o_land_cnt = d->o_land_cnt, p.ll_need = d->ll ? (uint64_t)d->W * (uint64_t)d->C : 0;
-  args.pdl = d->g1_pdl, p.o_dsp_out = d->o_dsp_out, p.wait_dsp = d->g1_pdl && !d->ll;
+  args.pdl = d->g1_pdl != 0, p.o_dsp_out = d->o_dsp_out, p.wait_dsp = d->g1_pdl && !d->ll;
   if (d->g1_sync) args.claim = (uint32_t *)(d->g1_sync + 1);
   if constexpr (!kG12) {
     if (d->split_k) { /* k-slices of the last wave, planned on the device (gemm_split.cuh) */

@@ -34,6 +34,12 @@
 #   Prediction: E = 256 and E = 8 level or -10 us (the boundary and the memset), E = 128 0.750-0.755.
 #   MK_CALL_LIMIT=300 CTEST_ARGS="-R ^test_moe_block$" CTEST_TIMEOUT=150 CTEST_WALL=170 \
 #     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s40.sh d'
+# part e (2 GPUs): a diagnostic of part d (run c2cb6b9-x2: E = 256 12.22, 13.18 / 11.46, 11.41 with a synchronised
+#   start; GEMM1 8.1 ms against 6.1). MK_MOE_G1_PDL=2 launches GEMM1 with the programmatic attribute but the dispatch
+#   does not trigger, so GEMM1's CTAs start only once the dispatch has ended, on every SM at once, as in a plain launch.
+#   If 2 is level with 0, part d's loss comes from where and when the CTAs were placed; if 2 loses like 1, from the
+#   launch attribute itself. 2, 1, 0 in turns, twice, at the three prefill shapes, fused path.
+#   MK_CALL_LIMIT=200 CTEST_ARGS="-R ^test_moe_pick$" tools/gpu-check.sh -- 'bash ../../tools/bench/next_s40.sh e'
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-a}
 if [ "$PART" = a ] || [ "$PART" = b ] || [ "$PART" = c ] || [ "$PART" = d ]; then
@@ -44,4 +50,11 @@ if [ "$PART" = a ]; then
   TAIL=30 STEP_GREP='.' step group_build 120 nvcc -std=c++17 -arch=sm_90a -O3 -I../.. ../../tools/bench/group_rows.cu \
     -o /tmp/group_rows
   TAIL=30 STEP_GREP='.' step group_rows 90 /tmp/group_rows
+fi
+if [ "$PART" = e ]; then
+  export STEP_GREP='uniform fused|phases|rror|FAIL'
+  PRE="--shape 4096,4096,8,2,14336 --shape 4096,2048,128,8,768 --shape 8192,7168,256,8,2048"
+  for r in 1 2; do
+    for v in 2 1 0; do moe "pdl${v}_$r" "$PRE" MK_MOE_G1_PDL=$v -- --path fused; done
+  done
 fi
