@@ -632,7 +632,7 @@ static mk_status launch_gemm1(const mk_moe_dev *d, int grid, cudaStream_t stream
   p.started = d->g1_sync, p.calls = d->calls, p.C = d->C;
   p.join_from = d->g1_sync && !d->ll ? grid - d->C : grid;
   p.o_land_cnt = d->o_land_cnt, p.ll_need = d->ll ? (uint64_t)d->W * (uint64_t)d->C : 0;
-  args.pdl = d->g1_pdl != 0, p.o_dsp_out = d->o_dsp_out, p.wait_dsp = d->g1_pdl && !d->ll;
+  args.pdl = d->g1_pdl == 1 || d->g1_pdl == 2, p.o_dsp_out = d->o_dsp_out, p.wait_dsp = d->g1_pdl && !d->ll;
   if (d->g1_sync) args.claim = (uint32_t *)(d->g1_sync + 1);
   if constexpr (!kG12) {
     if (d->split_k) { /* k-slices of the last wave, planned on the device (gemm_split.cuh) */

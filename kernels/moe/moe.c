@@ -26,7 +26,8 @@ MK_PARAM_INT(moe_gemm1_claim, "MOE_GEMM1_CLAIM", 1, 0, 1)
  * dispatch's (the sender's) programmatic dependent, its CTAs on the SMs the dispatch leaves at once and on the others
  * as dispatch CTAs exit, with no kernel boundary and (ce_send) no memset between them (mk_moe_dev.g1_pdl); 0 one
  * kernel after the other. */
-MK_PARAM_INT(moe_g1_pdl, "MOE_G1_PDL", 1, 0, 2) /* 2: the launch attribute, no trigger (a diagnostic) */
+/* diagnostics: 2 the launch attribute, no trigger; 3 neither (a plain launch), but no memset and the wait for dsp_out */
+MK_PARAM_INT(moe_g1_pdl, "MOE_G1_PDL", 1, 0, 3)
 /* With MOE_GEMM1_CLAIM: 1 GEMM2 (on SMs - Cc beside the combine) claims its tiles on the same
  * counter, 0 fixed tiles. */
 MK_PARAM_INT(moe_gemm2_claim, "MOE_GEMM2_CLAIM", 1, 0, 1)

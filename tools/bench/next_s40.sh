@@ -40,6 +40,11 @@
 #   If 2 is level with 0, part d's loss comes from where and when the CTAs were placed; if 2 loses like 1, from the
 #   launch attribute itself. 2, 1, 0 in turns, twice, at the three prefill shapes, fused path.
 #   MK_CALL_LIMIT=200 CTEST_ARGS="-R ^test_moe_pick$" tools/gpu-check.sh -- 'bash ../../tools/bench/next_s40.sh e'
+# part f (2 GPUs): part e (run 99bc941-x2) lost at E = 256 with 2 as with 1 (12.84, 11.66 / 12.88, 12.91 / 0: 11.35,
+#   11.34): not the placement. MK_MOE_G1_PDL=3 is a plain launch (no attribute, no trigger) with the rest of 1 and 2
+#   (no memset, the dispatch's last CTA clears the xflags, GEMM1's first tiles wait for dsp_out, one proxy fence). If
+#   3 is level with 0, the launch attribute itself slows GEMM1 at E = 256. 3, 2, 0 in turns, twice.
+#   MK_CALL_LIMIT=200 CTEST_ARGS="-R ^test_moe_pick$" tools/gpu-check.sh -- 'bash ../../tools/bench/next_s40.sh f'
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-a}
 if [ "$PART" = a ] || [ "$PART" = b ] || [ "$PART" = c ] || [ "$PART" = d ]; then
@@ -56,5 +61,12 @@ if [ "$PART" = e ]; then
   PRE="--shape 4096,4096,8,2,14336 --shape 4096,2048,128,8,768 --shape 8192,7168,256,8,2048"
   for r in 1 2; do
     for v in 2 1 0; do moe "pdl${v}_$r" "$PRE" MK_MOE_G1_PDL=$v -- --path fused; done
+  done
+fi
+if [ "$PART" = f ]; then
+  export STEP_GREP='uniform fused|phases|rror|FAIL'
+  PRE="--shape 4096,2048,128,8,768 --shape 8192,7168,256,8,2048"
+  for r in 1 2; do
+    for v in 3 2 0; do moe "pdl${v}_$r" "$PRE" MK_MOE_G1_PDL=$v -- --path fused; done
   done
 fi
