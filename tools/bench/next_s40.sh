@@ -45,6 +45,11 @@
 #   (no memset, the dispatch's last CTA clears the xflags, GEMM1's first tiles wait for dsp_out, one proxy fence). If
 #   3 is level with 0, the launch attribute itself slows GEMM1 at E = 256. 3, 2, 0 in turns, twice.
 #   MK_CALL_LIMIT=200 CTEST_ARGS="-R ^test_moe_pick$" tools/gpu-check.sh -- 'bash ../../tools/bench/next_s40.sh f'
+# part g (2 GPUs): part f (run 969ef7c-x2) lost with 3 as with 2 (13.16, 12.69 / 12.82, 12.97 / 0: 11.45, 11.45): not
+#   the attribute either. MK_MOE_G1_PDL=4 is 3 with the memset of the xflags kept between the dispatch and GEMM1. If 4
+#   is level with 0, GEMM1 right after the dispatch kernel is what is slow at E = 256; if it loses like 3, the wait
+#   for dsp_out and the proxy fence (or the dispatch's count at its end). 4, 3, 0 in turns, twice.
+#   MK_CALL_LIMIT=200 CTEST_ARGS="-R ^test_moe_pick$" tools/gpu-check.sh -- 'bash ../../tools/bench/next_s40.sh g'
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-a}
 if [ "$PART" = a ] || [ "$PART" = b ] || [ "$PART" = c ] || [ "$PART" = d ]; then
@@ -68,5 +73,12 @@ if [ "$PART" = f ]; then
   PRE="--shape 4096,2048,128,8,768 --shape 8192,7168,256,8,2048"
   for r in 1 2; do
     for v in 3 2 0; do moe "pdl${v}_$r" "$PRE" MK_MOE_G1_PDL=$v -- --path fused; done
+  done
+fi
+if [ "$PART" = g ]; then
+  export STEP_GREP='uniform fused|phases|rror|FAIL'
+  PRE="--shape 4096,2048,128,8,768 --shape 8192,7168,256,8,2048"
+  for r in 1 2; do
+    for v in 4 3 0; do moe "pdl${v}_$r" "$PRE" MK_MOE_G1_PDL=$v -- --path fused; done
   done
 fi
