@@ -539,8 +539,9 @@ struct moe_gemm1_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
       asm volatile("fence.proxy.async.global;" ::: "memory");
       st.ll_seen = true;
     } else if (wait_dsp && !st.settled) { /* every dispatch CTA out: its stores, then TMA loads */
-      mk_wait_ge_paced(w, o_dsp_out, (mk_ld_volatile(calls) + 1) * (uint64_t)C, MK_OP_MOE, -1, tile, kMoePollNs);
-      asm volatile("fence.proxy.async.global;" ::: "memory");
+      if (wait_dsp & 1)
+        mk_wait_ge_paced(w, o_dsp_out, (mk_ld_volatile(calls) + 1) * (uint64_t)C, MK_OP_MOE, -1, tile, kMoePollNs);
+      if (wait_dsp & 2) asm volatile("fence.proxy.async.global;" ::: "memory");
       st.settled = true;
     }
     if (prof) {
@@ -632,7 +633,7 @@ static mk_status launch_gemm1(const mk_moe_dev *d, int grid, cudaStream_t stream
   p.started = d->g1_sync, p.calls = d->calls, p.C = d->C;
   p.join_from = d->g1_sync && !d->ll ? grid - d->C : grid;
   p.o_land_cnt = d->o_land_cnt, p.ll_need = d->ll ? (uint64_t)d->W * (uint64_t)d->C : 0;
-  args.pdl = d->g1_pdl == 1 || d->g1_pdl == 2, p.o_dsp_out = d->o_dsp_out, p.wait_dsp = d->g1_pdl && !d->ll;
+  args.pdl = d->g1_pdl == 1 || d->g1_pdl == 2, p.o_dsp_out = d->o_dsp_out, p.wait_dsp = d->ll || !d->g1_pdl ? 0 : d->g1_pdl == 5 ? 1 : d->g1_pdl == 6 ? 2 : 3;
   if (d->g1_sync) args.claim = (uint32_t *)(d->g1_sync + 1);
   if constexpr (!kG12) {
     if (d->split_k) { /* k-slices of the last wave, planned on the device (gemm_split.cuh) */

@@ -27,7 +27,7 @@ MK_PARAM_INT(moe_gemm1_claim, "MOE_GEMM1_CLAIM", 1, 0, 1)
  * as dispatch CTAs exit, with no kernel boundary and (ce_send) no memset between them (mk_moe_dev.g1_pdl); 0 one
  * kernel after the other. */
 /* diagnostics: 2 the launch attribute, no trigger; 3 neither (a plain launch), but no memset and the wait for dsp_out */
-MK_PARAM_INT(moe_g1_pdl, "MOE_G1_PDL", 1, 0, 4) /* 4: as 3, with the memset */
+MK_PARAM_INT(moe_g1_pdl, "MOE_G1_PDL", 1, 0, 6) /* 4: as 3, with the memset; 5, 6: as 3, no fence / no wait */
 /* With MOE_GEMM1_CLAIM: 1 GEMM2 (on SMs - Cc beside the combine) claims its tiles on the same
  * counter, 0 fixed tiles. */
 MK_PARAM_INT(moe_gemm2_claim, "MOE_GEMM2_CLAIM", 1, 0, 1)

@@ -50,6 +50,10 @@
 #   is level with 0, GEMM1 right after the dispatch kernel is what is slow at E = 256; if it loses like 3, the wait
 #   for dsp_out and the proxy fence (or the dispatch's count at its end). 4, 3, 0 in turns, twice.
 #   MK_CALL_LIMIT=200 CTEST_ARGS="-R ^test_moe_pick$" tools/gpu-check.sh -- 'bash ../../tools/bench/next_s40.sh g'
+# part h (2 GPUs): part g (run b93aafd-x2) lost with 4 as with 3 (13.25, 13.32 / 12.98, 12.51 / 0: 11.46, 11.45): not
+#   the memset. MK_MOE_G1_PDL=5 is 3 without the proxy fence (the first tiles wait for dsp_out), 6 is 3 with the fence
+#   and without that wait. 5, 6, 0 in turns, twice, at E = 256.
+#   MK_CALL_LIMIT=200 CTEST_ARGS="-R ^test_moe_pick$" tools/gpu-check.sh -- 'bash ../../tools/bench/next_s40.sh h'
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-a}
 if [ "$PART" = a ] || [ "$PART" = b ] || [ "$PART" = c ] || [ "$PART" = d ]; then
@@ -80,5 +84,11 @@ if [ "$PART" = g ]; then
   PRE="--shape 4096,2048,128,8,768 --shape 8192,7168,256,8,2048"
   for r in 1 2; do
     for v in 4 3 0; do moe "pdl${v}_$r" "$PRE" MK_MOE_G1_PDL=$v -- --path fused; done
+  done
+fi
+if [ "$PART" = h ]; then
+  export STEP_GREP='uniform fused|phases|rror|FAIL'
+  for r in 1 2; do
+    for v in 5 6 0; do moe "pdl${v}_$r" "--shape 8192,7168,256,8,2048" MK_MOE_G1_PDL=$v -- --path fused; done
   done
 fi
