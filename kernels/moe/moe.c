@@ -27,7 +27,7 @@ MK_PARAM_INT(moe_gemm1_claim, "MOE_GEMM1_CLAIM", 1, 0, 1)
  * as dispatch CTAs exit, with no kernel boundary and (ce_send) no memset between them (mk_moe_dev.g1_pdl); 0 one
  * kernel after the other. */
 /* diagnostics: 2 the launch attribute, no trigger; 3 neither (a plain launch), but no memset and the wait for dsp_out */
-MK_PARAM_INT(moe_g1_pdl, "MOE_G1_PDL", 1, 0, 6) /* 4: as 3, with the memset; 5, 6: as 3, no fence / no wait */
+MK_PARAM_INT(moe_g1_pdl, "MOE_G1_PDL", 1, 0, 7) /* 4: as 3, with the memset; 5, 6: as 3, no fence / no wait */
 /* With MOE_GEMM1_CLAIM: 1 GEMM2 (on SMs - Cc beside the combine) claims its tiles on the same
  * counter, 0 fixed tiles. */
 MK_PARAM_INT(moe_gemm2_claim, "MOE_GEMM2_CLAIM", 1, 0, 1)
@@ -401,8 +401,9 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
     d->ce_send = m->sched == MK_MOE_SCHED_SERIAL && d->push && m->nnodes == 1 && !d->send_early &&
                  mk_moe_pick_ce_send(a, W);
     if (d->ce_send) MK_CHECK_GOTO(heap(m, Wu * 8, &d->o_xflag), st, fail);
-    d->g1_pdl = (m->sched == MK_MOE_SCHED_SERIAL || d->ll) && (int)mk_param_moe_g1_pdl();
-    if (d->g1_pdl && m->sched == MK_MOE_SCHED_SERIAL) {
+    const int pdl = (int)mk_param_moe_g1_pdl(); /* 7: as 0, with dsp_out's heap allocation only */
+    d->g1_pdl = (m->sched == MK_MOE_SCHED_SERIAL || d->ll) && pdl != 7 ? pdl : 0;
+    if ((d->g1_pdl || pdl == 7) && m->sched == MK_MOE_SCHED_SERIAL) {
       MK_CHECK_GOTO(heap(m, 8, &d->o_dsp_out), st, fail);
     }
 

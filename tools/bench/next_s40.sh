@@ -54,6 +54,10 @@
 #   the memset. MK_MOE_G1_PDL=5 is 3 without the proxy fence (the first tiles wait for dsp_out), 6 is 3 with the fence
 #   and without that wait. 5, 6, 0 in turns, twice, at E = 256.
 #   MK_CALL_LIMIT=200 CTEST_ARGS="-R ^test_moe_pick$" tools/gpu-check.sh -- 'bash ../../tools/bench/next_s40.sh h'
+# part i (2 GPUs): part h (run 41f0dc7-x2) lost with 5 and 6 (13.06, 12.78 / 12.88, 13.03 / 0: 11.78, 11.72): neither
+#   the fence nor the wait. MK_MOE_G1_PDL=7 is 0 with only dsp_out's 8-byte heap allocation (every later heap area of
+#   the bench 256 bytes on per serial handle). 7, 0 in turns, twice, at E = 256.
+#   MK_CALL_LIMIT=150 CTEST_ARGS="-R ^test_moe_pick$" tools/gpu-check.sh -- 'bash ../../tools/bench/next_s40.sh i'
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-a}
 if [ "$PART" = a ] || [ "$PART" = b ] || [ "$PART" = c ] || [ "$PART" = d ]; then
@@ -90,5 +94,11 @@ if [ "$PART" = h ]; then
   export STEP_GREP='uniform fused|phases|rror|FAIL'
   for r in 1 2; do
     for v in 5 6 0; do moe "pdl${v}_$r" "--shape 8192,7168,256,8,2048" MK_MOE_G1_PDL=$v -- --path fused; done
+  done
+fi
+if [ "$PART" = i ]; then
+  export STEP_GREP='uniform fused|phases|rror|FAIL'
+  for r in 1 2; do
+    for v in 7 0; do moe "pdl${v}_$r" "--shape 8192,7168,256,8,2048" MK_MOE_G1_PDL=$v -- --path fused; done
   done
 fi
