@@ -393,7 +393,7 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_dispatch_kernel(mk_moe_de
   /* g1_pdl (serial): the CTA is out once all its warps' rows are stored and released; with ce_send every CTA has
      seen every peer's xflag by then, and the CTA that completes the count clears them (before the next call's
      copies: GEMM1's tail waits for this kernel, and GEMM2 after it signals the peers) */
-  if (d.g1_pdl) { /* (the dispatch kernel never runs with d.ll) */
+  if (d.g1_pdl && d.g1_pdl != 8) { /* (the dispatch kernel never runs with d.ll) */
     __syncthreads();
     if (threadIdx.x == 0) {
       __threadfence();
@@ -633,7 +633,7 @@ static mk_status launch_gemm1(const mk_moe_dev *d, int grid, cudaStream_t stream
   p.started = d->g1_sync, p.calls = d->calls, p.C = d->C;
   p.join_from = d->g1_sync && !d->ll ? grid - d->C : grid;
   p.o_land_cnt = d->o_land_cnt, p.ll_need = d->ll ? (uint64_t)d->W * (uint64_t)d->C : 0;
-  args.pdl = d->g1_pdl == 1 || d->g1_pdl == 2, p.o_dsp_out = d->o_dsp_out, p.wait_dsp = d->ll || !d->g1_pdl ? 0 : d->g1_pdl == 5 ? 1 : d->g1_pdl == 6 ? 2 : 3;
+  args.pdl = d->g1_pdl == 1 || d->g1_pdl == 2, p.o_dsp_out = d->o_dsp_out, p.wait_dsp = d->ll || !d->g1_pdl ? 0 : d->g1_pdl == 5 ? 1 : d->g1_pdl == 6 || d->g1_pdl == 8 ? 2 : 3;
   if (d->g1_sync) args.claim = (uint32_t *)(d->g1_sync + 1);
   if constexpr (!kG12) {
     if (d->split_k) { /* k-slices of the last wave, planned on the device (gemm_split.cuh) */

@@ -27,7 +27,7 @@ MK_PARAM_INT(moe_gemm1_claim, "MOE_GEMM1_CLAIM", 1, 0, 1)
  * as dispatch CTAs exit, with no kernel boundary and (ce_send) no memset between them (mk_moe_dev.g1_pdl); 0 one
  * kernel after the other. */
 /* diagnostics: 2 the launch attribute, no trigger; 3 neither (a plain launch), but no memset and the wait for dsp_out */
-MK_PARAM_INT(moe_g1_pdl, "MOE_G1_PDL", 1, 0, 7) /* 4: as 3, with the memset; 5, 6: as 3, no fence / no wait */
+MK_PARAM_INT(moe_g1_pdl, "MOE_G1_PDL", 1, 0, 8) /* 4: as 3, with the memset; 5, 6: as 3, no fence / no wait */
 /* With MOE_GEMM1_CLAIM: 1 GEMM2 (on SMs - Cc beside the combine) claims its tiles on the same
  * counter, 0 fixed tiles. */
 MK_PARAM_INT(moe_gemm2_claim, "MOE_GEMM2_CLAIM", 1, 0, 1)
@@ -654,7 +654,7 @@ static mk_status forward_fused(mk_moe_t *m, const uint16_t *x, int64_t T, const 
   if (m->sched == MK_MOE_SCHED_SERIAL) { /* one stream: every CTA of dispatch / combine is resident */
     MK_CHECK(mk_moe_launch_dispatch(d, x, s)); /* ce_send: it waits for the peers' copies (xflag) too */
     /* ce_send: the peers' flags consumed; this rank's copies (s2) join before the reduce (GEMM1 need not wait) */
-    if (d->ce_send && (!d->g1_pdl || d->g1_pdl == 4)) MK_CUDA_CHECK(cudaMemsetAsync(d->w.heap + d->o_xflag, 0, (size_t)d->W * 8, s));
+    if (d->ce_send && (!d->g1_pdl || d->g1_pdl == 4 || d->g1_pdl == 8)) MK_CUDA_CHECK(cudaMemsetAsync(d->w.heap + d->o_xflag, 0, (size_t)d->W * 8, s));
     if (d->g12_need) { /* GEMM2 beside GEMM1: its programmatic dependent (MK_MOE_G12_SMS) */
       MK_CHECK(mk_moe_launch_gemm1(d, m->sms - m->g12_sms, s));
       MK_CHECK(mk_moe_launch_gemm2(d, m->sms, s));

@@ -58,6 +58,10 @@
 #   the fence nor the wait. MK_MOE_G1_PDL=7 is 0 with only dsp_out's 8-byte heap allocation (every later heap area of
 #   the bench 256 bytes on per serial handle). 7, 0 in turns, twice, at E = 256.
 #   MK_CALL_LIMIT=150 CTEST_ARGS="-R ^test_moe_pick$" tools/gpu-check.sh -- 'bash ../../tools/bench/next_s40.sh i'
+# part j (2 GPUs): part i (run 29156d0-x2): 7 level with 0 (11.74, 11.63 / 11.64, 11.73): not the heap layout.
+#   MK_MOE_G1_PDL=8 is 6 (a plain launch, one proxy fence a producer, no wait) with the memset kept and without the
+#   dispatch's count at its end (no __syncthreads, fence, atomic, xflag clear there). 8, 6, 0 in turns, twice.
+#   MK_CALL_LIMIT=150 CTEST_ARGS="-R ^test_moe_pick$" tools/gpu-check.sh -- 'bash ../../tools/bench/next_s40.sh j'
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-a}
 if [ "$PART" = a ] || [ "$PART" = b ] || [ "$PART" = c ] || [ "$PART" = d ]; then
@@ -100,5 +104,11 @@ if [ "$PART" = i ]; then
   export STEP_GREP='uniform fused|phases|rror|FAIL'
   for r in 1 2; do
     for v in 7 0; do moe "pdl${v}_$r" "--shape 8192,7168,256,8,2048" MK_MOE_G1_PDL=$v -- --path fused; done
+  done
+fi
+if [ "$PART" = j ]; then
+  export STEP_GREP='uniform fused|phases|rror|FAIL'
+  for r in 1 2; do
+    for v in 8 6 0; do moe "pdl${v}_$r" "--shape 8192,7168,256,8,2048" MK_MOE_G1_PDL=$v -- --path fused; done
   done
 fi
