@@ -36,9 +36,7 @@
  *                  address of its (token, top-k index) row in pland at home s), and adds 1 to
  *                  ready[tile-row] (release).
  *                  Serial and hybrid schedules (mk_moe_schedule): on s, SMs - 4 CTAs, with
- *                  nothing beside them, and gemm1 after it on every SM: serial (g1_pdl) as its
- *                  programmatic dependent, on the 4 free SMs at once and on the others as
- *                  dispatch CTAs exit (its tiles wait for ready as in the overlapped schedule).
+ *                  nothing beside them, and gemm1 after it on every SM.
  *                  Rows by copy engine (ce_send, serial schedule): the send writes only the metas,
  *                  each peer's whole x arrives in land[s] by copy engine (row = token; moe.c), a
  *                  source counts as landed once its land_sig and xflag[s] are set, and the own
@@ -287,7 +285,6 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_dispatch_kernel(mk_moe_de
   __shared__ int64_t s_j0[MK_MOE_MAX_RANKS], s_pre[MK_MOE_MAX_RANKS + 1];
   __shared__ int s_src[2];
   if (threadIdx.x == 0) moe_stamp(d.prof, MK_MOE_PH_DISPATCH_START);
-  if (d.g1_pdl == 1) asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); /* GEMM1 onto free SMs */
   /* GEMM1's CTAs past SMs - C join its tiles only once every dispatch CTA is resident (g1_sync[0]:
    * then none of them can be kept off an SM by a GEMM1 CTA waiting for rows). */
   if (d.g1_sync && threadIdx.x == 0) atomicAdd((unsigned long long *)d.g1_sync, 1ull);
@@ -390,18 +387,6 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_dispatch_kernel(mk_moe_de
       }
     }
   }
-  /* g1_pdl (serial): the CTA is out once all its warps' rows are stored and released; with ce_send every CTA has
-     seen every peer's xflag by then, and the CTA that completes the count clears them (before the next call's
-     copies: GEMM1's tail waits for this kernel, and GEMM2 after it signals the peers) */
-  if (d.g1_pdl && d.g1_pdl != 8) { /* (the dispatch kernel never runs with d.ll) */
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      __threadfence();
-      unsigned long long *out = mk_local_ptr<unsigned long long>(d.w, d.o_dsp_out);
-      if (atomicAdd(out, 1ull) == (unsigned long long)target * d.C - 1 && d.ce_send)
-        for (int s = 0; s < d.W; s++) mk_local_ptr<uint64_t>(d.w, d.o_xflag)[s] = 0;
-    }
-  }
   if (d.prof) {
     __syncthreads();
     if (threadIdx.x == 0) moe_stamp(d.prof, MK_MOE_PH_LANDED);
@@ -422,7 +407,6 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_ll_send_kernel(mk_moe_dev
                                                                       const int32_t *ids, int64_t T) {
   const uint64_t target = moe_target(d);
   const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
-  if (d.g1_pdl) asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); /* GEMM1 onto the SMs left free */
   if (threadIdx.x == 0) {
     moe_stamp(d.prof, MK_MOE_PH_START);
     moe_stamp(d.prof, MK_MOE_PH_EXCH_START);
@@ -487,7 +471,6 @@ __global__ void __launch_bounds__(kMoeCommThreads) moe_ll_send_kernel(mk_moe_dev
 template <bool kGlu, bool kG12 = false>
 struct moe_gemm1_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   static constexpr bool kAfterStore = kG12;
-  static constexpr bool kTail = true; /* griddepcontrol.wait: a no-op unless launched as a dependent (g1_pdl) */
   static constexpr bool kTrigger = kG12;
   static constexpr bool kGluPairs = kGlu;
   mk_dev_world w;
@@ -506,16 +489,8 @@ struct moe_gemm1_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
   const uint64_t *started, *calls;
   int join_from, C;
   uint64_t o_land_cnt, ll_need; /* d.ll: every tile waits for land_cnt >= (calls + 1) ll_need (W x C adds) */
-  /* d.g1_pdl (serial): CTAs start as dispatch CTAs exit, at different times, and walk fixed tiles; so that they walk
-     them side by side as after a kernel boundary (the tiles that share a weight panel in L2 at the same k-offsets:
-     run b2a42e4-x2 lost 15 % at E = 256 without it), each producer's first tile also waits until every dispatch CTA
-     is out (o_dsp_out: C (calls + 1)), then one proxy fence (the rows: the dispatch's generic-proxy stores, read by
-     TMA) covers every later tile. */
-  uint64_t o_dsp_out;
-  int wait_dsp; /* d.g1_pdl in the serial schedule */
   struct State {                 /* per thread (gemm_core.cuh: the policy is read-only in the kernel) */
     bool ll_seen = false;        /* d.ll: this CTA's producer has seen every row land (its later tiles skip the wait) */
-    bool settled = false;        /* wait_dsp: every dispatch CTA was out before this producer's proxy fence */
   };
   __device__ __forceinline__ bool join() const {
     return (int)blockIdx.x < join_from || mk_ld_volatile(started) >= (uint64_t)C * (mk_ld_volatile(calls) + 1);
@@ -538,21 +513,11 @@ struct moe_gemm1_policy : mk_gemm_order_grouped, mk_gemm_hooks_default {
     if (ll_need) { /* peers' stores, then TMA loads; once a CTA: every row has landed */
       asm volatile("fence.proxy.async.global;" ::: "memory");
       st.ll_seen = true;
-    } else if (wait_dsp && !st.settled) { /* every dispatch CTA out: its stores, then TMA loads */
-      if (wait_dsp & 1)
-        mk_wait_ge_paced(w, o_dsp_out, (mk_ld_volatile(calls) + 1) * (uint64_t)C, MK_OP_MOE, -1, tile, kMoePollNs);
-      if (wait_dsp & 2) asm volatile("fence.proxy.async.global;" ::: "memory");
-      st.settled = true;
     }
     if (prof) {
       moe_stamp(prof, MK_MOE_PH_G1_FIRST);
       moe_stamp(prof, MK_MOE_PH_G1_LAST);
     }
-  }
-  /* Launched as the dispatch's dependent (g1_pdl), this kernel must not end before the dispatch has: what follows
-     on the stream waits only for this kernel. */
-  __device__ __forceinline__ void tail(State &, uint8_t *, int) const {
-    asm volatile("griddepcontrol.wait;" ::: "memory");
   }
   __device__ __forceinline__ void after_store(State &, const mk_gemm_tile &t) const {
     if constexpr (kG12) {
@@ -633,7 +598,6 @@ static mk_status launch_gemm1(const mk_moe_dev *d, int grid, cudaStream_t stream
   p.started = d->g1_sync, p.calls = d->calls, p.C = d->C;
   p.join_from = d->g1_sync && !d->ll ? grid - d->C : grid;
   p.o_land_cnt = d->o_land_cnt, p.ll_need = d->ll ? (uint64_t)d->W * (uint64_t)d->C : 0;
-  args.pdl = d->g1_pdl == 1 || d->g1_pdl == 2, p.o_dsp_out = d->o_dsp_out, p.wait_dsp = d->ll || !d->g1_pdl ? 0 : d->g1_pdl == 5 ? 1 : d->g1_pdl == 6 || d->g1_pdl == 8 ? 2 : 3;
   if (d->g1_sync) args.claim = (uint32_t *)(d->g1_sync + 1);
   if constexpr (!kG12) {
     if (d->split_k) { /* k-slices of the last wave, planned on the device (gemm_split.cuh) */

@@ -22,12 +22,6 @@ MK_PARAM_INT(moe_send_early, "MOE_SEND_EARLY", 1, 0, 1)
  * CTAs past SMs - C start on the dispatch's SMs as its CTAs exit and take the tiles still
  * unclaimed; 0 on SMs - C CTAs, each walking its fixed tiles (as before session 13). */
 MK_PARAM_INT(moe_gemm1_claim, "MOE_GEMM1_CLAIM", 1, 0, 1)
-/* Serial schedule and decode without the count exchange: 1 launches GEMM1 (the core's, not the swapped one) as the
- * dispatch's (the sender's) programmatic dependent, its CTAs on the SMs the dispatch leaves at once and on the others
- * as dispatch CTAs exit, with no kernel boundary and (ce_send) no memset between them (mk_moe_dev.g1_pdl); 0 one
- * kernel after the other. */
-/* diagnostics: 2 the launch attribute, no trigger; 3 neither (a plain launch), but no memset and the wait for dsp_out */
-MK_PARAM_INT(moe_g1_pdl, "MOE_G1_PDL", 1, 0, 8) /* 4: as 3, with the memset; 5, 6: as 3, no fence / no wait */
 /* With MOE_GEMM1_CLAIM: 1 GEMM2 (on SMs - Cc beside the combine) claims its tiles on the same
  * counter, 0 fixed tiles. */
 MK_PARAM_INT(moe_gemm2_claim, "MOE_GEMM2_CLAIM", 1, 0, 1)
@@ -401,12 +395,6 @@ mk_status mk_moe_create(mk_comm_t *comm, const mk_moe_args *a, mk_moe_t **out) {
     d->ce_send = m->sched == MK_MOE_SCHED_SERIAL && d->push && m->nnodes == 1 && !d->send_early &&
                  mk_moe_pick_ce_send(a, W);
     if (d->ce_send) MK_CHECK_GOTO(heap(m, Wu * 8, &d->o_xflag), st, fail);
-    const int pdl = (int)mk_param_moe_g1_pdl(); /* 7: as 0, with dsp_out's heap allocation only */
-    d->g1_pdl = (m->sched == MK_MOE_SCHED_SERIAL || d->ll) && pdl != 7 ? pdl : 0;
-    if ((d->g1_pdl || pdl == 7) && m->sched == MK_MOE_SCHED_SERIAL) {
-      MK_CHECK_GOTO(heap(m, 8, &d->o_dsp_out), st, fail);
-    }
-
     if (d->push) { /* the reduce's ticket (its last CTA advances the call) */
       MK_CHECK_GOTO(dalloc((void **)&d->tick, sizeof *d->tick), st, fail);
       MK_CUDA_CHECK_GOTO(cudaMemset(d->tick, 0, sizeof *d->tick), st, fail);
@@ -654,7 +642,7 @@ static mk_status forward_fused(mk_moe_t *m, const uint16_t *x, int64_t T, const 
   if (m->sched == MK_MOE_SCHED_SERIAL) { /* one stream: every CTA of dispatch / combine is resident */
     MK_CHECK(mk_moe_launch_dispatch(d, x, s)); /* ce_send: it waits for the peers' copies (xflag) too */
     /* ce_send: the peers' flags consumed; this rank's copies (s2) join before the reduce (GEMM1 need not wait) */
-    if (d->ce_send && (!d->g1_pdl || d->g1_pdl == 4 || d->g1_pdl == 8)) MK_CUDA_CHECK(cudaMemsetAsync(d->w.heap + d->o_xflag, 0, (size_t)d->W * 8, s));
+    if (d->ce_send) MK_CUDA_CHECK(cudaMemsetAsync(d->w.heap + d->o_xflag, 0, (size_t)d->W * 8, s));
     if (d->g12_need) { /* GEMM2 beside GEMM1: its programmatic dependent (MK_MOE_G12_SMS) */
       MK_CHECK(mk_moe_launch_gemm1(d, m->sms - m->g12_sms, s));
       MK_CHECK(mk_moe_launch_gemm2(d, m->sms, s));

@@ -58,9 +58,8 @@
  *   there (a stream memory operation after the copy). The dispatch sends only the metas (lmeta, land_sig as
  *   before) and groups a peer's rows from land[s][token] once its xflag[s] is set, its own from x[token].
  *   xflag    [W] u64               1 (32-bit write) from source s once its rows are in land[s]; zeroed by a
- *                                  memset on s after the dispatch, or (g1_pdl) by the dispatch CTA that
- *                                  completes dsp_out (before this rank's GEMM2 can signal psig, which the
- *                                  source's next call waits for through its reduce) */
+ *                                  memset on s after the dispatch (before this rank's GEMM2 can signal psig,
+ *                                  which the source's next call waits for through its reduce) */
 #ifndef MK_KERNELS_MOE_INTERNAL_H
 #define MK_KERNELS_MOE_INTERNAL_H
 
@@ -148,12 +147,6 @@ typedef struct mk_moe_dev {
   uint64_t o_a1, o_rowinfo, o_land_cnt;
   int ce_send;       /* rows by copy engine (see the heap list above) */
   uint64_t o_xflag;
-  int g1_pdl;        /* serial schedule or ll: GEMM1 (the core's) is the dispatch's / the sender's programmatic
-                        dependent (MK_MOE_G1_PDL): both trigger first thing, GEMM1's CTAs take the SMs they
-                        leave as they exit, and its tail waits for them (griddepcontrol.wait) */
-  uint64_t o_dsp_out; /* g1_pdl, serial (heap, u64): +1 per dispatch CTA at its end, after its rows (target
-                         C x (calls + 1)); each GEMM1 producer's first tile waits for it (mk_moe_gemm1_policy), and
-                         with ce_send the CTA that completes it clears the xflags (no memset before GEMM1) */
   uint64_t *pub_cnt; /* several node groups with MK_MOE_REMOTE_WHOLE, else NULL: [2][W] chunks published
                         to rank r so far (dispatch, then combine), zeroed at create; the CTA whose add
                         completes a call's count PUTs the whole area for r (moe_publish) */

@@ -236,10 +236,8 @@ static void run_case(mk_comm_t *c, const cfg *g, uint64_t seed, cudaStream_t s) 
    * variant 0's arguments with the decode path without the count exchange off (MK_MOE_LL=0; the ll cases,
    * whose other variants run with MK_MOE_LL=1: it in one node group), fused path only; variants 17 and 18 run
    * variant 2's arguments with the dispatch's rows by copy engine forced on (MK_MOE_CE_SEND=1: wherever the
-   * serial schedule pushes rows home in one node group) and off (=0), fused path only; variant 19 runs variant 2's
-   * arguments with GEMM1 after the dispatch's kernel instead of as its programmatic dependent (MK_MOE_G1_PDL=0),
-   * fused path only */
-  static const char *const names[20] = {"fused",          "fused (SwiGLU pass)",           "fused (serial)",
+   * serial schedule pushes rows home in one node group) and off (=0), fused path only */
+  static const char *const names[19] = {"fused",          "fused (SwiGLU pass)",           "fused (serial)",
                                          "fused (hybrid)", "fused (split-K, SwiGLU pass)", "fused (serial, split-K)",
                                          "fused (GEMM1 static tiles)", "fused (combine kernel)",
                                          "fused (serial, combine kernel)", "fused (serial, GEMM2 beside GEMM1)",
@@ -248,10 +246,10 @@ static void run_case(mk_comm_t *c, const cfg *g, uint64_t seed, cudaStream_t s) 
                                          "fused (GEMM2's k-slices beside GEMM1's tail)",
                                          "fused (GEMM1 swapped, 192-row chunks, GEMM2 beside it)",
                                          "fused (MK_MOE_LL=0)", "fused (serial, rows by copy engine)",
-                                         "fused (serial, rows by SMs)", "fused (serial, GEMM1 after the dispatch)"};
+                                         "fused (serial, rows by SMs)"};
   static const char *const skinny[3] = {"64", "128", "192"};
   if (g->ll) setenv("MK_MOE_LL", "1", 1), mk_param_reset_cache(); /* wherever it fits: E = 128 too */
-  for (int variant = 0; variant < (g->reps ? 1 : 20); variant++) {
+  for (int variant = 0; variant < (g->reps ? 1 : 19); variant++) {
     if (g->variants && !(g->variants >> variant & 1)) continue;
     if (variant == 15) setenv("MK_MOE_SKINNY", "192", 1), setenv("MK_MOE_G12_SKINNY", "1", 1), mk_param_reset_cache();
     if (variant == 13 || variant == 14) {
@@ -265,8 +263,7 @@ static void run_case(mk_comm_t *c, const cfg *g, uint64_t seed, cudaStream_t s) 
     if (variant == 9) setenv("MK_MOE_G12_SMS", "0", 1), mk_param_reset_cache();
     if (variant == 16) setenv("MK_MOE_LL", "0", 1), mk_param_reset_cache();
     if (variant == 17 || variant == 18) setenv("MK_MOE_CE_SEND", variant == 17 ? "1" : "0", 1), mk_param_reset_cache();
-    if (variant == 19) setenv("MK_MOE_G1_PDL", "0", 1), mk_param_reset_cache();
-    const int serial = variant == 2 || variant == 5 || variant == 8 || variant == 9 || variant >= 17;
+    const int serial = variant == 2 || variant == 5 || variant == 8 || variant == 9 || variant == 17 || variant == 18;
     mk_moe_args a = {.hidden = H, .inter = I, .n_experts = E, .top_k = K, .max_tokens = Tmax, .w1 = dw1, .w2 = dw2,
                      .comm_ctas = serial ? 0 : 4, .swiglu_pass = variant == 1 || variant == 4,
                      .schedule = variant == 3 ? MK_MOE_SCHED_HYBRID : serial ? MK_MOE_SCHED_SERIAL : MK_MOE_SCHED_OVERLAP,
@@ -352,7 +349,6 @@ static void run_case(mk_comm_t *c, const cfg *g, uint64_t seed, cudaStream_t s) 
     if (variant == 15) unsetenv("MK_MOE_G12_SKINNY"), mk_param_reset_cache();
     if (variant == 16) setenv("MK_MOE_LL", "1", 1), mk_param_reset_cache();
     if (variant == 17 || variant == 18) unsetenv("MK_MOE_CE_SEND"), mk_param_reset_cache();
-    if (variant == 19) unsetenv("MK_MOE_G1_PDL"), mk_param_reset_cache();
   }
   if (g->ll) unsetenv("MK_MOE_LL"), mk_param_reset_cache();
   cudaFree(dw1), cudaFree(dw2), cudaFree(dx), cudaFree(dout), cudaFree(did), cudaFree(dtw);

@@ -1,6 +1,6 @@
-/* bench_cuda.cuh — what the stand-alone CUDA benchmarks of tools/bench share (tma_stream.cu, tma_gather.cu): a
- * checked runtime call, the median of event-timed launches, cuTensorMapEncodeTiled through the runtime's
- * driver entry point (libcuda is never linked), and the consumer that drains a TMA ring. */
+/* bench_cuda.cuh — what the stand-alone CUDA benchmarks of tools/bench share (tma_stream.cu, tma_gather.cu,
+ * group_rows.cu): a checked runtime call, the median of event-timed launches, cuTensorMapEncodeTiled through the
+ * runtime's driver entry point (libcuda is never linked), and the consumer that drains a TMA ring. */
 #ifndef MK_TOOLS_BENCH_CUDA_CUH
 #define MK_TOOLS_BENCH_CUDA_CUH
 

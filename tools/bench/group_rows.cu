@@ -4,7 +4,8 @@
  *   nvcc -std=c++17 -arch=sm_90a -O3 -I. tools/bench/group_rows.cu -o group_rows && ./group_rows
  * On 128 CTAs (the serial schedule's SMs - 4), rows of a CTA's chunk of each source:
  *   warp:      the dispatch's copy: one row a warp at a time, 16 warps, 8 16-byte loads a lane, then the n stores
- *              (moe_copy_row_multi); with ready: a __threadfence and an add to the row's counter after each row.
+ *              (moe_copy_row_multi, included); with ready: a __threadfence and an add to the row's counter after
+ *              each row.
  *   bulk S/L/W: W warps, each a ring of S 4 KiB slots in shared memory: lane 0 loads rows into slots with
  *              cp.async.bulk (global -> shared, mbarrier), stores each row to its n places with cp.async.bulk
  *              (shared -> global, one bulk group a row), and reloads a slot once the stores of the row L rows back
@@ -16,6 +17,7 @@
 #include <cstring>
 #include <random>
 
+#include "kernels/moe/moe_common.cuh" /* moe_copy_row_multi: the dispatch's copy */
 #include "tools/bench/bench_cuda.cuh"
 
 using namespace mk_sm90;
@@ -25,19 +27,6 @@ constexpr int kT = 4096, kH = 2048, kRowBytes = kH * 2, kE = 128, kK = 8, kEl = 
 struct meta { /* one source row: where it comes from and its n places in A1 */
   int src, n, pos[kK];
 };
-
-__device__ __forceinline__ void copy_row_multi(char *base, const int *pos, int n, const char *src) {
-  const int lane = threadIdx.x & 31;
-  const uint4 *in = (const uint4 *)src;
-  uint4 r[8];
-#pragma unroll
-  for (int q = 0; q < 8; q++) r[q] = in[lane + 32 * q];
-  for (int k = 0; k < n; k++) {
-    uint4 *o = (uint4 *)(base + (int64_t)pos[k] * kRowBytes);
-#pragma unroll
-    for (int q = 0; q < 8; q++) o[lane + 32 * q] = r[q];
-  }
-}
 
 /* Rows [j0, j1) of source s for CTA c (as moe_chunk). */
 __device__ __forceinline__ void chunk(int c, int *j0, int *j1) {
@@ -56,7 +45,7 @@ __global__ void __launch_bounds__(512) warp_kernel(const char *x, const char *la
       int pos[kK];
 #pragma unroll
       for (int q = 0; q < kK; q++) pos[q] = mt.pos[q];
-      copy_row_multi(A1, pos, n, (s ? land : x) + (int64_t)mt.src * kRowBytes);
+      moe_copy_row_multi(A1, pos, n, (s ? land : x) + (int64_t)mt.src * kRowBytes, kRowBytes);
       if (ready && lane < n) {
         __threadfence();
         atomicAdd(ready + pos[lane] / 128, 1u);

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # next_s40.sh — session 40's GPU runs (docs/perf/NOTES.md, moe "Session 40"). Run through tools/gpu-check.sh from
 # the repository root.
+# MK_MOE_G1_PDL was removed after these runs (the kernels back to a1b4e2d's); the script records what ran, each part on
+# the tree of its run's commit (b2a42e4, f2a84f1, a8852aa, c2cb6b9, 99bc941, 969ef7c, b93aafd, 41f0dc7, 29156d0; part j,
+# 934a08d, was not run).
 # part a (2 GPUs): GEMM1 as the dispatch's programmatic dependent (MK_MOE_G1_PDL=1, the new default) against one
 #   kernel after the other (=0), in turns, twice, fused path, --breakdown, at mk-bench moe's default shapes (the
 #   three prefill shapes run the serial schedule; Mixtral's decode shapes the sender without the count exchange);
@@ -73,42 +76,21 @@ if [ "$PART" = a ]; then
     -o /tmp/group_rows
   TAIL=30 STEP_GREP='.' step group_rows 90 /tmp/group_rows
 fi
-if [ "$PART" = e ]; then
-  export STEP_GREP='uniform fused|phases|rror|FAIL'
-  PRE="--shape 4096,4096,8,2,14336 --shape 4096,2048,128,8,768 --shape 8192,7168,256,8,2048"
-  for r in 1 2; do
-    for v in 2 1 0; do moe "pdl${v}_$r" "$PRE" MK_MOE_G1_PDL=$v -- --path fused; done
-  done
-fi
-if [ "$PART" = f ]; then
-  export STEP_GREP='uniform fused|phases|rror|FAIL'
-  PRE="--shape 4096,2048,128,8,768 --shape 8192,7168,256,8,2048"
-  for r in 1 2; do
-    for v in 3 2 0; do moe "pdl${v}_$r" "$PRE" MK_MOE_G1_PDL=$v -- --path fused; done
-  done
-fi
-if [ "$PART" = g ]; then
-  export STEP_GREP='uniform fused|phases|rror|FAIL'
-  PRE="--shape 4096,2048,128,8,768 --shape 8192,7168,256,8,2048"
-  for r in 1 2; do
-    for v in 4 3 0; do moe "pdl${v}_$r" "$PRE" MK_MOE_G1_PDL=$v -- --path fused; done
-  done
-fi
-if [ "$PART" = h ]; then
+# g1_modes SHAPES MODE...: mk-bench moe at SHAPES with MK_MOE_G1_PDL at each MODE, in turns, twice (parts e-j)
+g1_modes() {
+  local shapes=$1 r v
+  shift
   export STEP_GREP='uniform fused|phases|rror|FAIL'
   for r in 1 2; do
-    for v in 5 6 0; do moe "pdl${v}_$r" "--shape 8192,7168,256,8,2048" MK_MOE_G1_PDL=$v -- --path fused; done
+    for v in "$@"; do moe "pdl${v}_$r" "$shapes" MK_MOE_G1_PDL="$v" -- --path fused; done
   done
-fi
-if [ "$PART" = i ]; then
-  export STEP_GREP='uniform fused|phases|rror|FAIL'
-  for r in 1 2; do
-    for v in 7 0; do moe "pdl${v}_$r" "--shape 8192,7168,256,8,2048" MK_MOE_G1_PDL=$v -- --path fused; done
-  done
-fi
-if [ "$PART" = j ]; then
-  export STEP_GREP='uniform fused|phases|rror|FAIL'
-  for r in 1 2; do
-    for v in 8 6 0; do moe "pdl${v}_$r" "--shape 8192,7168,256,8,2048" MK_MOE_G1_PDL=$v -- --path fused; done
-  done
-fi
+}
+E256="--shape 8192,7168,256,8,2048"
+case "$PART" in
+  e) g1_modes "--shape 4096,4096,8,2,14336 --shape 4096,2048,128,8,768 $E256" 2 1 0 ;;
+  f) g1_modes "--shape 4096,2048,128,8,768 $E256" 3 2 0 ;;
+  g) g1_modes "--shape 4096,2048,128,8,768 $E256" 4 3 0 ;;
+  h) g1_modes "$E256" 5 6 0 ;;
+  i) g1_modes "$E256" 7 0 ;;
+  j) g1_modes "$E256" 8 6 0 ;;
+esac
