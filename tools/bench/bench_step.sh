@@ -14,6 +14,8 @@
 #                                  ranks with the environment VAR=VALUE, JSON into $RES/NAME.json.
 #   moe_turns PREFIX SHAPES VAR A B [-- ARGS...]  `moe` of SHAPES with VAR=A, VAR=B, then both again (PREFIX_A,
 #                                  PREFIX_B, PREFIX_Ab, PREFIX_Bb): an A/B in turns, twice (A and B must not end in b).
+#   moe_modes FORMAT SHAPES VAR ENTRY... [-- ARGS...]  `moe` of SHAPES with VAR at each ENTRY (VALUE or LABEL=VALUE), in
+#                                  turns, twice; run r of an entry is named printf FORMAT LABEL r (e.g. 'ce_%s%s').
 #   layer NAME BIN [ARGS...]       one `mk-bench layer --interleave --warmup 20 --iters 40 --seed 7` of BIN's build
 #                                  under $G ranks, JSON into $RES/NAME.json.
 #   ar_step NAME ENV... -- ARGS...  one `mk-bench gemm_ar --interleave` under 4 ranks with the
@@ -84,6 +86,15 @@ moe_turns() {
   local p=$1 shapes=$2 var=$3 a=$4 b=$5 v
   shift 5
   for v in "$a" "$b" "${a}b" "${b}b"; do moe "${p}_$v" "$shapes" "$var=${v%b}" "$@"; done
+}
+moe_modes() {
+  local fmt=$1 shapes=$2 var=$3 entries=() r e
+  shift 3
+  while [ $# -gt 0 ] && [ "$1" != "--" ]; do entries+=("$1"); shift; done
+  for r in 1 2; do
+    # shellcheck disable=SC2059
+    for e in "${entries[@]}"; do moe "$(printf "$fmt" "${e%%=*}" "$r")" "$shapes" "$var=${e#*=}" "$@"; done
+  done
 }
 layer() {
   local name=$1 bin=$2

@@ -25,10 +25,7 @@ PART=${1:-a}
 PRE="--shape 4096,4096,8,2,14336 --shape 4096,2048,128,8,768 --shape 8192,7168,256,8,2048"
 if [ "$PART" = a ]; then
   export STEP_GREP='uniform fused|phases|rror|FAIL'
-  for r in 1 2; do
-    moe "ce_on$r" "$PRE" MK_MOE_CE_SEND=-1 -- --path fused
-    moe "ce_off$r" "$PRE" MK_MOE_CE_SEND=0 -- --path fused
-  done
+  moe_modes 'ce_%s%s' "$PRE" MK_MOE_CE_SEND on=-1 off=0 -- --path fused
   export STEP_GREP='uniform fused|rror|FAIL'
   moe moe_pre "$PRE"
 fi

@@ -25,17 +25,11 @@ PART=${1:-a}
 PRE="--shape 4096,4096,8,2,14336 --shape 4096,2048,128,8,768 --shape 8192,7168,256,8,2048"
 if [ "$PART" = a ]; then
   export STEP_GREP='uniform fused|phases|rror|FAIL'
-  for r in 1 2; do
-    moe "bes_on$r" "$PRE" MK_MOE_CE_BESIDE=-1 -- --path fused
-    moe "bes_off$r" "$PRE" MK_MOE_CE_BESIDE=0 -- --path fused
-  done
+  moe_modes 'bes_%s%s' "$PRE" MK_MOE_CE_BESIDE on=-1 off=0 -- --path fused
   moe bes_8 "$PRE" MK_MOE_CE_BESIDE=8 -- --path fused
   moe bes_32 "$PRE" MK_MOE_CE_BESIDE=32 -- --path fused
 fi
 if [ "$PART" = c ]; then
   export STEP_GREP='uniform fused|phases|rror|FAIL'
-  for r in 1 2; do
-    moe "after1_$r" "$PRE" MK_MOE_CE_AFTER=1 -- --path fused
-    moe "after0_$r" "$PRE" MK_MOE_CE_AFTER=0 -- --path fused
-  done
+  moe_modes 'after%s_%s' "$PRE" MK_MOE_CE_AFTER 1 0 -- --path fused
 fi

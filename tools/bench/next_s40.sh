@@ -76,21 +76,17 @@ if [ "$PART" = a ]; then
     -o /tmp/group_rows
   TAIL=30 STEP_GREP='.' step group_rows 90 /tmp/group_rows
 fi
-# g1_modes SHAPES MODE...: mk-bench moe at SHAPES with MK_MOE_G1_PDL at each MODE, in turns, twice (parts e-j)
-g1_modes() {
-  local shapes=$1 r v
-  shift
+# pdl SHAPES MODE...: the fused path at SHAPES with MK_MOE_G1_PDL at each MODE, in turns, twice (parts e-j)
+pdl() {
   export STEP_GREP='uniform fused|phases|rror|FAIL'
-  for r in 1 2; do
-    for v in "$@"; do moe "pdl${v}_$r" "$shapes" MK_MOE_G1_PDL="$v" -- --path fused; done
-  done
+  moe_modes 'pdl%s_%s' "$1" MK_MOE_G1_PDL "${@:2}" -- --path fused
 }
-E256="--shape 8192,7168,256,8,2048"
+E128="--shape 4096,2048,128,8,768" E256="--shape 8192,7168,256,8,2048"
 case "$PART" in
-  e) g1_modes "--shape 4096,4096,8,2,14336 --shape 4096,2048,128,8,768 $E256" 2 1 0 ;;
-  f) g1_modes "--shape 4096,2048,128,8,768 $E256" 3 2 0 ;;
-  g) g1_modes "--shape 4096,2048,128,8,768 $E256" 4 3 0 ;;
-  h) g1_modes "$E256" 5 6 0 ;;
-  i) g1_modes "$E256" 7 0 ;;
-  j) g1_modes "$E256" 8 6 0 ;;
+  e) pdl "--shape 4096,4096,8,2,14336 $E128 $E256" 2 1 0 ;;
+  f) pdl "$E128 $E256" 3 2 0 ;;
+  g) pdl "$E128 $E256" 4 3 0 ;;
+  h) pdl "$E256" 5 6 0 ;;
+  i) pdl "$E256" 7 0 ;;
+  j) pdl "$E256" 8 6 0 ;;
 esac
