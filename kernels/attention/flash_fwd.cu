@@ -2,7 +2,8 @@
  * sequence lengths in a batch (cu_seqlens), GQA, causal (bottom-right aligned or an explicit
  * offset) and non-causal; writes O (bf16) and the log-sum-exp (fp32, natural log).
  * This file: the public launcher (validation, choice of kernel) and the portable mma.sync
- * kernel (MK_ATTN_IMPL_MMA); the Hopper wgmma kernel is in flash_fwd_sm90.cu.
+ * kernel (MK_ATTN_IMPL_MMA); the Hopper wgmma kernels are in flash_fwd_sm90.cu (MK_ATTN_IMPL_WGMMA) and
+ * flash_fwd_ws.cu (MK_ATTN_IMPL_WGMMA_WS, the default there).
  *
  * mma.sync kernel: one CTA = 128 query rows of one (sequence, q head); 8 warps, 16 rows each. K/V tiles of 64
  * keys stream through a 2-stage cp.async ring in swizzled shared memory. Per tile, each warp:
@@ -195,7 +196,8 @@ mk_status fwd_validate(const mk_attn_fwd_args *a) {
     MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "flash_attn_fwd: unknown mask %d", (int)a->mask);
   if (!(a->softmax_scale == a->softmax_scale) || isinf(a->softmax_scale))
     MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "flash_attn_fwd: softmax_scale is not finite");
-  if (a->impl != MK_ATTN_IMPL_AUTO && a->impl != MK_ATTN_IMPL_MMA && a->impl != MK_ATTN_IMPL_WGMMA)
+  if (a->impl != MK_ATTN_IMPL_AUTO && a->impl != MK_ATTN_IMPL_MMA && a->impl != MK_ATTN_IMPL_WGMMA &&
+      a->impl != MK_ATTN_IMPL_WGMMA_WS)
     MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "flash_attn_fwd: unknown impl %d", (int)a->impl);
   if (a->num_splits < 0 || a->num_splits > 1024)
     MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL,
@@ -264,9 +266,9 @@ extern "C" mk_status mk_flash_attn_fwd(const mk_attn_fwd_args *a, mk_stream_t st
     MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "flash_attn_fwd: q, k, v, o must be 16-byte aligned");
   int major = 0, sms = 0;
   MK_CHECK(fwd_device(&major, &sms));
-  if (a->impl == MK_ATTN_IMPL_WGMMA && major != 9)
+  if ((a->impl == MK_ATTN_IMPL_WGMMA || a->impl == MK_ATTN_IMPL_WGMMA_WS) && major != 9)
     MK_ERR_RETURN(MK_STATUS_UNSUPPORTED, MK_SUBSYS_KERNEL,
-                  "flash_attn_fwd: the wgmma kernel needs a Hopper GPU (this one is sm_%d0)", major);
+                  "flash_attn_fwd: the wgmma kernels need a Hopper GPU (this one is sm_%d0)", major);
   const int sm90 = a->impl != MK_ATTN_IMPL_MMA && major == 9;
   const int splits = fwd_splits(a, sm90, sms, a->workspace_bytes); /* 0 without a workspace (validated) */
   if (splits > 1 && (long long)splits * a->batch > 65535)
@@ -298,5 +300,10 @@ extern "C" mk_status mk_flash_attn_fwd(const mk_attn_fwd_args *a, mk_stream_t st
   p.lse_part = splits > 1 ? p.o_part + (size_t)splits * a->total_q * a->hq * a->d : NULL;
   cudaStream_t s = (cudaStream_t)stream;
   if (!sm90) return mk_attn::flash_fwd_launch_sm80(p, a->d, a->batch, a->max_seqlen_q, s);
-  return mk_attn::flash_fwd_launch_sm90(p, a->d, a->batch, a->max_seqlen_q, s);
+  if (a->impl == MK_ATTN_IMPL_WGMMA) return mk_attn::flash_fwd_launch_sm90(p, a->d, a->batch, a->max_seqlen_q, s);
+  /* The TMA maps' rows: one sequence ends at its last key (TMA zero-fills the tail tile); in a varlen batch only
+   * key tiles inside their sequence go through TMA, so batch x max_seqlen_k bounds every row they read. */
+  long long k_rows = a->cu_seqlens_k ? (long long)a->batch * a->max_seqlen_k : (long long)a->max_seqlen_k;
+  if (k_rows > INT32_MAX) k_rows = INT32_MAX;
+  return mk_attn::flash_fwd_launch_ws(p, a->d, a->batch, a->max_seqlen_q, a->total_q, k_rows, s);
 }

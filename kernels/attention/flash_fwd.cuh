@@ -124,11 +124,12 @@ __device__ __forceinline__ void mask_tile(float (&s)[NT][4], const fwd_block &bl
     }
 }
 
-/* Online softmax over one S tile: new row max (quad reduce), S -> P = exp2(S*scale_log2 - m),
- * running sums l (per thread, reduced at the end) and O rescaled by exp2(m_old - m_new). */
-template <int NT, int ND>
-__device__ __forceinline__ void softmax_step(float (&s)[NT][4], float (&o)[ND][4], float (&m_r)[2], float (&l_r)[2],
-                                             float scale_log2) {
+/* Online softmax over one S tile, without O: new row max (quad reduce), S -> P = exp2(S*scale_log2 - m),
+ * running sums l (per thread, reduced at the end); alpha = exp2(m_old - m_new), the factor O must be rescaled by
+ * (the warp-specialised kernel applies it later, while its P V of the previous tile is in flight). */
+template <int NT>
+__device__ __forceinline__ void softmax_rows(float (&s)[NT][4], float (&m_r)[2], float (&l_r)[2], float scale_log2,
+                                             float (&alpha)[2]) {
 #pragma unroll
   for (int r = 0; r < 2; r++) {
     float mx = -INFINITY;
@@ -138,7 +139,7 @@ __device__ __forceinline__ void softmax_step(float (&s)[NT][4], float (&o)[ND][4
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
     const float m_new = fmaxf(m_r[r], mx);
     const float m_use = m_new == -INFINITY ? 0.f : m_new * scale_log2; /* all masked so far */
-    const float alpha = exp2f(fmaf(m_r[r], scale_log2, -m_use));
+    alpha[r] = exp2f(fmaf(m_r[r], scale_log2, -m_use));
     m_r[r] = m_new;
     float sum = 0.f;
 #pragma unroll
@@ -147,13 +148,29 @@ __device__ __forceinline__ void softmax_step(float (&s)[NT][4], float (&o)[ND][4
       s[j][2 * r + 1] = exp2f(fmaf(s[j][2 * r + 1], scale_log2, -m_use));
       sum += s[j][2 * r] + s[j][2 * r + 1];
     }
-    l_r[r] = l_r[r] * alpha + sum;
-#pragma unroll
-    for (int j = 0; j < ND; j++) {
-      o[j][2 * r] *= alpha;
-      o[j][2 * r + 1] *= alpha;
-    }
+    l_r[r] = l_r[r] * alpha[r] + sum;
   }
+}
+
+/* O's rows (g and g + 8 of the thread) times alpha. */
+template <int ND>
+__device__ __forceinline__ void rescale_o(float (&o)[ND][4], const float (&alpha)[2]) {
+#pragma unroll
+  for (int j = 0; j < ND; j++) {
+    o[j][0] *= alpha[0];
+    o[j][1] *= alpha[0];
+    o[j][2] *= alpha[1];
+    o[j][3] *= alpha[1];
+  }
+}
+
+/* Online softmax over one S tile with O rescaled at once. */
+template <int NT, int ND>
+__device__ __forceinline__ void softmax_step(float (&s)[NT][4], float (&o)[ND][4], float (&m_r)[2], float (&l_r)[2],
+                                             float scale_log2) {
+  float alpha[2];
+  softmax_rows<NT>(s, m_r, l_r, scale_log2, alpha);
+  rescale_o<ND>(o, alpha);
 }
 
 /* P of n8 tiles 2kk and 2kk+1 as the A fragment (bf16) of k-step kk. */
@@ -203,15 +220,15 @@ __device__ __forceinline__ void store_out(const fwd_params &p, const fwd_block &
 mk_status fwd_merge(const fwd_params &p, int d, cudaStream_t stream);
 
 /* Grid: query blocks (the last first) x hq x batch (x splits); `smem` bytes of dynamic shared
- * memory; then the merge of the splits. */
-template <class Kernel>
+ * memory; the kernel's parameters are maps... (its TMA descriptors, if any), then p; then the merge of the splits. */
+template <class Kernel, class... Maps>
 mk_status flash_fwd_start(Kernel kernel, int threads, int bm, size_t smem, const fwd_params &p, int d, int batch,
-                          int max_seqlen_q, cudaStream_t stream) {
+                          int max_seqlen_q, cudaStream_t stream, const Maps &...maps) {
   /* Set on every call: cheap, and correct for whichever device is current. */
   MK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
   const int splits = p.splits > 1 ? p.splits : 1;
   dim3 grid((unsigned)((max_seqlen_q + bm - 1) / bm), (unsigned)p.hq, (unsigned)(batch * splits));
-  kernel<<<grid, threads, smem, stream>>>(p);
+  kernel<<<grid, threads, smem, stream>>>(maps..., p);
   MK_CUDA_LAUNCH_CHECK();
   return splits > 1 ? fwd_merge(p, d, stream) : MK_STATUS_OK;
 }
@@ -219,9 +236,12 @@ mk_status flash_fwd_start(Kernel kernel, int threads, int bm, size_t smem, const
 /* Key tiles (BN) of the two kernels, for the split's choice. */
 constexpr int kSm80TileN = 64, kSm90TileN = 128, kFwdTileM = 128;
 
-/* Launchers of the two kernels. */
+/* Launchers of the three kernels. The warp-specialised one also takes the call's token counts for its TMA maps
+ * (q_rows: rows of q; k_rows: rows of k and v that full key tiles may read). */
 mk_status flash_fwd_launch_sm80(const fwd_params &p, int d, int batch, int max_seqlen_q, cudaStream_t stream);
 mk_status flash_fwd_launch_sm90(const fwd_params &p, int d, int batch, int max_seqlen_q, cudaStream_t stream);
+mk_status flash_fwd_launch_ws(const fwd_params &p, int d, int batch, int max_seqlen_q, long long q_rows,
+                              long long k_rows, cudaStream_t stream);
 
 }  // namespace mk_attn
 

@@ -38,14 +38,6 @@ struct sm90_config {
   }
 };
 
-template <int N>
-__device__ __forceinline__ void fence_u32(uint32_t (&r)[N][4]) {
-#pragma unroll
-  for (int i = 0; i < N; i++)
-#pragma unroll
-    for (int j = 0; j < 4; j++) asm volatile("" : "+r"(r[i][j])::"memory");
-}
-
 /* The Q tile and the K/V stages, carved from the dynamic shared memory (aligned to 1024). */
 template <int D>
 struct sm90_tiles {

@@ -47,6 +47,14 @@ __device__ __forceinline__ void fence_regs(float (&r)[N]) {
 #pragma unroll
   for (int i = 0; i < N; i++) asm volatile("" : "+f"(r[i])::"memory");
 }
+/* The same for register A fragments: keeps them live and in place until the wgmma that reads them has completed. */
+template <int N>
+__device__ __forceinline__ void fence_u32(uint32_t (&r)[N][4]) {
+#pragma unroll
+  for (int i = 0; i < N; i++)
+#pragma unroll
+    for (int j = 0; j < 4; j++) asm volatile("" : "+r"(r[i][j])::"memory");
+}
 /* Generic-proxy writes to shared memory (cp.async, st.shared) visible to wgmma's async proxy. */
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 

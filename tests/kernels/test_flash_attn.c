@@ -1,10 +1,11 @@
-/* test_flash_attn.c (gpu) — mk_flash_attn_fwd, both kernels (Hopper wgmma and mma.sync),
+/* test_flash_attn.c (gpu) — mk_flash_attn_fwd, all three kernels (Hopper wgmma warp-specialised and not, mma.sync),
  * against the CPU reference (double accumulation) on fresh random inputs: head dim 64 and 128, GQA ratios 1, 4, 8, causal (bottom-right and
  * explicit offset) and non-causal, varlen batches with odd lengths, seqlen_q != seqlen_k,
  * empty sequences; each also split along the keys (forced 3 and 7 splits, more than some
  * blocks have key tiles, and the automatic choice with a workspace), and a decode of 64 tokens
  * of one sequence against 4160 keys, the model's case the automatic split is for; every one-sequence case
- * also with both cu_seqlens NULL (the model's form). Outputs are poisoned first and every element is checked: O rel Frobenius
+ * also with both cu_seqlens NULL (the model's form). K and V are followed by a tile of NaN rows, which no kernel may
+ * let into O (a key tile past the last key is zero-filled). Outputs are poisoned first and every element is checked: O rel Frobenius
  * error <= 1e-2, LSE abs error <= 1e-3 (-inf exactly where a row sees no key); the row after
  * the last one must stay untouched. */
 #include <cuda_runtime_api.h>
@@ -51,15 +52,18 @@ static int run_case(const fa_case *c, uint64_t seed) {
   const int total_q = cu_q[c->batch], total_k = cu_k[c->batch], d = c->d;
   const size_t nq = (size_t)total_q * c->hq * d, nk = (size_t)total_k * c->hkv * d, nl = (size_t)c->hq * total_q;
   const size_t row_q = (size_t)c->hq * d; /* one guard row after o, one guard value after lse */
-  uint16_t *hq = malloc(nq * 2 + 2), *hk = malloc(nk * 2 + 2), *hv = malloc(nk * 2 + 2);
+  const size_t pad = (size_t)128 * c->hkv * d; /* NaN rows after the last key */
+  uint16_t *hq = malloc(nq * 2 + 2), *hk = malloc((nk + pad) * 2), *hv = malloc((nk + pad) * 2);
   uint16_t *ho = malloc((nq + row_q) * 2);
   float *oref = malloc(nq * 4 + 4), *lref = malloc(nl * 4 + 4), *hl = malloc((nl + 1) * 4);
   ASSERT_TRUE(hq && hk && hv && ho && oref && lref && hl);
   attn_fill_bf16(hq, NULL, nq, seed, -2.f, 2.f);
   attn_fill_bf16(hk, NULL, nk, seed + 1, -2.f, 2.f);
   attn_fill_bf16(hv, NULL, nk, seed + 2, -1.f, 1.f);
+  memset(hk + nk, 0xff, pad * 2);
+  memset(hv + nk, 0xff, pad * 2);
 
-  uint16_t *dq = attn_dev(hq, nq * 2), *dk = attn_dev(hk, nk * 2), *dv = attn_dev(hv, nk * 2);
+  uint16_t *dq = attn_dev(hq, nq * 2), *dk = attn_dev(hk, (nk + pad) * 2), *dv = attn_dev(hv, (nk + pad) * 2);
   uint16_t *dout = attn_dev(NULL, (nq + row_q) * 2);
   float *dl = attn_dev(NULL, (nl + 1) * 4);
   int32_t *dcq = attn_dev(cu_q, sizeof cu_q), *dck = attn_dev(cu_k, sizeof cu_k);
@@ -76,9 +80,11 @@ static int run_case(const fa_case *c, uint64_t seed) {
     mk_attn_impl impl;
     int splits; /* -1: automatic with a workspace */
     const char *name;
-  } impls[] = {{MK_ATTN_IMPL_WGMMA, 0, "wgmma"},         {MK_ATTN_IMPL_MMA, 0, "mma.sync"},
-               {MK_ATTN_IMPL_WGMMA, 3, "wgmma/3"},       {MK_ATTN_IMPL_WGMMA, 7, "wgmma/7"},
-               {MK_ATTN_IMPL_MMA, 3, "mma.sync/3"},      {MK_ATTN_IMPL_WGMMA, -1, "wgmma/auto"},
+  } impls[] = {{MK_ATTN_IMPL_WGMMA_WS, 0, "wgmma-ws"},    {MK_ATTN_IMPL_WGMMA, 0, "wgmma"},
+               {MK_ATTN_IMPL_MMA, 0, "mma.sync"},         {MK_ATTN_IMPL_WGMMA_WS, 3, "wgmma-ws/3"},
+               {MK_ATTN_IMPL_WGMMA_WS, 7, "wgmma-ws/7"},  {MK_ATTN_IMPL_WGMMA, 3, "wgmma/3"},
+               {MK_ATTN_IMPL_WGMMA, 7, "wgmma/7"},        {MK_ATTN_IMPL_MMA, 3, "mma.sync/3"},
+               {MK_ATTN_IMPL_AUTO, -1, "auto/auto"},      {MK_ATTN_IMPL_WGMMA, -1, "wgmma/auto"},
                {MK_ATTN_IMPL_MMA, -1, "mma.sync/auto"}};
   /* one sequence: every kernel again with both cu_seqlens NULL (max_seqlen_q x max_seqlen_k, the model's call) */
   const size_t nimpl = sizeof impls / sizeof impls[0];

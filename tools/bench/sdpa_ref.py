@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """sdpa_ref.py — PyTorch baseline for `mk-bench attn --mode prefill`: times
-torch.nn.functional.scaled_dot_product_attention with the flash backend on the same shapes
+torch.nn.functional.scaled_dot_product_attention with one backend (--backend: flash, FlashAttention-2, path
+"torch_sdpa"; cudnn, cuDNN's fused attention, path "torch_sdpa_cudnn") on the same shapes
 (B sequences of S tokens, hq query heads, hkv KV heads, head dim d, causal and non-causal,
 q/k/v in mkernel's token-major layout [B, S, H, d] viewed as [B, H, S, d]) with CUDA events
 around every call (median, p10, p90 of --iters calls after --warmup), and prints a JSON
-document whose "results" rows follow mk-bench's schema with path "torch_sdpa", so they merge
+document whose "results" rows follow mk-bench's schema (shape with "q" = S, as mk-bench's), so they merge
 with `mk-bench attn --json` rows. rel_err: O over sampled rows against an fp64 reference.
 
 GQA: enable_gqa=True where this torch's flash backend takes it; otherwise K/V are expanded to
@@ -16,7 +17,8 @@ the acceptance bar), so both sides come from one run on one GPU:
   build/bin/mk-bench attn --mode prefill --json R.json && python3 tools/bench/sdpa_ref.py --merge R.json
 
 usage: python3 tools/bench/sdpa_ref.py [--seq 2048,8192,32768] [--causal 0,1] [--batch 1]
-           [--hq 32] [--hkv 8] [--d 128] [--warmup 10] [--iters 50] [--json FILE] [--merge FILE]"""
+           [--hq 32] [--hkv 8] [--d 128] [--warmup 10] [--iters 50] [--json FILE] [--merge FILE]
+           [--backend flash|cudnn]"""
 import argparse
 import datetime
 import json
@@ -52,6 +54,7 @@ def main():
     ap.add_argument("--samples", type=int, default=96, help="(row, head) pairs checked against fp64")
     ap.add_argument("--json", help="also write the document to this file")
     ap.add_argument("--merge", help="add the rows to this mk-bench results file and compare")
+    ap.add_argument("--backend", choices=["flash", "cudnn"], default="flash")
     args = ap.parse_args()
 
     import torch
@@ -63,6 +66,8 @@ def main():
         return 1
     dev = torch.device("cuda")
     torch.manual_seed(0)
+    backend = SDPBackend.FLASH_ATTENTION if args.backend == "flash" else SDPBackend.CUDNN_ATTENTION
+    path = "torch_sdpa" if args.backend == "flash" else "torch_sdpa_cudnn"
     rows = []
     for s in args.seq:
         b, hq, hkv, d = args.batch, args.hq, args.hkv, args.d
@@ -76,7 +81,7 @@ def main():
             kk, vv = k, v
 
             def call():
-                with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
+                with sdpa_kernel([backend]):
                     if gqa == "native" and hq != hkv:
                         return F.scaled_dot_product_attention(q, kk, vv, is_causal=bool(causal), scale=scale,
                                                               enable_gqa=True)
@@ -118,14 +123,14 @@ def main():
 
             flops = 4.0 * b * hq * s * s * d * (0.5 if causal else 1.0)
             med = percentile(ms, 0.5)
-            shape = {"b": b, "s": s, "hq": hq, "hkv": hkv, "d": d, "causal": causal}
+            shape = {"b": b, "s": s, "q": s, "hq": hq, "hkv": hkv, "d": d, "causal": causal}
             if gqa != "native" and hq != hkv:
                 shape["gqa"] = gqa
-            rows.append({"op": "attn_prefill", "path": "torch_sdpa", "shape": shape, "ranks": 1, "nodes": 1,
+            rows.append({"op": "attn_prefill", "path": path, "shape": shape, "ranks": 1, "nodes": 1,
                          "median_ms": med, "p10_ms": percentile(ms, 0.1), "p90_ms": percentile(ms, 0.9),
                          "tflops": flops / (med * 1e-3) / 1e12, "gbps": None, "rel_err": rel_err,
                          "compute_ms": None, "comm_ms": None, "bound_ms": None, "ratio": None})
-            print(f"torch_sdpa {shape}: median {med:.4f} ms, {rows[-1]['tflops']:.1f} TFLOP/s, "
+            print(f"{path} {shape}: median {med:.4f} ms, {rows[-1]['tflops']:.1f} TFLOP/s, "
                   f"rel_err {rel_err:.2e} (gqa {gqa})", file=sys.stderr)
         del q, k, v
         torch.cuda.empty_cache()
@@ -150,18 +155,19 @@ def merge(path, doc):
         mk = json.load(f)
     if mk.get("gpu") != doc["gpu"]:
         print(f"sdpa_ref.py: warning: {path} was measured on {mk.get('gpu')}, SDPA on {doc['gpu']}", file=sys.stderr)
-    mk["results"] = [r for r in mk["results"] if r.get("path") != "torch_sdpa"] + doc["results"]
+    mine = {r["path"] for r in doc["results"]}
+    mk["results"] = [r for r in mk["results"] if r.get("path") not in mine] + doc["results"]
     mk["torch"] = doc["torch"]
     with open(path, "w") as f:
         f.write(json.dumps(mk, indent=2) + "\n")
     key = lambda r: json.dumps({k: v for k, v in r["shape"].items() if k != "gqa"}, sort_keys=True)
     sdpa = {key(r): r for r in doc["results"]}
-    print(f"{'shape':<56} {'path':<10} {'ms':>9} {'TFLOP/s':>8} {'sdpa ms':>9} {'vs sdpa':>8}")
+    print(f"{'shape':<64} {'path':<13} {'ms':>9} {'TFLOP/s':>8} {'sdpa ms':>9} {'vs sdpa':>8}   (sdpa: {sorted(mine)})")
     for r in mk["results"]:
         base = sdpa.get(key(r))
-        if r["op"] != "attn_prefill" or r["path"] == "torch_sdpa" or not base or not r.get("median_ms"):
+        if r["op"] != "attn_prefill" or r["path"].startswith("torch_sdpa") or not base or not r.get("median_ms"):
             continue
-        print(f"{key(r):<56} {r['path']:<10} {r['median_ms']:9.4f} {r['tflops'] or 0:8.1f} "
+        print(f"{key(r):<64} {r['path']:<13} {r['median_ms']:9.4f} {r['tflops'] or 0:8.1f} "
               f"{base['median_ms']:9.4f} {base['median_ms'] / r['median_ms']:8.3f}")
     print(f"sdpa_ref.py: merged {len(doc['results'])} rows into {path}")
     return 0

@@ -5,15 +5,16 @@
  *                   prefill, or a decode step of Q tokens, against a cache of S keys; causal
  *                   bottom-right), 4*B*hq*Q*S*d FLOPs (less Q*Q/2 causal); rows "fused" (the
  *                   split along the keys chosen automatically, a workspace given) and
- *                   "fused_nosplit" (num_splits 1) beside "fused_mma".
+ *                   "fused_nosplit" (num_splits 1) beside "fused_wgmma" and "fused_mma".
  *   --mode decode:  B sequences of ctx cached tokens in a paged cache with shuffled blocks;
  *                   GB/s counts K and V read once plus q and o. Row "hbm_read": the
  *                   GPU's HBM read bandwidth over the same K/V buffers (bench_mem.h), the
  *                   yardstick the decode kernel's GB/s is printed against.
  * Every row's rel_err is the relative Frobenius error of O over sampled rows against the CPU
  * reference (double accumulation; mk_attn_ref_row): prefill samples (row, head) pairs,
- * decode samples whole sequences (all heads). Path "fused" is mkernel's default kernel (Hopper
- * wgmma), "fused_mma" the mma.sync one; the PyTorch SDPA rows come from tools/bench/sdpa_ref.py
+ * decode samples whole sequences (all heads). Path "fused" is mkernel's default kernel (Hopper: wgmma,
+ * warp-specialised), "fused_wgmma" the wgmma kernel without warp specialisation, "fused_mma" the mma.sync one;
+ * the PyTorch SDPA rows come from tools/bench/sdpa_ref.py
  * in the same schema (path "torch_sdpa"). */
 #include <cuda_runtime_api.h>
 #include <math.h>
@@ -152,15 +153,23 @@ static int run_prefill(const attn_opts *ao, const mk_bench_opts *o, mk_bench_rep
       rc = 1;
       goto next;
     }
-    /* the wgmma kernel (split as chosen), mma.sync, and with --q the wgmma kernel unsplit */
-    const int nvar = sq < s ? 3 : 2;
+    /* the default kernel (split as chosen), the other two, and with --q the default kernel unsplit */
+    static const struct {
+      mk_attn_impl impl;
+      int splits;
+      const char *path;
+    } vars[] = {{MK_ATTN_IMPL_AUTO, 0, "fused"},
+                {MK_ATTN_IMPL_WGMMA, 0, "fused_wgmma"},
+                {MK_ATTN_IMPL_MMA, 0, "fused_mma"},
+                {MK_ATTN_IMPL_AUTO, 1, "fused_nosplit"}};
+    const int nvar = sq < s ? 4 : 3;
     for (int ci = 0; ci < ao->ncausal * nvar; ci++) {
       const int causal = ao->causal[ci / nvar], var = ci % nvar;
       a->mask = causal ? MK_ATTN_MASK_CAUSAL : MK_ATTN_MASK_NONE;
-      a->impl = var == 1 ? MK_ATTN_IMPL_MMA : MK_ATTN_IMPL_AUTO;
-      a->workspace = ws, a->workspace_bytes = ws_bytes, a->num_splits = var == 2 ? 1 : 0;
+      a->impl = vars[var].impl;
+      a->workspace = ws, a->workspace_bytes = ws_bytes, a->num_splits = vars[var].splits;
       mk_bench_row row;
-      mk_bench_row_init(&row, "attn_prefill", var == 1 ? "fused_mma" : var == 2 ? "fused_nosplit" : "fused");
+      mk_bench_row_init(&row, "attn_prefill", vars[var].path);
       snprintf(row.shape, sizeof row.shape,
                "{\"b\":%lld,\"s\":%lld,\"q\":%lld,\"hq\":%lld,\"hkv\":%lld,\"d\":%lld,\"causal\":%d}", (long long)ao->batch,
                (long long)s, (long long)sq, (long long)ao->hq, (long long)ao->hkv, (long long)ao->d, causal);
