@@ -300,7 +300,10 @@ extern "C" mk_status mk_flash_attn_fwd(const mk_attn_fwd_args *a, mk_stream_t st
   p.lse_part = splits > 1 ? p.o_part + (size_t)splits * a->total_q * a->hq * a->d : NULL;
   cudaStream_t s = (cudaStream_t)stream;
   if (!sm90) return mk_attn::flash_fwd_launch_sm80(p, a->d, a->batch, a->max_seqlen_q, s);
-  if (a->impl == MK_ATTN_IMPL_WGMMA) return mk_attn::flash_fwd_launch_sm90(p, a->d, a->batch, a->max_seqlen_q, s);
+  /* AUTO: the warp-specialised kernel, except for a call that splits along the keys (a few query rows against a
+   * long cache: two or three key tiles a CTA, where its start-up costs more than its pipeline saves). */
+  if (a->impl == MK_ATTN_IMPL_WGMMA || (a->impl == MK_ATTN_IMPL_AUTO && splits > 1))
+    return mk_attn::flash_fwd_launch_sm90(p, a->d, a->batch, a->max_seqlen_q, s);
   /* The TMA maps' rows: one sequence ends at its last key (TMA zero-fills the tail tile); in a varlen batch only
    * key tiles inside their sequence go through TMA, so batch x max_seqlen_k bounds every row they read. */
   long long k_rows = a->cu_seqlens_k ? (long long)a->batch * a->max_seqlen_k : (long long)a->max_seqlen_k;

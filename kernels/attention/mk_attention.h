@@ -37,7 +37,8 @@ typedef enum mk_attn_mask {
 } mk_attn_mask;
 
 typedef enum mk_attn_impl {
-  MK_ATTN_IMPL_AUTO = 0,     /* the fastest kernel for this GPU: WGMMA_WS on Hopper, MMA elsewhere */
+  MK_ATTN_IMPL_AUTO = 0,     /* the fastest kernel for this GPU: on Hopper WGMMA_WS (WGMMA where the call splits
+                                along the keys), MMA elsewhere */
   MK_ATTN_IMPL_MMA = 1,      /* mma.sync (FlashAttention-2 style) */
   MK_ATTN_IMPL_WGMMA = 2,    /* Hopper wgmma (sm_90a), all warps load (cp.async) and compute */
   MK_ATTN_IMPL_WGMMA_WS = 3, /* Hopper wgmma, warp-specialised: a TMA producer warp, two consumer warpgroups

@@ -26,3 +26,25 @@ if [ "$PART" = a ]; then
   TAIL=8 step attn_q64 40 mk-bench attn --mode prefill --seq 4160 --q 64 --hq 8 --hkv 1 --causal 1 \
     --json "$RES/attn_q64.json"
 fi
+# part b (1 GPU, nvidia-h200): AUTO keeps the wgmma kernel where the call splits (the decode shape: 0.0272 ms with
+#   the new kernel against 0.0243, part a); the attention shapes of the layer on one GPU (8192 tokens, causal, hq 32,
+#   hkv 4 Qwen3 / 8 Mixtral) and S = 8192 non-causal with --interleave --iters 100 (part a's median 1.839 ms with
+#   p10 1.657: two modes); then the layer on one GPU, this build against 073fc62's (old_build; the tree in
+#   .carry/old-073fc62, carried) in turns, twice. Prediction: the prefill attention block -0.8 to -0.9 ms (the
+#   kernel 1.74 -> 0.90 ms at hq 32), the decode blocks level.
+#   MK_CALL_LIMIT=480 CTEST_ARGS="-R ^test_(flash_attn|model_gpu|model_gpu_prefill|model_gpu_fused_1)$" \
+#     CTEST_TIMEOUT=200 CTEST_WALL=200 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s41.sh b'
+if [ "$PART" = b ]; then
+  REPO=$(cd ../.. && pwd)
+  TAIL=4 step attn_q64 40 mk-bench attn --mode prefill --seq 4160 --q 64 --hq 8 --hkv 1 --causal 1 \
+    --json "$RES/attn_q64.json"
+  TAIL=4 step attn_qwen3 60 mk-bench attn --mode prefill --seq 8192 --hq 32 --hkv 4 --causal 1 --interleave \
+    --iters 100 --json "$RES/attn_qwen3.json"
+  TAIL=4 step attn_mixtral 60 mk-bench attn --mode prefill --seq 8192 --hq 32 --hkv 8 --causal 1 --interleave \
+    --iters 100 --json "$RES/attn_mixtral.json"
+  TAIL=4 step attn_nc 60 mk-bench attn --mode prefill --seq 8192 --causal 0 --interleave --iters 100 \
+    --json "$RES/attn_nc.json"
+  old_build 073fc62
+  lay() { layer "layer_$1$2" "$3"; }
+  ab_turns lay
+fi
