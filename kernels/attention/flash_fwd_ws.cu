@@ -74,7 +74,8 @@ __device__ __forceinline__ void ws_produce(const CUtensorMap *tq, const CUtensor
       if (lane == 0) {
         mk_sm90::mbar_expect_tx(&full[s], BN * D * 2);
 #pragma unroll
-        for (int cb = 0; cb < CB; cb++) mk_sm90::tma_load_3d(dst + cb * BN * 64, map, &full[s], col + cb * 64, blk.k0 + nb * BN, 0);
+        for (int cb = 0; cb < CB; cb++)
+          mk_sm90::tma_load_3d(dst + cb * BN * 64, map, &full[s], col + cb * 64, blk.k0 + nb * BN, 0);
       }
       return;
     }

@@ -5,8 +5,8 @@
  * blocks have key tiles, and the automatic choice with a workspace), and a decode of 64 tokens
  * of one sequence against 4160 keys, the model's case the automatic split is for; every one-sequence case
  * also with both cu_seqlens NULL (the model's form). K and V are followed by a tile of NaN rows, which no kernel may
- * let into O (a key tile past the last key is zero-filled). Outputs are poisoned first and every element is checked: O rel Frobenius
- * error <= 1e-2, LSE abs error <= 1e-3 (-inf exactly where a row sees no key); the row after
+ * let into O (a key tile past the last key is zero-filled). Outputs are poisoned first and every element is
+ * checked: O rel Frobenius error <= 1e-2, LSE abs error <= 1e-3 (-inf exactly where a row sees no key); the row after
  * the last one must stay untouched. */
 #include <cuda_runtime_api.h>
 #include <math.h>

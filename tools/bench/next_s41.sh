@@ -7,8 +7,8 @@
 #   not; d 64 at S 8192; the layer's decode-one shape (64 queries x 4160 keys, hq 8, hkv 1), which splits.
 #   Prediction: 1.5-1.7x the wgmma kernel's 327-361 TFLOP/s at S >= 8192 (FA3 reaches ~600 on an H100); the decode
 #   shape level.
-#   MK_CALL_LIMIT=420 CTEST_ARGS="-R ^test_(flash_attn|attn_merge|gemm|model_gpu|model_gpu_prefill|model_gpu_fused_1)$" \
-#     CTEST_TIMEOUT=200 CTEST_WALL=240 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s41.sh a'
+#   MK_CALL_LIMIT=420 \
+#     CTEST_ARGS="-R ^test_(flash_attn|attn_merge|gemm|model_gpu|model_gpu_prefill|model_gpu_fused_1)$" CTEST_TIMEOUT=200 CTEST_WALL=240 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s41.sh a'
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-a}
 STEP_GREP="$STEP_GREP|^attn_prefill|^\{|torch_sdpa"
@@ -16,7 +16,9 @@ if [ "$PART" = a ]; then
   obj=$(find .. -name 'flash_fwd_ws.cu.o' | head -1)
   if command -v cuobjdump > /dev/null && [ -n "$obj" ]; then
     cuobjdump -sass "$obj" > "$RES/flash_fwd_ws.sass" 2>&1
-    echo "sass: $(grep -c HGMMA "$RES/flash_fwd_ws.sass") HGMMA, $(grep -c 'WARPGROUP.DEPBAR' "$RES/flash_fwd_ws.sass") DEPBAR"
+    sass=$RES/flash_fwd_ws.sass
+    echo "sass: $(grep -c HGMMA "$sass") HGMMA, $(grep -c 'WARPGROUP.DEPBAR' "$sass") DEPBAR"
+    rm -f "$sass"
   fi
   TAIL=14 step attn_prefill 150 mk-bench attn --mode prefill --seq 2048,8192,16384 --json "$RES/attn_prefill.json"
   TAIL=8 step sdpa_flash 60 python3 ../../tools/bench/sdpa_ref.py --seq 2048,8192,16384 --merge "$RES/attn_prefill.json"
