@@ -296,6 +296,7 @@ extern "C" mk_status mk_flash_attn_fwd(const mk_attn_fwd_args *a, mk_stream_t st
   p.scale = a->softmax_scale;
   p.scale_log2 = a->softmax_scale * 1.4426950408889634f;
   p.splits = splits;
+  p.batch = a->batch;
   p.o_part = splits > 1 ? (float *)a->workspace : NULL;
   p.lse_part = splits > 1 ? p.o_part + (size_t)splits * a->total_q * a->hq * a->d : NULL;
   cudaStream_t s = (cudaStream_t)stream;
@@ -308,5 +309,5 @@ extern "C" mk_status mk_flash_attn_fwd(const mk_attn_fwd_args *a, mk_stream_t st
    * key tiles inside their sequence go through TMA, so batch x max_seqlen_k bounds every row they read. */
   long long k_rows = a->cu_seqlens_k ? (long long)a->batch * a->max_seqlen_k : (long long)a->max_seqlen_k;
   if (k_rows > INT32_MAX) k_rows = INT32_MAX;
-  return mk_attn::flash_fwd_launch_ws(p, a->d, a->batch, a->max_seqlen_q, a->total_q, k_rows, s);
+  return mk_attn::flash_fwd_launch_ws(p, a->d, a->batch, a->max_seqlen_q, a->total_q, k_rows, sms, s);
 }

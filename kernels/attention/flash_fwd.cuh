@@ -31,6 +31,7 @@ struct fwd_params {
    * keys, normalised by their sum), lse_part [splits][hq][total_q]; fwd_merge sums them. */
   int splits;
   float *o_part, *lse_part;
+  int batch; /* sequences (the grid's z is batch x splits) */
 };
 
 /* One (sequence, query block, head): its extents, how many key tiles of BN it must visit, and
@@ -241,7 +242,7 @@ constexpr int kSm80TileN = 64, kSm90TileN = 128, kFwdTileM = 128;
 mk_status flash_fwd_launch_sm80(const fwd_params &p, int d, int batch, int max_seqlen_q, cudaStream_t stream);
 mk_status flash_fwd_launch_sm90(const fwd_params &p, int d, int batch, int max_seqlen_q, cudaStream_t stream);
 mk_status flash_fwd_launch_ws(const fwd_params &p, int d, int batch, int max_seqlen_q, long long q_rows,
-                              long long k_rows, cudaStream_t stream);
+                              long long k_rows, int sms, cudaStream_t stream);
 
 }  // namespace mk_attn
 

@@ -8,7 +8,8 @@
 #   Prediction: 1.5-1.7x the wgmma kernel's 327-361 TFLOP/s at S >= 8192 (FA3 reaches ~600 on an H100); the decode
 #   shape level.
 #   MK_CALL_LIMIT=420 \
-#     CTEST_ARGS="-R ^test_(flash_attn|attn_merge|gemm|model_gpu|model_gpu_prefill|model_gpu_fused_1)$" CTEST_TIMEOUT=200 CTEST_WALL=240 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s41.sh a'
+#     CTEST_ARGS="-R ^test_(flash_attn|attn_merge|gemm|model_gpu|model_gpu_prefill|model_gpu_fused_1)$" \
+#     CTEST_TIMEOUT=200 CTEST_WALL=240 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s41.sh a'
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-a}
 STEP_GREP="$STEP_GREP|^attn_prefill|^\{|torch_sdpa"
@@ -49,4 +50,29 @@ if [ "$PART" = b ]; then
   old_build 073fc62
   lay() { layer "layer_$1$2" "$3"; }
   ab_turns lay
+fi
+# part c (1 GPU, nvidia-h200): the warp-specialised kernel persistent (MK_ATTN_WS_PERSISTENT=1: one CTA an SM, items
+#   heaviest first in rounds, the next item's Q and K loaded during the last one's epilogue) against one CTA an item
+#   (0, parts a and b), in turns, twice: hq 32, hkv 8, S 2048 / 8192, causal and not; the layer's TP = 2 shape
+#   (hq 16, hkv 2, 8192 tokens, causal); a varlen batch of 8 x 1024. cuDNN (SDPA) beside the TP = 2 shape.
+#   Prediction: a CTA item's start and end (~3-4 us: Q and K0 in flight, a first S without overlap, the epilogue)
+#   mostly hidden: S = 2048 causal (8 tiles an item on average) -10 to -15 %, 2048 non-causal -5 to -8 %, S = 8192
+#   -2 to -4 %.
+#   MK_CALL_LIMIT=420 CTEST_ARGS="-R ^test_(flash_attn|flash_attn_ws0|model_gpu|model_gpu_prefill|model_gpu_fused_1)$" \
+#     CTEST_TIMEOUT=200 CTEST_WALL=200 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s41.sh c'
+if [ "$PART" = c ]; then
+  for r in 1 2; do
+    for v in 1 0; do
+      TAIL=4 step "attn_p${v}_$r" 60 env MK_ATTN_WS_PERSISTENT=$v mk-bench attn --mode prefill --seq 2048,8192 \
+        --json "$RES/attn_p${v}_$r.json"
+      TAIL=2 step "attn_tp2_p${v}_$r" 40 env MK_ATTN_WS_PERSISTENT=$v mk-bench attn --mode prefill --seq 8192 --hq 16 \
+        --hkv 2 --causal 1 --json "$RES/attn_tp2_p${v}_$r.json"
+      TAIL=4 step "attn_b8_p${v}_$r" 40 env MK_ATTN_WS_PERSISTENT=$v mk-bench attn --mode prefill --seq 1024 --batch 8 \
+        --json "$RES/attn_b8_p${v}_$r.json"
+    done
+  done
+  TAIL=6 step sdpa_tp2 60 python3 ../../tools/bench/sdpa_ref.py --seq 8192 --hq 16 --hkv 2 --causal 1 --backend cudnn \
+    --merge "$RES/attn_tp2_p1_2.json"
+  TAIL=6 step sdpa_b8 60 python3 ../../tools/bench/sdpa_ref.py --seq 1024 --batch 8 --backend cudnn \
+    --merge "$RES/attn_b8_p1_2.json"
 fi
