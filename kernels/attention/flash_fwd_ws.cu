@@ -1,9 +1,10 @@
 /* flash_fwd_ws.cu — the warp-specialised Hopper (sm_90a) flash attention forward kernel, FlashAttention-3's
  * schedule; the same contract as the other two kernels (flash_fwd.cu holds the public launcher).
  *
- * A work item = 128 query rows of one (sequence, q head[, split of the keys]). Persistent (MK_ATTN_WS_PERSISTENT=1,
- * the default): one CTA an SM takes the items heaviest first in rounds (ws_item), and the producer loads the next
- * item's Q and first K tiles while the consumers finish the last one; else one CTA an item. 384 threads:
+ * A work item = 128 query rows of one (sequence, q head[, split of the keys]). Persistent (MK_ATTN_WS_PERSISTENT; by
+ * default for short causal calls): one CTA an SM takes the items heaviest first in rounds (ws_item), and the producer
+ * loads the next item's Q and first K tiles while the consumers finish the last one; else one CTA an item.
+ * 384 threads:
  *   warpgroup 0, the producer (registers cut to 56): its first warp loads the Q tile and then the K and V
  *     tiles of 128 keys into a 2-stage ring by TMA (2-D maps [tokens][heads x d], 64-column boxes with the
  *     128-byte swizzle that wgmma reads), in the order they are consumed: K0, K1, V0, K2, V1, ... A key tile that
@@ -273,8 +274,12 @@ __global__ void __launch_bounds__(ws_config::kThreads, 1)
 #endif
 }
 
-/* MK_ATTN_WS_PERSISTENT: 1 one CTA an SM walking the work items heaviest first, 0 one CTA an item. */
-MK_PARAM_INT(attn_ws_persistent, "ATTN_WS_PERSISTENT", 1, 0, 1)
+/* MK_ATTN_WS_PERSISTENT: 1 one CTA an SM walking the work items heaviest first, 0 one CTA an item, -1 (default)
+ * persistent for causal calls of at most 4096 keys. Measured (NOTES, attention session 41): persistent is 12-20 %
+ * faster causal at 1024 and 2048 keys, where a CTA's start and end weigh most; level at 8192 with 2 KV heads; 4-9 %
+ * slower at 8192 with 8 KV heads and 6-14 % slower non-causal, where its items, heaviest first across all heads,
+ * read every KV head at once (one CTA an item runs the query blocks of one head together). */
+MK_PARAM_INT(attn_ws_persistent, "ATTN_WS_PERSISTENT", -1, -1, 1)
 
 template <int D>
 mk_status ws_launch(const fwd_params &p, int batch, int max_seqlen_q, long long q_rows, long long k_rows, int sms,
@@ -285,7 +290,8 @@ mk_status ws_launch(const fwd_params &p, int batch, int max_seqlen_q, long long 
   MK_CHECK(mk_gemm_encode_map(&mq, p.q, (uint64_t)p.hq * D, qr, 1, 64, C::kBM));
   MK_CHECK(mk_gemm_encode_map(&mk, p.k, (uint64_t)p.hkv * D, kr, 1, 64, C::kBN));
   MK_CHECK(mk_gemm_encode_map(&mv, p.v, (uint64_t)p.hkv * D, kr, 1, 64, C::kBN));
-  if (!mk_param_attn_ws_persistent())
+  const int64_t mode = mk_param_attn_ws_persistent();
+  if (mode == 0 || (mode < 0 && !(p.mask != MK_ATTN_MASK_NONE && p.seqlen_k <= 4096)))
     return flash_fwd_start(flash_fwd_ws_kernel<D, false>, C::kThreads, C::kBM, C::smem_bytes<D>(), p, D, batch,
                            max_seqlen_q, stream, mq, mk, mv);
   const long long items =

@@ -76,3 +76,13 @@ if [ "$PART" = c ]; then
   TAIL=6 step sdpa_b8 60 python3 ../../tools/bench/sdpa_ref.py --seq 1024 --batch 8 --backend cudnn \
     --merge "$RES/attn_b8_p1_2.json"
 fi
+# part d (1 GPU, nvidia-h200): the default MK_ATTN_WS_PERSISTENT=-1 (persistent for causal calls of at most 4096
+#   keys, after part c) at S 1024 / 2048 / 8192, causal and not, hq 32, hkv 8, and the TP = 2 shape; tests with the
+#   default and both forced modes. Prediction: each shape at the faster of part c's two modes.
+#   MK_CALL_LIMIT=300 CTEST_ARGS="-R ^test_(flash_attn|flash_attn_ws0|flash_attn_ws1|model_gpu|model_gpu_prefill)$" \
+#     CTEST_TIMEOUT=200 CTEST_WALL=200 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s41.sh d'
+if [ "$PART" = d ]; then
+  TAIL=12 step attn_auto 90 mk-bench attn --mode prefill --seq 1024,2048,8192 --json "$RES/attn_auto.json"
+  TAIL=3 step attn_tp2_auto 40 mk-bench attn --mode prefill --seq 8192 --hq 16 --hkv 2 --causal 1 \
+    --json "$RES/attn_tp2_auto.json"
+fi
