@@ -353,7 +353,8 @@ int mk_bench_attn(int argc, char **argv) {
   mk_bench_opts_default(&o);
   attn_opts ao = {1, 1, {2048, 8192, 32768}, 3, {0, 1}, 2, 1, 32, 8, 128, 64, 8192, 16, 0};
   for (int i = 1; i < argc; i++) {
-    int used = mk_bench_parse_common(&o, argc, argv, i);
+    /* --batch is this benchmark's sequence count, not the common flag of the same name */
+    int used = strcmp(argv[i], "--batch") ? mk_bench_parse_common(&o, argc, argv, i) : 0;
     if (used < 0) return 2;
     if (used) {
       i += used - 1;
