@@ -119,14 +119,12 @@ __global__ void __launch_bounds__(sm80_config::kThreads) flash_fwd_sm80_kernel(c
 
 }  // namespace
 
-mk_status flash_fwd_launch_sm80(const fwd_params &p, int d, int batch, int max_seqlen_q, cudaStream_t stream) {
+mk_status flash_fwd_launch_sm80(const fwd_params &p, int d, cudaStream_t stream) {
   using C = sm80_config;
   static_assert(C::kBN == kSm80TileN && C::kBM == kFwdTileM, "the split's choice assumes these tiles");
   if (d == 64)
-    return flash_fwd_start(flash_fwd_sm80_kernel<64>, C::kThreads, C::kBM, C::smem_bytes<64>(), p, d, batch, max_seqlen_q,
-                           stream);
-  return flash_fwd_start(flash_fwd_sm80_kernel<128>, C::kThreads, C::kBM, C::smem_bytes<128>(), p, d, batch, max_seqlen_q,
-                         stream);
+    return flash_fwd_start(flash_fwd_sm80_kernel<64>, C::kThreads, C::kBM, C::smem_bytes<64>(), p, d, 0, stream);
+  return flash_fwd_start(flash_fwd_sm80_kernel<128>, C::kThreads, C::kBM, C::smem_bytes<128>(), p, d, 0, stream);
 }
 
 /* One warp per (query row, head): the splits' LSEs give the weights, O = sum of the weighted
@@ -300,14 +298,10 @@ extern "C" mk_status mk_flash_attn_fwd(const mk_attn_fwd_args *a, mk_stream_t st
   p.o_part = splits > 1 ? (float *)a->workspace : NULL;
   p.lse_part = splits > 1 ? p.o_part + (size_t)splits * a->total_q * a->hq * a->d : NULL;
   cudaStream_t s = (cudaStream_t)stream;
-  if (!sm90) return mk_attn::flash_fwd_launch_sm80(p, a->d, a->batch, a->max_seqlen_q, s);
+  if (!sm90) return mk_attn::flash_fwd_launch_sm80(p, a->d, s);
   /* AUTO: the warp-specialised kernel, except for a call that splits along the keys (a few query rows against a
    * long cache: two or three key tiles a CTA, where its start-up costs more than its pipeline saves). */
   if (a->impl == MK_ATTN_IMPL_WGMMA || (a->impl == MK_ATTN_IMPL_AUTO && splits > 1))
-    return mk_attn::flash_fwd_launch_sm90(p, a->d, a->batch, a->max_seqlen_q, s);
-  /* The TMA maps' rows: one sequence ends at its last key (TMA zero-fills the tail tile); in a varlen batch only
-   * key tiles inside their sequence go through TMA, so batch x max_seqlen_k bounds every row they read. */
-  long long k_rows = a->cu_seqlens_k ? (long long)a->batch * a->max_seqlen_k : (long long)a->max_seqlen_k;
-  if (k_rows > INT32_MAX) k_rows = INT32_MAX;
-  return mk_attn::flash_fwd_launch_ws(p, a->d, a->batch, a->max_seqlen_q, a->total_q, k_rows, sms, s);
+    return mk_attn::flash_fwd_launch_sm90(p, a->d, s);
+  return mk_attn::flash_fwd_launch_ws(p, a->d, sms, s);
 }

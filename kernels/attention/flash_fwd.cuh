@@ -31,7 +31,7 @@ struct fwd_params {
    * keys, normalised by their sum), lse_part [splits][hq][total_q]; fwd_merge sums them. */
   int splits;
   float *o_part, *lse_part;
-  int batch; /* sequences (the grid's z is batch x splits) */
+  int batch; /* sequences (the grid's z is batch x splits); seqlen_q is the longest (the grid's x) */
 };
 
 /* One (sequence, query block, head): its extents, how many key tiles of BN it must visit, and
@@ -220,15 +220,21 @@ __device__ __forceinline__ void store_out(const fwd_params &p, const fwd_block &
 /* Merges the splits' partials (p.splits > 1) into O and the LSE (flash_fwd.cu). */
 mk_status fwd_merge(const fwd_params &p, int d, cudaStream_t stream);
 
-/* Grid: query blocks (the last first) x hq x batch (x splits); `smem` bytes of dynamic shared
- * memory; the kernel's parameters are maps... (its TMA descriptors, if any), then p; then the merge of the splits. */
+/* Grid: query blocks of bm (the last first) x hq x batch (x splits), one CTA an item; or, persistent > 0, a 1-D
+ * grid of that many CTAs at most (fewer where there are fewer items), which walk the items themselves. `smem` bytes
+ * of dynamic shared memory; the kernel's parameters are maps... (its TMA descriptors, if any), then p; then the merge
+ * of the splits. */
 template <class Kernel, class... Maps>
-mk_status flash_fwd_start(Kernel kernel, int threads, int bm, size_t smem, const fwd_params &p, int d, int batch,
-                          int max_seqlen_q, cudaStream_t stream, const Maps &...maps) {
+mk_status flash_fwd_start(Kernel kernel, int threads, int bm, size_t smem, const fwd_params &p, int d, int persistent,
+                          cudaStream_t stream, const Maps &...maps) {
   /* Set on every call: cheap, and correct for whichever device is current. */
   MK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
   const int splits = p.splits > 1 ? p.splits : 1;
-  dim3 grid((unsigned)((max_seqlen_q + bm - 1) / bm), (unsigned)p.hq, (unsigned)(batch * splits));
+  dim3 grid((unsigned)((p.seqlen_q + bm - 1) / bm), (unsigned)p.hq, (unsigned)(p.batch * splits));
+  if (persistent > 0) {
+    const long long items = (long long)grid.x * grid.y * grid.z;
+    grid = dim3((unsigned)(items < persistent ? items : persistent));
+  }
   kernel<<<grid, threads, smem, stream>>>(maps..., p);
   MK_CUDA_LAUNCH_CHECK();
   return splits > 1 ? fwd_merge(p, d, stream) : MK_STATUS_OK;
@@ -237,12 +243,10 @@ mk_status flash_fwd_start(Kernel kernel, int threads, int bm, size_t smem, const
 /* Key tiles (BN) of the two kernels, for the split's choice. */
 constexpr int kSm80TileN = 64, kSm90TileN = 128, kFwdTileM = 128;
 
-/* Launchers of the three kernels. The warp-specialised one also takes the call's token counts for its TMA maps
- * (q_rows: rows of q; k_rows: rows of k and v that full key tiles may read). */
-mk_status flash_fwd_launch_sm80(const fwd_params &p, int d, int batch, int max_seqlen_q, cudaStream_t stream);
-mk_status flash_fwd_launch_sm90(const fwd_params &p, int d, int batch, int max_seqlen_q, cudaStream_t stream);
-mk_status flash_fwd_launch_ws(const fwd_params &p, int d, int batch, int max_seqlen_q, long long q_rows,
-                              long long k_rows, int sms, cudaStream_t stream);
+/* Launchers of the three kernels. The warp-specialised one also takes the SM count (its persistent grid). */
+mk_status flash_fwd_launch_sm80(const fwd_params &p, int d, cudaStream_t stream);
+mk_status flash_fwd_launch_sm90(const fwd_params &p, int d, cudaStream_t stream);
+mk_status flash_fwd_launch_ws(const fwd_params &p, int d, int sms, cudaStream_t stream);
 
 }  // namespace mk_attn
 

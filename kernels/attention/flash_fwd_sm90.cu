@@ -34,14 +34,12 @@ __global__ void __launch_bounds__(sm90_config::kThreads, 1) flash_fwd_sm90_kerne
 
 }  // namespace
 
-mk_status flash_fwd_launch_sm90(const fwd_params &p, int d, int batch, int max_seqlen_q, cudaStream_t stream) {
+mk_status flash_fwd_launch_sm90(const fwd_params &p, int d, cudaStream_t stream) {
   using C = sm90_config;
   static_assert(C::kBN == kSm90TileN && C::kBM == kFwdTileM, "the split's choice assumes these tiles");
   if (d == 64)
-    return flash_fwd_start(flash_fwd_sm90_kernel<64>, C::kThreads, C::kBM, C::smem_bytes<64>(), p, d, batch, max_seqlen_q,
-                           stream);
-  return flash_fwd_start(flash_fwd_sm90_kernel<128>, C::kThreads, C::kBM, C::smem_bytes<128>(), p, d, batch, max_seqlen_q,
-                         stream);
+    return flash_fwd_start(flash_fwd_sm90_kernel<64>, C::kThreads, C::kBM, C::smem_bytes<64>(), p, d, 0, stream);
+  return flash_fwd_start(flash_fwd_sm90_kernel<128>, C::kThreads, C::kBM, C::smem_bytes<128>(), p, d, 0, stream);
 }
 
 }  // namespace mk_attn

@@ -23,6 +23,7 @@
  * the CTA's items. */
 #include <cuda_runtime.h>
 #include <math.h>
+#include <stdint.h>
 
 #include "core/check.h"
 #include "kernels/attention/flash_fwd.cuh"
@@ -55,7 +56,7 @@ struct ws_bars {
 /* Work item r of this CTA: false when it has none. One item a CTA (blockIdx: query block from the last, head,
  * sequence x splits), or persistent (kPersist): the items in order heaviest first (query block from the last, then
  * head, then sequence x splits), dealt to the CTAs in rounds, each round in the other direction (CTA c takes item
- * r G + c in even rounds, r G + G - 1 - c in odd ones). `item` is -1 where round r has none for this CTA. */
+ * r G + c in even rounds, r G + G - 1 - c in odd ones). any is false where round r has none for this CTA. */
 template <bool kPersist>
 __device__ __forceinline__ bool ws_item(const fwd_params &p, int r, int &z, int &m_block, int &h, bool &any) {
   if (!kPersist) {
@@ -282,36 +283,32 @@ __global__ void __launch_bounds__(ws_config::kThreads, 1)
 MK_PARAM_INT(attn_ws_persistent, "ATTN_WS_PERSISTENT", -1, -1, 1)
 
 template <int D>
-mk_status ws_launch(const fwd_params &p, int batch, int max_seqlen_q, long long q_rows, long long k_rows, int sms,
-                    cudaStream_t stream) {
+mk_status ws_launch(const fwd_params &p, int sms, cudaStream_t stream) {
   using C = ws_config;
   CUtensorMap mq, mk, mv;
-  const uint64_t qr = (uint64_t)(q_rows > 0 ? q_rows : 1), kr = (uint64_t)(k_rows > 0 ? k_rows : 1);
+  /* The maps' rows: one sequence ends at its last key (TMA zero-fills the tail tile); in a varlen batch only key
+   * tiles inside their sequence go through TMA, so batch x the longest sequence bounds every row they read. */
+  long long k_rows = p.cu_k ? (long long)p.batch * p.seqlen_k : (long long)p.seqlen_k;
+  k_rows = k_rows < 1 ? 1 : k_rows > INT32_MAX ? INT32_MAX : k_rows;
+  const uint64_t qr = (uint64_t)(p.total_q > 0 ? p.total_q : 1), kr = (uint64_t)k_rows;
   MK_CHECK(mk_gemm_encode_map(&mq, p.q, (uint64_t)p.hq * D, qr, 1, 64, C::kBM));
   MK_CHECK(mk_gemm_encode_map(&mk, p.k, (uint64_t)p.hkv * D, kr, 1, 64, C::kBN));
   MK_CHECK(mk_gemm_encode_map(&mv, p.v, (uint64_t)p.hkv * D, kr, 1, 64, C::kBN));
   const int64_t mode = mk_param_attn_ws_persistent();
-  if (mode == 0 || (mode < 0 && !(p.mask != MK_ATTN_MASK_NONE && p.seqlen_k <= 4096)))
-    return flash_fwd_start(flash_fwd_ws_kernel<D, false>, C::kThreads, C::kBM, C::smem_bytes<D>(), p, D, batch,
-                           max_seqlen_q, stream, mq, mk, mv);
-  const long long items =
-      (long long)((max_seqlen_q + C::kBM - 1) / C::kBM) * p.hq * batch * (p.splits > 1 ? p.splits : 1);
-  const unsigned ctas = (unsigned)(items < sms ? items : sms);
-  auto kernel = flash_fwd_ws_kernel<D, true>;
-  MK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)C::smem_bytes<D>()));
-  kernel<<<ctas, C::kThreads, C::smem_bytes<D>(), stream>>>(mq, mk, mv, p);
-  MK_CUDA_LAUNCH_CHECK();
-  return p.splits > 1 ? fwd_merge(p, D, stream) : MK_STATUS_OK;
+  if (mode == 1 || (mode < 0 && p.mask != MK_ATTN_MASK_NONE && p.seqlen_k <= 4096))
+    return flash_fwd_start(flash_fwd_ws_kernel<D, true>, C::kThreads, C::kBM, C::smem_bytes<D>(), p, D, sms, stream, mq,
+                           mk, mv);
+  return flash_fwd_start(flash_fwd_ws_kernel<D, false>, C::kThreads, C::kBM, C::smem_bytes<D>(), p, D, 0, stream, mq,
+                         mk, mv);
 }
 
 }  // namespace
 
-mk_status flash_fwd_launch_ws(const fwd_params &p, int d, int batch, int max_seqlen_q, long long q_rows,
-                              long long k_rows, int sms, cudaStream_t stream) {
+mk_status flash_fwd_launch_ws(const fwd_params &p, int d, int sms, cudaStream_t stream) {
   static_assert(ws_config::kBN == kSm90TileN && ws_config::kBM == kFwdTileM, "the split's choice assumes these tiles");
   static_assert(sizeof(ws_bars) <= 256, "the barriers' room in smem_bytes");
-  if (d == 64) return ws_launch<64>(p, batch, max_seqlen_q, q_rows, k_rows, sms, stream);
-  return ws_launch<128>(p, batch, max_seqlen_q, q_rows, k_rows, sms, stream);
+  if (d == 64) return ws_launch<64>(p, sms, stream);
+  return ws_launch<128>(p, sms, stream);
 }
 
 }  // namespace mk_attn

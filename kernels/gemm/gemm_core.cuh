@@ -806,7 +806,6 @@ __global__ void __launch_bounds__(mk_gemm_config::kThreads, 1)
 /* ---- host side ------------------------------------------------------------------------- */
 int64_t mk_param_gemm_epi(void); /* gemm.cu: MK_GEMM_EPI (1 staged where the width allows, 0 direct) */
 
-
 /* Raises a kernel's dynamic shared-memory limit once per device (devices 0..63; others every
  * call), not on every launch. */
 struct mk_gemm_smem_attr {

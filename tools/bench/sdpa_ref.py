@@ -8,7 +8,7 @@ around every call (median, p10, p90 of --iters calls after --warmup), and prints
 document whose "results" rows follow mk-bench's schema (shape with "q" = S, as mk-bench's), so they merge
 with `mk-bench attn --json` rows. rel_err: O over sampled rows against an fp64 reference.
 
-GQA: enable_gqa=True where this torch's flash backend takes it; otherwise K/V are expanded to
+GQA: enable_gqa=True where this torch's backend takes it; otherwise K/V are expanded to
 hq heads before timing (the row's shape then carries "gqa":"expanded").
 
 --merge FILE adds the rows to an `mk-bench attn --json FILE` results file (in place) and prints,
