@@ -1,57 +1,24 @@
 /* flash_fwd_ws.cu — the warp-specialised Hopper (sm_90a) flash attention forward kernel, FlashAttention-3's
- * schedule; the same contract as the other two kernels (flash_fwd.cu holds the public launcher).
+ * schedule (flash_fwd_ws.cuh: the roles, barriers and the consumers' tile loop, shared with the ring attention); the
+ * same contract as the other two kernels (flash_fwd.cu holds the public launcher).
  *
  * A work item = 128 query rows of one (sequence, q head[, split of the keys]). Persistent (MK_ATTN_WS_PERSISTENT; by
  * default for short causal calls): one CTA an SM takes the items heaviest first in rounds (ws_item), and the producer
  * loads the next item's Q and first K tiles while the consumers finish the last one; else one CTA an item.
- * 384 threads:
- *   warpgroup 0, the producer (registers cut to 56): its first warp loads the Q tile and then the K and V
- *     tiles of 128 keys into a 2-stage ring by TMA (2-D maps [tokens][heads x d], 64-column boxes with the
- *     128-byte swizzle that wgmma reads), in the order they are consumed: K0, K1, V0, K2, V1, ... A key tile that
- *     runs past its sequence in a varlen batch is copied by the warp's cp.async instead, rows past the sequence
- *     zero-filled (the rows after it belong to the next sequence or lie past the buffer); in a one-sequence call
- *     the map ends at the last key and TMA zero-fills.
- *   warpgroups 1 and 2, the consumers (registers raised to 224), 64 query rows each. Per key tile t:
- *       issue S_t = Q K_t^T; rescale O by alpha_{t-1}; issue O += P_{t-1} V_{t-1}
- *       wait S_t; release K_t; mask, online softmax of S_t (alpha_t, P_t in fp32) while P V runs
- *       wait P V; release V_{t-1}; P_t to bf16 register fragments
- *     and the two consumers take turns issuing their wgmmas (named barriers 1 and 2, FA3's warp scheduler
- *     barrier), so one's softmax overlaps the other's tensor-core work.
- * Barriers (shared memory): q_full, k_full[s], v_full[s] (1 arrival: the producer's expect_tx, or its plain arrive
- * after the cp.async of a tail tile) and q_empty, k_empty[s], v_empty[s] (8 arrivals: lane 0 of each consumer warp
- * once its wgmma has read the buffer; Q after the item's last S). The ring's stages and phases count tiles over
- * the CTA's items. */
+ * The producer's first warp loads the Q tile and then the K and V tiles by TMA (2-D maps [tokens][heads x d],
+ * 64-column boxes with the 128-byte swizzle that wgmma reads). A key tile that runs past its sequence in a varlen
+ * batch is copied by the warp's cp.async instead, rows past the sequence zero-filled (the rows after it belong to the
+ * next sequence or lie past the buffer); in a one-sequence call the map ends at the last key and TMA zero-fills. */
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
 
 #include "core/check.h"
-#include "kernels/attention/flash_fwd.cuh"
-#include "kernels/attention/wgmma.cuh"
-#include "kernels/gemm/sm90_ptx.cuh"
+#include "kernels/attention/flash_fwd_ws.cuh"
 #include "kernels/gemm/tma_map.cuh"
 
 namespace mk_attn {
 namespace {
-
-struct ws_config {
-  static constexpr int kConsumers = 2; /* consumer warpgroups, 64 query rows each */
-  static constexpr int kThreads = 128 * (kConsumers + 1);
-  static constexpr int kBM = 64 * kConsumers, kBN = 128;
-  static constexpr int kStages = 2;
-  static constexpr int kProducerRegs = 56, kConsumerRegs = 224; /* 56: the producer without spills */
-  static constexpr int kBarSched = 1; /* named barriers kBarSched + consumer: that consumer may issue */
-  template <int D>
-  static constexpr size_t smem_bytes() { /* tiles, then the barriers; + 1 KiB to align the tiles to 1024 bytes */
-    return (size_t)(kBM + 2 * kStages * kBN) * D * sizeof(uint16_t) + 1024 + 256;
-  }
-};
-
-struct ws_bars {
-  uint64_t q_full, q_empty;
-  uint64_t k_full[ws_config::kStages], v_full[ws_config::kStages];
-  uint64_t k_empty[ws_config::kStages], v_empty[ws_config::kStages];
-};
 
 /* Work item r of this CTA: false when it has none. One item a CTA (blockIdx: query block from the last, head,
  * sequence x splits), or persistent (kPersist): the items in order heaviest first (query block from the last, then
@@ -82,13 +49,12 @@ __device__ __forceinline__ bool ws_item(const fwd_params &p, int r, int &z, int 
  * ... into the ring; kt counts the ring's tiles over the items. */
 template <int D, bool kPersist>
 __device__ __forceinline__ void ws_produce(const CUtensorMap *tq, const CUtensorMap *tk, const CUtensorMap *tv,
-                                           const fwd_params &p, uint16_t *sQ, uint16_t *sK, uint16_t *sV,
-                                           ws_bars &bar) {
+                                           const fwd_params &p, const ws_smem<D> &sm) {
   using C = ws_config;
-  constexpr int BM = C::kBM, BN = C::kBN, S = C::kStages, CB = D / 64;
-  const int lane = threadIdx.x % 32;
+  constexpr int BM = C::kBM, BN = C::kBN, S = C::kStages;
+  ws_bars &bar = *sm.bar;
   const bool varlen = p.cu_k != nullptr;
-  if (lane == 0) {
+  if (threadIdx.x % 32 == 0) {
     mk_sm90::tma_prefetch_desc(tq);
     mk_sm90::tma_prefetch_desc(tk);
     mk_sm90::tma_prefetch_desc(tv);
@@ -101,38 +67,18 @@ __device__ __forceinline__ void ws_produce(const CUtensorMap *tq, const CUtensor
     const int tiles = blk.n_blocks - blk.n_begin, col = (h / p.group) * D;
     if (tiles == 0) continue;
     mk_sm90::mbar_wait(&bar.q_empty, (qi & 1) ^ 1);
-    if (lane == 0) {
-      mk_sm90::mbar_expect_tx(&bar.q_full, BM * D * 2);
-#pragma unroll
-      for (int cb = 0; cb < CB; cb++)
-        mk_sm90::tma_load_3d(sQ + cb * BM * 64, tq, &bar.q_full, h * D + cb * 64, blk.q0 + blk.m_start, 0);
-    }
+    ws_load_q<D>(tq, sm.sQ, bar, h * D, blk.q0 + blk.m_start);
     auto load = [&](const CUtensorMap *map, const uint16_t *g, uint16_t *ring, uint64_t *full, uint64_t *empty,
                     int t) {
       const int s = (kt + t) % S, nb = blk.n_begin + t, valid = blk.seqlen_k - nb * BN;
-      uint16_t *dst = ring + s * BN * D;
-      mk_sm90::mbar_wait(&empty[s], (((kt + t) / S) & 1) ^ 1); /* a fresh barrier's previous phase is complete */
-      if (!varlen || valid >= BN) {
-        if (lane == 0) {
-          mk_sm90::mbar_expect_tx(&full[s], BN * D * 2);
-#pragma unroll
-          for (int cb = 0; cb < CB; cb++)
-            mk_sm90::tma_load_3d(dst + cb * BN * 64, map, &full[s], col + cb * 64, blk.k0 + nb * BN, 0);
-        }
-        return;
-      }
-      load_rows<BN, D / 8, 32>(dst, g + (long long)nb * BN * blk.kv_stride, blk.kv_stride, valid,
-                               [](int r, int c) { return sw128(BN, r, c); });
-      cp_async_commit();
-      cp_async_wait<0>();
-      fence_proxy_async(); /* read by wgmma (async proxy) once the consumers see the barrier */
-      __syncwarp();
-      if (lane == 0) mk_sm90::mbar_arrive(&full[s]);
+      ws_load_tile<D>(map, ring + s * BN * D, &full[s], &empty[s], (uint32_t)(((kt + t) / S) & 1), col,
+                      blk.k0 + nb * BN, 0, !varlen || valid >= BN, g + (long long)nb * BN * blk.kv_stride,
+                      blk.kv_stride, valid);
     };
-    load(tk, blk.gk, sK, bar.k_full, bar.k_empty, 0);
+    load(tk, blk.gk, sm.sK, bar.k_full, bar.k_empty, 0);
     for (int t = 0; t < tiles; t++) {
-      if (t + 1 < tiles) load(tk, blk.gk, sK, bar.k_full, bar.k_empty, t + 1);
-      load(tv, blk.gv, sV, bar.v_full, bar.v_empty, t);
+      if (t + 1 < tiles) load(tk, blk.gk, sm.sK, bar.k_full, bar.k_empty, t + 1);
+      load(tv, blk.gv, sm.sV, bar.v_full, bar.v_empty, t);
     }
     kt += tiles, qi++;
   }
@@ -146,132 +92,39 @@ __global__ void __launch_bounds__(ws_config::kThreads, 1)
   __trap(); /* built for a GPU without wgmma: the launcher never starts this kernel there */
 #else
   using C = ws_config;
-  constexpr int BM = C::kBM, BN = C::kBN, S = C::kStages, NT = BN / 8, ND = D / 8;
+  constexpr int BM = C::kBM, BN = C::kBN, ND = D / 8;
   extern __shared__ __align__(1024) uint8_t smem_raw[];
-  uint16_t *sQ = reinterpret_cast<uint16_t *>(smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023));
-  uint16_t *sK = sQ + BM * D, *sV = sK + S * BN * D;
-  ws_bars &bar = *reinterpret_cast<ws_bars *>(sV + S * BN * D);
+  const ws_smem<D> sm(smem_raw);
   const int tid = threadIdx.x;
-  if (tid == 0) {
-    mk_sm90::mbar_init(&bar.q_full, 1);
-    mk_sm90::mbar_init(&bar.q_empty, 4 * C::kConsumers);
-    for (int s = 0; s < S; s++) {
-      mk_sm90::mbar_init(&bar.k_full[s], 1);
-      mk_sm90::mbar_init(&bar.v_full[s], 1);
-      mk_sm90::mbar_init(&bar.k_empty[s], 4 * C::kConsumers);
-      mk_sm90::mbar_init(&bar.v_empty[s], 4 * C::kConsumers);
-    }
-    mk_sm90::mbar_fence_init();
-  }
+  if (tid == 0) ws_init_bars(*sm.bar);
   __syncthreads();
 
   if (tid < 128) {
     mk_sm90::setmaxnreg_dec<C::kProducerRegs>();
-    if (tid < 32) ws_produce<D, kPersist>(&tq, &tk, &tv, p, sQ, sK, sV, bar);
+    if (tid < 32) ws_produce<D, kPersist>(&tq, &tk, &tv, p, sm);
     return;
   }
   mk_sm90::setmaxnreg_inc<C::kConsumerRegs>();
-  const int ct = tid - 128, wg = ct / 128, lane = tid % 32, tq4 = lane % 4;
-  const uint32_t q_addr = smem_u32(sQ) + (uint32_t)(wg * 64 * 128); /* this consumer's 64 rows */
-  auto release = [&](uint64_t *b) {
-    __syncwarp();
-    if (lane == 0) mk_sm90::mbar_arrive(b);
-  };
-  auto my_turn = [&] { mk_sm90::named_bar_sync(C::kBarSched + wg, 256); };
-  auto their_turn = [&] { mk_sm90::named_bar_arrive(C::kBarSched + (wg ^ 1), 256); };
-  if (wg == 1) their_turn(); /* consumer 0 issues first */
+  const int ct = tid - 128, wg = ct / 128, tq4 = tid % 4;
+  if (wg == 1) ws_their_turn(wg); /* consumer 0 issues first */
   int kt = 0, qi = 0, z, m_block, h;
   bool any;
   for (int r = 0; ws_item<kPersist>(p, r, z, m_block, h, any); r++) {
     fwd_block blk;
     if (!any || !fwd_block_setup<D, BM, BN>(p, z, m_block, h, blk)) continue;
-    const int tiles = blk.n_blocks - blk.n_begin;
-    const int row0 = blk.m_start + wg * 64 + ((ct % 128) / 32) * 16 + lane / 4; /* and row0 + 8 */
+    const int tiles = blk.n_blocks - blk.n_begin, row0 = ws_row0(blk, wg, ct);
     float o[ND][4], m_r[2] = {-INFINITY, -INFINITY}, l_r[2] = {0.f, 0.f};
 #pragma unroll
     for (int j = 0; j < ND; j++) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
     if (tiles > 0) {
-      float s[NT][4], alpha[2];
-      uint32_t pa[BN / 16][4];
-      float(&sf)[NT * 4] = *reinterpret_cast<float(*)[NT * 4]>(&s[0][0]);
-      float(&of)[ND * 4] = *reinterpret_cast<float(*)[ND * 4]>(&o[0][0]);
-      auto stage = [&](int t) { return (kt + t) % S; };
-      auto phase = [&](int t) { return (uint32_t)(((kt + t) / S) & 1); };
-      auto issue_s = [&](int t) { /* S = Q K_t^T, 64 rows x 128 keys */
-        const uint32_t k_addr = smem_u32(sK + stage(t) * BN * D);
-        wgmma_fence();
-#pragma unroll
-        for (int ks = 0; ks < D / 16; ks++) {
-          const uint32_t cb = (uint32_t)(ks / 4), kofs = (uint32_t)((ks % 4) * 32); /* bytes */
-          wgmma_m64n128k16_ss(sf, gmma_desc(q_addr + cb * BM * 128 + kofs, 16, 1024),
-                              gmma_desc(k_addr + cb * BN * 128 + kofs, 16, 1024), ks > 0);
-        }
-        wgmma_commit();
-      };
-      auto issue_pv = [&](int t) { /* O += P V_t */
-        const uint32_t v_addr = smem_u32(sV + stage(t) * BN * D);
-        wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < BN / 16; kk++) {
-          const uint64_t dv = gmma_desc(v_addr + (uint32_t)(kk * 16 * 128), BN * 128, 1024);
-          if constexpr (D == 128)
-            wgmma_m64n128k16_rs_tb(of, pa[kk], dv, 1);
-          else
-            wgmma_m64n64k16_rs_tb(of, pa[kk], dv, 1);
-        }
-        wgmma_commit();
-      };
-      auto s_done = [&](int t) { /* S_t is in registers: K_t is free, and after the item's last S so is Q */
-        fence_regs(sf);
-        release(&bar.k_empty[stage(t)]);
-        if (t == tiles - 1) release(&bar.q_empty);
-        mask_tile<NT>(s, blk, (blk.n_begin + t) * BN, row0, tq4);
-        softmax_rows<NT>(s, m_r, l_r, p.scale_log2, alpha);
-      };
-      auto pv_done = [&](int t) { /* P V_t has completed: V_t is free, and P may be overwritten */
-        fence_regs(of);
-        fence_u32(pa);
-        release(&bar.v_empty[stage(t)]);
-      };
-      auto to_p = [&] {
-#pragma unroll
-        for (int kk = 0; kk < BN / 16; kk++) p_fragment<NT>(s, kk, pa[kk]);
-      };
-
-      mk_sm90::mbar_wait(&bar.q_full, qi & 1);
-      mk_sm90::mbar_wait(&bar.k_full[stage(0)], phase(0));
-      my_turn();
-      issue_s(0);
-      their_turn();
-      wgmma_wait<0>();
-      s_done(0);
-      to_p();
-      for (int t = 1; t < tiles; t++) {
-        mk_sm90::mbar_wait(&bar.k_full[stage(t)], phase(t));
-        my_turn();
-        issue_s(t);
-        rescale_o<ND>(o, alpha);
-        mk_sm90::mbar_wait(&bar.v_full[stage(t - 1)], phase(t - 1));
-        issue_pv(t - 1);
-        their_turn();
-        wgmma_wait<1>();
-        s_done(t);
-        wgmma_wait<0>();
-        pv_done(t - 1);
-        to_p();
-      }
-      rescale_o<ND>(o, alpha);
-      mk_sm90::mbar_wait(&bar.v_full[stage(tiles - 1)], phase(tiles - 1));
-      my_turn();
-      issue_pv(tiles - 1);
-      their_turn();
-      wgmma_wait<0>();
-      pv_done(tiles - 1);
-      kt += tiles, qi++;
+      mk_sm90::mbar_wait(&sm.bar->q_full, qi & 1);
+      ws_consume<D>(sm, wg, ct, tiles, kt, blk, row0, p.scale_log2,
+                    [](int t, fwd_block &b) { return (b.n_begin + t) * BN; }, o, m_r, l_r);
+      qi++;
     }
     store_out<D>(p, blk, h, row0, tq4, o, m_r, l_r);
   }
-  if (wg == 0) my_turn(); /* takes consumer 1's last hand-over, so both barriers end balanced */
+  if (wg == 0) ws_my_turn(wg); /* takes consumer 1's last hand-over, so both barriers end balanced */
 #endif
 }
 

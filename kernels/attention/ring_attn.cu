@@ -6,7 +6,7 @@
  *   K[W][max_s][hkv][d], V[W][max_s][hkv][d]   slot j holds rank j's shard; slot `rank` is the
  *                                             caller's input, the others are received
  *   arrive[W] u64   arrive[j]: parts of j's shard received this far (only j adds: +1 per part
- *                   over NVLink, +kParts per tensor through the proxy; kArrive per call)
+ *                   over NVLink, +kRingParts per tensor through the proxy; kRingArrive per call)
  *   done[W]   u64   done[j]: calls rank j has finished (j adds 1 when its last CTA leaves)
  *   ack[W]    u64   ack[j]: calls in which remote rank j has received this rank's shard
  *   ctl[4]    u64   work queue, CTAs finished, calls made (this rank only; the last CTA of a
@@ -14,7 +14,7 @@
  *                   the host and graph replays stay correct)
  *
  * One launch of grid G <= SMs (all CTAs resident; SMs - 1 with other node groups, leaving one
- * SM for the proxy's signal kernel), 256 threads, one CTA per SM. Call number e = ctl[calls]
+ * SM for the proxy's signal kernel), one CTA per SM. Call number e = ctl[calls]
  * at the start.
  *  send CTAs (the first MK_RING_COMM_CTAS): CTA 0 thread 0 first posts PUT_SIGNALs of K and V to
  *    every rank of another node group (ring order: rank + 1 first), each after waiting for
@@ -23,13 +23,16 @@
  *    order, each unit after done[dst] >= e, each followed by arrive[rank] += 1 on dst. Then CTA
  *    0 waits for each remote source's shard and acks it (ack[rank] += 1 on the source through
  *    the proxy). Then the send CTAs join the compute.
- *  compute (every CTA): takes items (query block of 128 rows, q head) from the queue, heaviest
- *    first; for each, the online softmax runs over the key ranges of every source rank in the
- *    order the shards arrive (own shard first; a source that has not arrived is skipped while
- *    another has; then the nearest in ring order is waited for, bounded), the flash tile loop
- *    of flash_fwd_sm90.cuh unchanged, with the causal offset of each (query chunk, key chunk)
- *    pair; O and the LSE are written once. No partial results, no merges.
- *  finish: the last CTA waits for ack[j] >= e + 1 of every remote rank j (the proxy has copied
+ *  compute (every CTA): (query block of 128 rows, q head) items from the queue, heaviest first; for each, the
+ *    online softmax runs over the key ranges of every source rank in the order the shards arrive (own shard first;
+ *    a source that has not arrived is skipped while another has; then the nearest in ring order is waited for,
+ *    bounded), with the causal offset of each (query chunk, key chunk) pair; O and the LSE are written once. No
+ *    partial results, no merges. Two kernels do this (MK_RING_ATTN_WS):
+ *      warp-specialised (ring_attn_ws.cu, default): FlashAttention-3's schedule of flash_fwd_ws.cuh; the producer
+ *        warp claims the items, picks and waits for the sources, and streams every key tile of an item through the
+ *        ring with a note of its keys and causal offset; the consumer warpgroups mask by the note.
+ *      tile loop (this file): 256 threads, the cp.async tile loop of flash_fwd_sm90.cuh per (item, key span).
+  *  finish: the last CTA waits for ack[j] >= e + 1 of every remote rank j (the proxy has copied
  *    this rank's shard out, so the caller may overwrite it), resets the queue, advances the
  *    call number and adds 1 to done[rank] on every other rank.
  * Deviation from a store-and-forward ring: every shard goes from its owner straight to each
@@ -41,90 +44,23 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "comm/mk_device.cuh"
 #include "core/check.h"
 #include "kernels/attention/flash_fwd_sm90.cuh"
+#include "kernels/attention/ring_attn.cuh"
 
 /* CTAs that push K/V to the peers of the node group before they compute. */
 MK_PARAM_INT(ring_comm_ctas, "RING_COMM_CTAS", 8, 1, 64)
+/* 1: the warp-specialised kernel (ring_attn_ws.cu), 0: the wgmma tile loop (this file). */
+MK_PARAM_INT(ring_attn_ws, "RING_ATTN_WS", 1, 0, 1)
 
 namespace mk_attn {
 namespace {
-
-enum { kParts = 8, kArrive = 2 * kParts, kTmaChunk = 16384, kTmaStages = 4, kMaxRanks = 64 };
-enum { kCtlQueue = 0, kCtlFinished = 1, kCtlCalls = 2, kCtlWords = 4 };
-
-struct ring_params {
-  fwd_params p;  /* q, o, lse (total_q = s), k/v = the heap's K/V arrays, heads, scale */
-  mk_dev_world w;
-  uint64_t k_off, v_off, slot_bytes, row_bytes, arrive_off, done_off, ack_off, ctl_off;
-  int s, s1, s2, max_s, causal;
-  int nqb_a, nqb_b, n_items, comm_ctas;
-};
-
-/* A run of query rows (one zigzag chunk, or all rows) or of key rows of one slot. */
-struct rows_span {
-  int row0, len;
-  long long pos; /* global position of row0 */
-};
-
-__device__ __forceinline__ bool is_local(const mk_dev_world &w, int rank) { return rank / w.local_size == w.node; }
-
-/* Key spans of shard `src`: causal, its two chunks; else all rows. Returns how many. */
-__device__ __forceinline__ int key_spans(const ring_params &rp, int src, rows_span (&k)[2]) {
-  const int W = rp.w.size;
-  if (!rp.causal) {
-    k[0] = {0, rp.s, (long long)src * rp.s};
-    return 1;
-  }
-  k[0] = {0, rp.s1, (long long)src * rp.s1};
-  k[1] = {rp.s1, rp.s2, (long long)W * rp.s1 + (long long)(W - 1 - src) * rp.s2};
-  return 2;
-}
 
 template <int D>
 __device__ __forceinline__ void span_block(const ring_params &rp, int h, const rows_span &q, int m_start, int src,
                                            const rows_span &k, fwd_block &blk) {
   fwd_block_init<D, sm90_config::kBM, sm90_config::kBN>(rp.p, h, q.row0, q.len, src * rp.max_s + k.row0, k.len,
                                                         m_start, rp.causal != 0, q.pos - k.pos, blk);
-}
-
-/* Whole CTA: the sends of this rank's shard (see the file comment). False on timeout/abort. */
-__device__ bool ring_send(const ring_params &rp, uint64_t call, char *stage, uint64_t *bars) {
-  const mk_dev_world &w = rp.w;
-  const int W = w.size, r = w.rank, L = w.local_size, lr = w.local_rank;
-  const uint64_t bytes = (uint64_t)rp.s * rp.row_bytes;
-  const uint64_t src_k = rp.k_off + r * rp.slot_bytes, src_v = rp.v_off + r * rp.slot_bytes;
-  int ok = 1;
-  if (blockIdx.x == 0 && threadIdx.x == 0 && w.nnodes > 1)
-    for (int k = 1; k < W && ok; k++) {
-      const int dst = (r + k) % W;
-      if (is_local(w, dst)) continue;
-      ok = mk_wait_ge(w, rp.done_off + 8ull * dst, call, MK_OP_RING_ATTN, dst, -1) &&
-           mk_post(w, MK_CMD_PUT_SIGNAL, dst, src_k, src_k, bytes, rp.arrive_off + 8ull * r, kParts) &&
-           mk_post(w, MK_CMD_PUT_SIGNAL, dst, src_v, src_v, bytes, rp.arrive_off + 8ull * r, kParts);
-    }
-  if (!__syncthreads_and(ok)) return false;
-  const uint64_t part = ((bytes + kParts - 1) / kParts + 15) & ~15ull;
-  const int units = (L - 1) * 2 * kParts;
-  for (int u = blockIdx.x; u < units; u += rp.comm_ctas) {
-    const int lp = (lr + u / (2 * kParts) + 1) % L, dst = w.node * L + lp;
-    const uint64_t base = (u / kParts) % 2 ? src_v : src_k;
-    const uint64_t beg = min(bytes, (uint64_t)(u % kParts) * part), len = min(bytes - beg, part);
-    if (!mk_wait_ge_cta(w, rp.done_off + 8ull * dst, call, MK_OP_RING_ATTN, dst, -1)) return false;
-    mk_copy_tma_cta(mk_peer_ptr(w, lp, base + beg), mk_local_ptr(w, base + beg), len, stage, kTmaChunk, kTmaStages,
-                    bars);
-    if (threadIdx.x == 0) mk_signal_add(w, lp, rp.arrive_off + 8ull * r, 1);
-  }
-  if (blockIdx.x == 0 && threadIdx.x == 0 && w.nnodes > 1)
-    for (int k = 1; k < W && ok; k++) {
-      const int src = (r - k + W) % W;
-      if (is_local(w, src)) continue;
-      ok = mk_wait_ge(w, rp.arrive_off + 8ull * src, (call + 1) * kArrive, MK_OP_RING_ATTN, src, -1) &&
-           mk_post(w, MK_CMD_SIGNAL, src, 0, 0, 0, rp.ack_off + 8ull * r, 1);
-    }
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); /* the staging smem becomes tiles */
-  return __syncthreads_and(ok);
 }
 
 /* Whole CTA: items from the queue until it is empty. False on timeout/abort. */
@@ -134,53 +70,28 @@ __device__ bool ring_compute(const ring_params &rp, uint64_t call, uint8_t *smem
   const int W = w.size, r = w.rank;
   const sm90_tiles<D> t(smem_raw);
   uint64_t *ctl = mk_local_ptr<uint64_t>(w, rp.ctl_off);
-  const uint64_t target = (call + 1) * kArrive;
+  const uint64_t target = (call + 1) * kRingArrive;
   for (;;) {
     __syncthreads(); /* the previous item is done with shared memory and sh[] */
-    if (threadIdx.x == 0) sh[0] = (int)atomicAdd(reinterpret_cast<unsigned long long *>(&ctl[kCtlQueue]), 1ull);
+    if (threadIdx.x == 0) sh[0] = (int)atomicAdd(reinterpret_cast<unsigned long long *>(&ctl[kRingCtlQueue]), 1ull);
     __syncthreads();
     const int item = sh[0];
     if (item >= rp.n_items) return true;
-    /* Heaviest first: the blocks of the late chunk (causal), last block first. */
-    const int h = item % rp.p.hq, qb = item / rp.p.hq;
+    int h, m_start;
     rows_span q;
-    int m_block;
-    if (qb < rp.nqb_b) {
-      q = {rp.s1, rp.s2, (long long)W * rp.s1 + (long long)(W - 1 - r) * rp.s2};
-      m_block = rp.nqb_b - 1 - qb;
-    } else {
-      q = rp.causal ? rows_span{0, rp.s1, (long long)r * rp.s1} : rows_span{0, rp.s, (long long)r * rp.s};
-      m_block = rp.nqb_a - 1 - (qb - rp.nqb_b);
-    }
-    const int m_start = m_block * sm90_config::kBM;
-    rows_span ks[2];
+    ring_item(rp, item, h, q, m_start);
     fwd_block blk;
-    uint64_t todo = 0; /* bit k: source rank - k has keys this block sees */
-    for (int k = 0; k < W; k++) {
-      const int src = (r - k + W) % W, n = key_spans(rp, src, ks);
-      for (int i = 0; i < n; i++) {
-        span_block<D>(rp, h, q, m_start, src, ks[i], blk);
-        if (blk.n_blocks > 0) todo |= 1ull << k;
-      }
-    }
-    span_block<D>(rp, h, q, m_start, r, ks[0], blk); /* any span: for the query rows */
+    int tiles;
+    uint64_t todo = ring_todo(rp, q, m_start, tiles);
+    span_block<D>(rp, h, q, m_start, r, ring_key_span(rp, r, 0), blk); /* any span: for the query rows */
     sm90_load_q<D>(t, blk);
     sm90_acc<D> acc;
     sm90_acc_init(acc);
     while (todo) {
       __syncthreads(); /* every thread has read sh[1], sh[2] of the previous source */
       if (threadIdx.x == 0) {
-        int pick = -1, ok = 1;
-        for (int k = 0; k < W && pick < 0; k++) {
-          const uint64_t *arrived = mk_local_ptr<uint64_t>(w, rp.arrive_off + 8ull * ((r - k + W) % W));
-          if (((todo >> k) & 1) && (k == 0 || mk_ld_acquire_sys(arrived) >= target)) pick = k;
-        }
-        if (pick < 0) { /* nothing has arrived: wait for the nearest in ring order */
-          pick = __ffsll((long long)todo) - 1;
-          const int src = (r - pick + W) % W;
-          ok = mk_wait_ge(w, rp.arrive_off + 8ull * src, target, MK_OP_RING_ATTN, src, item);
-        }
-        sh[1] = pick;
+        int ok = 1;
+        sh[1] = ring_pick(rp, todo, target, item, ok);
         sh[2] = ok;
       }
       __syncthreads();
@@ -191,9 +102,9 @@ __device__ bool ring_compute(const ring_params &rp, uint64_t call, uint8_t *smem
         return false;
       }
       todo &= ~(1ull << k);
-      const int src = (r - k + W) % W, n = key_spans(rp, src, ks);
-      for (int i = 0; i < n; i++) {
-        span_block<D>(rp, h, q, m_start, src, ks[i], blk);
+      const int src = (r - k + W) % W;
+      for (int i = 0; i < ring_n_spans(rp); i++) {
+        span_block<D>(rp, h, q, m_start, src, ring_key_span(rp, src, i), blk);
         if (blk.n_blocks > 0) sm90_attend<D>(blk, t, rp.p.scale_log2, acc);
       }
     }
@@ -203,39 +114,15 @@ __device__ bool ring_compute(const ring_params &rp, uint64_t call, uint8_t *smem
   }
 }
 
-/* Thread 0 of every CTA; the last one of this rank closes the call. */
-__device__ void ring_finish(const ring_params &rp, uint64_t call) {
-  const mk_dev_world &w = rp.w;
-  const int W = w.size, r = w.rank;
-  uint64_t *ctl = mk_local_ptr<uint64_t>(w, rp.ctl_off);
-  __threadfence();
-  if (atomicAdd(reinterpret_cast<unsigned long long *>(&ctl[kCtlFinished]), 1ull) != gridDim.x - 1) return;
-  for (int k = 1; k < W; k++) { /* remote ranks have copied this rank's shard out */
-    const int j = (r + k) % W;
-    if (!is_local(w, j) && !mk_wait_ge(w, rp.ack_off + 8ull * j, call + 1, MK_OP_RING_ATTN, j, -1)) break;
-  }
-  ctl[kCtlQueue] = 0;
-  ctl[kCtlFinished] = 0;
-  ctl[kCtlCalls] = call + 1;
-  __threadfence_system();
-  for (int k = 1; k < W; k++) {
-    const int j = (r + k) % W;
-    if (is_local(w, j))
-      mk_signal_add(w, j % w.local_size, rp.done_off + 8ull * r, 1);
-    else
-      mk_post(w, MK_CMD_SIGNAL, j, 0, 0, 0, rp.done_off + 8ull * r, 1);
-  }
-}
-
 template <int D>
 __global__ void __launch_bounds__(sm90_config::kThreads, 1) ring_attn_kernel(const ring_params rp) {
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
   __trap(); /* built for a GPU without wgmma: the launcher never starts this kernel there */
 #else
   extern __shared__ __align__(1024) uint8_t smem_raw[];
-  __shared__ uint64_t bars[kTmaStages];
+  __shared__ uint64_t bars[kRingTmaStages];
   __shared__ int sh[4];
-  const uint64_t call = mk_ld_volatile(mk_local_ptr<uint64_t>(rp.w, rp.ctl_off + 8ull * kCtlCalls));
+  const uint64_t call = mk_ld_volatile(mk_local_ptr<uint64_t>(rp.w, rp.ctl_off + 8ull * kRingCtlCalls));
   bool ok = true;
   if ((int)blockIdx.x < rp.comm_ctas) ok = ring_send(rp, call, (char *)sm90_tiles<D>(smem_raw).sQ, bars);
   if (ok) ring_compute<D>(rp, call, smem_raw, sh);
@@ -272,10 +159,12 @@ extern "C" mk_status mk_ring_attn_create(mk_comm_t *comm, int max_s, int hkv, in
   if (!comm || !out) MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL, "ring_attn: comm or out is NULL");
   *out = NULL;
   const mk_world *wd = mk_comm_world(comm);
-  if (max_s < 1 || hkv < 1 || (d != 64 && d != 128) || wd->size > kMaxRanks)
+  if (max_s < 1 || hkv < 1 || (d != 64 && d != 128) || wd->size > kRingMaxRanks ||
+      (int64_t)max_s * wd->size > INT32_MAX)
     MK_ERR_RETURN(MK_STATUS_INVALID_ARGUMENT, MK_SUBSYS_KERNEL,
-                  "ring_attn: max_s %d, hkv %d (>= 1), d %d (64 or 128), %d ranks (at most %d)", max_s, hkv, d,
-                  wd->size, (int)kMaxRanks);
+                  "ring_attn: max_s %d, hkv %d (>= 1), d %d (64 or 128), %d ranks (at most %d; ranks x max_s within "
+                  "int32)",
+                  max_s, hkv, d, wd->size, (int)kRingMaxRanks);
   int dev = 0, major = 0, sms = 0;
   MK_CUDA_CHECK(cudaGetDevice(&dev));
   MK_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
@@ -290,7 +179,7 @@ extern "C" mk_status mk_ring_attn_create(mk_comm_t *comm, int max_s, int hkv, in
   const size_t gathered = (size_t)ra->W * ra->slot_bytes;
   MK_CHECK_GOTO(mk_comm_heap_alloc(comm, ra->W * ra->slot_bytes, &ra->k_off), st, fail);
   MK_CHECK_GOTO(mk_comm_heap_alloc(comm, ra->W * ra->slot_bytes, &ra->v_off), st, fail);
-  MK_CHECK_GOTO(mk_comm_heap_alloc(comm, (3ull * ra->W + kCtlWords) * 8, &ra->sig_off), st, fail);
+  MK_CHECK_GOTO(mk_comm_heap_alloc(comm, (3ull * ra->W + kRingCtlWords) * 8, &ra->sig_off), st, fail);
   MK_CHECK_GOTO(mk_comm_dev_world(comm, &ra->w), st, fail);
   MK_CUDA_CHECK_GOTO(cudaMalloc((void **)&ra->gk, gathered), st, fail);
   MK_CUDA_CHECK_GOTO(cudaMalloc((void **)&ra->gv, gathered), st, fail);
@@ -306,6 +195,7 @@ extern "C" mk_status mk_ring_attn_create(mk_comm_t *comm, int max_s, int hkv, in
     MK_CUDA_CHECK_GOTO(cudaFuncGetAttributes(&fa, k), st, fail);
     MK_CUDA_CHECK_GOTO(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem), st, fail);
     MK_CUDA_CHECK_GOTO(cudaFuncGetAttributes(&fa, (const void *)ring_cu_kernel), st, fail);
+    MK_CHECK_GOTO(ring_ws_prepare(d), st, fail);
   }
   *out = ra;
   return MK_STATUS_OK;
@@ -366,7 +256,8 @@ extern "C" mk_status mk_ring_attn_fwd(mk_ring_attn_t *ra, const mk_ring_attn_arg
   rp.arrive_off = ra->sig_off, rp.done_off = ra->sig_off + 8ull * ra->W, rp.ack_off = ra->sig_off + 16ull * ra->W;
   rp.ctl_off = ra->sig_off + 24ull * ra->W;
   rp.s = a->s, rp.s1 = (a->s + 1) / 2, rp.s2 = a->s / 2, rp.max_s = ra->max_s, rp.causal = a->causal;
-  const int bm = sm90_config::kBM;
+  static_assert(sm90_config::kBM == kRingBM && sm90_config::kBN == kRingBN, "the items and tiles of both kernels");
+  const int bm = kRingBM;
   rp.nqb_a = ((a->causal ? rp.s1 : a->s) + bm - 1) / bm;
   rp.nqb_b = a->causal ? (rp.s2 + bm - 1) / bm : 0;
   rp.n_items = (rp.nqb_a + rp.nqb_b) * a->hq;
@@ -378,6 +269,7 @@ extern "C" mk_status mk_ring_attn_fwd(mk_ring_attn_t *ra, const mk_ring_attn_arg
   if (grid < 1) grid = 1;
   rp.comm_ctas = (int)mk_param_ring_comm_ctas() < grid ? (int)mk_param_ring_comm_ctas() : grid;
   cudaStream_t s = (cudaStream_t)stream;
+  if (mk_param_ring_attn_ws()) return ring_ws_launch(rp, ra->d, grid, s);
   if (ra->d == 64) {
     ring_attn_kernel<64><<<grid, sm90_config::kThreads, sm90_config::smem_bytes<64>(), s>>>(rp);
   } else {

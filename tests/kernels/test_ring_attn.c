@@ -1,12 +1,13 @@
-/* test_ring_attn.c (multigpu, under mk-launch -n 2, -n 4, -n 4 --nodes 2) — ring attention,
- * fused (mk_ring_attn_fwd) and unfused (NCCL all-gather + flash; skipped without NCCL),
+/* test_ring_attn.c (under mk-launch -n 1, -n 2, -n 4, -n 4 --nodes 2; _ws0: MK_RING_ATTN_WS=0) — ring
+ * attention, fused (mk_ring_attn_fwd) and unfused (NCCL all-gather + flash; skipped without NCCL),
  * against the CPU reference (double accumulation) of the whole sequence: every rank draws the
  * same global Q/K/V (one seed, broadcast), keeps its shard (zigzag rows when causal), and checks
  * every element of its O rows and LSE values: O rel Frobenius error <= 1e-2, LSE abs error <=
  * 1e-3. Cases: S per rank from 1 to 700 with odd lengths, d 64 and 128, GQA 1..8, causal and
- * non-causal, S below the handle's max_s. Each case runs two input sets one after the other
- * (the second overwrites the shards the first call sent) and then 20 calls back to back (the
- * per-call counters and back-pressure); outputs are poisoned before every checked call. */
+ * non-causal, S below the handle's max_s (the slot's rows past S are NaN). Each case runs two
+ * input sets one after the other (the second overwrites the shards the first call sent) and then
+ * 20 calls back to back (the per-call counters and back-pressure); outputs are poisoned before
+ * every checked call. */
 #include <cuda_runtime_api.h>
 #include <math.h>
 #include <stdlib.h>
@@ -119,6 +120,11 @@ int main(int argc, char **argv) {
       CUDA_OK(cudaMemcpyAsync(dq, io.q, (size_t)c->s * c->hq * c->d * 2, cudaMemcpyHostToDevice, st));
       CUDA_OK(cudaMemcpyAsync(dk, io.k, kb, cudaMemcpyHostToDevice, st));
       CUDA_OK(cudaMemcpyAsync(dv, io.v, kb, cudaMemcpyHostToDevice, st));
+      if (c->max_s > c->s) { /* the slot's rows past s are NaN: no key past a span may reach O */
+        const size_t tail = (size_t)(c->max_s - c->s) * c->hkv * c->d * 2;
+        CUDA_OK(cudaMemsetAsync((char *)dk + kb, 0xff, tail, st));
+        CUDA_OK(cudaMemsetAsync((char *)dv + kb, 0xff, tail, st));
+      }
       char what[160];
       snprintf(what, sizeof what, "rank %d/%d fused   s %d d %d hq %d hkv %d %s set %d", rank, W, c->s, c->d, c->hq,
                c->hkv, c->causal ? "causal" : "full", set);

@@ -180,11 +180,12 @@ int mk_bench_parse_list(const char *flag, const char *text, int64_t lo, int64_t 
   return 0;
 }
 
-int mk_bench_multi_rank(const char *op, int argc, mk_world *wd) {
+int mk_bench_multi_rank(const char *op, int argc, int min_ranks, mk_world *wd) {
   int ndev = 0;
-  if (mk_world_from_env(wd) != MK_STATUS_OK || wd->size < 2) {
-    fprintf(argc == 1 ? stdout : stderr, "mk-bench %s: %sneeds at least 2 ranks: run it under mk-launch -n N (N >= 2)\n",
-            op, argc == 1 ? "skipped: " : "");
+  if (mk_world_from_env(wd) != MK_STATUS_OK || wd->size < min_ranks) {
+    fprintf(argc == 1 ? stdout : stderr,
+            "mk-bench %s: %sneeds at least %d ranks: run it under mk-launch -n N (N >= %d)\n", op,
+            argc == 1 ? "skipped: " : "", min_ranks, min_ranks);
     return argc == 1 ? 0 : 2;
   }
   if (mk_device_count(&ndev) != MK_STATUS_OK) {

@@ -132,7 +132,7 @@ int mk_bench_comm(int argc, char **argv) {
     return 2;
   }
   mk_world wd;
-  const int early = mk_bench_multi_rank("comm", argc, &wd);
+  const int early = mk_bench_multi_rank("comm", argc, 2, &wd);
   if (early >= 0) return early;
   ctx x;
   memset(&x, 0, sizeof x);

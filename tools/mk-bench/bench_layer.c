@@ -343,7 +343,7 @@ int mk_bench_layer(int argc, char **argv) {
   }
   for (int q = 0; q < nc; q++) cfgs[q].vocab = 256;
   mk_world wd;
-  const int early = mk_bench_multi_rank("layer", argc, &wd);
+  const int early = mk_bench_multi_rank("layer", argc, 2, &wd);
   if (early >= 0) return early;
   /* MoE landing areas at T tokens (and at B for the serving model: heap allocations are never returned) */
   setenv("MK_HEAP_BYTES", batch ? "24g" : "16g", 0 /* keep the user's value */);

@@ -273,7 +273,7 @@ int mk_bench_moe(int argc, char **argv) {
       for (int d = 0; d < 2; d++) shapes[ns] = models[q], shapes[ns++].T = d ? 128 : 16;
   }
   mk_world wd;
-  const int early = mk_bench_multi_rank("moe", argc, &wd);
+  const int early = mk_bench_multi_rank("moe", argc, 2, &wd);
   if (early >= 0) return early;
   /* The landing and combine areas live in the symmetric heap: make room unless the user chose. */
   setenv("MK_HEAP_BYTES", "8g", 0 /* keep the user's value */);

@@ -156,7 +156,9 @@ int mk_bench_ring_attn(int argc, char **argv) {
     return 2;
   }
   mk_world wd;
-  const int early = mk_bench_multi_rank("ring_attn", argc, &wd);
+  /* One rank when asked for by a flag: the fused kernel's attention over the own shard alone, against the flash
+   * kernel (the main job, with no flags, keeps to several). */
+  const int early = mk_bench_multi_rank("ring_attn", argc, argc > 1 ? 1 : 2, &wd);
   if (early >= 0) return early;
   int64_t max_s = 0;
   for (int i = 0; i < nseq; i++) max_s = seqs[i] > max_s ? seqs[i] : max_s;

@@ -89,10 +89,11 @@ int mk_bench_parse_i64(const char *flag, const char *text, int64_t lo, int64_t h
 /* A comma list of at most `max` integers in [lo, hi] into out[], *n of them; -1 after printing
  * what was wrong. */
 int mk_bench_parse_list(const char *flag, const char *text, int64_t lo, int64_t hi, int max, int64_t *out, int *n);
-/* For an op that runs under mk-launch: the world from the environment and a GPU check. Returns
- * -1 when it can run; else the exit code after saying why (0 with "skipped" for the default
- * suite, argc == 1, which runs outside a launcher; 2 for a bad invocation; 1 without GPUs). */
-int mk_bench_multi_rank(const char *op, int argc, mk_world *wd);
+/* For an op that runs under mk-launch: the world from the environment (at least min_ranks ranks)
+ * and a GPU check. Returns -1 when it can run; else the exit code after saying why (0 with
+ * "skipped" for the default suite, argc == 1, which runs outside a launcher; 2 for a bad
+ * invocation; 1 without GPUs). */
+int mk_bench_multi_rank(const char *op, int argc, int min_ranks, mk_world *wd);
 /* Help text of the common flags, for an op's --help. */
 void mk_bench_print_common_help(FILE *out);
 

@@ -1,0 +1,235 @@
+/* flash_fwd_ws.cuh — internal: the pieces of FlashAttention-3's warp-specialised schedule (Hopper, sm_90a) shared by
+ * the flash forward kernel (flash_fwd_ws.cu) and the fused ring attention (ring_attn_ws.cu).
+ *
+ * A CTA of 384 threads: warpgroup 0 the producer (its first warp loads tiles; registers cut to 56), warpgroups 1 and
+ * 2 the consumers (registers raised to 224), 64 query rows each of a 128-row query block. Shared memory, from a
+ * 1024-byte boundary: the Q tile, a 2-stage ring of K tiles, a 2-stage ring of V tiles (128 keys each, SW128 layout,
+ * see wgmma.cuh), then the barriers (ws_bars):
+ *   q_full, k_full[s], v_full[s]     1 arrival: the producer's expect_tx (a TMA load), or its plain arrive after the
+ *                                    cp.async of a tile (ws_load_tile) or in place of a load
+ *   q_empty, k_empty[s], v_empty[s]  8 arrivals: lane 0 of each consumer warp once its wgmma has read the buffer
+ *                                    (Q after the item's last S)
+ * The producer loads in the order the consumers read: Q, K0, K1, V0, K2, V1, ...; the ring's stages and phases count
+ * tiles over all of a CTA's items (kt).
+ * Per key tile t, each consumer (ws_consume):
+ *   issue S_t = Q K_t^T; rescale O by alpha_{t-1}; issue O += P_{t-1} V_{t-1}
+ *   wait S_t; release K_t; mask, online softmax of S_t (alpha_t, P_t in fp32) while P V runs
+ *   wait P V; release V_{t-1}; P_t to bf16 register fragments
+ * and the two consumers take turns issuing their wgmmas (named barriers 1 and 2, FA3's warp scheduler barrier), so
+ * one's softmax overlaps the other's tensor-core work. */
+#ifndef MK_ATTN_FLASH_FWD_WS_CUH
+#define MK_ATTN_FLASH_FWD_WS_CUH
+
+#include "kernels/attention/flash_fwd.cuh"
+#include "kernels/attention/wgmma.cuh"
+#include "kernels/gemm/sm90_ptx.cuh"
+
+namespace mk_attn {
+
+struct ws_config {
+  static constexpr int kConsumers = 2; /* consumer warpgroups, 64 query rows each */
+  static constexpr int kThreads = 128 * (kConsumers + 1);
+  static constexpr int kBM = 64 * kConsumers, kBN = 128;
+  static constexpr int kStages = 2;
+  static constexpr int kProducerRegs = 56, kConsumerRegs = 224; /* 56: the producer without spills */
+  static constexpr int kBarSched = 1; /* named barriers kBarSched + consumer: that consumer may issue */
+  template <int D>
+  static constexpr size_t smem_bytes() { /* tiles, then the barriers; + 1 KiB to align the tiles to 1024 bytes */
+    return (size_t)(kBM + 2 * kStages * kBN) * D * sizeof(uint16_t) + 1024 + 256;
+  }
+};
+
+struct ws_bars {
+  uint64_t q_full, q_empty;
+  uint64_t k_full[ws_config::kStages], v_full[ws_config::kStages];
+  uint64_t k_empty[ws_config::kStages], v_empty[ws_config::kStages];
+};
+
+/* The tiles and the barriers, carved from the dynamic shared memory. */
+template <int D>
+struct ws_smem {
+  uint16_t *sQ, *sK, *sV; /* stage s of K at sK + s * BN * D, of V at sV + s * BN * D */
+  ws_bars *bar;
+  __device__ __forceinline__ explicit ws_smem(uint8_t *raw) {
+    constexpr int BM = ws_config::kBM, BN = ws_config::kBN, S = ws_config::kStages;
+    sQ = reinterpret_cast<uint16_t *>(raw + ((1024 - (smem_u32(raw) & 1023)) & 1023));
+    sK = sQ + BM * D;
+    sV = sK + S * BN * D;
+    bar = reinterpret_cast<ws_bars *>(sV + S * BN * D);
+  }
+};
+
+/* One thread, before the CTA barrier that precedes every use. */
+__device__ __forceinline__ void ws_init_bars(ws_bars &bar) {
+  constexpr int empties = 4 * ws_config::kConsumers;
+  mk_sm90::mbar_init(&bar.q_full, 1);
+  mk_sm90::mbar_init(&bar.q_empty, empties);
+  for (int s = 0; s < ws_config::kStages; s++) {
+    mk_sm90::mbar_init(&bar.k_full[s], 1);
+    mk_sm90::mbar_init(&bar.v_full[s], 1);
+    mk_sm90::mbar_init(&bar.k_empty[s], empties);
+    mk_sm90::mbar_init(&bar.v_empty[s], empties);
+  }
+  mk_sm90::mbar_fence_init();
+}
+
+/* The producer warp: the Q tile of 128 rows from `row` (TMA map tq, columns from col), completing on q_full. */
+template <int D>
+__device__ __forceinline__ void ws_load_q(const CUtensorMap *tq, uint16_t *sQ, ws_bars &bar, int col, int row) {
+  constexpr int BM = ws_config::kBM;
+  if (threadIdx.x % 32) return;
+  mk_sm90::mbar_expect_tx(&bar.q_full, BM * D * 2);
+#pragma unroll
+  for (int cb = 0; cb < D / 64; cb++) mk_sm90::tma_load_3d(sQ + cb * BM * 64, tq, &bar.q_full, col + cb * 64, row, 0);
+}
+
+/* The producer warp: a tile of 128 keys by cp.async from g (the tile's first key, head applied; stride elements
+ * between keys), the keys from `valid` on zero-filled (valid <= 0: a zero tile); full completes once it is in. */
+template <int D>
+__device__ __forceinline__ void ws_copy_tile(uint16_t *dst, uint64_t *full, const uint16_t *g, long long stride,
+                                             int valid) {
+  constexpr int BN = ws_config::kBN;
+  load_rows<BN, D / 8, 32>(dst, g, stride, valid, [](int r, int c) { return sw128(BN, r, c); });
+  cp_async_commit();
+  cp_async_wait<0>();
+  fence_proxy_async(); /* read by wgmma (async proxy) once the consumers see the barrier */
+  __syncwarp();
+  if (threadIdx.x % 32 == 0) mk_sm90::mbar_arrive(full);
+}
+/* The producer warp: one K or V tile of 128 keys into ring stage `stage` (dst), once the consumers have freed it
+ * (empty[stage] of phase parity ^ 1 complete). By TMA (map, columns from col, rows from row of plane `plane`) when
+ * tma; else by ws_copy_tile. full[stage] completes once the tile is in. Lane 0 may write what the consumers read
+ * with the tile (a per-stage note) before the call: the arrive releases it. */
+template <int D>
+__device__ __forceinline__ void ws_load_tile(const CUtensorMap *map, uint16_t *dst, uint64_t *full, uint64_t *empty,
+                                             uint32_t parity, int col, int row, int plane, bool tma,
+                                             const uint16_t *g, long long stride, int valid) {
+  constexpr int BN = ws_config::kBN;
+  mk_sm90::mbar_wait(empty, parity ^ 1); /* a fresh barrier's previous phase is complete */
+  if (tma) {
+    if (threadIdx.x % 32 == 0) {
+      mk_sm90::mbar_expect_tx(full, BN * D * 2);
+#pragma unroll
+      for (int cb = 0; cb < D / 64; cb++)
+        mk_sm90::tma_load_3d(dst + cb * BN * 64, map, full, col + cb * 64, row, plane);
+    }
+    return;
+  }
+  ws_copy_tile<D>(dst, full, g, stride, valid);
+}
+
+/* Consumer wg may issue its wgmmas / hands the turn to the other consumer. */
+__device__ __forceinline__ void ws_my_turn(int wg) { mk_sm90::named_bar_sync(ws_config::kBarSched + wg, 256); }
+__device__ __forceinline__ void ws_their_turn(int wg) {
+  mk_sm90::named_bar_arrive(ws_config::kBarSched + (wg ^ 1), 256);
+}
+
+/* One consumer warpgroup (wg 0 or 1; ct = its thread index within the two consumers): the `tiles` key tiles of one
+ * item against the Q tile in shared memory (q_full already waited for), accumulating into o, m_r, l_r (this thread's
+ * rows row0 and row0 + 8 of blk). tile_mask(t, blk) sets blk's keys (seqlen_k) and causal offset (off) for key tile
+ * t and returns the tile's first key relative to them; it runs before K_t is released. kt: the CTA's tiles so far
+ * (advanced by tiles). Releases Q after the last S (at once when tiles is 0). */
+template <int D, class TileMask>
+__device__ __forceinline__ void ws_consume(const ws_smem<D> &sm, int wg, int ct, int tiles, int &kt, fwd_block &blk,
+                                           int row0, float scale_log2, TileMask tile_mask, float (&o)[D / 8][4],
+                                           float (&m_r)[2], float (&l_r)[2]) {
+  using C = ws_config;
+  constexpr int BM = C::kBM, BN = C::kBN, S = C::kStages, NT = BN / 8, ND = D / 8;
+  ws_bars &bar = *sm.bar;
+  const int lane = ct % 32, tq4 = lane % 4;
+  const uint32_t q_addr = smem_u32(sm.sQ) + (uint32_t)(wg * 64 * 128); /* this consumer's 64 rows */
+  auto release = [&](uint64_t *b) {
+    __syncwarp();
+    if (lane == 0) mk_sm90::mbar_arrive(b);
+  };
+  if (tiles == 0) {
+    release(&bar.q_empty);
+    return;
+  }
+  float s[NT][4], alpha[2];
+  uint32_t pa[BN / 16][4];
+  float(&sf)[NT * 4] = *reinterpret_cast<float(*)[NT * 4]>(&s[0][0]);
+  float(&of)[ND * 4] = *reinterpret_cast<float(*)[ND * 4]>(&o[0][0]);
+  auto stage = [&](int t) { return (kt + t) % S; };
+  auto phase = [&](int t) { return (uint32_t)(((kt + t) / S) & 1); };
+  auto issue_s = [&](int t) { /* S = Q K_t^T, 64 rows x 128 keys */
+    const uint32_t k_addr = smem_u32(sm.sK + stage(t) * BN * D);
+    wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < D / 16; ks++) {
+      const uint32_t cb = (uint32_t)(ks / 4), kofs = (uint32_t)((ks % 4) * 32); /* bytes */
+      wgmma_m64n128k16_ss(sf, gmma_desc(q_addr + cb * BM * 128 + kofs, 16, 1024),
+                          gmma_desc(k_addr + cb * BN * 128 + kofs, 16, 1024), ks > 0);
+    }
+    wgmma_commit();
+  };
+  auto issue_pv = [&](int t) { /* O += P V_t */
+    const uint32_t v_addr = smem_u32(sm.sV + stage(t) * BN * D);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; kk++) {
+      const uint64_t dv = gmma_desc(v_addr + (uint32_t)(kk * 16 * 128), BN * 128, 1024);
+      if constexpr (D == 128)
+        wgmma_m64n128k16_rs_tb(of, pa[kk], dv, 1);
+      else
+        wgmma_m64n64k16_rs_tb(of, pa[kk], dv, 1);
+    }
+    wgmma_commit();
+  };
+  auto s_done = [&](int t) { /* S_t is in registers: K_t is free, and after the item's last S so is Q */
+    fence_regs(sf);
+    const int n0 = tile_mask(t, blk);
+    release(&bar.k_empty[stage(t)]);
+    if (t == tiles - 1) release(&bar.q_empty);
+    mask_tile<NT>(s, blk, n0, row0, tq4);
+    softmax_rows<NT>(s, m_r, l_r, scale_log2, alpha);
+  };
+  auto pv_done = [&](int t) { /* P V_t has completed: V_t is free, and P may be overwritten */
+    fence_regs(of);
+    fence_u32(pa);
+    release(&bar.v_empty[stage(t)]);
+  };
+  auto to_p = [&] {
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; kk++) p_fragment<NT>(s, kk, pa[kk]);
+  };
+
+  mk_sm90::mbar_wait(&bar.k_full[stage(0)], phase(0));
+  ws_my_turn(wg);
+  issue_s(0);
+  ws_their_turn(wg);
+  wgmma_wait<0>();
+  s_done(0);
+  to_p();
+  for (int t = 1; t < tiles; t++) {
+    mk_sm90::mbar_wait(&bar.k_full[stage(t)], phase(t));
+    ws_my_turn(wg);
+    issue_s(t);
+    rescale_o<ND>(o, alpha);
+    mk_sm90::mbar_wait(&bar.v_full[stage(t - 1)], phase(t - 1));
+    issue_pv(t - 1);
+    ws_their_turn(wg);
+    wgmma_wait<1>();
+    s_done(t);
+    wgmma_wait<0>();
+    pv_done(t - 1);
+    to_p();
+  }
+  rescale_o<ND>(o, alpha);
+  mk_sm90::mbar_wait(&bar.v_full[stage(tiles - 1)], phase(tiles - 1));
+  ws_my_turn(wg);
+  issue_pv(tiles - 1);
+  ws_their_turn(wg);
+  wgmma_wait<0>();
+  pv_done(tiles - 1);
+  kt += tiles;
+}
+
+/* This consumer thread's first query row of the block (and row0 + 8). */
+__device__ __forceinline__ int ws_row0(const fwd_block &blk, int wg, int ct) {
+  return blk.m_start + wg * 64 + ((ct % 128) / 32) * 16 + (ct % 32) / 4;
+}
+
+}  // namespace mk_attn
+
+#endif /* MK_ATTN_FLASH_FWD_WS_CUH */

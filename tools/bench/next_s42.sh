@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# next_s42.sh — session 42's GPU runs (docs/perf/NOTES.md, attention/ring_attn "Session 42"). Run through
+# tools/gpu-check.sh from the repository root.
+# part a (1 GPU, nvidia-h200): the ring attention's warp-specialised kernel (MK_RING_ATTN_WS=1, ring_attn_ws.cu) on
+#   one rank, where the fused path is the attention over the own shard, against the tile-loop kernel it replaces
+#   (MK_RING_ATTN_WS=0) and the flash kernel on the same K/V (the unfused row's compute_ms), in turns, twice:
+#   S 2048 / 8192 / 16384, hq 32, hkv 8, d 128, causal and not. Then the flash kernel after its consumer loop moved
+#   into flash_fwd_ws.cuh, this build against edf7265's (old_build; the tree in .carry/old-edf7265, carried), in
+#   turns, twice. Predictions: the warp-specialised ring at the flash kernel's time (+0-3 %: the producer's source
+#   picks, the 8 send CTAs start late), 1.7-1.9x the tile loop; the flash kernel level with edf7265 (+-1 %).
+#   MK_CALL_LIMIT=560 \
+#     CTEST_ARGS="-R ^test_(flash_attn|flash_attn_ws0|flash_attn_ws1|ring_attn_1|ring_attn_1_ws0|attn_merge)$" \
+#     CTEST_TIMEOUT=200 CTEST_WALL=240 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s42.sh a'
+source "$(dirname "$0")/bench_step.sh"
+PART=${1:-a}
+STEP_GREP="$STEP_GREP|^ring_attn|^attn_prefill|fused|unfused"
+if [ "$PART" = a ]; then
+  obj=$(find .. -name 'ring_attn_ws.cu.o' | head -1)
+  if command -v cuobjdump > /dev/null && [ -n "$obj" ]; then
+    cuobjdump -sass "$obj" > "$RES/ring_attn_ws.sass" 2>&1
+    echo "sass: $(grep -c HGMMA "$RES/ring_attn_ws.sass") HGMMA, $(grep -c 'UTMALDG' "$RES/ring_attn_ws.sass") UTMALDG"
+    rm -f "$RES/ring_attn_ws.sass"
+  fi
+  for r in 1 2; do
+    for v in 1 0; do
+      TAIL=14 step "ring_ws${v}_$r" 90 env MK_RING_ATTN_WS=$v mk-launch -n 1 -- mk-bench ring_attn \
+        --seq 2048,8192,16384 --json "$RES/ring_ws${v}_$r.json"
+    done
+  done
+  REPO=$(cd ../.. && pwd)
+  old_build edf7265
+  ap() { TAIL=8 step "attn_$1$2" 90 "$3/mk-bench" attn --mode prefill --seq 2048,8192,16384 --json "$RES/attn_$1$2.json"; }
+  ab_turns ap
+fi
