@@ -24,6 +24,9 @@ MK_PARAM_INT(timeout_ms, "TIMEOUT_MS", 10000, 1, 86400000)
 MK_PARAM_INT(heap_bytes, "HEAP_BYTES", 1ll << 30, 1ll << 20, 1ll << 40)
 MK_PARAM_INT(device, "DEVICE", -1, -1, 1023)
 MK_PARAM_INT(fifo_slots, "FIFO_SLOTS", 4096, 2, 1 << 24)
+/* 1: ranks of one host may share a GPU (mk-launch --gpus G < ranks; for functional tests on fewer GPUs: their
+ * kernels take turns on it by the driver's time slices, so a wait on a peer lasts until the peer's turn). */
+MK_PARAM_INT(gpu_share, "GPU_SHARE", 0, 0, 1)
 
 struct mk_comm {
   mk_world w;
@@ -36,6 +39,7 @@ struct mk_comm {
   mk_proxy_t *proxy;
   void *ctrl_stream; /* cudaStream_t, non-blocking: control reads/writes beside running kernels */
   mk_transport_kind net; /* for peers in other node groups */
+  int gpu_shared;        /* some two ranks of one host use the same GPU (MK_GPU_SHARE=1) */
 };
 
 typedef struct rank_info {
@@ -136,6 +140,9 @@ mk_status mk_comm_create(mk_comm_t **out) {
   me.heap_bytes = c->heap_bytes;
   me.dev = c->dev;
   MK_CHECK_GOTO(mk_bootstrap_allgather(c->bs, &me, all, sizeof me), st, fail);
+  for (int a = 0; a < w->size; a++) /* the same answer on every rank */
+    for (int b = a + 1; b < w->size; b++)
+      if (all[a].dev == all[b].dev && !strcmp(all[a].host, all[b].host)) c->gpu_shared = 1;
   for (int r = 0; r < w->size; r++) {
     if (all[r].heap_bytes != c->heap_bytes) {
       MK_WARN(MK_SUBSYS_COMM, "comm: rank %d has a %" PRIu64 "-byte heap, this rank %" PRIu64 " (MK_HEAP_BYTES differs)",
@@ -153,9 +160,10 @@ mk_status mk_comm_create(mk_comm_t **out) {
       st = MK_STATUS_UNSUPPORTED;
       goto fail;
     }
-    if (all[r].dev == c->dev) {
-      MK_WARN(MK_SUBSYS_COMM, "comm: ranks %d and %d both use GPU %d (one GPU per rank; see MK_DEVICE)", r, w->rank,
-              c->dev);
+    if (all[r].dev == c->dev && !mk_param_gpu_share()) {
+      MK_WARN(MK_SUBSYS_COMM,
+              "comm: ranks %d and %d both use GPU %d (one GPU per rank; see MK_DEVICE, or MK_GPU_SHARE=1 for tests)", r,
+              w->rank, c->dev);
       st = MK_STATUS_INVALID_ARGUMENT;
       goto fail;
     }
@@ -215,6 +223,7 @@ void mk_comm_destroy(mk_comm_t *c) {
 
 const mk_world *mk_comm_world(const mk_comm_t *c) { return &c->w; }
 int mk_comm_device(const mk_comm_t *c) { return c->dev; }
+int mk_comm_gpu_shared(const mk_comm_t *c) { return c->gpu_shared; }
 mk_bootstrap_t *mk_comm_bootstrap(mk_comm_t *c) { return c->bs; }
 
 mk_status mk_comm_heap_alloc(mk_comm_t *c, uint64_t bytes, uint64_t *off) {

@@ -73,6 +73,11 @@ void mk_comm_destroy(mk_comm_t *c); /* collective (a barrier first); NULL is a n
 
 const mk_world *mk_comm_world(const mk_comm_t *c);
 int mk_comm_device(const mk_comm_t *c);
+/* 1 where some two ranks of one host use the same GPU (allowed by MK_GPU_SHARE=1, which mk-launch --gpus sets);
+ * the same on every rank. NCCL refuses such a world. */
+int mk_comm_gpu_shared(const mk_comm_t *c);
+/* MK_GPU_SHARE: 1 allows ranks to share a GPU. */
+int64_t mk_param_gpu_share(void);
 mk_bootstrap_t *mk_comm_bootstrap(mk_comm_t *c);
 static inline mk_status mk_comm_barrier(mk_comm_t *c) { return mk_bootstrap_barrier(mk_comm_bootstrap(c)); }
 static inline mk_status mk_comm_allgather(mk_comm_t *c, const void *send, void *recv, size_t bytes) {

@@ -28,6 +28,7 @@ void mk_test_init(int argc, char **argv, unsigned timeout_s) {
 
 /* The GPU this rank will use (comm/comm.c: MK_DEVICE, else LOCAL_RANK); -1 outside a launcher. */
 int64_t mk_param_device(void);
+int64_t mk_param_gpu_share(void);
 static int rank_device(void) {
   if (mk_param_device() >= 0) return (int)mk_param_device();
   const char *lr = getenv("LOCAL_RANK");
@@ -37,7 +38,8 @@ static int rank_device(void) {
 void mk_test_require_gpus(int n) {
   int have = 0;
   const int dev = rank_device();
-  if (dev + 1 > n) n = dev + 1; /* mk-launch -n 8 on 4 GPUs: ranks 4..7 skip, and mk-launch exits 77 */
+  if (dev + 1 > n || (mk_param_gpu_share() && dev >= 0)) /* mk-launch -n 8 on 4 GPUs: ranks 4..7 skip, and */
+    n = dev + 1;                                           /* mk-launch exits 77; with --gpus, its GPU only */
   mk_status st = mk_device_count(&have);
   if (st != MK_STATUS_OK || have < n) {
     printf("SKIP %s: needs %d GPU(s), found %d (%s)\n", g_name, n, have,

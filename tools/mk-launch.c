@@ -1,12 +1,14 @@
 /* mk-launch.c — start N local ranks of a program, like torchrun on one host.
  *
- *   mk-launch -n N [--nodes K] [--grace S] -- PROGRAM ARGS...
+ *   mk-launch -n N [--nodes K] [--gpus G] [--grace S] -- PROGRAM ARGS...
  *
  * Each rank r gets RANK=r WORLD_SIZE=N LOCAL_RANK=r%(N/K) LOCAL_WORLD_SIZE=N/K
  * MASTER_ADDR=127.0.0.1 MASTER_PORT=<a free port> and MK_DEVICE=r: every rank sees all GPUs
  * and uses GPU r (mkernel calls cudaSetDevice(MK_DEVICE), else LOCAL_RANK), so CUDA IPC and
  * peer access work across all of them; with --nodes K, LOCAL_RANK repeats per emulated node
- * while the GPU stays distinct. NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1 and
+ * while the GPU stays distinct. --gpus G < N puts rank r on GPU r % G and sets MK_GPU_SHARE=1: ranks share
+ * GPUs, for functional tests of several ranks on fewer GPUs (their kernels take turns by the driver's time slices,
+ * so fused ops run, slowly; NCCL refuses it). NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1 and
  * NVSHMEM_DISABLE_NVLS=1 are always set (no NVLink multicast). With --nodes K > 1 (the
  * loopback transport's emulated nodes) CUDA_MODULE_LOADING=EAGER is set unless the caller set
  * it: the loopback proxy issues CUDA calls (copies, the signal kernel), and a kernel loaded
@@ -48,9 +50,11 @@ static double now_s(void) {
 }
 
 static int usage(void) {
-  fprintf(stderr, "usage: mk-launch -n N [--nodes K] [--grace S] -- PROGRAM [ARGS...]\n"
+  fprintf(stderr, "usage: mk-launch -n N [--nodes K] [--gpus G] [--grace S] -- PROGRAM [ARGS...]\n"
                   "  -n N        number of ranks on this host\n"
                   "  --nodes K   emulate K nodes of N/K ranks each (default 1)\n"
+                  "  --gpus G    put rank r on GPU r %% G (default N: a GPU each); G < N shares GPUs (MK_GPU_SHARE=1),\n"
+                  "              for functional tests only\n"
                   "  --grace S   seconds between SIGTERM and SIGKILL when stopping ranks (default 3)\n");
   return 2;
 }
@@ -127,14 +131,18 @@ static void signal_all(child *ch, int n, int sig) {
 }
 
 int main(int argc, char **argv) {
-  int n = 0, nodes = 1, grace = 3, i = 1;
+  int n = 0, nodes = 1, gpus = 0, grace = 3, i = 1;
   for (; i < argc; i++) {
     if (!strcmp(argv[i], "--")) {
       i++;
       break;
     }
-    if (!strcmp(argv[i], "-n") || !strcmp(argv[i], "--nodes") || !strcmp(argv[i], "--grace")) {
-      int *dst = !strcmp(argv[i], "-n") ? &n : !strcmp(argv[i], "--nodes") ? &nodes : &grace;
+    if (!strcmp(argv[i], "-n") || !strcmp(argv[i], "--nodes") || !strcmp(argv[i], "--gpus") ||
+        !strcmp(argv[i], "--grace")) {
+      int *dst = !strcmp(argv[i], "-n")        ? &n
+                 : !strcmp(argv[i], "--nodes") ? &nodes
+                 : !strcmp(argv[i], "--gpus")  ? &gpus
+                                               : &grace;
       if (parse_pos(argv[i], i + 1 < argc ? argv[i + 1] : NULL, dst)) return 2;
       i++;
     } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
@@ -150,6 +158,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "mk-launch: -n %d is not a multiple of --nodes %d\n", n, nodes);
     return 2;
   }
+  if (gpus == 0 || gpus > n) gpus = n;
   int port = free_port();
   if (port < 0) {
     perror("mk-launch: cannot find a free port");
@@ -194,7 +203,8 @@ int main(int argc, char **argv) {
       SETI("LOCAL_WORLD_SIZE", local);
       SETI("GROUP_RANK", r / local);
       SETI("MASTER_PORT", port);
-      SETI("MK_DEVICE", r);
+      SETI("MK_DEVICE", r % gpus);
+      if (gpus < n) setenv("MK_GPU_SHARE", "1", 1);
 #undef SETI
       setenv("MASTER_ADDR", "127.0.0.1", 1);
       setenv("NCCL_NVLS_ENABLE", "0", 1);

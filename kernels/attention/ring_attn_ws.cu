@@ -108,7 +108,10 @@ __device__ __forceinline__ void ring_ws_produce(const ring_params &rp, uint64_t 
     };
     while (todo) {
       int k = __ffsll((long long)todo) - 1;
-      if (lane == 0 && ok) k = ring_pick(rp, todo, target, item, ok);
+      if (lane == 0 && ok) {
+        k = ring_pick(rp, todo, target, item, ok);
+        asm volatile("fence.proxy.async.global;" ::: "memory"); /* its TMA reads (async proxy) after the acquire */
+      }
       k = __shfl_sync(0xffffffffu, k, 0);
       ok = __shfl_sync(0xffffffffu, ok, 0);
       todo &= ~(1ull << k);

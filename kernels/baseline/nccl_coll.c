@@ -42,8 +42,17 @@ static mk_status nccl_type(mk_dtype t, ncclDataType_t *out) {
   }
 }
 
+/* NCCL needs a GPU per rank (it fails "Duplicate GPU detected"): ranks that share one are a clear UNSUPPORTED. */
+static mk_status nccl_check_gpus(mk_comm_t *comm) {
+  if (mk_comm_gpu_shared(comm))
+    MK_ERR_RETURN(MK_STATUS_UNSUPPORTED, MK_SUBSYS_KERNEL,
+                  "nccl: ranks share a GPU (MK_GPU_SHARE=1, mk-launch --gpus): NCCL needs one GPU per rank");
+  return MK_STATUS_OK;
+}
+
 mk_status mk_nccl_create(mk_comm_t *comm, mk_nccl_t **out) {
   *out = NULL;
+  MK_CHECK(nccl_check_gpus(comm));
   const mk_world *w = mk_comm_world(comm);
   ncclUniqueId id;
   memset(&id, 0, sizeof id);
@@ -86,6 +95,7 @@ mk_status mk_nccl_shared(mk_comm_t *comm, mk_nccl_t **out) {
 
 mk_status mk_nccl_create_group(mk_comm_t *comm, int color, mk_nccl_t **out) {
   *out = NULL;
+  MK_CHECK(nccl_check_gpus(comm));
   const mk_world *w = mk_comm_world(comm);
   int *colors = calloc((size_t)w->size, sizeof(int));
   ncclUniqueId *ids = calloc((size_t)w->size, sizeof(ncclUniqueId)), mine;

@@ -21,6 +21,14 @@ out=$("$L" -n 8 --nodes 2 -- sh -c 'echo "env $RANK $WORLD_SIZE $LOCAL_RANK $LOC
 for r in 0 1 2 3 4 5 6 7; do
   echo "$out" | grep -q "^\[$r\] env $r 8 $((r % 4)) 4 $r EAGER$" || fail "-n 8 --nodes 2: rank $r environment"
 done
+# --gpus G: rank r on GPU r % G, and MK_GPU_SHARE=1 only where ranks share (G < N).
+out=$("$L" -n 4 --gpus 2 -- sh -c 'echo "env $RANK $MK_DEVICE ${MK_GPU_SHARE:-}"' 2>&1) || fail "--gpus 2: exit $?"
+for r in 0 1 2 3; do
+  echo "$out" | grep -q "^\[$r\] env $r $((r % 2)) 1$" || fail "--gpus 2: rank $r environment"
+done
+out=$("$L" -n 2 --gpus 2 -- sh -c 'echo "env $RANK $MK_DEVICE ${MK_GPU_SHARE:-none}"' 2>&1) || fail "--gpus 2: exit $?"
+echo "$out" | grep -q "^\[1\] env 1 1 none$" || fail "--gpus N: no sharing"
+"$L" -n 2 --gpus 0 -- true 2>/dev/null; [ $? -eq 2 ] || fail "--gpus 0 accepted"
 # A GPU test under -n 8 on a 4-GPU host: ranks 4..7 skip (77) while 0..3 wait in the
 # bootstrap; mk-launch stops those and passes 77 on, so ctest reports the test skipped.
 "$L" -n 8 -- sh -c '[ "$MK_DEVICE" -ge 4 ] && exit 77; sleep 60' >/dev/null 2>&1; rc=$?

@@ -32,3 +32,19 @@ if [ "$PART" = a ]; then
   ap() { TAIL=8 step "attn_$1$2" 90 "$3/mk-bench" attn --mode prefill --seq 2048,8192,16384 --json "$RES/attn_$1$2.json"; }
   ab_turns ap
 fi
+# part b (1 GPU, nvidia-h200): ranks sharing the GPU (mk-launch --gpus 1, MK_GPU_SHARE=1): test_ring_attn on 2 and 4
+#   ranks (ctest test_ring_attn_{2,4}_gpu1), the tile-loop kernel too on 2; then the non-causal items head by head
+#   (ring_item), this build against 5b9d8aa's (all heads of a query block together; .carry/old-5b9d8aa) on one rank,
+#   in turns, twice. Prediction: non-causal S 8192 1.95-1.97 -> ~1.87 ms (the flash kernel's one CTA an item, which
+#   runs a head's blocks together), 16384 7.75-7.87 -> ~7.6; causal unchanged.
+#   MK_CALL_LIMIT=560 \
+#     CTEST_ARGS="-R ^test_(ring_attn_1|ring_attn_1_ws0|ring_attn_2_gpu1|ring_attn_4_gpu1|mk_launch|flash_attn)$" \
+#     CTEST_TIMEOUT=240 CTEST_WALL=330 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s42.sh b'
+if [ "$PART" = b ]; then
+  TAIL=6 step ring_gpu1_ws0 150 env MK_RING_ATTN_WS=0 mk-launch -n 2 --gpus 1 -- ./test_ring_attn
+  REPO=$(cd ../.. && pwd)
+  old_build 5b9d8aa
+  rb() { TAIL=12 step "ring_$1$2" 60 env PATH="$3:$PATH" mk-launch -n 1 -- "$3/mk-bench" ring_attn \
+    --seq 2048,8192,16384 --json "$RES/ring_$1$2.json"; }
+  ab_turns rb
+fi
