@@ -76,5 +76,12 @@ int attn_check(const char *what, const uint16_t *o, const float *o_ref, size_t n
   const int ok = err <= o_tol && lse_err <= lse_tol && lse_bad == 0;
   printf("%-58s o rel err %.3e (<= %.0e)  lse max abs err %.3e (<= %.0e), -inf mismatches %zu  %s\n", what, err,
          o_tol, lse_err, lse_tol, lse_bad, ok ? "ok" : "FAIL");
+  if (!ok) { /* where: the non-finite outputs (the poison left, or NaN), the first of them */
+    size_t bad = 0, first = 0;
+    for (size_t i = 0; i < n_o; i++)
+      if ((o[i] & 0x7f80) == 0x7f80 && !bad++) first = i;
+    printf("  %zu of %zu O elements not finite%s", bad, n_o, bad ? "" : "\n");
+    if (bad) printf(" (the first at element %zu)\n", first);
+  }
   return ok ? 0 : 1;
 }
