@@ -81,6 +81,17 @@ static int run_path(mk_comm_t *comm, mk_ring_attn_t *ra, mk_nccl_t *nccl, const 
   CUDA_OK(cudaMemcpy(o, a->o, no * 2, cudaMemcpyDeviceToHost));
   CUDA_OK(cudaMemcpy(lse, a->lse, nl * 4, cudaMemcpyDeviceToHost));
   const int rc = attn_check(what, o, io->o_ref, no, lse, io->lse_ref, nl, 1e-2, 1e-3);
+  if (rc) { /* where it went wrong: O's first bits (0xffff: the poison, never written) and the inputs still in place */
+    const size_t kb = (size_t)c->s * c->hkv * c->d * 2;
+    uint16_t *dk, *dv, *hk = malloc(kb), *hv = malloc(kb);
+    ASSERT_TRUE(hk && hv);
+    ASSERT_OK(mk_ring_attn_kv(ra, &dk, &dv));
+    CUDA_OK(cudaMemcpy(hk, dk, kb, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(hv, dv, kb, cudaMemcpyDeviceToHost));
+    printf("  O[0] bits 0x%04x, lse[0] %g; this rank's K shard %s, V shard %s in its slot\n", o[0], (double)lse[0],
+           memcmp(hk, io->k, kb) ? "changed" : "intact", memcmp(hv, io->v, kb) ? "changed" : "intact");
+    free(hk), free(hv);
+  }
   free(o), free(lse);
   return rc;
 }
