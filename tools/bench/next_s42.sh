@@ -67,15 +67,15 @@ fi
 #     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s42.sh d'
 if [ "$PART" = d ]; then
   STEP_GREP='FAIL|not finite|rc=|ERROR SUMMARY|========= [A-Z]|bits'
-  for r in $(seq 1 12); do
+  for r in $(seq 1 "${N:-12}"); do
     for v in 1 0; do TAIL=12 step "gpu1_2_ws${v}_$r" 40 env MK_RING_ATTN_WS=$v mk-launch -n 2 --gpus 1 -- ./test_ring_attn; done
   done
-  for t in memcheck synccheck; do
+  for t in ${SAN-memcheck synccheck}; do
     TAIL=8 step "san_$t" 90 mk-launch -n 1 -- compute-sanitizer --tool $t ./test_ring_attn
   done
 fi
 # part e (1 GPU, nvidia-h200): part d: the shared-GPU test failed 1 of 12 runs with the new kernel and 2 of 12 with
 #   the tile loop, always rank 0's first call of s 1 causal (every O element non-finite): the same runs with the bits
 #   of O (0xffff: never written) and whether the rank's K/V shard is still in its slot.
-#   MK_CALL_LIMIT=240 CTEST_ARGS="-R ^test_ring_attn_1$" CTEST_TIMEOUT=60 CTEST_WALL=60 \
+#   N=10 SAN= MK_CALL_LIMIT=240 CTEST_ARGS="-R ^test_ring_attn_1$" CTEST_TIMEOUT=60 CTEST_WALL=60 \
 #     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s42.sh d'
