@@ -14,8 +14,7 @@
  *                   the host and graph replays stay correct)
  *
  * One launch of grid G <= SMs (all CTAs resident; SMs - 1 with other node groups, leaving one
- * SM for the proxy's signal kernel), one CTA per SM. Call number e = ctl[calls]
- * at the start.
+ * SM for the proxy's signal kernel), one CTA per SM. Call number e = ctl[calls] at the start.
  *  send CTAs (the first MK_RING_COMM_CTAS): CTA 0 thread 0 first posts PUT_SIGNALs of K and V to
  *    every rank of another node group (ring order: rank + 1 first), each after waiting for
  *    done[dst] >= e (dst no longer reads its slot of call e - 1). Then the send CTAs push
@@ -23,16 +22,16 @@
  *    order, each unit after done[dst] >= e, each followed by arrive[rank] += 1 on dst. Then CTA
  *    0 waits for each remote source's shard and acks it (ack[rank] += 1 on the source through
  *    the proxy). Then the send CTAs join the compute.
- *  compute (every CTA): (query block of 128 rows, q head) items from the queue, heaviest first; for each, the
- *    online softmax runs over the key ranges of every source rank in the order the shards arrive (own shard first;
- *    a source that has not arrived is skipped while another has; then the nearest in ring order is waited for,
- *    bounded), with the causal offset of each (query chunk, key chunk) pair; O and the LSE are written once. No
- *    partial results, no merges. Two kernels do this (MK_RING_ATTN_WS):
+ *  compute (every CTA): (query block of 128 rows, q head) items from the queue (ring_item: causal heaviest first,
+ *    non-causal head by head); for each, the online softmax runs over the key ranges of every source rank in the
+ *    order the shards arrive (own shard first; a source that has not arrived is skipped while another has; then the
+ *    nearest in ring order is waited for, bounded), with the causal offset of each (query chunk, key chunk) pair;
+ *    O and the LSE are written once. No partial results, no merges. Two kernels do this (MK_RING_ATTN_WS):
  *      warp-specialised (ring_attn_ws.cu, default): FlashAttention-3's schedule of flash_fwd_ws.cuh; the producer
  *        warp claims the items, picks and waits for the sources, and streams every key tile of an item through the
  *        ring with a note of its keys and causal offset; the consumer warpgroups mask by the note.
  *      tile loop (this file): 256 threads, the cp.async tile loop of flash_fwd_sm90.cuh per (item, key span).
-  *  finish: the last CTA waits for ack[j] >= e + 1 of every remote rank j (the proxy has copied
+ *  finish: the last CTA waits for ack[j] >= e + 1 of every remote rank j (the proxy has copied
  *    this rank's shard out, so the caller may overwrite it), resets the queue, advances the
  *    call number and adds 1 to done[rank] on every other rank.
  * Deviation from a store-and-forward ring: every shard goes from its owner straight to each
