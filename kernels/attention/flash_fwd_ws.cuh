@@ -96,10 +96,11 @@ __device__ __forceinline__ void ws_copy_tile(uint16_t *dst, uint64_t *full, cons
   __syncwarp();
   if (threadIdx.x % 32 == 0) mk_sm90::mbar_arrive(full);
 }
-/* The producer warp: one K or V tile of 128 keys into ring stage `stage` (dst), once the consumers have freed it
- * (empty[stage] of phase parity ^ 1 complete). By TMA (map, columns from col, rows from row of plane `plane`) when
- * tma; else by ws_copy_tile. full[stage] completes once the tile is in. Lane 0 may write what the consumers read
- * with the tile (a per-stage note) before the call: the arrive releases it. */
+
+/* The producer warp: one K or V tile of 128 keys into a ring stage (dst, its barriers full and empty), once the
+ * consumers have freed it (empty's phase of parity ^ 1 complete). By TMA (map, columns from col, rows from row of
+ * plane `plane`) when tma; else by ws_copy_tile. full completes once the tile is in. Lane 0 may write what the
+ * consumers read with the tile (a per-stage note) before the call: the arrive releases it. */
 template <int D>
 __device__ __forceinline__ void ws_load_tile(const CUtensorMap *map, uint16_t *dst, uint64_t *full, uint64_t *empty,
                                              uint32_t parity, int col, int row, int plane, bool tma,
