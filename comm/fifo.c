@@ -27,6 +27,7 @@ mk_status mk_fifo_create(uint64_t capacity, int on_gpu, mk_fifo **out) {
     f->slots = h;
     MK_CUDA_CHECK_GOTO(cudaMalloc((void **)&f->head, 64), st, fail);
     MK_CUDA_CHECK_GOTO(cudaMemset(f->head, 0, 64), st, fail);
+    MK_CUDA_CHECK_GOTO(cudaDeviceSynchronize(), st, fail); /* the memset (legacy stream) before any kernel posts */
   } else {
     f->slots = aligned_alloc(64, bytes);
     f->head = aligned_alloc(64, 64);

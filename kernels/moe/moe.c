@@ -553,6 +553,7 @@ ready:
   /* Counters of this handle start at 0, and so does its call count. */
   MK_CHECK_GOTO(dalloc((void **)&d->calls, sizeof *d->calls), st, fail);
   MK_CUDA_CHECK_GOTO(cudaMemset(d->calls, 0, sizeof *d->calls), st, fail);
+  MK_CUDA_CHECK_GOTO(cudaDeviceSynchronize(), st, fail); /* that memset (legacy stream) before any call's stream */
   MK_CHECK_GOTO(mk_comm_barrier(comm), st, fail);
   *out = m;
   return MK_STATUS_OK;

@@ -104,6 +104,7 @@ int main(int argc, char **argv) {
   CUDA_OK(cudaMalloc(&post_fail, sizeof *post_fail));
   CUDA_OK(cudaMemset(errors, 0, sizeof *errors));
   CUDA_OK(cudaMemset(post_fail, 0, sizeof *post_fail));
+  CUDA_OK(cudaDeviceSynchronize()); /* the memsets (legacy stream) before the rounds on a non-blocking stream */
   const size_t smem = (size_t)TMA_CHUNK * TMA_STAGES;
   CUDA_OK(cudaFuncSetAttribute(round_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
   cudaStream_t st;

@@ -56,6 +56,9 @@ void *attn_dev(const void *h, size_t bytes) {
   void *d = NULL;
   cudaError_t e = cudaMalloc(&d, bytes ? bytes : 16);
   if (e == cudaSuccess) e = h ? cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice) : cudaMemset(d, 0xff, bytes);
+  /* Both run on the legacy stream and may still be in flight on return (the memset always, the copy's last DMA
+   * from pageable memory): a later copy or kernel on a non-blocking stream is not ordered after them. */
+  if (e == cudaSuccess) e = cudaDeviceSynchronize();
   if (e != cudaSuccess) MK_TEST_FAIL_("attn_dev(%zu bytes): %s", bytes, cudaGetErrorString(e));
   return d;
 }

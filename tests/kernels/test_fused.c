@@ -40,12 +40,12 @@ typedef struct shape {
 typedef struct ctx {
   mk_comm_t *c;
   mk_fused_t *f;
-  mk_nccl_t *nc;
   cudaStream_t s;
   int op, W, me, inplace; /* inplace: AG input written into mk_ag_gemm_shard; W, me: the group's */
   int first, gid;         /* the group: ranks first .. first + W - 1, group index gid */
   uint64_t seed;
   uint16_t *A, *Afull, *B, *C;
+  uint16_t *Acat, *Bcat, *Bp; /* RS/AR reference: the group's A_p and B_p side by side along K; a B_p */
   float *ref;
 } ctx;
 
@@ -75,9 +75,20 @@ static void prepare(ctx *x, const shape *sh, int id) {
                                      -1.0f, 1.0f, s));
     ASSERT_OK(mk_gemm_ref_f32(x->Afull, x->B, x->ref, sh->m, sh->n, sh->k, MK_GEMM_B_NK, s));
   } else {
+    /* The sum over the group of A_p B_p^T is one GEMM over [A_0 .. A_{W-1}] and [B_0 .. B_{W-1}] side by side
+     * along K: every rank's fills are known locally, so no collective (the test also runs on ranks sharing a GPU,
+     * where NCCL refuses). */
     ASSERT_OK(mk_fill_uniform_bf16(x->A, (size_t)(sh->m * sh->k), base + (uint64_t)x->me, -1.0f, 1.0f, s));
-    ASSERT_OK(mk_gemm_ref_f32(x->A, x->B, x->ref, sh->m, sh->n, sh->k, MK_GEMM_B_NK, s));
-    ASSERT_OK(mk_nccl_all_reduce(x->nc, x->ref, x->ref, (size_t)(sh->m * sh->n), MK_DTYPE_F32, s));
+    const size_t row = (size_t)sh->k * 2, cat_row = (size_t)x->W * row;
+    for (int p = 0; p < x->W; p++) {
+      ASSERT_OK(mk_fill_uniform_bf16(x->Afull, (size_t)(sh->m * sh->k), base + (uint64_t)p, -1.0f, 1.0f, s));
+      CUDA_OK(cudaMemcpy2DAsync(x->Acat + (size_t)p * sh->k, cat_row, x->Afull, row, row, (size_t)sh->m,
+                                cudaMemcpyDeviceToDevice, x->s));
+      ASSERT_OK(mk_fill_uniform_bf16(x->Bp, (size_t)(sh->n * sh->k), base + 100 + (uint64_t)p, -1.0f, 1.0f, s));
+      CUDA_OK(cudaMemcpy2DAsync(x->Bcat + (size_t)p * sh->k, cat_row, x->Bp, row, row, (size_t)sh->n,
+                                cudaMemcpyDeviceToDevice, x->s));
+    }
+    ASSERT_OK(mk_gemm_ref_f32(x->Acat, x->Bcat, x->ref, sh->m, sh->n, x->W * sh->k, MK_GEMM_B_NK, s));
   }
   CUDA_OK(cudaStreamSynchronize(x->s));
 }
@@ -192,8 +203,6 @@ int main(int argc, char **argv) {
   x.me = w->rank - x.first;
   x.seed = mk_test_seed();
   ASSERT_OK(mk_comm_bcast(x.c, &x.seed, sizeof x.seed, 0));
-  if (gsize) ASSERT_OK(mk_nccl_create_group(x.c, x.gid, &x.nc));
-  else ASSERT_OK(mk_nccl_create(x.c, &x.nc));
   CUDA_OK(cudaStreamCreateWithFlags(&x.s, cudaStreamNonBlocking));
   const int64_t W = x.W;
   /* odd: M/W = 1002 rows per rank (not a multiple of 128), N % 128 != 0; round; small (decode); then
@@ -226,6 +235,11 @@ int main(int argc, char **argv) {
   CUDA_OK(cudaMalloc((void **)&x.B, (size_t)(mn * mk) * 2));
   CUDA_OK(cudaMalloc((void **)&x.C, (size_t)(mm * mn) * 2));
   CUDA_OK(cudaMalloc((void **)&x.ref, (size_t)(mm * mn) * 4));
+  if (x.op != MK_FUSED_AG_GEMM) {
+    CUDA_OK(cudaMalloc((void **)&x.Acat, (size_t)(mm * mk * W) * 2));
+    CUDA_OK(cudaMalloc((void **)&x.Bcat, (size_t)(mn * mk * W) * 2));
+    CUDA_OK(cudaMalloc((void **)&x.Bp, (size_t)(mn * mk) * 2));
+  }
 
   for (int i = 0; i < nshapes; i++) {
     x.inplace = x.op == MK_FUSED_AG_GEMM && (i & 1); /* AG: shapes 1 and 3 zero-copy */
@@ -442,9 +456,9 @@ int main(int argc, char **argv) {
   CUDA_OK(cudaFree(x.B));
   CUDA_OK(cudaFree(x.C));
   CUDA_OK(cudaFree(x.ref));
+  cudaFree(x.Acat), cudaFree(x.Bcat), cudaFree(x.Bp);
   CUDA_OK(cudaStreamDestroy(x.s));
   mk_fused_destroy(x.f);
-  mk_nccl_destroy(x.nc);
   mk_comm_destroy(x.c);
   printf("rank %d: ok\n", x.me);
   return 0;

@@ -84,6 +84,7 @@ static void check_all(mk_comm_t *c, mk_moe_t *m, const uint16_t *xb, const int32
   CUDA_OK(cudaMemcpy(dx, xb, 2 * n, cudaMemcpyHostToDevice));
   CUDA_OK(cudaMemcpy(did, tid, sizeof(int32_t) * T_all * K, cudaMemcpyHostToDevice));
   CUDA_OK(cudaMemcpy(dtw, tw, sizeof(float) * T_all * K, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaDeviceSynchronize()); /* the copies' last DMA (legacy stream) before the non-blocking stream's work */
   for (size_t i = 0; i < n; i++) res0[i] = mk_rng_uniform(mk_test_seed() + 77, i, -1.0f, 2.0f);
   /* bad slices are refused with a message */
   ASSERT_STATUS(mk_moe_forward_all(m, dx, (int64_t)W * stride + 1, stride, did, dtw, dout, NULL, (mk_stream_t)s),
@@ -210,6 +211,7 @@ static void run_case(mk_comm_t *c, const cfg *g, uint64_t seed, cudaStream_t s) 
   CUDA_OK(cudaMemcpy(dx, xb, 2 * (size_t)T * H, cudaMemcpyHostToDevice));
   CUDA_OK(cudaMemcpy(did, tid, sizeof(int32_t) * T * K, cudaMemcpyHostToDevice));
   CUDA_OK(cudaMemcpy(dtw, tw, sizeof(float) * T * K, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaDeviceSynchronize()); /* the copies' last DMA (legacy stream) before the non-blocking stream's work */
 
   /* variant 0: SwiGLU in the gate/up GEMM's epilogue, overlapped schedule, split_k AUTO (8, the
    * device's wave model choosing the tiles, where 300 * K / El <= 256; else off), both paths; variants 1-3

@@ -26,7 +26,8 @@
 #                                  ktrace_report.py --around AROUND of both ranks into $RES/NAME.txt (the CSVs packed).
 #   kt_ops                         kt_op of GEMM+AR 1024, 4096, GEMM+RS 2048, AG+GEMM 2048, the defaults, fused path.
 #   trace_op NAME OP M [VAR=VALUE...]  MK_TRACE of OP's fused path at M (its last call), trace_stats.py of both ranks.
-#   old_build COMMIT               builds mk-bench and mk-launch of the tree copied to $REPO/.carry/old-COMMIT
+#   old_build COMMIT               builds mk-bench and mk-launch (or the targets OLD_TARGETS) of the tree copied to
+#                                  $REPO/.carry/old-COMMIT
 #                                  (git archive COMMIT | tar x -C .carry/old-COMMIT --exclude=docs; carried) into
 #                                  /tmp/oldb and sets OB to its bin folder, for A/B runs in one call.
 #   ab_pair FN R                   FN new R BIN, then FN old R OB: this build, then old_build's.
@@ -113,7 +114,7 @@ old_build() {
   local c=$1
   (export MKERNEL_BUILD_COMMIT=$c
    cmake -S "${REPO:?}/.carry/old-$c" -B /tmp/oldb -G Ninja -DCMAKE_PREFIX_PATH=/tmp/mkprefix/usr > "$RES/old_configure.log" 2>&1 &&
-     cmake --build /tmp/oldb -j "$(nproc)" --target mk-bench mk-launch > "$RES/old_build.log" 2>&1)
+     cmake --build /tmp/oldb -j "$(nproc)" --target ${OLD_TARGETS:-mk-bench mk-launch} > "$RES/old_build.log" 2>&1)
   echo "old build rc=$? at $(( $(date +%s) - T0 )) s"
   OB=/tmp/oldb/bin
 }

@@ -148,6 +148,7 @@ int mk_bench_comm(int argc, char **argv) {
   MK_CHECK_GOTO(mk_comm_heap_alloc(x.c, 8ull * wd.size, &x.sig), st, fail);
   MK_CUDA_CHECK_GOTO(cudaMalloc((void **)&x.fail, sizeof(int)), st, fail);
   MK_CUDA_CHECK_GOTO(cudaMemset(x.fail, 0, sizeof(int)), st, fail);
+  MK_CUDA_CHECK_GOTO(cudaDeviceSynchronize(), st, fail); /* the memset (legacy stream) before s's work */
   MK_CUDA_CHECK_GOTO(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), st, fail);
   MK_CHECK_GOTO(mk_bench_report_create(&o, &r), st, fail);
   const int me = wd.rank, L = wd.local_size;

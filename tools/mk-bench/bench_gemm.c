@@ -257,7 +257,8 @@ static int bench_shape(const mk_bench_opts *o, const gemm_cfg *c, gemm_shape sh,
     if (c->set_rows) memcpy(r.rows_host, c->group_rows, (size_t)groups * sizeof *r.rows_host);
     else split_rows(sh.m, groups, r.rows_host);
     if (cudaMalloc((void **)&r.rows, gb * sizeof(int32_t)) != cudaSuccess ||
-        cudaMemcpy(r.rows, r.rows_host, gb * sizeof(int32_t), cudaMemcpyHostToDevice) != cudaSuccess)
+        cudaMemcpy(r.rows, r.rows_host, gb * sizeof(int32_t), cudaMemcpyHostToDevice) != cudaSuccess ||
+        cudaDeviceSynchronize() != cudaSuccess) /* the copy's last DMA (legacy stream) before the stream's work */
       goto done;
   }
   MK_CHECK_GOTO(reference(&r, ref, stream), st, done);

@@ -98,6 +98,7 @@ static mk_status bench_shape(mk_comm_t *comm, const mk_bench_opts *o, mk_bench_r
       hl[t * sh->E + e] = v;
     }
   MK_CUDA_CHECK_GOTO(cudaMemcpy(logits, hl, sizeof(float) * (size_t)T * sh->E, cudaMemcpyHostToDevice), st, fail);
+  MK_CUDA_CHECK_GOTO(cudaDeviceSynchronize(), st, fail); /* the copy's last DMA (legacy stream) before s's work */
   MK_CHECK_GOTO(mk_moe_route(logits, T, sh->E, sh->K, 1, NULL, ids, wts, NULL, NULL, s), st, fail);
   mk_moe_args a = {.hidden = sh->H, .inter = sh->I, .n_experts = sh->E, .top_k = sh->K, .max_tokens = T,
                    .w1 = w1, .w2 = w2, .comm_ctas = fl->comm_ctas, .swiglu_pass = fl->swiglu_pass,
