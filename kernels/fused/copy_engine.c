@@ -133,10 +133,19 @@ int mk_fused_ce_select(mk_fused_op op, int64_t m, int64_t n, int world, int nnod
   return m % world == 0 && (m / world) * n / 8 < (1ll << 31);
 }
 
-static int ce_copy(mk_fused_op op) {
-  return (int)(op == MK_FUSED_AG_GEMM   ? mk_param_fused_ag_copy()
-               : op == MK_FUSED_GEMM_RS ? mk_param_fused_rs_copy()
-                                        : mk_param_fused_ar_copy());
+/* Ranks that share a GPU (MK_GPU_SHARE, a test mode) never take the copy-engine modes: there the GEMM holds every SM
+ * while it polls flags that the peers' copies set, and on one H200 shared by 2 ranks (session 43, run f020eaa-h200)
+ * RS and AR forced onto copy engines timed out (rank 1 waiting on rank 0's flag) where every SM-role mode passed. */
+static int ce_copy(const mk_fused_t *f, mk_fused_op op) {
+  const int copy = (int)(op == MK_FUSED_AG_GEMM   ? mk_param_fused_ag_copy()
+                         : op == MK_FUSED_GEMM_RS ? mk_param_fused_rs_copy()
+                                                  : mk_param_fused_ar_copy());
+  if (!f->gpu_shared) return copy;
+  static int warned;
+  if (copy == 1 && !warned++)
+    MK_WARN(MK_SUBSYS_KERNEL, "fused: ranks share a GPU (MK_GPU_SHARE=1): MK_FUSED_{AG,RS,AR}_COPY=1 is not taken, "
+            "the ops run on SM roles");
+  return 0;
 }
 
 static int64_t ce_min_mb(mk_fused_op op) {
@@ -144,7 +153,7 @@ static int64_t ce_min_mb(mk_fused_op op) {
 }
 
 int mk_fused_ag_ce_mode(const mk_fused_t *f, int64_t n) {
-  return mk_fused_ce_select(MK_FUSED_AG_GEMM, f->max_m, n, f->world, f->nnodes, ce_copy(MK_FUSED_AG_GEMM),
+  return mk_fused_ce_select(MK_FUSED_AG_GEMM, f->max_m, n, f->world, f->nnodes, ce_copy(f, MK_FUSED_AG_GEMM),
                             mk_param_fused_ag_ce_min_n(), 0);
 }
 int mk_fused_ag_ce_min_n(void) { return (int)mk_param_fused_ag_ce_min_n(); }
@@ -285,13 +294,13 @@ int mk_fused_ce_fold_auto(const mk_fused_t *f, mk_fused_op op, int64_t m, int64_
   return op == MK_FUSED_GEMM_AR && mk_param_fused_ce_fold() < 0 && f->world == 2 && f->nnodes == 1 && f->ws[op].cex &&
          m % (128 * f->world) == 0 && mk_param_fused_fold() < 0 && mk_param_fused_ar_two_shot() < 0 &&
          !mk_param_fused_beside() && !mk_param_fused_ce_overlap() && mk_param_fused_ce_seq() &&
-         mk_fused_ce_select(op, m, n, f->world, f->nnodes, ce_copy(op), ce_min_mb(op), 0);
+         mk_fused_ce_select(op, m, n, f->world, f->nnodes, ce_copy(f, op), ce_min_mb(op), 0);
 }
 
 int mk_fused_rs_ce_mode(const mk_fused_t *f, mk_fused_op op, int64_t m, int64_t n) {
   if (mk_fused_fold(f, op, m, n)) return 0;                              /* fold mode first */
   if (op == MK_FUSED_GEMM_AR && mk_fused_ar_two_shot(f, m, n)) return 0; /* SM two-shot first */
-  return f->ws[op].cex && mk_fused_ce_select(op, m, n, f->world, f->nnodes, ce_copy(op), ce_min_mb(op), 0);
+  return f->ws[op].cex && mk_fused_ce_select(op, m, n, f->world, f->nnodes, ce_copy(f, op), ce_min_mb(op), 0);
 }
 
 int mk_fused_uses_ce(const mk_fused_t *f, mk_fused_op op, int64_t m, int64_t n) {
@@ -307,7 +316,7 @@ int mk_fused_uses_ce(const mk_fused_t *f, mk_fused_op op, int64_t m, int64_t n) 
 mk_status mk_fused_ce_stage(mk_fused_t *f, mk_fused_op op) {
   static int warned;
   mk_fused_ws *ws = &f->ws[op];
-  const int copy = ce_copy(op), W = f->world;
+  const int copy = ce_copy(f, op), W = f->world;
   if (op == MK_FUSED_AG_GEMM || !mk_fused_ce_select(op, f->max_m, f->max_n, W, f->nnodes, copy, ce_min_mb(op), 1))
     return MK_STATUS_OK;
   const uint64_t xbytes = ((uint64_t)W * (uint64_t)((f->max_m + W - 1) / W) * (uint64_t)f->max_n * 2 + 255) &

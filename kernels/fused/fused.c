@@ -78,6 +78,7 @@ mk_status mk_fused_create_group(mk_comm_t *comm, int first, int n, unsigned ops,
   f->local_size = whole ? w->local_size : n;
   f->node = whole ? w->node : 0;
   f->nnodes = whole ? w->nnodes : 1;
+  f->gpu_shared = mk_comm_gpu_shared(comm);
   f->max_m = max_m;
   f->max_n = max_n;
   f->max_k = max_k;

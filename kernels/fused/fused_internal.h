@@ -50,6 +50,7 @@ struct mk_fused {
   mk_dev_world w;
   int world, me, sms, local_size, node, nnodes; /* the group's (mk_fused_create_group) */
   int wrank;                                    /* this rank in the communicator */
+  int gpu_shared; /* ranks share a GPU (MK_GPU_SHARE): SM roles only, copy-engine modes never (copy_engine.c) */
   int64_t max_m, max_n, max_k;
   mk_fused_ws ws[3];
   void *split_ws[3];   /* RS/AR: split-K workspace (local device memory): 64 KiB of flags, then partials */

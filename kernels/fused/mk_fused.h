@@ -30,7 +30,8 @@
  * MK_FUSED_RS_CE_MIN_MB MiB; AR from M x N x 2 >=
  * MK_FUSED_AR_CE_MIN_MB MiB with M a multiple of W; else SM roles. MK_FUSED_AG_COPY,
  * MK_FUSED_RS_COPY, MK_FUSED_AR_COPY = 0 / 1 force one mode (-1 = by shape); RS and AR need
- * staging that mk_fused_create allocates (see there), without it they run on SM roles.
+ * staging that mk_fused_create allocates (see there), without it they run on SM roles. Ranks that share a GPU
+ * (MK_GPU_SHARE=1, a test mode) always run on SM roles.
  * MK_FUSED_CE_OVERLAP=1 (opt-in): RS/AR on copy engines sum the owner's rows beside the GEMM,
  * in MK_FUSED_CE_REDUCERS CTAs taken from it, instead of after it. Fold mode (MK_FUSED_FOLD, see
  * mk_fused_fold; by default GEMM+AR over 2 ranks): no comm CTAs, no copy engines; the GEMM's own

@@ -14,7 +14,8 @@
 mk_status mk_moe_forward_unfused(mk_moe_t *m, const uint16_t *x, int64_t T, const int32_t *ids, const float *w,
                                  uint16_t *out, void *stream) {
   if (!m->nccl)
-    MK_ERR_RETURN(MK_STATUS_UNSUPPORTED, MK_SUBSYS_KERNEL, "moe: the unfused path needs NCCL, not in this build");
+    MK_ERR_RETURN(MK_STATUS_UNSUPPORTED, MK_SUBSYS_KERNEL,
+                  "moe: the unfused path needs NCCL (not in this build, or refused at create: ranks share a GPU)");
   mk_moe_dev *d = &m->d;
   cudaStream_t s = (cudaStream_t)stream;
   const int W = d->W, El = d->El, E = d->E, H = d->H, I = d->I;

@@ -284,7 +284,7 @@ static void run_case(mk_comm_t *c, const cfg *g, uint64_t seed, cudaStream_t s) 
         CUDA_OK(cudaMemsetAsync(dout, 0xff, 2 * (size_t)Tmax * H, s)); /* poison: NaN */
         const mk_status st = mk_moe_forward(m, (mk_moe_path)path, dx, T, did, dtw, dout, (mk_stream_t)s);
         if (path == MK_MOE_UNFUSED && st == MK_STATUS_UNSUPPORTED) {
-          printf("rank %d: unfused path not built (no NCCL): skipped\n", me);
+          printf("rank %d: unfused path without NCCL (not built, or ranks share a GPU): skipped\n", me);
           break;
         }
         ASSERT_OK(st);

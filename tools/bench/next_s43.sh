@@ -31,3 +31,25 @@ if [ "$PART" = a ]; then
     --logs "$RES/shared" \
     '^test_(fused_(ag|rs|ar)_2|fused_(rs|ar)_ce_2|fused_(ag|rs|ar)_4|fused|moe_block|moe_block_2x2|gather_rows|gather_rows_2x2|comm_put_signal|comm_put_signal_2nodes)$'
 fi
+# part b (1 GPU, nvidia-h200): part a: the A/B passed every run of both builds (14 each), so it neither confirms nor
+#   refutes the cause; RS and AR forced onto copy engines timed out on ranks sharing the GPU, every other shared test
+#   passed. Now the fused ops never take the copy-engine modes where ranks share a GPU (ce_copy, copy_engine.c): the
+#   copy-engine and other fused variants on the shared GPU, then the ring A/B N more times. Predictions: every
+#   fused variant passes (on SM roles); the old build fails ~8 % of the A/B's runs, this one none.
+#   N=20 MK_CALL_LIMIT=570 CTEST_ARGS="-R ^test_fused_select$" CTEST_TIMEOUT=60 CTEST_WALL=60 \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s43.sh b'
+if [ "$PART" = b ]; then
+  REPO=$(cd ../.. && pwd)
+  TAIL=30 STEP_GREP='rc=|shared_gpu' step shared 230 python3 "$REPO/tools/bench/shared_gpu.py" --build .. --gpus 1 \
+    --timeout 60 --logs "$RES/shared" \
+    '^test_fused_((ag|rs|ar)_ce|(rs|ar)_ceov)_(2|4)$|^test_fused_(ar_auto_2|rs_push_4|ar_two_4|rs_fold_2|ar_ll1_4|ar_sk2_4)$|^test_(moe_block_ep4|ring_attn_2nodes|gather_rows_4g2|comm_timeout|ring_attn_4)$'
+  OLD_TARGETS="test_ring_attn mk-launch" old_build 1d39b07
+  STEP_GREP='FAIL|not finite|bits'
+  for r in $(seq 1 "${N:-20}"); do
+    v=$(( r % 2 ))
+    TAIL=6 step "ring2_new_ws${v}_$r" 40 env MK_RING_ATTN_WS=$v mk-launch -n 2 --gpus 1 -- ./test_ring_attn
+    TAIL=6 step "ring2_old_ws${v}_$r" 40 env MK_RING_ATTN_WS=$v "$OB/mk-launch" -n 2 --gpus 1 -- "$OB/test_ring_attn"
+  done
+  echo "ring A/B: new failed $(grep -l FAIL "$RES"/ring2_new_*.log 2> /dev/null | wc -l) of $(ls "$RES"/ring2_new_*.log | wc -l) runs," \
+    "old $(grep -l FAIL "$RES"/ring2_old_*.log 2> /dev/null | wc -l) of $(ls "$RES"/ring2_old_*.log | wc -l)"
+fi
