@@ -19,3 +19,27 @@ if [ "$PART" = a ]; then
   echo "ring: $(grep -c ' rc=0 ' "$RES/ring2.txt") of $(grep -c ' rc=' "$RES/ring2.txt") runs exited 0;" \
     "$(grep -l FAIL "$RES"/ring2_*.log 2> /dev/null | wc -l) logs hold a FAIL"
 fi
+# part b (1 GPU, nvidia-h200): the persistent flash kernel walking its items KV head by KV head
+#   (MK_ATTN_WS_PERSISTENT=2, ws_item in flash_fwd_ws.cu) against one CTA an item (0) and the walk heaviest first across
+#   heads (1), in turns, twice: hq 32, hkv 8, d 128, S 2048 / 8192 / 16384, causal and not; the layer's TP = 2 shape (hq
+#   16, hkv 2, 8192, causal) and Qwen3's (hq 32, hkv 4, 8192, causal). Session 41 (run fc9b3d3-h200) put 1 at +14 %
+#   (8192 non-causal) and +4 to +9 % (8192 causal) over 0, reading every KV head at once. Prediction for 2: the
+#   locality of 0 and the overlap of 1: against 0, non-causal -1 to -3 %, causal 8192 / 16384 -3 to -6 %; against 1,
+#   level at 2048 causal (+-3 %).
+#   MK_CALL_LIMIT=575 CTEST_ARGS="-R ^test_(flash_attn|flash_attn_ws0|flash_attn_ws1|flash_attn_ws2|ring_attn_1|model_gpu_prefill)$" \
+#     CTEST_TIMEOUT=200 CTEST_WALL=200 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s44.sh b'
+if [ "$PART" = b ]; then
+  o=$(find .. -name 'flash_fwd_ws.cu.o' | head -1)
+  cuobjdump -res-usage "$o" 2>&1 | grep -A1 ws_kernel | grep -o 'REG:[0-9]* STACK:[0-9]* SHARED:[0-9]* LOCAL:[0-9]*' \
+    | tee "$RES/ws_res_usage.txt"
+  for r in 1 2; do
+    for v in 0 1 2; do
+      TAIL=6 step "attn_p${v}_$r" 80 env MK_ATTN_WS_PERSISTENT=$v mk-bench attn --mode prefill --seq 2048,8192,16384 \
+        --json "$RES/attn_p${v}_$r.json"
+      TAIL=1 step "attn_tp2_p${v}_$r" 30 env MK_ATTN_WS_PERSISTENT=$v mk-bench attn --mode prefill --seq 8192 --hq 16 \
+        --hkv 2 --causal 1 --json "$RES/attn_tp2_p${v}_$r.json"
+      TAIL=1 step "attn_qwen3_p${v}_$r" 30 env MK_ATTN_WS_PERSISTENT=$v mk-bench attn --mode prefill --seq 8192 --hq 32 \
+        --hkv 4 --causal 1 --json "$RES/attn_qwen3_p${v}_$r.json"
+    done
+  done
+fi
