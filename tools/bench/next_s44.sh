@@ -32,6 +32,7 @@ if [ "$PART" = b ]; then
   o=$(find .. -name 'flash_fwd_ws.cu.o' | head -1)
   cuobjdump -res-usage "$o" 2>&1 | grep -A1 ws_kernel | grep -o 'REG:[0-9]* STACK:[0-9]* SHARED:[0-9]* LOCAL:[0-9]*' \
     | tee "$RES/ws_res_usage.txt"
+  STEP_GREP='^attn_prefill fused +b=|FAIL|rror'
   for r in 1 2; do
     for v in 0 1 2; do
       TAIL=6 step "attn_p${v}_$r" 80 env MK_ATTN_WS_PERSISTENT=$v mk-bench attn --mode prefill --seq 2048,8192,16384 \
