@@ -44,3 +44,21 @@ if [ "$PART" = b ]; then
     done
   done
 fi
+# part c (1 GPU, nvidia-h200): part b refuted 2 (causal 1.5-1.7x slower: the static rounds over a KV head's sawtooth
+#   of item weights unbalance the CTAs, 1.69-1.71x by simulation) and left a question: non-causal, where every item
+#   weighs the same and 2 reads one KV head at a time like 0, 2 was still 7 % slower than 0 (16384: 8.28-8.34 against
+#   7.72 ms; 2048: 0.136 against 0.127). ncu (one call each, after warm-up; SpeedOfLight, memory, warp states,
+#   scheduler) of 0, 1 and 2 at S 16384 non-causal, and 0 and 1 at 8192 causal, to see where the persistent kernel
+#   loses: DRAM and L2 hit rate (locality), or stalls (the item change).
+#   MK_CALL_LIMIT=400 CTEST_ARGS="-R ^test_flash_attn_ws2$" CTEST_TIMEOUT=60 CTEST_WALL=60 \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s44.sh c'
+if [ "$PART" = c ]; then
+  NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+  STEP_GREP='Duration|DRAM Throughput|L2 Hit|L1/TEX Hit|Compute \(SM\) Throughput|Memory Throughput|Stall|Issued Warp|No Eligible|One or More|ERR|rror'
+  for c in "16384 0 0" "16384 0 2" "16384 0 1" "8192 1 0" "8192 1 1"; do
+    set -- $c
+    TAIL=30 step "ncu_s$1_c$2_p$3" 90 env MK_ATTN_WS_PERSISTENT=$3 "$NCU" -k regex:flash_fwd_ws_kernel -s 3 -c 1 \
+      --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats \
+      mk-bench attn --mode prefill --seq "$1" --causal "$2" --warmup 2 --iters 3
+  done
+fi
