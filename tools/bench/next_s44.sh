@@ -62,3 +62,22 @@ if [ "$PART" = c ]; then
       mk-bench attn --mode prefill --seq "$1" --causal "$2" --warmup 2 --iters 3
   done
 fi
+# part d (1 GPU, nvidia-h200): part c found 2 as local as 0 (L2 hit 99 / 101 %, DRAM 0.7 / 0.8 % busy; 1: 88 %, 4.8 %)
+#   and running the same instructions (+1.4 %) in 12 % more cycles (ncu at its base clock: 9.79 against 8.73 ms at 16384
+#   non-causal, 4.54 against 4.06 cycles an issued instruction), so the loss is in the tile loop's stalls, not the
+#   item change (7 % of a 268 us item is 19 us). The stall reasons and the hottest SASS lines of 0 and 2 there, and the
+#   SASS of the kernels, to compare their consumer loops.
+#   MK_CALL_LIMIT=300 CTEST_ARGS="-R ^test_flash_attn_ws2$" CTEST_TIMEOUT=60 CTEST_WALL=60 \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s44.sh d'
+if [ "$PART" = d ]; then
+  NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+  o=$(find .. -name 'flash_fwd_ws.cu.o' | head -1)
+  cuobjdump -sass "$o" > "$RES/flash_fwd_ws.sass" 2>&1
+  grep -c . "$RES/flash_fwd_ws.sass"
+  STEP_GREP='Duration|Stall|stall|ERR|rror'
+  for p in 0 2; do
+    TAIL=40 step "ncud_p$p" 120 env MK_ATTN_WS_PERSISTENT=$p "$NCU" -k regex:flash_fwd_ws_kernel -s 3 -c 1 \
+      --section SpeedOfLight --section WarpStateStats --section SourceCounters --print-details all \
+      mk-bench attn --mode prefill --seq 16384 --causal 0 --warmup 2 --iters 3
+  done
+fi
