@@ -20,14 +20,11 @@
 namespace mk_attn {
 namespace {
 
-/* Work item r of this CTA: false when it has none. kPersist 0: one item a CTA (blockIdx: query block from the last,
- * head, sequence x splits). Persistent, the items dealt to the CTAs in rounds, each round in the other direction (CTA
- * c takes item r G + c in even rounds, r G + G - 1 - c in odd ones), in the order
- *   kPersist 1: heaviest first across all heads (query block from the last, then head, then sequence x splits);
- *   kPersist 2: by (sequence x split, KV head), heaviest first within one (query block from the last, then the q
- *               heads of that KV head), so that the CTAs at any moment read one or two KV heads' K and V.
- * any is false where round r has none for this CTA. */
-template <int kPersist>
+/* Work item r of this CTA: false when it has none. One item a CTA (blockIdx: query block from the last, head,
+ * sequence x splits), or persistent (kPersist): the items in order heaviest first (query block from the last, then
+ * head, then sequence x splits), dealt to the CTAs in rounds, each round in the other direction (CTA c takes item
+ * r G + c in even rounds, r G + G - 1 - c in odd ones). any is false where round r has none for this CTA. */
+template <bool kPersist>
 __device__ __forceinline__ bool ws_item(const fwd_params &p, int r, int &z, int &m_block, int &h, bool &any) {
   if (!kPersist) {
     z = blockIdx.z, m_block = gridDim.x - 1 - blockIdx.x, h = blockIdx.y, any = true;
@@ -39,24 +36,18 @@ __device__ __forceinline__ bool ws_item(const fwd_params &p, int r, int &z, int 
   if (base >= n) return false;
   const long long item = base + ((r & 1) ? G - 1 - (int)blockIdx.x : (int)blockIdx.x);
   any = item < n;
-  if (any && kPersist == 1) {
+  if (any) {
     const long long per_block = (long long)p.hq * zs;
     m_block = blocks - 1 - (int)(item / per_block);
     h = (int)(item % per_block % p.hq);
     z = (int)(item % per_block / p.hq);
-  } else if (any) {
-    const long long per_head = (long long)blocks * p.group, zg = item / per_head;
-    const int rem = (int)(item % per_head);
-    m_block = blocks - 1 - rem / p.group;
-    h = (int)(zg % p.hkv) * p.group + rem % p.group;
-    z = (int)(zg / p.hkv);
   }
   return true;
 }
 
 /* The producer warp: per item, Q (once the consumers are done with the previous item's), then K0, K1, V0, K2, V1,
  * ... into the ring; kt counts the ring's tiles over the items. */
-template <int D, int kPersist>
+template <int D, bool kPersist>
 __device__ __forceinline__ void ws_produce(const CUtensorMap *tq, const CUtensorMap *tk, const CUtensorMap *tv,
                                            const fwd_params &p, const ws_smem<D> &sm) {
   using C = ws_config;
@@ -93,7 +84,7 @@ __device__ __forceinline__ void ws_produce(const CUtensorMap *tq, const CUtensor
   }
 }
 
-template <int D, int kPersist>
+template <int D, bool kPersist>
 __global__ void __launch_bounds__(ws_config::kThreads, 1)
     flash_fwd_ws_kernel(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
                         const __grid_constant__ CUtensorMap tv, const fwd_params p) {
@@ -137,13 +128,12 @@ __global__ void __launch_bounds__(ws_config::kThreads, 1)
 #endif
 }
 
-/* MK_ATTN_WS_PERSISTENT: 1 one CTA an SM walking the work items heaviest first across heads, 2 the same walking them
- * KV head by KV head (ws_item), 0 one CTA an item, -1 (default) persistent (1) for causal calls of at most 4096 keys.
- * Measured (NOTES, attention session 41): 1 is 12-20 % faster causal at 1024 and 2048 keys, where a CTA's start and
- * end weigh most; level at 8192 with 2 KV heads; 4-9 % slower at 8192 with 8 KV heads and 6-14 % slower non-causal,
- * where its items, heaviest first across all heads, read every KV head at once (one CTA an item runs the query blocks
- * of one head together). */
-MK_PARAM_INT(attn_ws_persistent, "ATTN_WS_PERSISTENT", -1, -1, 2)
+/* MK_ATTN_WS_PERSISTENT: 1 one CTA an SM walking the work items heaviest first, 0 one CTA an item, -1 (default)
+ * persistent for causal calls of at most 4096 keys. Measured (NOTES, attention session 41): persistent is 12-20 %
+ * faster causal at 1024 and 2048 keys, where a CTA's start and end weigh most; level at 8192 with 2 KV heads; 4-9 %
+ * slower at 8192 with 8 KV heads and 6-14 % slower non-causal, where its items, heaviest first across all heads,
+ * read every KV head at once (one CTA an item runs the query blocks of one head together). */
+MK_PARAM_INT(attn_ws_persistent, "ATTN_WS_PERSISTENT", -1, -1, 1)
 
 template <int D>
 mk_status ws_launch(const fwd_params &p, int sms, cudaStream_t stream) {
@@ -158,13 +148,10 @@ mk_status ws_launch(const fwd_params &p, int sms, cudaStream_t stream) {
   MK_CHECK(mk_gemm_encode_map(&mk, p.k, (uint64_t)p.hkv * D, kr, 1, 64, C::kBN));
   MK_CHECK(mk_gemm_encode_map(&mv, p.v, (uint64_t)p.hkv * D, kr, 1, 64, C::kBN));
   const int64_t mode = mk_param_attn_ws_persistent();
-  if (mode == 2)
-    return flash_fwd_start(flash_fwd_ws_kernel<D, 2>, C::kThreads, C::kBM, C::smem_bytes<D>(), p, D, sms, stream, mq,
-                           mk, mv);
   if (mode == 1 || (mode < 0 && p.mask != MK_ATTN_MASK_NONE && p.seqlen_k <= 4096))
-    return flash_fwd_start(flash_fwd_ws_kernel<D, 1>, C::kThreads, C::kBM, C::smem_bytes<D>(), p, D, sms, stream, mq,
+    return flash_fwd_start(flash_fwd_ws_kernel<D, true>, C::kThreads, C::kBM, C::smem_bytes<D>(), p, D, sms, stream, mq,
                            mk, mv);
-  return flash_fwd_start(flash_fwd_ws_kernel<D, 0>, C::kThreads, C::kBM, C::smem_bytes<D>(), p, D, 0, stream, mq,
+  return flash_fwd_start(flash_fwd_ws_kernel<D, false>, C::kThreads, C::kBM, C::smem_bytes<D>(), p, D, 0, stream, mq,
                          mk, mv);
 }
 

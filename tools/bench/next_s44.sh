@@ -19,6 +19,8 @@ if [ "$PART" = a ]; then
   echo "ring: $(grep -c ' rc=0 ' "$RES/ring2.txt") of $(grep -c ' rc=' "$RES/ring2.txt") runs exited 0;" \
     "$(grep -l FAIL "$RES"/ring2_*.log 2> /dev/null | wc -l) logs hold a FAIL"
 fi
+# (Parts b-d ran the trees f10a522, 2ecd3b7, 5ac685e; MK_ATTN_WS_PERSISTENT=2 and test_flash_attn_ws2 were removed
+#  after part d: NOTES, attention/flash_fwd "Session 44".)
 # part b (1 GPU, nvidia-h200): the persistent flash kernel walking its items KV head by KV head
 #   (MK_ATTN_WS_PERSISTENT=2, ws_item in flash_fwd_ws.cu) against one CTA an item (0) and the walk heaviest first across
 #   heads (1), in turns, twice: hq 32, hkv 8, d 128, S 2048 / 8192 / 16384, causal and not; the layer's TP = 2 shape (hq
