@@ -125,31 +125,64 @@ __device__ __forceinline__ void mask_tile(float (&s)[NT][4], const fwd_block &bl
     }
 }
 
+/* 2^x by the special-function unit alone (MUFU.EX2; results below 2^-126 flush to 0, -inf gives 0). exp2f without
+ * fast math adds a range test and two multiplies around it, 3 of the softmax's ~9 instructions an element. */
+__device__ __forceinline__ float exp2_approx(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
 /* Online softmax over one S tile, without O: new row max (quad reduce), S -> P = exp2(S*scale_log2 - m),
  * running sums l (per thread, reduced at the end); alpha = exp2(m_old - m_new), the factor O must be rescaled by
- * (the warp-specialised kernel applies it later, while its P V of the previous tile is in flight). */
+ * (the warp-specialised kernel applies it later, while its P V of the previous tile is in flight). The thread's two
+ * rows go together and each row's max and sum run in A partial chains, so that the dependent chains are short. */
 template <int NT>
 __device__ __forceinline__ void softmax_rows(float (&s)[NT][4], float (&m_r)[2], float (&l_r)[2], float scale_log2,
                                              float (&alpha)[2]) {
+  constexpr int A = NT < 2 ? NT : 2;
+  float mx[2][A], sum[2][A], m_use[2];
+#pragma unroll
+  for (int j = 0; j < NT; j++)
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+      const float v = fmaxf(s[j][2 * r], s[j][2 * r + 1]);
+      mx[r][j % A] = j < A ? v : fmaxf(mx[r][j % A], v);
+    }
 #pragma unroll
   for (int r = 0; r < 2; r++) {
-    float mx = -INFINITY;
 #pragma unroll
-    for (int j = 0; j < NT; j++) mx = fmaxf(mx, fmaxf(s[j][2 * r], s[j][2 * r + 1]));
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-    const float m_new = fmaxf(m_r[r], mx);
-    const float m_use = m_new == -INFINITY ? 0.f : m_new * scale_log2; /* all masked so far */
-    alpha[r] = exp2f(fmaf(m_r[r], scale_log2, -m_use));
+    for (int w = 1; w < A; w *= 2)
+#pragma unroll
+      for (int a = 0; a + w < A; a += 2 * w) mx[r][a] = fmaxf(mx[r][a], mx[r][a + w]);
+  }
+#pragma unroll
+  for (int x = 1; x <= 2; x *= 2)
+#pragma unroll
+    for (int r = 0; r < 2; r++) mx[r][0] = fmaxf(mx[r][0], __shfl_xor_sync(0xffffffffu, mx[r][0], x));
+#pragma unroll
+  for (int r = 0; r < 2; r++) {
+    const float m_new = fmaxf(m_r[r], mx[r][0]);
+    m_use[r] = m_new == -INFINITY ? 0.f : m_new * scale_log2; /* all masked so far */
+    alpha[r] = exp2_approx(fmaf(m_r[r], scale_log2, -m_use[r]));
     m_r[r] = m_new;
-    float sum = 0.f;
+  }
 #pragma unroll
-    for (int j = 0; j < NT; j++) {
-      s[j][2 * r] = exp2f(fmaf(s[j][2 * r], scale_log2, -m_use));
-      s[j][2 * r + 1] = exp2f(fmaf(s[j][2 * r + 1], scale_log2, -m_use));
-      sum += s[j][2 * r] + s[j][2 * r + 1];
+  for (int j = 0; j < NT; j++)
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+      s[j][2 * r] = exp2_approx(fmaf(s[j][2 * r], scale_log2, -m_use[r]));
+      s[j][2 * r + 1] = exp2_approx(fmaf(s[j][2 * r + 1], scale_log2, -m_use[r]));
+      const float v = s[j][2 * r] + s[j][2 * r + 1];
+      sum[r][j % A] = j < A ? v : sum[r][j % A] + v;
     }
-    l_r[r] = l_r[r] * alpha[r] + sum;
+#pragma unroll
+  for (int r = 0; r < 2; r++) {
+#pragma unroll
+    for (int w = 1; w < A; w *= 2)
+#pragma unroll
+      for (int a = 0; a + w < A; a += 2 * w) sum[r][a] += sum[r][a + w];
+    l_r[r] = l_r[r] * alpha[r] + sum[r][0];
   }
 }
 
