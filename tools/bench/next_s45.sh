@@ -65,3 +65,31 @@ if [ "$PART" = b ]; then
       --path fused --json "$RES/attn_p$p.json"
   done
 fi
+# part c (1 GPU, nvidia-h200), after applying tools/bench/dbg45.patch (never merged; dbg44's stamps plus kind 3, S_t
+#   in registers, and MK_DBG_SM80=V choosing the mma.sync kernel's softmax: 0 this tree's, 1 76e0533's, 2 exp2f in
+#   this tree's chains, 3 ex2.approx with one chain a row):
+#   git apply tools/bench/dbg45.patch && MKERNEL_BUILD_COMMIT=<sha> MK_CALL_LIMIT=400 \
+#     CTEST_ARGS="-R ^test_flash_attn$" CTEST_TIMEOUT=60 CTEST_WALL=90 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s45.sh c'
+#   (1) Part b: the new softmax gained 3-4 % at S >= 8192 (D 128) where -8 to -15 % was predicted from its 26 % fewer
+#   instructions. Where do a warpgroup's 2953 cycles from its turn to its softmax's end go: waiting for S_t (the
+#   tensor pipe busy with the other warpgroup's S and P V) or the softmax itself? Prediction: turn to S in registers
+#   ~2000 of them (S_t queued behind the other warpgroup's P V(t-1) and its own), the softmax ~500-700.
+#   (2) Part b: the mma.sync kernel at D 64 got 19-20 % slower (8192: 3.317 against 2.767 ms non-causal; 163 -> 132
+#   registers), level at D 128. Which of the two changes: the 4 variants in turns at 8192, D 64 twice, D 128 once.
+if [ "$PART" = c ]; then
+  REPO=$(cd ../.. && pwd)
+  STEP_GREP='^attn_prefill fused_mma|^attn_prefill fused +b|FAIL|rror'
+  for r in 1 2; do
+    TAIL=1 step "stamps_c_p0_$r" 60 env MK_ATTN_WS_PERSISTENT=0 MK_WS_STAMPS="$RES/stamps_c_p0_$r.txt" \
+      mk-bench attn --mode prefill --seq 16384 --causal 0 --path fused --warmup 2 --iters 5
+  done
+  TAIL=1 step "stamps_c_p1_1" 60 env MK_ATTN_WS_PERSISTENT=1 MK_WS_STAMPS="$RES/stamps_c_p1_1.txt" \
+    mk-bench attn --mode prefill --seq 16384 --causal 0 --path fused --warmup 2 --iters 5
+  python3 "$REPO/tools/bench/ws_stamps.py" "$RES"/stamps_c_p*.txt > "$RES/ws_stamps_c.txt" 2>&1
+  cat "$RES/ws_stamps_c.txt"
+  for r in 1 2; do for v in 0 1 2 3; do for d in 64 128; do
+    [ "$d" = 128 ] && [ "$r" = 2 ] && continue
+    TAIL=4 step "sm80_v${v}_d${d}_$r" 60 env MK_DBG_SM80=$v mk-bench attn --mode prefill --seq 8192 --d $d --path fused \
+      --json "$RES/sm80_v${v}_d${d}_$r.json"
+  done; done; done
+fi
