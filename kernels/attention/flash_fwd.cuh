@@ -132,12 +132,18 @@ __device__ __forceinline__ float exp2_approx(float x) {
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
   return y;
 }
+template <bool kApprox>
+__device__ __forceinline__ float exp2_of(float x) {
+  if constexpr (kApprox) return exp2_approx(x);
+  return exp2f(x);
+}
 
-/* Online softmax over one S tile, without O: new row max (quad reduce), S -> P = exp2(S*scale_log2 - m),
+/* Online softmax over one S tile, without O: new row max (quad reduce), S -> P = exp2(S*scale_log2 - m) (kApprox:
+ * exp2_approx, else exp2f),
  * running sums l (per thread, reduced at the end); alpha = exp2(m_old - m_new), the factor O must be rescaled by
  * (the warp-specialised kernel applies it later, while its P V of the previous tile is in flight). The thread's two
  * rows go together and each row's max and sum run in A partial chains, so that the dependent chains are short. */
-template <int NT>
+template <int NT, bool kApprox = true>
 __device__ __forceinline__ void softmax_rows(float (&s)[NT][4], float (&m_r)[2], float (&l_r)[2], float scale_log2,
                                              float (&alpha)[2]) {
   constexpr int A = NT < 2 ? NT : 2;
@@ -164,15 +170,15 @@ __device__ __forceinline__ void softmax_rows(float (&s)[NT][4], float (&m_r)[2],
   for (int r = 0; r < 2; r++) {
     const float m_new = fmaxf(m_r[r], mx[r][0]);
     m_use[r] = m_new == -INFINITY ? 0.f : m_new * scale_log2; /* all masked so far */
-    alpha[r] = exp2_approx(fmaf(m_r[r], scale_log2, -m_use[r]));
+    alpha[r] = exp2_of<kApprox>(fmaf(m_r[r], scale_log2, -m_use[r]));
     m_r[r] = m_new;
   }
 #pragma unroll
   for (int j = 0; j < NT; j++)
 #pragma unroll
     for (int r = 0; r < 2; r++) {
-      s[j][2 * r] = exp2_approx(fmaf(s[j][2 * r], scale_log2, -m_use[r]));
-      s[j][2 * r + 1] = exp2_approx(fmaf(s[j][2 * r + 1], scale_log2, -m_use[r]));
+      s[j][2 * r] = exp2_of<kApprox>(fmaf(s[j][2 * r], scale_log2, -m_use[r]));
+      s[j][2 * r + 1] = exp2_of<kApprox>(fmaf(s[j][2 * r + 1], scale_log2, -m_use[r]));
       const float v = s[j][2 * r] + s[j][2 * r + 1];
       sum[r][j % A] = j < A ? v : sum[r][j % A] + v;
     }
@@ -199,11 +205,11 @@ __device__ __forceinline__ void rescale_o(float (&o)[ND][4], const float (&alpha
 }
 
 /* Online softmax over one S tile with O rescaled at once. */
-template <int NT, int ND>
+template <int NT, int ND, bool kApprox = true>
 __device__ __forceinline__ void softmax_step(float (&s)[NT][4], float (&o)[ND][4], float (&m_r)[2], float (&l_r)[2],
                                              float scale_log2) {
   float alpha[2];
-  softmax_rows<NT>(s, m_r, l_r, scale_log2, alpha);
+  softmax_rows<NT, kApprox>(s, m_r, l_r, scale_log2, alpha);
   rescale_o<ND>(o, alpha);
 }
 

@@ -32,6 +32,9 @@
 #                                  /tmp/oldb and sets OB to its bin folder, for A/B runs in one call.
 #   ab_pair FN R                   FN new R BIN, then FN old R OB: this build, then old_build's.
 #   ab_turns FN                    ab_pair FN 1, ab_pair FN 2: the two builds in turns, twice.
+#   attn_pers_turns PRE SEQS MODE...  `mk-bench attn --mode prefill` with MK_ATTN_WS_PERSISTENT at each MODE in turns,
+#                                  twice: S in SEQS (both masks), then the TP = 2 shape (hq 16, hkv 2) and Qwen3's (hq 32,
+#                                  hkv 4) at 8192 causal; JSON into $RES/PRE_pMODE_R.json, PRE_tp2_..., PRE_qwen3_....
 # Needs RES (the output folder, set by tools/gpu-check.sh); sets BIN (the working folder), PATH and G (the GPUs).
 RES=${RES:?set RES to the output folder}
 # BIN: the build's bin folder, where tools/gpu-check.sh runs the scripts, first on PATH; G: the machine's GPUs.
@@ -165,5 +168,19 @@ kt_ops() { # the kernel tracer's timelines (kt_op) of the fused ops at the defau
     "rs2048 gemm_rs mk_reduce_policy<1 2048" "ag2048 ag_gemm mk_ag_policy 2048"; do
     set -- $o
     kt_op "kt_$1" "$2" "$3" --m "$4" --path fused --warmup 10 --iters 30
+  done
+}
+attn_pers_turns() {
+  local pre=$1 seqs=$2 r v
+  shift 2
+  for r in 1 2; do
+    for v in "$@"; do
+      TAIL=6 step "${pre}_p${v}_$r" 80 env MK_ATTN_WS_PERSISTENT=$v mk-bench attn --mode prefill --seq "$seqs" \
+        --json "$RES/${pre}_p${v}_$r.json"
+      TAIL=1 step "${pre}_tp2_p${v}_$r" 30 env MK_ATTN_WS_PERSISTENT=$v mk-bench attn --mode prefill --seq 8192 --hq 16 \
+        --hkv 2 --causal 1 --json "$RES/${pre}_tp2_p${v}_$r.json"
+      TAIL=1 step "${pre}_qwen3_p${v}_$r" 30 env MK_ATTN_WS_PERSISTENT=$v mk-bench attn --mode prefill --seq 8192 \
+        --hq 32 --hkv 4 --causal 1 --json "$RES/${pre}_qwen3_p${v}_$r.json"
+    done
   done
 }

@@ -35,16 +35,7 @@ if [ "$PART" = b ]; then
   cuobjdump -res-usage "$o" 2>&1 | grep -A1 ws_kernel | grep -o 'REG:[0-9]* STACK:[0-9]* SHARED:[0-9]* LOCAL:[0-9]*' \
     | tee "$RES/ws_res_usage.txt"
   STEP_GREP='^attn_prefill fused +b=|FAIL|rror'
-  for r in 1 2; do
-    for v in 0 1 2; do
-      TAIL=6 step "attn_p${v}_$r" 80 env MK_ATTN_WS_PERSISTENT=$v mk-bench attn --mode prefill --seq 2048,8192,16384 \
-        --json "$RES/attn_p${v}_$r.json"
-      TAIL=1 step "attn_tp2_p${v}_$r" 30 env MK_ATTN_WS_PERSISTENT=$v mk-bench attn --mode prefill --seq 8192 --hq 16 \
-        --hkv 2 --causal 1 --json "$RES/attn_tp2_p${v}_$r.json"
-      TAIL=1 step "attn_qwen3_p${v}_$r" 30 env MK_ATTN_WS_PERSISTENT=$v mk-bench attn --mode prefill --seq 8192 --hq 32 \
-        --hkv 4 --causal 1 --json "$RES/attn_qwen3_p${v}_$r.json"
-    done
-  done
+  attn_pers_turns attn 2048,8192,16384 0 1 2
 fi
 # part c (1 GPU, nvidia-h200): part b refuted 2 (causal 1.5-1.7x slower: the static rounds over a KV head's sawtooth
 #   of item weights unbalance the CTAs, 1.69-1.71x by simulation) and left a question: non-causal, where every item

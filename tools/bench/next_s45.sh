@@ -93,3 +93,20 @@ if [ "$PART" = c ]; then
       --json "$RES/sm80_v${v}_d${d}_$r.json"
   done; done; done
 fi
+# part d (1 GPU, nvidia-h200): the tree after part c (the mma.sync kernel's softmax back on exp2f, in the new chains:
+#   part c's variant 2, 128 registers at D 64, two CTAs an SM). Tests, then
+#   (1) mk-bench attn at D 128 (S 2048 / 8192 / 16384) and D 64 (8192). Prediction: fused_mma at D 64 2.46 / 1.37 ms
+#   (non-causal / causal; part c's variant 2), against 2.77 / 1.48 at 76e0533; D 128 and the other kernels as in part b.
+#   (2) The persistent kernel (1) against one CTA an item (0) with the new softmax, in turns, twice: S 2048 / 4096 /
+#   8192 both masks, the TP = 2 shape and Qwen3's (hq 32, hkv 4) at 8192 causal. Part b's single runs had 1 ahead at
+#   8192 causal (0.874 against 0.906 ms) and 2048 non-causal (0.1223 against 0.1255), where the default (-1) takes 0.
+#   MK_CALL_LIMIT=520 CTEST_ARGS="-R ^test_(flash_attn(_ws0|_ws1)?|attn_merge|ring_attn_1(_ws0)?|ring_attn_[24]_gpu1|\
+#     model_gpu|model_gpu_prefill|model_gpu_fused_1)$" CTEST_TIMEOUT=200 CTEST_WALL=220 \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s45.sh d'
+if [ "$PART" = d ]; then
+  STEP_GREP='^attn_prefill fused|FAIL|rror'
+  TAIL=9 step attn_d128 150 mk-bench attn --mode prefill --seq 2048,8192,16384 --json "$RES/attn_d128.json"
+  TAIL=6 step attn_d64 60 mk-bench attn --mode prefill --seq 8192 --d 64 --json "$RES/attn_d64.json"
+  STEP_GREP='^attn_prefill fused +b|FAIL|rror'
+  attn_pers_turns pers 2048,4096,8192 0 1
+fi
