@@ -129,10 +129,11 @@ __global__ void __launch_bounds__(ws_config::kThreads, 1)
 }
 
 /* MK_ATTN_WS_PERSISTENT: 1 one CTA an SM walking the work items heaviest first, 0 one CTA an item, -1 (default)
- * persistent for causal calls of at most 4096 keys. Measured (NOTES, attention session 41): persistent is 12-20 %
- * faster causal at 1024 and 2048 keys, where a CTA's start and end weigh most; level at 8192 with 2 KV heads; 4-9 %
- * slower at 8192 with 8 KV heads and 6-14 % slower non-causal, where its items, heaviest first across all heads,
- * read every KV head at once (one CTA an item runs the query blocks of one head together). */
+ * persistent for causal calls of at most 8192 keys. Measured with the session 45 softmax (NOTES, attention/flash_fwd,
+ * session 45; hq 32 unless noted): persistent is 19 % faster causal at 2048 keys, 13 % at 4096, 4 % at 8192 (3-4 % with
+ * 4 KV heads, 10 % at hq 16, hkv 2), but 3 % slower causal at 16384; non-causal 2 % faster at 2048, level at 4096,
+ * slower beyond, where its items, heaviest first across all heads, read every KV head at once (one CTA an item runs
+ * the query blocks of one head together). */
 MK_PARAM_INT(attn_ws_persistent, "ATTN_WS_PERSISTENT", -1, -1, 1)
 
 template <int D>
@@ -148,7 +149,7 @@ mk_status ws_launch(const fwd_params &p, int sms, cudaStream_t stream) {
   MK_CHECK(mk_gemm_encode_map(&mk, p.k, (uint64_t)p.hkv * D, kr, 1, 64, C::kBN));
   MK_CHECK(mk_gemm_encode_map(&mv, p.v, (uint64_t)p.hkv * D, kr, 1, 64, C::kBN));
   const int64_t mode = mk_param_attn_ws_persistent();
-  if (mode == 1 || (mode < 0 && p.mask != MK_ATTN_MASK_NONE && p.seqlen_k <= 4096))
+  if (mode == 1 || (mode < 0 && p.mask != MK_ATTN_MASK_NONE && p.seqlen_k <= 8192))
     return flash_fwd_start(flash_fwd_ws_kernel<D, true>, C::kThreads, C::kBM, C::smem_bytes<D>(), p, D, sms, stream, mq,
                            mk, mv);
   return flash_fwd_start(flash_fwd_ws_kernel<D, false>, C::kThreads, C::kBM, C::smem_bytes<D>(), p, D, 0, stream, mq,

@@ -110,3 +110,25 @@ if [ "$PART" = d ]; then
   STEP_GREP='^attn_prefill fused +b|FAIL|rror'
   attn_pers_turns pers 2048,4096,8192 0 1
 fi
+# part e (1 GPU, nvidia-h200): the default persistent for causal calls of at most 8192 keys (was 4096; part d). The
+#   tests again, then the layer's prefill attention shapes under TP = 4 (8192 tokens, causal; Mixtral hq 8, hkv 2;
+#   Qwen3 hq 8, hkv 1) and TP = 2 (hq 16, hkv 2), at the default, 0 and 1 in turns, twice, and cuDNN on them.
+#   Prediction: the default equals 1 there, 1 ahead of 0 by 5-12 % (fewer items than SMs' rounds: a CTA's start and
+#   end weigh more).
+#   MK_CALL_LIMIT=420 CTEST_ARGS="-R ^test_(flash_attn(_ws0|_ws1)?|ring_attn_1(_ws0)?|ring_attn_[24]_gpu1|\
+#     model_gpu|model_gpu_prefill|model_gpu_fused_1)$" CTEST_TIMEOUT=200 CTEST_WALL=220 \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s45.sh e'
+if [ "$PART" = e ]; then
+  REPO=$(cd ../.. && pwd)
+  STEP_GREP='^attn_prefill fused +b|torch_sdpa_cudnn \{|FAIL|rror'
+  for r in 1 2; do for p in -1 0 1; do for h in "8 2" "8 1" "16 2"; do
+    set -- $h
+    TAIL=1 step "tp_h$1_$2_p${p}_$r" 30 env MK_ATTN_WS_PERSISTENT=$p mk-bench attn --mode prefill --seq 8192 --hq $1 \
+      --hkv $2 --causal 1 --json "$RES/tp_h$1_$2_p${p}_$r.json"
+  done; done; done
+  for h in "8 2" "8 1" "16 2"; do
+    set -- $h
+    TAIL=1 step "cudnn_h$1_$2" 40 python3 "$REPO/tools/bench/sdpa_ref.py" --seq 8192 --hq $1 --hkv $2 --causal 1 \
+      --backend cudnn --merge "$RES/tp_h$1_$2_p-1_2.json"
+  done
+fi
