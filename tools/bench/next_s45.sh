@@ -132,3 +132,26 @@ if [ "$PART" = e ]; then
       --backend cudnn --merge "$RES/tp_h$1_$2_p-1_2.json"
   done
 fi
+# part f (1 GPU, nvidia-h200): P through shared memory (MK_ATTN_WS_PSMEM=1, flash_fwd_ws.cuh kPS) against P in
+#   registers (0), in turns, twice. Part c: the softmax stretch (S_t in registers to its end) is 1270-1835 cycles of a
+#   2983-cycle period, most of it behind the warpgroup's own P V_{t-1}, because ptxas waits for that P V among the
+#   exponentials to convert P early. With P stored to the other buffer before that wait, the softmax overlaps its
+#   P V. Costs: P V reads A from shared memory (+16 KB a tile and warpgroup, 94 B a cycle while a warpgroup's GEMMs
+#   run, under 128), and 8 stmatrix.x4 a warp a tile. Prediction: the period 2983 -> 2500-2700 cycles, S >= 8192
+#   -5 to -12 %, the short persistent calls less (-2 to -6 %).
+#   MK_CALL_LIMIT=230 CTEST_ARGS="-R ^test_flash_attn(_ws0|_ws1|_ps0|_ps1)?$" CTEST_TIMEOUT=60 CTEST_WALL=60 \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s45.sh f'
+if [ "$PART" = f ]; then
+  STEP_GREP='^attn_prefill fused +b|FAIL|rror'
+  for r in 1 2; do for v in 0 1; do
+    TAIL=6 step "ps${v}_$r" 40 env MK_ATTN_WS_PSMEM=$v mk-bench attn --mode prefill --seq 2048,8192,16384 \
+      --json "$RES/ps${v}_$r.json"
+    for h in "8 2" "16 2"; do
+      set -- $h
+      TAIL=1 step "ps${v}_h$1_$2_$r" 20 env MK_ATTN_WS_PSMEM=$v mk-bench attn --mode prefill --seq 8192 --hq $1 \
+        --hkv $2 --causal 1 --json "$RES/ps${v}_h$1_$2_$r.json"
+    done
+    TAIL=2 step "ps${v}_d64_$r" 20 env MK_ATTN_WS_PSMEM=$v mk-bench attn --mode prefill --seq 8192 --d 64 \
+      --json "$RES/ps${v}_d64_$r.json"
+  done; done
+fi
