@@ -84,7 +84,7 @@ __device__ __forceinline__ void ws_produce(const CUtensorMap *tq, const CUtensor
   }
 }
 
-template <int D, bool kPersist, bool kPS>
+template <int D, bool kPersist>
 __global__ void __launch_bounds__(ws_config::kThreads, 1)
     flash_fwd_ws_kernel(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
                         const __grid_constant__ CUtensorMap tv, const fwd_params p) {
@@ -118,7 +118,7 @@ __global__ void __launch_bounds__(ws_config::kThreads, 1)
     for (int j = 0; j < ND; j++) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
     if (tiles > 0) {
       mk_sm90::mbar_wait(&sm.bar->q_full, qi & 1);
-      ws_consume<D, kPS>(sm, wg, ct, tiles, kt, blk, row0, p.scale_log2,
+      ws_consume<D>(sm, wg, ct, tiles, kt, blk, row0, p.scale_log2,
                     [](int t, fwd_block &b) { return (b.n_begin + t) * BN; }, o, m_r, l_r);
       qi++;
     }
@@ -135,19 +135,6 @@ __global__ void __launch_bounds__(ws_config::kThreads, 1)
  * slower beyond, where its items, heaviest first across all heads, read every KV head at once (one CTA an item runs
  * the query blocks of one head together). */
 MK_PARAM_INT(attn_ws_persistent, "ATTN_WS_PERSISTENT", -1, -1, 1)
-/* MK_ATTN_WS_PSMEM: 1 P through shared memory (flash_fwd_ws.cuh, kPS), 0 P in registers. */
-MK_PARAM_INT(attn_ws_psmem, "ATTN_WS_PSMEM", 0, 0, 1)
-
-template <int D, bool kPS>
-mk_status ws_start(const fwd_params &p, bool persist, int sms, cudaStream_t stream, const CUtensorMap &mq,
-                   const CUtensorMap &mk, const CUtensorMap &mv) {
-  using C = ws_config;
-  if (persist)
-    return flash_fwd_start(flash_fwd_ws_kernel<D, true, kPS>, C::kThreads, C::kBM, C::smem_bytes<D, kPS>(), p, D, sms,
-                           stream, mq, mk, mv);
-  return flash_fwd_start(flash_fwd_ws_kernel<D, false, kPS>, C::kThreads, C::kBM, C::smem_bytes<D, kPS>(), p, D, 0,
-                         stream, mq, mk, mv);
-}
 
 template <int D>
 mk_status ws_launch(const fwd_params &p, int sms, cudaStream_t stream) {
@@ -162,9 +149,11 @@ mk_status ws_launch(const fwd_params &p, int sms, cudaStream_t stream) {
   MK_CHECK(mk_gemm_encode_map(&mk, p.k, (uint64_t)p.hkv * D, kr, 1, 64, C::kBN));
   MK_CHECK(mk_gemm_encode_map(&mv, p.v, (uint64_t)p.hkv * D, kr, 1, 64, C::kBN));
   const int64_t mode = mk_param_attn_ws_persistent();
-  const bool persist = mode == 1 || (mode < 0 && p.mask != MK_ATTN_MASK_NONE && p.seqlen_k <= 8192);
-  if (mk_param_attn_ws_psmem()) return ws_start<D, true>(p, persist, sms, stream, mq, mk, mv);
-  return ws_start<D, false>(p, persist, sms, stream, mq, mk, mv);
+  if (mode == 1 || (mode < 0 && p.mask != MK_ATTN_MASK_NONE && p.seqlen_k <= 8192))
+    return flash_fwd_start(flash_fwd_ws_kernel<D, true>, C::kThreads, C::kBM, C::smem_bytes<D>(), p, D, sms, stream, mq,
+                           mk, mv);
+  return flash_fwd_start(flash_fwd_ws_kernel<D, false>, C::kThreads, C::kBM, C::smem_bytes<D>(), p, D, 0, stream, mq,
+                         mk, mv);
 }
 
 }  // namespace
@@ -172,7 +161,6 @@ mk_status ws_launch(const fwd_params &p, int sms, cudaStream_t stream) {
 mk_status flash_fwd_launch_ws(const fwd_params &p, int d, int sms, cudaStream_t stream) {
   static_assert(ws_config::kBN == kSm90TileN && ws_config::kBM == kFwdTileM, "the split's choice assumes these tiles");
   static_assert(sizeof(ws_bars) <= 256, "the barriers' room in smem_bytes");
-  static_assert(ws_config::smem_bytes<128, true>() <= 232448, "P's buffers beside the ring fit in 227 KB");
   if (d == 64) return ws_launch<64>(p, sms, stream);
   return ws_launch<128>(p, sms, stream);
 }

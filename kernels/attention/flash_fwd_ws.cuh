@@ -16,10 +16,7 @@
  *   wait S_t; release K_t; mask, online softmax of S_t (alpha_t, P_t in fp32) while P V runs
  *   wait P V; release V_{t-1}; P_t to bf16 register fragments
  * and the two consumers take turns issuing their wgmmas (named barriers 1 and 2, FA3's warp scheduler barrier), so
- * one's softmax overlaps the other's tensor-core work. With kPS (MK_ATTN_WS_PSMEM) P_t goes to shared memory instead
- * (stmatrix into buffer t % 2 of the consumer, 64 KB beside the ring) and P V reads it from there (wgmma SS): P_t is
- * stored before the wait for P_{t-1} V_{t-1}, which reads the other buffer, so the softmax never waits for it. (With
- * P in registers, ptxas puts that wait among the softmax's exponentials, to convert them early.) */
+ * one's softmax overlaps the other's tensor-core work. */
 #ifndef MK_ATTN_FLASH_FWD_WS_CUH
 #define MK_ATTN_FLASH_FWD_WS_CUH
 
@@ -36,11 +33,9 @@ struct ws_config {
   static constexpr int kStages = 2;
   static constexpr int kProducerRegs = 56, kConsumerRegs = 224; /* 56: the producer without spills */
   static constexpr int kBarSched = 1; /* named barriers kBarSched + consumer: that consumer may issue */
-  static constexpr int kPBytes = 2 * kConsumers * 64 * kBN * 2; /* P in shared memory: 2 buffers a consumer */
-  template <int D, bool kPS = false>
-  static constexpr size_t smem_bytes() { /* tiles, then the barriers; + 1 KiB to align the tiles to 1024 bytes; */
-    return (size_t)(kBM + 2 * kStages * kBN) * D * sizeof(uint16_t) + 1024 + /* kPS: then P from the next 1 KiB */
-           (kPS ? 1024 + kPBytes : 256);
+  template <int D>
+  static constexpr size_t smem_bytes() { /* tiles, then the barriers; + 1 KiB to align the tiles to 1024 bytes */
+    return (size_t)(kBM + 2 * kStages * kBN) * D * sizeof(uint16_t) + 1024 + 256;
   }
 };
 
@@ -55,14 +50,12 @@ template <int D>
 struct ws_smem {
   uint16_t *sQ, *sK, *sV; /* stage s of K at sK + s * BN * D, of V at sV + s * BN * D */
   ws_bars *bar;
-  uint16_t *sP; /* (kPS) consumer c's buffer b at sP + (2 c + b) * 64 * BN: an SW128 tile of 64 rows x BN keys */
   __device__ __forceinline__ explicit ws_smem(uint8_t *raw) {
     constexpr int BM = ws_config::kBM, BN = ws_config::kBN, S = ws_config::kStages;
     sQ = reinterpret_cast<uint16_t *>(raw + ((1024 - (smem_u32(raw) & 1023)) & 1023));
     sK = sQ + BM * D;
     sV = sK + S * BN * D;
     bar = reinterpret_cast<ws_bars *>(sV + S * BN * D);
-    sP = reinterpret_cast<uint16_t *>(reinterpret_cast<uint8_t *>(bar) + 1024);
   }
 };
 
@@ -137,7 +130,7 @@ __device__ __forceinline__ void ws_their_turn(int wg) {
  * rows row0 and row0 + 8 of blk). tile_mask(t, blk) sets blk's keys (seqlen_k) and causal offset (off) for key tile
  * t and returns the tile's first key relative to them; it runs before K_t is released. kt: the CTA's tiles so far
  * (advanced by tiles). Releases Q after the last S (at once when tiles is 0). */
-template <int D, bool kPS = false, class TileMask>
+template <int D, class TileMask>
 __device__ __forceinline__ void ws_consume(const ws_smem<D> &sm, int wg, int ct, int tiles, int &kt, fwd_block &blk,
                                            int row0, float scale_log2, TileMask tile_mask, float (&o)[D / 8][4],
                                            float (&m_r)[2], float (&l_r)[2]) {
@@ -171,24 +164,16 @@ __device__ __forceinline__ void ws_consume(const ws_smem<D> &sm, int wg, int ct,
     }
     wgmma_commit();
   };
-  auto p_buf = [&](int t) { return smem_u32(sm.sP + (2 * wg + (t & 1)) * 64 * BN); }; /* (kPS) P_t's buffer */
   auto issue_pv = [&](int t) { /* O += P V_t */
     const uint32_t v_addr = smem_u32(sm.sV + stage(t) * BN * D);
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < BN / 16; kk++) {
       const uint64_t dv = gmma_desc(v_addr + (uint32_t)(kk * 16 * 128), BN * 128, 1024);
-      if constexpr (kPS) {
-        const uint64_t dp = gmma_desc(p_buf(t) + (uint32_t)((kk / 4) * 64 * 128 + (kk % 4) * 32), 16, 1024);
-        if constexpr (D == 128)
-          wgmma_m64n128k16_ss_tb(of, dp, dv, 1);
-        else
-          wgmma_m64n64k16_ss_tb(of, dp, dv, 1);
-      } else if constexpr (D == 128) {
+      if constexpr (D == 128)
         wgmma_m64n128k16_rs_tb(of, pa[kk], dv, 1);
-      } else {
+      else
         wgmma_m64n64k16_rs_tb(of, pa[kk], dv, 1);
-      }
     }
     wgmma_commit();
   };
@@ -202,24 +187,12 @@ __device__ __forceinline__ void ws_consume(const ws_smem<D> &sm, int wg, int ct,
   };
   auto pv_done = [&](int t) { /* P V_t has completed: V_t is free, and P may be overwritten */
     fence_regs(of);
-    if constexpr (!kPS) fence_u32(pa);
+    fence_u32(pa);
     release(&bar.v_empty[stage(t)]);
   };
-  auto to_p = [&](int t) { /* P_t as bf16: A fragments, or (kPS) stored to its buffer for the async proxy */
-    if constexpr (kPS) {
-      const int i = lane / 8, r = 16 * ((ct % 128) / 32) + (i & 1) * 8 + lane % 8; /* stmatrix: row of matrix i */
-      const uint32_t buf = p_buf(t);
+  auto to_p = [&] {
 #pragma unroll
-      for (int kk = 0; kk < BN / 16; kk++) {
-        uint32_t a[4];
-        p_fragment<NT>(s, kk, a);
-        mk_sm90::stmatrix_x4(buf + 2 * (uint32_t)sw128(64, r, 2 * kk + (i >> 1)), a[0], a[1], a[2], a[3]);
-      }
-      fence_proxy_async(); /* read by the next P V after the turn's barrier */
-    } else {
-#pragma unroll
-      for (int kk = 0; kk < BN / 16; kk++) p_fragment<NT>(s, kk, pa[kk]);
-    }
+    for (int kk = 0; kk < BN / 16; kk++) p_fragment<NT>(s, kk, pa[kk]);
   };
 
   mk_sm90::mbar_wait(&bar.k_full[stage(0)], phase(0));
@@ -228,7 +201,7 @@ __device__ __forceinline__ void ws_consume(const ws_smem<D> &sm, int wg, int ct,
   ws_their_turn(wg);
   wgmma_wait<0>();
   s_done(0);
-  to_p(0);
+  to_p();
   for (int t = 1; t < tiles; t++) {
     mk_sm90::mbar_wait(&bar.k_full[stage(t)], phase(t));
     ws_my_turn(wg);
@@ -239,10 +212,9 @@ __device__ __forceinline__ void ws_consume(const ws_smem<D> &sm, int wg, int ct,
     ws_their_turn(wg);
     wgmma_wait<1>();
     s_done(t);
-    if constexpr (kPS) to_p(t); /* the other buffer than P V_{t-1}'s */
     wgmma_wait<0>();
     pv_done(t - 1);
-    if constexpr (!kPS) to_p(t);
+    to_p();
   }
   rescale_o<ND>(o, alpha);
   mk_sm90::mbar_wait(&bar.v_full[stage(tiles - 1)], phase(tiles - 1));

@@ -85,22 +85,6 @@ __device__ __forceinline__ void wgmma_m64n128k16_ss(float d[64], uint64_t desc_a
                : "l"(desc_a), "l"(desc_b), "r"(scale_d));
 }
 
-/* d[64 x 128] (+)= a (smem, K-major) * b (smem, MN-major: B[k][n] with n contiguous). */
-__device__ __forceinline__ void wgmma_m64n128k16_ss_tb(float d[64], uint64_t desc_a, uint64_t desc_b, int scale_d) {
-  asm volatile(MK_WG_SCALE_D(66) "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " MK_WG_REGS64
-               ", %64, %65, p, 1, 1, 0, 1;\n}\n"
-               : MK_WG_OUT64(d)
-               : "l"(desc_a), "l"(desc_b), "r"(scale_d));
-}
-
-/* d[64 x 64] (+)= a (smem, K-major) * b (smem, MN-major). */
-__device__ __forceinline__ void wgmma_m64n64k16_ss_tb(float d[32], uint64_t desc_a, uint64_t desc_b, int scale_d) {
-  asm volatile(MK_WG_SCALE_D(34) "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " MK_WG_REGS32
-               ", %32, %33, p, 1, 1, 0, 1;\n}\n"
-               : MK_WG_OUT32(d)
-               : "l"(desc_a), "l"(desc_b), "r"(scale_d));
-}
-
 /* d[64 x 128] (+)= a (registers) * b (smem, MN-major: B[k][n] with n contiguous). */
 __device__ __forceinline__ void wgmma_m64n128k16_rs_tb(float d[64], const uint32_t a[4], uint64_t desc_b,
                                                       int scale_d) {

@@ -132,7 +132,8 @@ if [ "$PART" = e ]; then
       --backend cudnn --merge "$RES/tp_h$1_$2_p-1_2.json"
   done
 fi
-# part f (1 GPU, nvidia-h200): P through shared memory (MK_ATTN_WS_PSMEM=1, flash_fwd_ws.cuh kPS) against P in
+# part f (1 GPU, nvidia-h200; 2692572's tree only: the mode was removed after the run, NOTES attention/flash_fwd
+#   session 45, item 4): P through shared memory (MK_ATTN_WS_PSMEM=1, flash_fwd_ws.cuh kPS) against P in
 #   registers (0), in turns, twice. Part c: the softmax stretch (S_t in registers to its end) is 1270-1835 cycles of a
 #   2983-cycle period, most of it behind the warpgroup's own P V_{t-1}, because ptxas waits for that P V among the
 #   exponentials to convert P early. With P stored to the other buffer before that wait, the softmax overlaps its
