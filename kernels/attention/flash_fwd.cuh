@@ -138,11 +138,11 @@ __device__ __forceinline__ float exp2_of(float x) {
   return exp2f(x);
 }
 
-/* Online softmax over one S tile, without O: new row max (quad reduce), S -> P = exp2(S*scale_log2 - m) (kApprox:
- * exp2_approx, else exp2f),
- * running sums l (per thread, reduced at the end); alpha = exp2(m_old - m_new), the factor O must be rescaled by
- * (the warp-specialised kernel applies it later, while its P V of the previous tile is in flight). The thread's two
- * rows go together and each row's max and sum run in A partial chains, so that the dependent chains are short. */
+/* Online softmax over one S tile, without O: new row max (quad reduce), S -> P = exp2(S*scale_log2 - m), running
+ * sums l (per thread, reduced at the end); alpha = exp2(m_old - m_new), the factor O must be rescaled by (the
+ * warp-specialised kernel applies it later, while its P V of the previous tile is in flight). exp2 is exp2_approx
+ * when kApprox, else exp2f. The thread's two rows go together and each row's max and sum run in A partial chains,
+ * so that the dependent chains are short. */
 template <int NT, bool kApprox = true>
 __device__ __forceinline__ void softmax_rows(float (&s)[NT][4], float (&m_r)[2], float (&l_r)[2], float scale_log2,
                                              float (&alpha)[2]) {
