@@ -141,27 +141,22 @@ __device__ __forceinline__ float exp2_of(float x) {
 /* Online softmax over one S tile, without O: new row max (quad reduce), S -> P = exp2(S*scale_log2 - m), running
  * sums l (per thread, reduced at the end); alpha = exp2(m_old - m_new), the factor O must be rescaled by (the
  * warp-specialised kernel applies it later, while its P V of the previous tile is in flight). exp2 is exp2_approx
- * when kApprox, else exp2f. The thread's two rows go together and each row's max and sum run in A partial chains,
- * so that the dependent chains are short. */
+ * when kApprox, else exp2f. The thread's two rows go together and each row's max and sum run in two chains (even and
+ * odd n8 tiles), so that the dependent chains are half as long. */
 template <int NT, bool kApprox = true>
 __device__ __forceinline__ void softmax_rows(float (&s)[NT][4], float (&m_r)[2], float (&l_r)[2], float scale_log2,
                                              float (&alpha)[2]) {
-  constexpr int A = NT < 2 ? NT : 2;
-  float mx[2][A], sum[2][A], m_use[2];
+  static_assert(NT >= 2 && NT % 2 == 0, "two chains a row");
+  float mx[2][2], sum[2][2], m_use[2];
 #pragma unroll
   for (int j = 0; j < NT; j++)
 #pragma unroll
     for (int r = 0; r < 2; r++) {
       const float v = fmaxf(s[j][2 * r], s[j][2 * r + 1]);
-      mx[r][j % A] = j < A ? v : fmaxf(mx[r][j % A], v);
+      mx[r][j % 2] = j < 2 ? v : fmaxf(mx[r][j % 2], v);
     }
 #pragma unroll
-  for (int r = 0; r < 2; r++) {
-#pragma unroll
-    for (int w = 1; w < A; w *= 2)
-#pragma unroll
-      for (int a = 0; a + w < A; a += 2 * w) mx[r][a] = fmaxf(mx[r][a], mx[r][a + w]);
-  }
+  for (int r = 0; r < 2; r++) mx[r][0] = fmaxf(mx[r][0], mx[r][1]);
 #pragma unroll
   for (int x = 1; x <= 2; x *= 2)
 #pragma unroll
@@ -180,16 +175,10 @@ __device__ __forceinline__ void softmax_rows(float (&s)[NT][4], float (&m_r)[2],
       s[j][2 * r] = exp2_of<kApprox>(fmaf(s[j][2 * r], scale_log2, -m_use[r]));
       s[j][2 * r + 1] = exp2_of<kApprox>(fmaf(s[j][2 * r + 1], scale_log2, -m_use[r]));
       const float v = s[j][2 * r] + s[j][2 * r + 1];
-      sum[r][j % A] = j < A ? v : sum[r][j % A] + v;
+      sum[r][j % 2] = j < 2 ? v : sum[r][j % 2] + v;
     }
 #pragma unroll
-  for (int r = 0; r < 2; r++) {
-#pragma unroll
-    for (int w = 1; w < A; w *= 2)
-#pragma unroll
-      for (int a = 0; a + w < A; a += 2 * w) sum[r][a] += sum[r][a + w];
-    l_r[r] = l_r[r] * alpha[r] + sum[r][0];
-  }
+  for (int r = 0; r < 2; r++) l_r[r] = l_r[r] * alpha[r] + (sum[r][0] + sum[r][1]);
 }
 
 /* O's rows (g and g + 8 of the thread) times alpha. */

@@ -5,8 +5,9 @@
 #   git apply tools/bench/dbg44.patch && MKERNEL_BUILD_COMMIT=<sha> MK_CALL_LIMIT=300 \
 #     CTEST_ARGS="-R ^test_flash_attn(_ws0|_ws1)?$" CTEST_TIMEOUT=60 CTEST_WALL=90 \
 #     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s45.sh a'
-# The debug patches apply to the trees they were made for: dbg44.patch to 76e0533 (part a), dbg45.patch to fb0edfa
-# (part c); tools/bench/ws_stamps.patch holds the same stamps (kinds 0-3) for the tree after this session (0bc12fc).
+# The debug patches live in the trees they were made for and were removed after: dbg44.patch in 76e0533's (part a),
+# dbg45.patch in fb0edfa's (part c; git show fb0edfa:tools/bench/dbg45.patch). tools/bench/ws_stamps.patch holds the
+# same stamps (kinds 0-3) for the tree after this session.
 # part a (1 GPU, nvidia-h200): why the persistent flash kernel's tile loop runs ~7 % slower than one CTA an item
 #   (session 44: same SASS, same instructions, L2 as local; more MIO-throttle, short-scoreboard and named-barrier
 #   stalls). dbg44.patch stamps (clock64) each consumer warpgroup's key tiles in one CTA: K_t landed, its turn to

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """ws_stamps.py — the consumer warpgroups' phases in one CTA of the warp-specialised flash kernel, from the stamps of
-tools/bench/dbg44.patch, dbg45.patch or ws_stamps.patch (MK_WS_STAMPS=FILE: lines "wg kind tile cycles", kind 0 K_t
-landed, 1 the warpgroup's turn to issue S_t, 2 S_t's softmax done, 3 (dbg45, ws_stamps) S_t in registers; clock64 of
-the SM). Per warpgroup, medians over the tiles of: the tile period (turn
-to turn), the wait for the turn (1 - 0), turn to softmax done (2 - 1); and warpgroup 1's turn after warpgroup 0's as
+tools/bench/ws_stamps.patch (or session 45's dbg44 / dbg45 patches, in the trees of 76e0533 / fb0edfa):
+MK_WS_STAMPS=FILE writes lines "wg kind tile cycles", kind 0 K_t landed, 1 the warpgroup's turn to issue S_t, 2 S_t's
+softmax done, 3 (not in dbg44) S_t in registers; clock64 of the SM. Per warpgroup, medians over the tiles of: the
+tile period (turn to turn), the wait for the turn (1 - 0), turn to softmax done (2 - 1), turn to S in registers
+(3 - 1); and warpgroup 1's turn after warpgroup 0's as
 a fraction of the period (0.5: the two alternate evenly, FA3's aim). --item N: the same per run of N tiles (an
 item), to see whether the phases change at an item's start.
 
