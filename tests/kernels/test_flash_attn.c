@@ -1,13 +1,14 @@
 /* test_flash_attn.c (gpu) — mk_flash_attn_fwd, all three kernels (Hopper wgmma warp-specialised and not, mma.sync),
- * against the CPU reference (double accumulation) on fresh random inputs: head dim 64 and 128, GQA ratios 1, 4, 8, causal (bottom-right and
- * explicit offset) and non-causal, varlen batches with odd lengths, seqlen_q != seqlen_k,
- * empty sequences; each also split along the keys (forced 3 and 7 splits, more than some
- * blocks have key tiles, and the automatic choice with a workspace), and a decode of 64 tokens
- * of one sequence against 4160 keys, the model's case the automatic split is for; every one-sequence case
- * also with both cu_seqlens NULL (the model's form). K and V are followed by a tile of NaN rows, which no kernel may
- * let into O (a key tile past the last key is zero-filled). Outputs are poisoned first and every element is
- * checked: O rel Frobenius error <= 1e-2, LSE abs error <= 1e-3 (-inf exactly where a row sees no key); the row after
- * the last one must stay untouched. */
+ * against the CPU reference (double accumulation) on fresh random inputs: head dim 64 and 128, GQA ratios 1, 4, 8,
+ * causal (bottom-right and explicit offset) and non-causal, varlen batches with odd lengths, seqlen_q != seqlen_k,
+ * empty sequences; each also split along the keys (forced 3 and 7 splits, more than some blocks have key tiles, and
+ * the automatic choice with a workspace), and a decode of 64 tokens of one sequence against 4160 keys, the model's
+ * case the automatic split is for; every one-sequence case also with both cu_seqlens NULL (the model's form); and
+ * keys whose scale grows along the sequence, so that the row max moves by more and by less than the lazy-rescale
+ * threshold (MK_ATTN_RESCALE). K and V are followed by a tile of NaN rows, which no kernel may let into O (a key tile
+ * past the last key is zero-filled). Outputs are poisoned first and every element is checked: O rel Frobenius error
+ * <= 1e-2, LSE abs error <= 1e-3 (-inf exactly where a row sees no key); the row after the last one must stay
+ * untouched. */
 #include <cuda_runtime_api.h>
 #include <math.h>
 #include <string.h>
@@ -20,6 +21,7 @@ typedef struct fa_case {
   const char *name;
   int d, hq, hkv, mask, causal_offset, batch;
   int lq[8], lk[8];
+  float k_ramp; /* > 0: key j of a sequence scaled by 1 + k_ramp * (j / 128), so the scores' max keeps growing */
 } fa_case;
 
 static const fa_case k_cases[] = {
@@ -38,6 +40,10 @@ static const fa_case k_cases[] = {
      {64}, {4160}},
     {"d64 gqa4 causal, 1 / 33 / 130 queries x 2000 / 77 / 5000 keys", 64, 4, 1, MK_ATTN_MASK_CAUSAL, 0, 3,
      {1, 33, 130}, {2000, 77, 5000}},
+    /* the row max moves by more, and by less, than the warp-specialised kernels' lazy-rescale threshold */
+    {"d128 gqa4 non-causal, keys growing along the sequence", 128, 8, 2, MK_ATTN_MASK_NONE, 0, 2, {300, 129},
+     {3000, 1000}, 0.5f},
+    {"d64 gqa1 causal, keys growing along the sequence", 64, 2, 2, MK_ATTN_MASK_CAUSAL, 0, 1, {2000}, {2000}, 0.25f},
 };
 
 static int run_case(const fa_case *c, uint64_t seed) {
@@ -60,6 +66,13 @@ static int run_case(const fa_case *c, uint64_t seed) {
   attn_fill_bf16(hq, NULL, nq, seed, -2.f, 2.f);
   attn_fill_bf16(hk, NULL, nk, seed + 1, -2.f, 2.f);
   attn_fill_bf16(hv, NULL, nk, seed + 2, -1.f, 1.f);
+  if (c->k_ramp > 0.f)
+    for (int b = 0; b < c->batch; b++)
+      for (int j = 0; j < c->lk[b]; j++) {
+        uint16_t *row = hk + (size_t)(cu_k[b] + j) * c->hkv * d;
+        const float f = 1.f + c->k_ramp * (float)(j / 128);
+        for (int e = 0; e < c->hkv * d; e++) row[e] = mk_bf16_from_float(mk_bf16_to_float(row[e]) * f);
+      }
   memset(hk + nk, 0xff, pad * 2);
   memset(hv + nk, 0xff, pad * 2);
 
