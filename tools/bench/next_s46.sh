@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# next_s46.sh — session 46, one GPU (nvidia-h200); docs/perf/NOTES.md, attention/flash_fwd "Session 46". Run through
+# tools/gpu-check.sh from the repository root:
+#   MKERNEL_BUILD_COMMIT=<sha> MK_CALL_LIMIT=560 CTEST_ARGS="-R ^test_(flash_attn(_ws0|_ws1|_rs0)?|ring_attn_1(_ws0)?|\
+#     ring_attn_[24]_gpu1|model_gpu_prefill)$" CTEST_TIMEOUT=200 CTEST_WALL=240 \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s46.sh a'
+# with b38506f's tree in .carry/old-b38506f (git archive b38506f | tar x -C .carry/old-b38506f --exclude=docs; carried).
+# part a: the warp-specialised flash kernel with
+#   pin   the softmax's exponentials kept before the wait for the warpgroup's own P V_{t-1} (ws_pin_softmax;
+#         ptxas had put that wait after the 7th of 64, so most of the softmax waited for the tensor pipe), with the
+#         exact running max (MK_ATTN_RESCALE=0);
+#   lazy  the same with the lazy rescale (MK_ATTN_RESCALE=8, the default): a row keeps its max until a tile's exceeds
+#         it by 2^8, and O's 64 multiplies a thread are skipped where no row of the warp moved;
+#   old   b38506f's build;
+#   in turns, twice: B 1, hq 32, hkv 8, d 128, S 2048 / 8192 / 16384 both masks; Mixtral's TP = 4 shape (hq 8, hkv 2,
+#   8192 causal); d 64 at 8192 both masks. nvidia-smi samples the SM clock and the power every 50 ms throughout;
+#   clock_steps.py gives each step's. Then the stamps (tools/bench/ws_stamps.patch on a copy of the tree) at S 16384
+#   non-causal, one CTA an item, pin and lazy; then cuDNN on the same shapes.
+#   Predictions: the tile period 2983 -> 2500-2750 cycles with pin (the softmax overlaps its own P V); time at
+#   S >= 8192 -4 to -10 % against old, less than the cycles if the clock drops; lazy a further -1 to -3 % at
+#   S >= 8192 (64 of ~586 instructions a warp and tile); d 64 more than d 128 (more of its period is softmax).
+source "$(dirname "$0")/bench_step.sh"
+PART=${1:-a}
+REPO=$(cd ../.. && pwd)
+MARKS=$RES/marks.txt
+marked() { # NAME SECONDS COMMAND...: step, with its start and end in $MARKS for clock_steps.py
+  local name=$1
+  echo "start $name $(date '+%Y/%m/%d %H:%M:%S.%3N')" >> "$MARKS"
+  step "$@"
+  echo "end $name $(date '+%Y/%m/%d %H:%M:%S.%3N')" >> "$MARKS"
+}
+if [ "$PART" = a ]; then
+  STEP_GREP='^attn_prefill fused +b|torch_sdpa_cudnn \{|FAIL|rror'
+  nvidia-smi --query-gpu=timestamp,index,clocks.sm,power.draw --format=csv,noheader -lms 50 > "$RES/clocks.csv" 2>&1 &
+  SMI=$!
+  OLD_TARGETS=mk-bench old_build b38506f
+  shapes() { # WHICH R BINDIR RESCALE
+    TAIL=6 marked "attn_$1_$2" 60 env MK_ATTN_RESCALE=$4 "$3/mk-bench" attn --mode prefill --seq 2048,8192,16384 \
+      --path fused --json "$RES/attn_$1_$2.json"
+    TAIL=1 marked "tp4_$1_$2" 20 env MK_ATTN_RESCALE=$4 "$3/mk-bench" attn --mode prefill --seq 8192 --hq 8 --hkv 2 \
+      --causal 1 --path fused --json "$RES/tp4_$1_$2.json"
+    TAIL=2 marked "d64_$1_$2" 20 env MK_ATTN_RESCALE=$4 "$3/mk-bench" attn --mode prefill --seq 8192 --d 64 \
+      --path fused --json "$RES/d64_$1_$2.json"
+  }
+  for r in 1 2; do
+    shapes old $r "$OB" 8
+    shapes pin $r "$BIN" 0
+    shapes lazy $r "$BIN" 8
+  done
+  # the stamps build: this tree with ws_stamps.patch, mk-bench only
+  rm -rf /tmp/stree && mkdir -p /tmp/stree &&
+    (cd "$REPO" && tar cf - --exclude=./build-gpu --exclude=./.carry --exclude=./docs .) | tar xf - -C /tmp/stree &&
+    (cd /tmp/stree && git apply "$REPO/tools/bench/ws_stamps.patch") &&
+    cmake -S /tmp/stree -B /tmp/stb -G Ninja -DCMAKE_PREFIX_PATH=/tmp/mkprefix/usr > "$RES/stamps_configure.log" 2>&1 &&
+    cmake --build /tmp/stb -j "$(nproc)" --target mk-bench > "$RES/stamps_build.log" 2>&1
+  echo "stamps build rc=$? at $(( $(date +%s) - T0 )) s"
+  for v in 0 8; do for r in 1 2; do
+    TAIL=1 marked "stamps_rs${v}_$r" 40 env MK_ATTN_WS_PERSISTENT=0 MK_ATTN_RESCALE=$v \
+      MK_WS_STAMPS="$RES/stamps_rs${v}_$r.txt" /tmp/stb/bin/mk-bench attn --mode prefill --seq 16384 --causal 0 \
+      --path fused --warmup 2 --iters 5
+  done; done
+  python3 "$REPO/tools/bench/ws_stamps.py" "$RES"/stamps_rs*.txt > "$RES/ws_stamps.txt" 2>&1
+  cat "$RES/ws_stamps.txt"
+  TAIL=8 marked sdpa_cudnn 60 python3 "$REPO/tools/bench/sdpa_ref.py" --seq 2048,8192,16384 --backend cudnn \
+    --merge "$RES/attn_lazy_2.json"
+  TAIL=2 marked sdpa_cudnn_tp4 30 python3 "$REPO/tools/bench/sdpa_ref.py" --seq 8192 --hq 8 --hkv 2 --causal 1 \
+    --backend cudnn --merge "$RES/tp4_lazy_2.json"
+  TAIL=4 marked sdpa_cudnn_d64 30 python3 "$REPO/tools/bench/sdpa_ref.py" --seq 8192 --d 64 --backend cudnn \
+    --merge "$RES/d64_lazy_2.json"
+  kill "$SMI" 2>/dev/null
+  python3 "$REPO/tools/bench/clock_steps.py" "$RES/clocks.csv" "$MARKS" | tee "$RES/clock_steps.txt"
+fi
