@@ -19,6 +19,17 @@
 #   Predictions: the tile period 2983 -> 2500-2750 cycles with pin (the softmax overlaps its own P V); time at
 #   S >= 8192 -4 to -10 % against old, less than the cycles if the clock drops; lazy a further -1 to -3 % at
 #   S >= 8192 (64 of ~586 instructions a warp and tile); d 64 more than d 128 (more of its period is softmax).
+# part b (the tree after part a: the pin removed, the lazy rescale kept): part a's stamped build ran S 16384
+#   non-causal at 6.42-6.75 ms where every unstamped build took 7.29-7.46, and its SASS has the pin's order (all 64
+#   exponentials before the wait). The stamps runs took --warmup 2 --iters 5, the others 10 / 50. Which is it:
+#   (1) 16384 non-causal (one CTA an item) of this build, its stamped build (ws_stamps.patch) and b38506f's at
+#   warmup / iters 2 / 5, 10 / 50 and 10 / 300, nvidia-smi sampling clocks and power every 20 ms;
+#   (2) old (b38506f), lazy (MK_ATTN_RESCALE=8) and exact (=0) in turns, twice, part a's shapes.
+#   Predictions: if the iterations: every build near 6.4-6.8 at 2 / 5 and 7.3-7.5 at 10 / 50 and beyond, and the clock
+#   lower in the long runs. If the stamps' order: the stamped build ~6.5 at every count, the others ~7.4.
+#   Lazy: 2048 non-causal -2 to -3 % against old (part a: 0.1216-0.1221 against 0.1248-0.1250), the rest level.
+#   MK_CALL_LIMIT=570 CTEST_ARGS="-R ^test_(flash_attn(_ws0|_ws1|_rs0)?|ring_attn_1(_ws0)?|ring_attn_[24]_gpu1|\
+#     model_gpu_prefill)$" CTEST_TIMEOUT=200 CTEST_WALL=200 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s46.sh b'
 source "$(dirname "$0")/bench_step.sh"
 PART=${1:-a}
 REPO=$(cd ../.. && pwd)
@@ -67,6 +78,46 @@ if [ "$PART" = a ]; then
     --backend cudnn --merge "$RES/tp4_lazy_2.json"
   TAIL=4 marked sdpa_cudnn_d64 30 python3 "$REPO/tools/bench/sdpa_ref.py" --seq 8192 --d 64 --backend cudnn \
     --merge "$RES/d64_lazy_2.json"
+  kill "$SMI" 2>/dev/null
+  python3 "$REPO/tools/bench/clock_steps.py" "$RES/clocks.csv" "$MARKS" | tee "$RES/clock_steps.txt"
+fi
+stamps_build() { # this tree with ws_stamps.patch, mk-bench only, into /tmp/stb
+  rm -rf /tmp/stree && mkdir -p /tmp/stree &&
+    (cd "$REPO" && tar cf - --exclude=./build-gpu --exclude=./.carry --exclude=./docs .) | tar xf - -C /tmp/stree &&
+    (cd /tmp/stree && git apply "$REPO/tools/bench/ws_stamps.patch") &&
+    cmake -S /tmp/stree -B /tmp/stb -G Ninja -DCMAKE_PREFIX_PATH=/tmp/mkprefix/usr > "$RES/stamps_configure.log" 2>&1 &&
+    cmake --build /tmp/stb -j "$(nproc)" --target mk-bench > "$RES/stamps_build.log" 2>&1
+  echo "stamps build rc=$? at $(( $(date +%s) - T0 )) s"
+}
+if [ "$PART" = b ]; then
+  STEP_GREP='^attn_prefill fused +b|FAIL|rror'
+  Q=timestamp,index,clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active
+  nvidia-smi --query-gpu=$Q --format=csv,noheader -c 1 > /dev/null 2>&1 || Q=timestamp,index,clocks.sm,power.draw
+  nvidia-smi --query-gpu=$Q --format=csv,noheader -lms 20 > "$RES/clocks.csv" 2>&1 &
+  SMI=$!
+  OLD_TARGETS=mk-bench old_build b38506f
+  stamps_build
+  for it in "2 5" "10 50" "10 300"; do
+    set -- $it
+    for b in "new $BIN" "stamped /tmp/stb" "old $OB"; do
+      set -- $it $b
+      TAIL=1 marked "iters_$3_$2" 40 env MK_ATTN_WS_PERSISTENT=0 "$4/mk-bench" attn --mode prefill --seq 16384 \
+        --causal 0 --path fused --warmup $1 --iters $2 --json "$RES/iters_$3_$2.json"
+    done
+  done
+  shapes() { # WHICH R BINDIR RESCALE
+    TAIL=6 marked "attn_$1_$2" 60 env MK_ATTN_RESCALE=$4 "$3/mk-bench" attn --mode prefill --seq 2048,8192,16384 \
+      --path fused --json "$RES/attn_$1_$2.json"
+    TAIL=1 marked "tp4_$1_$2" 20 env MK_ATTN_RESCALE=$4 "$3/mk-bench" attn --mode prefill --seq 8192 --hq 8 --hkv 2 \
+      --causal 1 --path fused --json "$RES/tp4_$1_$2.json"
+    TAIL=2 marked "d64_$1_$2" 20 env MK_ATTN_RESCALE=$4 "$3/mk-bench" attn --mode prefill --seq 8192 --d 64 \
+      --path fused --json "$RES/d64_$1_$2.json"
+  }
+  for r in 1 2; do
+    shapes old $r "$OB" 8
+    shapes exact $r "$BIN" 0
+    shapes lazy $r "$BIN" 8
+  done
   kill "$SMI" 2>/dev/null
   python3 "$REPO/tools/bench/clock_steps.py" "$RES/clocks.csv" "$MARKS" | tee "$RES/clock_steps.txt"
 fi
