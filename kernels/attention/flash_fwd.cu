@@ -164,11 +164,6 @@ __global__ void fwd_merge_kernel(const fwd_params p, int d) {
   }
 }
 
-/* MK_ATTN_RESCALE: the warp-specialised kernels keep a row's max until a tile's exceeds it by more than this many
- * powers of 2 of the scaled scores, and skip O's rescale where no row of a warp moved (softmax_rows, rescale_o_moved);
- * 0 rescales at every new max. */
-MK_PARAM_INT(attn_rescale, "ATTN_RESCALE", 8, 0, 16)
-
 mk_status fwd_merge(const fwd_params &p, int d, cudaStream_t stream) {
   const long long warps = (long long)p.total_q * p.hq, threads = 256;
   const long long want = (warps * 32 + threads - 1) / threads;
@@ -301,7 +296,6 @@ extern "C" mk_status mk_flash_attn_fwd(const mk_attn_fwd_args *a, mk_stream_t st
   p.causal_offset = a->causal_offset;
   p.scale = a->softmax_scale;
   p.scale_log2 = a->softmax_scale * 1.4426950408889634f;
-  p.rescale_thr = (float)mk_attn::mk_param_attn_rescale();
   p.splits = splits;
   p.batch = a->batch;
   p.o_part = splits > 1 ? (float *)a->workspace : NULL;

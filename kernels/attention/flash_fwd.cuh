@@ -32,7 +32,6 @@ struct fwd_params {
   int splits;
   float *o_part, *lse_part;
   int batch; /* sequences (the grid's z is batch x splits); seqlen_q is the longest (the grid's x) */
-  float rescale_thr; /* the warp-specialised kernels' softmax_rows thr (MK_ATTN_RESCALE; the others take 0) */
 };
 
 /* One (sequence, query block, head): its extents, how many key tiles of BN it must visit, and
@@ -143,14 +142,10 @@ __device__ __forceinline__ float exp2_of(float x) {
  * sums l (per thread, reduced at the end); alpha = exp2(m_old - m_new), the factor O must be rescaled by (the
  * warp-specialised kernel applies it later, while its P V of the previous tile is in flight). exp2 is exp2_approx
  * when kApprox, else exp2f. The thread's two rows go together and each row's max and sum run in two chains (even and
- * odd n8 tiles), so that the dependent chains are half as long.
- * kLazy: a row's max moves only when the tile's max exceeds it by more than thr (in log2 units of the scaled scores;
- * thr 0 is the exact running max); otherwise the row keeps its max, alpha is exactly 1, and P may reach 2^thr
- * (FlashAttention-4's lazy rescale: O and l stay consistent with the kept max, so the result is the same up to
- * rounding). Not kLazy: the exact running max, in fewer registers (the mma.sync kernel's D 64 needs 128). */
-template <int NT, bool kApprox = true, bool kLazy = false>
+ * odd n8 tiles), so that the dependent chains are half as long. */
+template <int NT, bool kApprox = true>
 __device__ __forceinline__ void softmax_rows(float (&s)[NT][4], float (&m_r)[2], float (&l_r)[2], float scale_log2,
-                                             float (&alpha)[2], float thr = 0.f) {
+                                             float (&alpha)[2]) {
   static_assert(NT >= 2 && NT % 2 == 0, "two chains a row");
   float mx[2][2], sum[2][2], m_use[2];
 #pragma unroll
@@ -168,19 +163,10 @@ __device__ __forceinline__ void softmax_rows(float (&s)[NT][4], float (&m_r)[2],
     for (int r = 0; r < 2; r++) mx[r][0] = fmaxf(mx[r][0], __shfl_xor_sync(0xffffffffu, mx[r][0], x));
 #pragma unroll
   for (int r = 0; r < 2; r++) {
-    if constexpr (kLazy) {
-      /* false where both are -inf (NaN): the row saw no key yet and keeps m = -inf */
-      const bool up = (mx[r][0] - m_r[r]) * scale_log2 > thr;
-      const float m_new = up ? mx[r][0] : m_r[r];
-      m_use[r] = m_new == -INFINITY ? 0.f : m_new * scale_log2; /* all masked so far */
-      alpha[r] = up ? exp2_of<kApprox>(fmaf(m_r[r], scale_log2, -m_use[r])) : 1.f;
-      m_r[r] = m_new;
-    } else {
-      const float m_new = fmaxf(m_r[r], mx[r][0]);
-      m_use[r] = m_new == -INFINITY ? 0.f : m_new * scale_log2; /* all masked so far */
-      alpha[r] = exp2_of<kApprox>(fmaf(m_r[r], scale_log2, -m_use[r]));
-      m_r[r] = m_new;
-    }
+    const float m_new = fmaxf(m_r[r], mx[r][0]);
+    m_use[r] = m_new == -INFINITY ? 0.f : m_new * scale_log2; /* all masked so far */
+    alpha[r] = exp2_of<kApprox>(fmaf(m_r[r], scale_log2, -m_use[r]));
+    m_r[r] = m_new;
   }
 #pragma unroll
   for (int j = 0; j < NT; j++)
@@ -205,12 +191,6 @@ __device__ __forceinline__ void rescale_o(float (&o)[ND][4], const float (&alpha
     o[j][2] *= alpha[1];
     o[j][3] *= alpha[1];
   }
-}
-
-/* rescale_o, skipped where no row of the warp changed its max (every lane must call it). */
-template <int ND>
-__device__ __forceinline__ void rescale_o_moved(float (&o)[ND][4], const float (&alpha)[2]) {
-  if (__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) rescale_o<ND>(o, alpha);
 }
 
 /* Online softmax over one S tile with O rescaled at once. */
@@ -264,9 +244,6 @@ __device__ __forceinline__ void store_out(const fwd_params &p, const fwd_block &
       p.lse[(long long)h * p.total_q + blk.q0 + row] = l > 0.f ? m_r[r] * p.scale + logf(l) : -INFINITY;
   }
 }
-
-/* MK_ATTN_RESCALE (flash_fwd.cu): fwd_params.rescale_thr of the warp-specialised kernels. */
-int64_t mk_param_attn_rescale(void);
 
 /* Merges the splits' partials (p.splits > 1) into O and the LSE (flash_fwd.cu). */
 mk_status fwd_merge(const fwd_params &p, int d, cudaStream_t stream);

@@ -118,7 +118,7 @@ __global__ void __launch_bounds__(ws_config::kThreads, 1)
     for (int j = 0; j < ND; j++) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
     if (tiles > 0) {
       mk_sm90::mbar_wait(&sm.bar->q_full, qi & 1);
-      ws_consume<D>(sm, wg, ct, tiles, kt, blk, row0, p.scale_log2, p.rescale_thr,
+      ws_consume<D>(sm, wg, ct, tiles, kt, blk, row0, p.scale_log2,
                     [](int t, fwd_block &b) { return (b.n_begin + t) * BN; }, o, m_r, l_r);
       qi++;
     }

@@ -9,12 +9,11 @@
  *                                    cp.async of a tile (ws_load_tile) or in place of a load
  *   q_empty, k_empty[s], v_empty[s]  8 arrivals: lane 0 of each consumer warp once its wgmma has read the buffer
  *                                    (Q after the item's last S)
- *   sink                             a word the consumers store to and nobody reads (ws_pin_softmax)
  * The producer loads in the order the consumers read: Q, K0, K1, V0, K2, V1, ...; the ring's stages and phases count
  * tiles over all of a CTA's items (kt).
  * Per key tile t, each consumer (ws_consume):
- *   issue S_t = Q K_t^T; rescale O by alpha_{t-1} (where a row of the warp moved its max); issue O += P_{t-1} V_{t-1}
- *   wait S_t; release K_t; mask, online softmax of S_t (alpha_t, P_t in fp32) while P V runs (ws_pin_softmax)
+ *   issue S_t = Q K_t^T; rescale O by alpha_{t-1}; issue O += P_{t-1} V_{t-1}
+ *   wait S_t; release K_t; mask, online softmax of S_t (alpha_t, P_t in fp32) while P V runs
  *   wait P V; release V_{t-1}; P_t to bf16 register fragments
  * and the two consumers take turns issuing their wgmmas (named barriers 1 and 2, FA3's warp scheduler barrier), so
  * one's softmax overlaps the other's tensor-core work. */
@@ -44,7 +43,6 @@ struct ws_bars {
   uint64_t q_full, q_empty;
   uint64_t k_full[ws_config::kStages], v_full[ws_config::kStages];
   uint64_t k_empty[ws_config::kStages], v_empty[ws_config::kStages];
-  float sink;
 };
 
 /* The tiles and the barriers, carved from the dynamic shared memory. */
@@ -127,25 +125,15 @@ __device__ __forceinline__ void ws_their_turn(int wg) {
   mk_sm90::named_bar_arrive(ws_config::kBarSched + (wg ^ 1), 256);
 }
 
-/* Keeps the softmax's exponentials before the wait for P V_{t-1}. Left alone, ptxas moves that wait
- * (WARPGROUP.DEPBAR) up among them, after the 7th of 64 in the flash kernel and before the first in the ring one,
- * so that it can write P_t's bf16 fragments early into the registers P V_{t-1} reads; the softmax then waits for the
- * tensor pipe (NOTES, attention/flash_fwd, sessions 45 and 46). ptxas keeps a shared-memory store before the wait,
- * and this one stores the row sums, which need every exponential. */
-__device__ __forceinline__ void ws_pin_softmax(ws_bars &bar, const float (&l_r)[2]) {
-  asm volatile("st.shared.f32 [%0], %1;" ::"r"(smem_u32(&bar.sink)), "f"(l_r[0] + l_r[1]) : "memory");
-}
-
 /* One consumer warpgroup (wg 0 or 1; ct = its thread index within the two consumers): the `tiles` key tiles of one
  * item against the Q tile in shared memory (q_full already waited for), accumulating into o, m_r, l_r (this thread's
- * rows row0 and row0 + 8 of blk; thr: softmax_rows's, O rescaled only where a row of the warp moved its max).
- * tile_mask(t, blk) sets blk's keys (seqlen_k) and causal offset (off) for key tile
+ * rows row0 and row0 + 8 of blk). tile_mask(t, blk) sets blk's keys (seqlen_k) and causal offset (off) for key tile
  * t and returns the tile's first key relative to them; it runs before K_t is released. kt: the CTA's tiles so far
  * (advanced by tiles). Releases Q after the last S (at once when tiles is 0). */
 template <int D, class TileMask>
 __device__ __forceinline__ void ws_consume(const ws_smem<D> &sm, int wg, int ct, int tiles, int &kt, fwd_block &blk,
-                                           int row0, float scale_log2, float thr, TileMask tile_mask,
-                                           float (&o)[D / 8][4], float (&m_r)[2], float (&l_r)[2]) {
+                                           int row0, float scale_log2, TileMask tile_mask, float (&o)[D / 8][4],
+                                           float (&m_r)[2], float (&l_r)[2]) {
   using C = ws_config;
   constexpr int BM = C::kBM, BN = C::kBN, S = C::kStages, NT = BN / 8, ND = D / 8;
   ws_bars &bar = *sm.bar;
@@ -195,7 +183,7 @@ __device__ __forceinline__ void ws_consume(const ws_smem<D> &sm, int wg, int ct,
     release(&bar.k_empty[stage(t)]);
     if (t == tiles - 1) release(&bar.q_empty);
     mask_tile<NT>(s, blk, n0, row0, tq4);
-    softmax_rows<NT, true, true>(s, m_r, l_r, scale_log2, alpha, thr);
+    softmax_rows<NT>(s, m_r, l_r, scale_log2, alpha);
   };
   auto pv_done = [&](int t) { /* P V_t has completed: V_t is free, and P may be overwritten */
     fence_regs(of);
@@ -218,18 +206,17 @@ __device__ __forceinline__ void ws_consume(const ws_smem<D> &sm, int wg, int ct,
     mk_sm90::mbar_wait(&bar.k_full[stage(t)], phase(t));
     ws_my_turn(wg);
     issue_s(t);
-    rescale_o_moved<ND>(o, alpha);
+    rescale_o<ND>(o, alpha);
     mk_sm90::mbar_wait(&bar.v_full[stage(t - 1)], phase(t - 1));
     issue_pv(t - 1);
     ws_their_turn(wg);
     wgmma_wait<1>();
     s_done(t);
-    ws_pin_softmax(bar, l_r);
     wgmma_wait<0>();
     pv_done(t - 1);
     to_p();
   }
-  rescale_o_moved<ND>(o, alpha);
+  rescale_o<ND>(o, alpha);
   mk_sm90::mbar_wait(&bar.v_full[stage(tiles - 1)], phase(tiles - 1));
   ws_my_turn(wg);
   issue_pv(tiles - 1);

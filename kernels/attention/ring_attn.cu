@@ -241,7 +241,6 @@ static fwd_params ring_fwd_params(const mk_ring_attn_t *ra, const mk_ring_attn_a
   p.mask = a->causal ? MK_ATTN_MASK_CAUSAL_OFFSET : MK_ATTN_MASK_NONE;
   p.scale = a->softmax_scale;
   p.scale_log2 = a->softmax_scale * 1.4426950408889634f;
-  p.rescale_thr = (float)mk_param_attn_rescale();
   return p;
 }
 

@@ -150,7 +150,7 @@ __device__ __forceinline__ void ring_ws_consume(const ring_params &rp, const ws_
     float o[ND][4], m_r[2] = {-INFINITY, -INFINITY}, l_r[2] = {0.f, 0.f};
 #pragma unroll
     for (int j = 0; j < ND; j++) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
-    ws_consume<D>(sm, wg, ct, tiles, kt, blk, row0, rp.p.scale_log2, rp.p.rescale_thr,
+    ws_consume<D>(sm, wg, ct, tiles, kt, blk, row0, rp.p.scale_log2,
                   [&](int t, fwd_block &b) {
                     const ring_ws_note &n = sh.note[(kt + t) % S];
                     b.seqlen_k = n.seqlen_k;
