@@ -90,7 +90,8 @@ fi
 #   softmax a warp ~586 -> ~690 instructions (88 elements a thread, not 64; the O rescale, the reductions and the
 #   barriers once a tile). Prediction: the period 2983 -> 3800-3950 cycles (tensor 69 -> 71-74 %); S >= 8192 -3 to
 #   -6 % (sustained, with ~15 % fewer instructions a key also under the power cap), 2048 level to -4 % (12 tiles of 176
-#   pad 3 % of the keys), d 64 -3 to -8 %.
+#   pad 3 % of the keys), d 64 -3 to -8 %. Also S 16384 causal (one CTA an item there) with 176 forced (1) against 128:
+#   the diagonal tiles are masked work, 176-wide ones waste more of it (-2 to +3 %).
 #   MK_CALL_LIMIT=400 CTEST_ARGS="-R ^test_(flash_attn(_ws0|_ws1|_bn176|_bn128)?|ring_attn_1|model_gpu_prefill)$" \
 #     CTEST_TIMEOUT=200 CTEST_WALL=200 tools/gpu-check.sh -- 'bash ../../tools/bench/next_s46.sh c'
 stamps_build() { # this tree with ws_stamps.patch, mk-bench only, into /tmp/stb
@@ -143,6 +144,10 @@ if [ "$PART" = c ]; then
       --causal 0 --path fused --json "$RES/bn${v}_$r.json"
     TAIL=1 marked "bn${v}_d64_$r" 30 env MK_ATTN_WS_BN176=$v mk-bench attn --mode prefill --seq 8192 --d 64 \
       --causal 0 --path fused --json "$RES/bn${v}_d64_$r.json"
+  done; done
+  for r in 1 2; do for v in 1 0; do # causal past 8192 keys runs one CTA an item: 176 forced against 128
+    TAIL=1 marked "causal_bn${v}_$r" 30 env MK_ATTN_WS_BN176=$v mk-bench attn --mode prefill --seq 16384 --causal 1 \
+      --path fused --json "$RES/causal_bn${v}_$r.json"
   done; done
   for r in 1 2; do for v in -1 0; do
     TAIL=1 marked "burst_bn${v}_$r" 30 env MK_ATTN_WS_BN176=$v mk-bench attn --mode prefill --seq 16384 --causal 0 \
