@@ -21,7 +21,9 @@
 #   S >= 8192 (64 of ~586 instructions a warp and tile); d 64 more than d 128 (more of its period is softmax).
 # part b (the tree after part a: the pin removed, the lazy rescale kept): part a's stamped build ran S 16384
 #   non-causal at 6.42-6.75 ms where every unstamped build took 7.29-7.46, and its SASS has the pin's order (all 64
-#   exponentials before the wait). The stamps runs took --warmup 2 --iters 5, the others 10 / 50. Which is it:
+#   exponentials before the wait). The stamps runs took --warmup 2 --iters 5, the others 10 / 50. Which is it
+#   (the stamped build did not build in this part: ws_stamps.patch did not apply to d3671c5's tree; the iteration
+#   counts alone answered it):
 #   (1) 16384 non-causal (one CTA an item) of this build, its stamped build (ws_stamps.patch) and b38506f's at
 #   warmup / iters 2 / 5, 10 / 50 and 10 / 300, nvidia-smi sampling clocks and power every 20 ms;
 #   (2) old (b38506f), lazy (MK_ATTN_RESCALE=8) and exact (=0) in turns, twice, part a's shapes.
@@ -81,6 +83,9 @@ if [ "$PART" = a ]; then
   kill "$SMI" 2>/dev/null
   python3 "$REPO/tools/bench/clock_steps.py" "$RES/clocks.csv" "$MARKS" | tee "$RES/clock_steps.txt"
 fi
+# part c ran at 94e3813 and hung in every 176-key call (the consumers asked for more registers than the CTA's pool
+#   holds; NOTES session 46 item 4). The code left main; tools/bench/bn176.patch holds it with the fix (24 / 240):
+#   git apply tools/bench/bn176.patch before this part.
 # part c (the tree after part b: the pin and the lazy rescale removed; the one-CTA-an-item kernel with 176-key tiles for
 #   unsplit non-causal calls, MK_ATTN_WS_BN176=-1, FlashAttention-3's tile for d 128; consumers at 240 registers):
 #   tests, then 176 (-1) against 128 (0) in turns, twice: non-causal S 2048 / 8192 / 16384 (d 128), d 64 at 8192;
