@@ -22,8 +22,8 @@
 # part b (the tree after part a: the pin removed, the lazy rescale kept): part a's stamped build ran S 16384
 #   non-causal at 6.42-6.75 ms where every unstamped build took 7.29-7.46, and its SASS has the pin's order (all 64
 #   exponentials before the wait). The stamps runs took --warmup 2 --iters 5, the others 10 / 50. Which is it
-#   (the stamped build did not build in this part: ws_stamps.patch did not apply to d3671c5's tree; the iteration
-#   counts alone answered it):
+#   (the stamped build did not build in this part: ws_stamps.patch did not apply to d3671c5's tree, and its steps
+#   named /tmp/stb, not /tmp/stb/bin, since fixed; the iteration counts alone answered it):
 #   (1) 16384 non-causal (one CTA an item) of this build, its stamped build (ws_stamps.patch) and b38506f's at
 #   warmup / iters 2 / 5, 10 / 50 and 10 / 300, nvidia-smi sampling clocks and power every 20 ms;
 #   (2) old (b38506f), lazy (MK_ATTN_RESCALE=8) and exact (=0) in turns, twice, part a's shapes.
@@ -42,31 +42,33 @@ marked() { # NAME SECONDS COMMAND...: step, with its start and end in $MARKS for
   step "$@"
   echo "end $name $(date '+%Y/%m/%d %H:%M:%S.%3N')" >> "$MARKS"
 }
-if [ "$PART" = a ]; then
-  STEP_GREP='^attn_prefill fused +b|torch_sdpa_cudnn \{|FAIL|rror'
-  nvidia-smi --query-gpu=timestamp,index,clocks.sm,power.draw --format=csv,noheader -lms 50 > "$RES/clocks.csv" 2>&1 &
-  SMI=$!
-  OLD_TARGETS=mk-bench old_build b38506f
-  shapes() { # WHICH R BINDIR RESCALE
-    TAIL=6 marked "attn_$1_$2" 60 env MK_ATTN_RESCALE=$4 "$3/mk-bench" attn --mode prefill --seq 2048,8192,16384 \
-      --path fused --json "$RES/attn_$1_$2.json"
-    TAIL=1 marked "tp4_$1_$2" 20 env MK_ATTN_RESCALE=$4 "$3/mk-bench" attn --mode prefill --seq 8192 --hq 8 --hkv 2 \
-      --causal 1 --path fused --json "$RES/tp4_$1_$2.json"
-    TAIL=2 marked "d64_$1_$2" 20 env MK_ATTN_RESCALE=$4 "$3/mk-bench" attn --mode prefill --seq 8192 --d 64 \
-      --path fused --json "$RES/d64_$1_$2.json"
-  }
-  for r in 1 2; do
-    shapes old $r "$OB" 8
-    shapes pin $r "$BIN" 0
-    shapes lazy $r "$BIN" 8
-  done
-  # the stamps build: this tree with ws_stamps.patch, mk-bench only
+shapes() { # WHICH R BINDIR RESCALE: parts a and b's shapes with MK_ATTN_RESCALE (ignored by builds without it)
+  TAIL=6 marked "attn_$1_$2" 60 env MK_ATTN_RESCALE=$4 "$3/mk-bench" attn --mode prefill --seq 2048,8192,16384 \
+    --path fused --json "$RES/attn_$1_$2.json"
+  TAIL=1 marked "tp4_$1_$2" 20 env MK_ATTN_RESCALE=$4 "$3/mk-bench" attn --mode prefill --seq 8192 --hq 8 --hkv 2 \
+    --causal 1 --path fused --json "$RES/tp4_$1_$2.json"
+  TAIL=2 marked "d64_$1_$2" 20 env MK_ATTN_RESCALE=$4 "$3/mk-bench" attn --mode prefill --seq 8192 --d 64 \
+    --path fused --json "$RES/d64_$1_$2.json"
+}
+stamps_build() { # this tree with ws_stamps.patch, mk-bench only, into /tmp/stb
   rm -rf /tmp/stree && mkdir -p /tmp/stree &&
     (cd "$REPO" && tar cf - --exclude=./build-gpu --exclude=./.carry --exclude=./docs .) | tar xf - -C /tmp/stree &&
     (cd /tmp/stree && git apply "$REPO/tools/bench/ws_stamps.patch") &&
     cmake -S /tmp/stree -B /tmp/stb -G Ninja -DCMAKE_PREFIX_PATH=/tmp/mkprefix/usr > "$RES/stamps_configure.log" 2>&1 &&
     cmake --build /tmp/stb -j "$(nproc)" --target mk-bench > "$RES/stamps_build.log" 2>&1
   echo "stamps build rc=$? at $(( $(date +%s) - T0 )) s"
+}
+if [ "$PART" = a ]; then
+  STEP_GREP='^attn_prefill fused +b|torch_sdpa_cudnn \{|FAIL|rror'
+  nvidia-smi --query-gpu=timestamp,index,clocks.sm,power.draw --format=csv,noheader -lms 50 > "$RES/clocks.csv" 2>&1 &
+  SMI=$!
+  OLD_TARGETS=mk-bench old_build b38506f
+  for r in 1 2; do
+    shapes old $r "$OB" 8
+    shapes pin $r "$BIN" 0
+    shapes lazy $r "$BIN" 8
+  done
+  stamps_build
   for v in 0 8; do for r in 1 2; do
     TAIL=1 marked "stamps_rs${v}_$r" 40 env MK_ATTN_WS_PERSISTENT=0 MK_ATTN_RESCALE=$v \
       MK_WS_STAMPS="$RES/stamps_rs${v}_$r.txt" /tmp/stb/bin/mk-bench attn --mode prefill --seq 16384 --causal 0 \
@@ -99,14 +101,6 @@ fi
 #   the diagonal tiles are masked work, 176-wide ones waste more of it (-2 to +3 %).
 #   MK_CALL_LIMIT=300 CTEST_ARGS="-R ^test_flash_attn(_bn176|_bn128)?$" CTEST_TIMEOUT=100 CTEST_WALL=100 \
 #     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s46.sh c'
-stamps_build() { # this tree with ws_stamps.patch, mk-bench only, into /tmp/stb
-  rm -rf /tmp/stree && mkdir -p /tmp/stree &&
-    (cd "$REPO" && tar cf - --exclude=./build-gpu --exclude=./.carry --exclude=./docs .) | tar xf - -C /tmp/stree &&
-    (cd /tmp/stree && git apply "$REPO/tools/bench/ws_stamps.patch") &&
-    cmake -S /tmp/stree -B /tmp/stb -G Ninja -DCMAKE_PREFIX_PATH=/tmp/mkprefix/usr > "$RES/stamps_configure.log" 2>&1 &&
-    cmake --build /tmp/stb -j "$(nproc)" --target mk-bench > "$RES/stamps_build.log" 2>&1
-  echo "stamps build rc=$? at $(( $(date +%s) - T0 )) s"
-}
 if [ "$PART" = b ]; then
   STEP_GREP='^attn_prefill fused +b|FAIL|rror'
   Q=timestamp,index,clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active
@@ -117,20 +111,12 @@ if [ "$PART" = b ]; then
   stamps_build
   for it in "2 5" "10 50" "10 300"; do
     set -- $it
-    for b in "new $BIN" "stamped /tmp/stb" "old $OB"; do
+    for b in "new $BIN" "stamped /tmp/stb/bin" "old $OB"; do
       set -- $it $b
       TAIL=1 marked "iters_$3_$2" 40 env MK_ATTN_WS_PERSISTENT=0 "$4/mk-bench" attn --mode prefill --seq 16384 \
         --causal 0 --path fused --warmup $1 --iters $2 --json "$RES/iters_$3_$2.json"
     done
   done
-  shapes() { # WHICH R BINDIR RESCALE
-    TAIL=6 marked "attn_$1_$2" 60 env MK_ATTN_RESCALE=$4 "$3/mk-bench" attn --mode prefill --seq 2048,8192,16384 \
-      --path fused --json "$RES/attn_$1_$2.json"
-    TAIL=1 marked "tp4_$1_$2" 20 env MK_ATTN_RESCALE=$4 "$3/mk-bench" attn --mode prefill --seq 8192 --hq 8 --hkv 2 \
-      --causal 1 --path fused --json "$RES/tp4_$1_$2.json"
-    TAIL=2 marked "d64_$1_$2" 20 env MK_ATTN_RESCALE=$4 "$3/mk-bench" attn --mode prefill --seq 8192 --d 64 \
-      --path fused --json "$RES/d64_$1_$2.json"
-  }
   for r in 1 2; do
     shapes old $r "$OB" 8
     shapes exact $r "$BIN" 0
