@@ -47,11 +47,11 @@ __device__ __forceinline__ bool ws_item(const fwd_params &p, int r, int &z, int 
 
 /* The producer warp: per item, Q (once the consumers are done with the previous item's), then K0, K1, V0, K2, V1,
  * ... into the ring; kt counts the ring's tiles over the items. */
-template <int D, bool kPersist>
+template <int D, bool kPersist, int BN>
 __device__ __forceinline__ void ws_produce(const CUtensorMap *tq, const CUtensorMap *tk, const CUtensorMap *tv,
-                                           const fwd_params &p, const ws_smem<D> &sm) {
+                                           const fwd_params &p, const ws_smem<D, BN> &sm) {
   using C = ws_config;
-  constexpr int BM = C::kBM, BN = C::kBN, S = C::kStages;
+  constexpr int BM = C::kBM, S = C::kStages;
   ws_bars &bar = *sm.bar;
   const bool varlen = p.cu_k != nullptr;
   if (threadIdx.x % 32 == 0) {
@@ -71,7 +71,7 @@ __device__ __forceinline__ void ws_produce(const CUtensorMap *tq, const CUtensor
     auto load = [&](const CUtensorMap *map, const uint16_t *g, uint16_t *ring, uint64_t *full, uint64_t *empty,
                     int t) {
       const int s = (kt + t) % S, nb = blk.n_begin + t, valid = blk.seqlen_k - nb * BN;
-      ws_load_tile<D>(map, ring + s * BN * D, &full[s], &empty[s], (uint32_t)(((kt + t) / S) & 1), col,
+      ws_load_tile<D, BN>(map, ring + s * BN * D, &full[s], &empty[s], (uint32_t)(((kt + t) / S) & 1), col,
                       blk.k0 + nb * BN, 0, !varlen || valid >= BN, g + (long long)nb * BN * blk.kv_stride,
                       blk.kv_stride, valid);
     };
@@ -84,7 +84,7 @@ __device__ __forceinline__ void ws_produce(const CUtensorMap *tq, const CUtensor
   }
 }
 
-template <int D, bool kPersist>
+template <int D, bool kPersist, int BN>
 __global__ void __launch_bounds__(ws_config::kThreads, 1)
     flash_fwd_ws_kernel(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
                         const __grid_constant__ CUtensorMap tv, const fwd_params p) {
@@ -92,19 +92,25 @@ __global__ void __launch_bounds__(ws_config::kThreads, 1)
   __trap(); /* built for a GPU without wgmma: the launcher never starts this kernel there */
 #else
   using C = ws_config;
-  constexpr int BM = C::kBM, BN = C::kBN, ND = D / 8;
+  constexpr int BM = C::kBM, ND = D / 8;
   extern __shared__ __align__(1024) uint8_t smem_raw[];
-  const ws_smem<D> sm(smem_raw);
+  const ws_smem<D, BN> sm(smem_raw);
   const int tid = threadIdx.x;
   if (tid == 0) ws_init_bars(*sm.bar);
   __syncthreads();
 
+  /* The 176-key tile's S and P take 36 registers more a consumer thread: 240 there and 24 for the producer (its
+   * cp.async path spills; at 232 / 40 the consumers' tile loop spilled). setmaxnreg moves registers inside the CTA's
+   * pool, 384 threads x the 168 of the launch: with 32 / 240 the consumers' increase waited for ever (run 94e3813). */
+  constexpr int kProducerRegs = BN == C::kBN ? C::kProducerRegs : 24;
+  constexpr int kConsumerRegs = BN == C::kBN ? C::kConsumerRegs : 240;
+  static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= C::kThreads * 168, "the CTA's register pool");
   if (tid < 128) {
-    mk_sm90::setmaxnreg_dec<C::kProducerRegs>();
-    if (tid < 32) ws_produce<D, kPersist>(&tq, &tk, &tv, p, sm);
+    mk_sm90::setmaxnreg_dec<kProducerRegs>();
+    if (tid < 32) ws_produce<D, kPersist, BN>(&tq, &tk, &tv, p, sm);
     return;
   }
-  mk_sm90::setmaxnreg_inc<C::kConsumerRegs>();
+  mk_sm90::setmaxnreg_inc<kConsumerRegs>();
   const int ct = tid - 128, wg = ct / 128, tq4 = tid % 4;
   if (wg == 1) ws_their_turn(wg); /* consumer 0 issues first */
   int kt = 0, qi = 0, z, m_block, h;
@@ -118,7 +124,7 @@ __global__ void __launch_bounds__(ws_config::kThreads, 1)
     for (int j = 0; j < ND; j++) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
     if (tiles > 0) {
       mk_sm90::mbar_wait(&sm.bar->q_full, qi & 1);
-      ws_consume<D>(sm, wg, ct, tiles, kt, blk, row0, p.scale_log2,
+      ws_consume<D, BN>(sm, wg, ct, tiles, kt, blk, row0, p.scale_log2,
                     [](int t, fwd_block &b) { return (b.n_begin + t) * BN; }, o, m_r, l_r);
       qi++;
     }
@@ -135,9 +141,12 @@ __global__ void __launch_bounds__(ws_config::kThreads, 1)
  * slower beyond, where its items, heaviest first across all heads, read every KV head at once (one CTA an item runs
  * the query blocks of one head together). */
 MK_PARAM_INT(attn_ws_persistent, "ATTN_WS_PERSISTENT", -1, -1, 1)
+/* MK_ATTN_WS_BN176: 1 the one-CTA-an-item kernel takes tiles of 176 keys (FlashAttention-3's for d 128 without a
+ * mask), 0 128, -1 (default) 176 for unsplit non-causal calls. The persistent kernel takes 128. */
+MK_PARAM_INT(attn_ws_bn176, "ATTN_WS_BN176", -1, -1, 1)
 
-template <int D>
-mk_status ws_launch(const fwd_params &p, int sms, cudaStream_t stream) {
+template <int D, bool kPersist, int BN>
+mk_status ws_start(const fwd_params &p, int persistent, cudaStream_t stream) {
   using C = ws_config;
   CUtensorMap mq, mk, mv;
   /* The maps' rows: one sequence ends at its last key (TMA zero-fills the tail tile); in a varlen batch only key
@@ -146,14 +155,20 @@ mk_status ws_launch(const fwd_params &p, int sms, cudaStream_t stream) {
   k_rows = k_rows < 1 ? 1 : k_rows > INT32_MAX ? INT32_MAX : k_rows;
   const uint64_t qr = (uint64_t)(p.total_q > 0 ? p.total_q : 1), kr = (uint64_t)k_rows;
   MK_CHECK(mk_gemm_encode_map(&mq, p.q, (uint64_t)p.hq * D, qr, 1, 64, C::kBM));
-  MK_CHECK(mk_gemm_encode_map(&mk, p.k, (uint64_t)p.hkv * D, kr, 1, 64, C::kBN));
-  MK_CHECK(mk_gemm_encode_map(&mv, p.v, (uint64_t)p.hkv * D, kr, 1, 64, C::kBN));
-  const int64_t mode = mk_param_attn_ws_persistent();
+  MK_CHECK(mk_gemm_encode_map(&mk, p.k, (uint64_t)p.hkv * D, kr, 1, 64, BN));
+  MK_CHECK(mk_gemm_encode_map(&mv, p.v, (uint64_t)p.hkv * D, kr, 1, 64, BN));
+  return flash_fwd_start(flash_fwd_ws_kernel<D, kPersist, BN>, C::kThreads, C::kBM, C::smem_bytes<D, BN>(), p, D,
+                         persistent, stream, mq, mk, mv);
+}
+
+template <int D>
+mk_status ws_launch(const fwd_params &p, int sms, cudaStream_t stream) {
+  const int64_t mode = mk_param_attn_ws_persistent(), bn176 = mk_param_attn_ws_bn176();
   if (mode == 1 || (mode < 0 && p.mask != MK_ATTN_MASK_NONE && p.seqlen_k <= 8192))
-    return flash_fwd_start(flash_fwd_ws_kernel<D, true>, C::kThreads, C::kBM, C::smem_bytes<D>(), p, D, sms, stream, mq,
-                           mk, mv);
-  return flash_fwd_start(flash_fwd_ws_kernel<D, false>, C::kThreads, C::kBM, C::smem_bytes<D>(), p, D, 0, stream, mq,
-                         mk, mv);
+    return ws_start<D, true, ws_config::kBN>(p, sms, stream);
+  if (bn176 == 1 || (bn176 < 0 && p.mask == MK_ATTN_MASK_NONE && p.splits <= 1))
+    return ws_start<D, false, 176>(p, 0, stream);
+  return ws_start<D, false, ws_config::kBN>(p, 0, stream);
 }
 
 }  // namespace

@@ -1,10 +1,11 @@
 /* flash_fwd_ws.cuh — internal: the pieces of FlashAttention-3's warp-specialised schedule (Hopper, sm_90a) shared by
  * the flash forward kernel (flash_fwd_ws.cu) and the fused ring attention (ring_attn_ws.cu).
  *
- * A CTA of 384 threads: warpgroup 0 the producer (its first warp loads tiles; registers cut to 56), warpgroups 1 and
- * 2 the consumers (registers raised to 224), 64 query rows each of a 128-row query block. Shared memory, from a
- * 1024-byte boundary: the Q tile, a 2-stage ring of K tiles, a 2-stage ring of V tiles (128 keys each, SW128 layout,
- * see wgmma.cuh), then the barriers (ws_bars):
+ * A CTA of 384 threads: warpgroup 0 the producer (its first warp loads tiles; registers cut to 56, 32 with 176-key
+ * tiles), warpgroups 1 and 2 the consumers (registers raised to 224, 240), 64 query rows each of a 128-row query
+ * block. Shared memory, from a 1024-byte boundary: the Q tile, a 2-stage ring of K tiles, a 2-stage ring of V
+ * tiles (BN keys each: 128, or 176 in the flash kernel's non-causal calls; SW128 layout, see wgmma.cuh), then the
+ * barriers (ws_bars):
  *   q_full, k_full[s], v_full[s]     1 arrival: the producer's expect_tx (a TMA load), or its plain arrive after the
  *                                    cp.async of a tile (ws_load_tile) or in place of a load
  *   q_empty, k_empty[s], v_empty[s]  8 arrivals: lane 0 of each consumer warp once its wgmma has read the buffer
@@ -29,16 +30,16 @@ namespace mk_attn {
 struct ws_config {
   static constexpr int kConsumers = 2; /* consumer warpgroups, 64 query rows each */
   static constexpr int kThreads = 128 * (kConsumers + 1);
-  static constexpr int kBM = 64 * kConsumers, kBN = 128;
+  static constexpr int kBM = 64 * kConsumers, kBN = 128; /* kBN: the key tile, unless a kernel names another */
   static constexpr int kStages = 2;
   static constexpr int kProducerRegs = 56, kConsumerRegs = 224; /* 56: the producer without spills */
   /* setmaxnreg moves registers inside the CTA's pool, kThreads x the 168 a thread of the launch: an increase past it
    * waits for ever (NOTES, attention/flash_fwd, session 46) */
   static_assert(128 * kProducerRegs + 128 * kConsumers * kConsumerRegs <= kThreads * 168, "the CTA's register pool");
   static constexpr int kBarSched = 1; /* named barriers kBarSched + consumer: that consumer may issue */
-  template <int D>
+  template <int D, int BN = kBN>
   static constexpr size_t smem_bytes() { /* tiles, then the barriers; + 1 KiB to align the tiles to 1024 bytes */
-    return (size_t)(kBM + 2 * kStages * kBN) * D * sizeof(uint16_t) + 1024 + 256;
+    return (size_t)(kBM + 2 * kStages * BN) * D * sizeof(uint16_t) + 1024 + 256;
   }
 };
 
@@ -48,13 +49,13 @@ struct ws_bars {
   uint64_t k_empty[ws_config::kStages], v_empty[ws_config::kStages];
 };
 
-/* The tiles and the barriers, carved from the dynamic shared memory. */
-template <int D>
+/* The tiles (BN keys a K or V tile) and the barriers, carved from the dynamic shared memory. */
+template <int D, int BN = ws_config::kBN>
 struct ws_smem {
   uint16_t *sQ, *sK, *sV; /* stage s of K at sK + s * BN * D, of V at sV + s * BN * D */
   ws_bars *bar;
   __device__ __forceinline__ explicit ws_smem(uint8_t *raw) {
-    constexpr int BM = ws_config::kBM, BN = ws_config::kBN, S = ws_config::kStages;
+    constexpr int BM = ws_config::kBM, S = ws_config::kStages;
     sQ = reinterpret_cast<uint16_t *>(raw + ((1024 - (smem_u32(raw) & 1023)) & 1023));
     sK = sQ + BM * D;
     sV = sK + S * BN * D;
@@ -86,12 +87,11 @@ __device__ __forceinline__ void ws_load_q(const CUtensorMap *tq, uint16_t *sQ, w
   for (int cb = 0; cb < D / 64; cb++) mk_sm90::tma_load_3d(sQ + cb * BM * 64, tq, &bar.q_full, col + cb * 64, row, 0);
 }
 
-/* The producer warp: a tile of 128 keys by cp.async from g (the tile's first key, head applied; stride elements
+/* The producer warp: a tile of BN keys by cp.async from g (the tile's first key, head applied; stride elements
  * between keys), the keys from `valid` on zero-filled (valid <= 0: a zero tile); full completes once it is in. */
-template <int D>
+template <int D, int BN = ws_config::kBN>
 __device__ __forceinline__ void ws_copy_tile(uint16_t *dst, uint64_t *full, const uint16_t *g, long long stride,
                                              int valid) {
-  constexpr int BN = ws_config::kBN;
   load_rows<BN, D / 8, 32>(dst, g, stride, valid, [](int r, int c) { return sw128(BN, r, c); });
   cp_async_commit();
   cp_async_wait<0>();
@@ -100,15 +100,14 @@ __device__ __forceinline__ void ws_copy_tile(uint16_t *dst, uint64_t *full, cons
   if (threadIdx.x % 32 == 0) mk_sm90::mbar_arrive(full);
 }
 
-/* The producer warp: one K or V tile of 128 keys into a ring stage (dst, its barriers full and empty), once the
+/* The producer warp: one K or V tile of BN keys into a ring stage (dst, its barriers full and empty), once the
  * consumers have freed it (empty's phase of parity ^ 1 complete). By TMA (map, columns from col, rows from row of
  * plane `plane`) when tma; else by ws_copy_tile. full completes once the tile is in. Lane 0 may write what the
  * consumers read with the tile (a per-stage note) before the call: the arrive releases it. */
-template <int D>
+template <int D, int BN = ws_config::kBN>
 __device__ __forceinline__ void ws_load_tile(const CUtensorMap *map, uint16_t *dst, uint64_t *full, uint64_t *empty,
                                              uint32_t parity, int col, int row, int plane, bool tma,
                                              const uint16_t *g, long long stride, int valid) {
-  constexpr int BN = ws_config::kBN;
   mk_sm90::mbar_wait(empty, parity ^ 1); /* a fresh barrier's previous phase is complete */
   if (tma) {
     if (threadIdx.x % 32 == 0) {
@@ -119,7 +118,7 @@ __device__ __forceinline__ void ws_load_tile(const CUtensorMap *map, uint16_t *d
     }
     return;
   }
-  ws_copy_tile<D>(dst, full, g, stride, valid);
+  ws_copy_tile<D, BN>(dst, full, g, stride, valid);
 }
 
 /* Consumer wg may issue its wgmmas / hands the turn to the other consumer. */
@@ -133,12 +132,13 @@ __device__ __forceinline__ void ws_their_turn(int wg) {
  * rows row0 and row0 + 8 of blk). tile_mask(t, blk) sets blk's keys (seqlen_k) and causal offset (off) for key tile
  * t and returns the tile's first key relative to them; it runs before K_t is released. kt: the CTA's tiles so far
  * (advanced by tiles). Releases Q after the last S (at once when tiles is 0). */
-template <int D, class TileMask>
-__device__ __forceinline__ void ws_consume(const ws_smem<D> &sm, int wg, int ct, int tiles, int &kt, fwd_block &blk,
+template <int D, int BN = ws_config::kBN, class TileMask>
+__device__ __forceinline__ void ws_consume(const ws_smem<D, BN> &sm, int wg, int ct, int tiles, int &kt, fwd_block &blk,
                                            int row0, float scale_log2, TileMask tile_mask, float (&o)[D / 8][4],
                                            float (&m_r)[2], float (&l_r)[2]) {
   using C = ws_config;
-  constexpr int BM = C::kBM, BN = C::kBN, S = C::kStages, NT = BN / 8, ND = D / 8;
+  constexpr int BM = C::kBM, S = C::kStages, NT = BN / 8, ND = D / 8;
+  static_assert(BN == 128 || BN == 176, "the S wgmma's widths");
   ws_bars &bar = *sm.bar;
   const int lane = ct % 32, tq4 = lane % 4;
   const uint32_t q_addr = smem_u32(sm.sQ) + (uint32_t)(wg * 64 * 128); /* this consumer's 64 rows */
@@ -156,14 +156,18 @@ __device__ __forceinline__ void ws_consume(const ws_smem<D> &sm, int wg, int ct,
   float(&of)[ND * 4] = *reinterpret_cast<float(*)[ND * 4]>(&o[0][0]);
   auto stage = [&](int t) { return (kt + t) % S; };
   auto phase = [&](int t) { return (uint32_t)(((kt + t) / S) & 1); };
-  auto issue_s = [&](int t) { /* S = Q K_t^T, 64 rows x 128 keys */
+  auto issue_s = [&](int t) { /* S = Q K_t^T, 64 rows x BN keys */
     const uint32_t k_addr = smem_u32(sm.sK + stage(t) * BN * D);
     wgmma_fence();
 #pragma unroll
     for (int ks = 0; ks < D / 16; ks++) {
       const uint32_t cb = (uint32_t)(ks / 4), kofs = (uint32_t)((ks % 4) * 32); /* bytes */
-      wgmma_m64n128k16_ss(sf, gmma_desc(q_addr + cb * BM * 128 + kofs, 16, 1024),
-                          gmma_desc(k_addr + cb * BN * 128 + kofs, 16, 1024), ks > 0);
+      const uint64_t da = gmma_desc(q_addr + cb * BM * 128 + kofs, 16, 1024);
+      const uint64_t db = gmma_desc(k_addr + cb * BN * 128 + kofs, 16, 1024);
+      if constexpr (BN == 128)
+        wgmma_m64n128k16_ss(sf, da, db, ks > 0);
+      else
+        wgmma_m64n176k16_ss(sf, da, db, ks > 0);
     }
     wgmma_commit();
   };

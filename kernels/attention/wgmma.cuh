@@ -58,7 +58,7 @@ __device__ __forceinline__ void fence_u32(uint32_t (&r)[N][4]) {
 /* Generic-proxy writes to shared memory (cp.async, st.shared) visible to wgmma's async proxy. */
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
-/* Operand lists of the accumulator: 32 registers (N = 64) or 64 (N = 128). */
+/* Operand lists of the accumulator: 32 registers (N = 64), 64 (N = 128) or 88 (N = 176). */
 #define MK_WG_REGS32 \
   "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, " \
   "%21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31} "
@@ -75,6 +75,14 @@ __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.
   "+f"((d)[25]), "+f"((d)[26]), "+f"((d)[27]), "+f"((d)[28]), "+f"((d)[29]), "+f"((d)[30]), \
   "+f"((d)[31])
 #define MK_WG_OUT64(d) MK_WG_OUT32(d), MK_WG_OUT32((d) + 32)
+#define MK_WG_OUT8(d) \
+  "+f"((d)[0]), "+f"((d)[1]), "+f"((d)[2]), "+f"((d)[3]), "+f"((d)[4]), "+f"((d)[5]), "+f"((d)[6]), "+f"((d)[7])
+#define MK_WG_OUT88(d) MK_WG_OUT64(d), MK_WG_OUT8((d) + 64), MK_WG_OUT8((d) + 72), MK_WG_OUT8((d) + 80)
+#define MK_WG_REGS88 \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, " \
+  "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, " \
+  "%44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, " \
+  "%66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87} "
 #define MK_WG_SCALE_D(i) "{\n.reg .pred p;\nsetp.ne.b32 p, %" #i ", 0;\n"
 
 /* d[64 x 128] (+)= a (smem, K-major) * b (smem, K-major: B[n][k] with k contiguous). */
@@ -82,6 +90,14 @@ __device__ __forceinline__ void wgmma_m64n128k16_ss(float d[64], uint64_t desc_a
   asm volatile(MK_WG_SCALE_D(66) "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " MK_WG_REGS64
                ", %64, %65, p, 1, 1, 0, 0;\n}\n"
                : MK_WG_OUT64(d)
+               : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+
+/* d[64 x 176] (+)= a (smem, K-major) * b (smem, K-major): the 176-key tile of the non-causal kernel. */
+__device__ __forceinline__ void wgmma_m64n176k16_ss(float d[88], uint64_t desc_a, uint64_t desc_b, int scale_d) {
+  asm volatile(MK_WG_SCALE_D(90) "wgmma.mma_async.sync.aligned.m64n176k16.f32.bf16.bf16 " MK_WG_REGS88
+               ", %88, %89, p, 1, 1, 0, 0;\n}\n"
+               : MK_WG_OUT88(d)
                : "l"(desc_a), "l"(desc_b), "r"(scale_d));
 }
 
