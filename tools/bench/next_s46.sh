@@ -147,3 +147,20 @@ if [ "$PART" = c ]; then
   kill "$SMI" 2>/dev/null
   python3 "$REPO/tools/bench/clock_steps.py" "$RES/clocks.csv" "$MARKS" | tee "$RES/clock_steps.txt"
 fi
+# part d (session 47, after part c in the same call): the stamps (ws_stamps.patch, 94e3813's, which applies to main +
+#   bn176.patch) at S 16384 non-causal, one CTA an item, bursts of 2 / 5, 176 (1) against 128 (0), twice each.
+#   Prediction: the period 2915-2983 -> 3800-3950 cycles a 176-key tile (2816 tensor cycles against 2048), i.e.
+#   21.6-22.4 cycles a key against 22.8-23.3.
+if [ "$PART" = d ]; then
+  STEP_GREP='^attn_prefill fused +b|FAIL|rror'
+  stamps_build
+  for r in 1 2; do for v in 1 0; do
+    TAIL=1 step "stamps_bn${v}_$r" 40 env MK_ATTN_WS_PERSISTENT=0 MK_ATTN_WS_BN176=$v \
+      MK_WS_STAMPS="$RES/stamps_bn${v}_$r.txt" /tmp/stb/bin/mk-bench attn --mode prefill --seq 16384 --causal 0 \
+      --path fused --warmup 2 --iters 5
+  done; done
+  for v in 1 0; do
+    python3 "$REPO/tools/bench/ws_stamps.py" "$RES"/stamps_bn${v}_*.txt > "$RES/ws_stamps_bn$v.txt" 2>&1
+    echo "== bn$v"; cat "$RES/ws_stamps_bn$v.txt"
+  done
+fi
