@@ -164,3 +164,45 @@ if [ "$PART" = d ]; then
     echo "== bn$v"; cat "$RES/ws_stamps_bn$v.txt"
   done
 fi
+# part e (session 47; run 60719dc): 176-key tiles were -3.3 % cycles a key in the stamps' median period (3956-3975
+#   against 2981-2989 a 128-key tile), yet +1 % in 16384 non-causal bursts and +26 % at 2048. The stamps show the last
+#   tile at 16384 (16 valid keys of 176: the TMA box past the sequence's end) waiting ~8,000 cycles more for its K;
+#   S 2048's last tile has 112 of 176. And the sustained 10 / 50 calls were 13-15 % slower than the bursts with
+#   nvidia-smi's SM clock at 1980 MHz throughout (power.draw is a ~1 s average there). So:
+#   (1) nvidia-smi's fields probed, then sampled every 10 ms (with the instantaneous power and the event reasons where
+#   there); the per-call times (--samples) of 120 calls (no warm-up) at 16384 non-causal, 128 then 176, twice.
+#   Prediction: the first ~7 calls ~6.5 ms, then ~7.4; if the SM clock stays at 1980 MHz there, the slowdown is not
+#   the SM clock (the HBM clock, or throttling nvidia-smi's clocks.sm does not show; the reasons field may say).
+#   (2) bursts (2 / 5), 128 (0) against 176 (1) in turns, twice, at S 2048, 2112 (12 x 176), 16384, 16800 (partial
+#   tiles for both), 16896 (96 x 176 = 132 x 128: full tiles for both). Prediction, if the tile past the end is what
+#   costs: 176 at 2048 no faster than at 2112, and 16896 at 176 -2 to -3 % against 128; 128 at 16800 slower per key
+#   than at 16896 (its 132nd tile is partial).
+#   (3) the stamps at 16800 and 16896 for both: the last tile's period against the median.
+if [ "$PART" = e ]; then
+  STEP_GREP='^attn_prefill fused +b|FAIL|rror'
+  nvidia-smi --help-query-gpu > "$RES/smi_fields.txt" 2>&1
+  Q=timestamp,clocks.sm,clocks.mem,power.draw
+  for f in power.draw.instant clocks_event_reasons.active clocks_throttle_reasons.active temperature.gpu \
+    temperature.memory; do
+    nvidia-smi --query-gpu=$Q,$f --format=csv,noheader -c 1 > /dev/null 2>&1 && Q=$Q,$f
+  done
+  echo "sampling: $Q" | tee "$RES/smi_query.txt"
+  nvidia-smi --query-gpu=$Q --format=csv,noheader -lms 10 > "$RES/clocks_e.csv" 2>&1 &
+  SMI=$!
+  for r in 1 2; do for v in 0 1; do
+    TAIL=1 marked "calls_bn${v}_$r" 40 env MK_ATTN_WS_BN176=$v mk-bench attn --mode prefill --seq 16384 --causal 0 \
+      --path fused --warmup 0 --iters 120 --samples "$RES/calls_bn${v}_$r.csv" --json "$RES/calls_bn${v}_$r.json"
+  done; done
+  for r in 1 2; do for v in 0 1; do
+    TAIL=5 marked "tails_bn${v}_$r" 60 env MK_ATTN_WS_BN176=$v mk-bench attn --mode prefill \
+      --seq 2048,2112,16384,16800,16896 --causal 0 --path fused --warmup 2 --iters 5 --json "$RES/tails_bn${v}_$r.json"
+  done; done
+  kill "$SMI" 2>/dev/null
+  stamps_build
+  for s in 16800 16896; do for v in 0 1; do
+    TAIL=1 step "stamps_${s}_bn$v" 40 env MK_ATTN_WS_PERSISTENT=0 MK_ATTN_WS_BN176=$v \
+      MK_WS_STAMPS="$RES/stamps_${s}_bn$v.txt" /tmp/stb/bin/mk-bench attn --mode prefill --seq $s --causal 0 \
+      --path fused --warmup 2 --iters 5
+    python3 "$REPO/tools/bench/ws_stamps.py" "$RES/stamps_${s}_bn$v.txt" 2>&1 | tee "$RES/ws_stamps_${s}_bn$v.txt"
+  done; done
+fi
