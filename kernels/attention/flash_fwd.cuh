@@ -108,11 +108,12 @@ __device__ __forceinline__ void load_rows(uint16_t *tile, const uint16_t *src, l
   }
 }
 
-/* Sets S to -inf for keys past the sequence and, under a causal mask, after the row's
- * diagonal; only tiles that can hold such keys are touched. row0 = this thread's first row. */
+/* Sets S to -inf for keys past the sequence, before lo (keys an earlier tile took: the tail tile of
+ * flash_fwd_ws.cuh's ws_tile_start) and, under a causal mask, after the row's diagonal; only tiles
+ * that can hold such keys are touched. row0 = this thread's first row. */
 template <int NT>
-__device__ __forceinline__ void mask_tile(float (&s)[NT][4], const fwd_block &blk, int n0, int row0, int t) {
-  const bool tail = n0 + NT * 8 > blk.seqlen_k;
+__device__ __forceinline__ void mask_tile(float (&s)[NT][4], const fwd_block &blk, int n0, int row0, int t, int lo) {
+  const bool tail = n0 + NT * 8 > blk.seqlen_k || n0 < lo;
   const bool diag = blk.causal && (long long)n0 + NT * 8 - 1 > (long long)blk.m_start + blk.off;
   if (!tail && !diag) return;
 #pragma unroll
@@ -121,8 +122,12 @@ __device__ __forceinline__ void mask_tile(float (&s)[NT][4], const fwd_block &bl
     for (int e = 0; e < 4; e++) {
       const int key = n0 + j * 8 + 2 * t + (e & 1);
       const long long row = row0 + (e >> 1) * 8;
-      if (key >= blk.seqlen_k || (blk.causal && (long long)key > row + blk.off)) s[j][e] = -INFINITY;
+      if (key < lo || key >= blk.seqlen_k || (blk.causal && (long long)key > row + blk.off)) s[j][e] = -INFINITY;
     }
+}
+template <int NT>
+__device__ __forceinline__ void mask_tile(float (&s)[NT][4], const fwd_block &blk, int n0, int row0, int t) {
+  mask_tile<NT>(s, blk, n0, row0, t, n0);
 }
 
 /* 2^x by the special-function unit alone (MUFU.EX2; results below 2^-126 flush to 0, -inf gives 0). exp2f without

@@ -70,10 +70,10 @@ __device__ __forceinline__ void ws_produce(const CUtensorMap *tq, const CUtensor
     ws_load_q<D>(tq, sm.sQ, bar, h * D, blk.q0 + blk.m_start);
     auto load = [&](const CUtensorMap *map, const uint16_t *g, uint16_t *ring, uint64_t *full, uint64_t *empty,
                     int t) {
-      const int s = (kt + t) % S, nb = blk.n_begin + t, valid = blk.seqlen_k - nb * BN;
+      const int s = (kt + t) % S, n0 = ws_tile_start<BN>(blk.n_begin + t, blk.seqlen_k), valid = blk.seqlen_k - n0;
       ws_load_tile<D, BN>(map, ring + s * BN * D, &full[s], &empty[s], (uint32_t)(((kt + t) / S) & 1), col,
-                      blk.k0 + nb * BN, 0, !varlen || valid >= BN, g + (long long)nb * BN * blk.kv_stride,
-                      blk.kv_stride, valid);
+                          blk.k0 + n0, 0, !varlen || valid >= BN, g + (long long)n0 * blk.kv_stride, blk.kv_stride,
+                          valid);
     };
     load(tk, blk.gk, sm.sK, bar.k_full, bar.k_empty, 0);
     for (int t = 0; t < tiles; t++) {
@@ -125,7 +125,11 @@ __global__ void __launch_bounds__(ws_config::kThreads, 1)
     if (tiles > 0) {
       mk_sm90::mbar_wait(&sm.bar->q_full, qi & 1);
       ws_consume<D, BN>(sm, wg, ct, tiles, kt, blk, row0, p.scale_log2,
-                    [](int t, fwd_block &b) { return (b.n_begin + t) * BN; }, o, m_r, l_r);
+                        [](int t, fwd_block &b) {
+                          const int nb = b.n_begin + t;
+                          return make_int2(ws_tile_start<BN>(nb, b.seqlen_k), nb * BN);
+                        },
+                        o, m_r, l_r);
       qi++;
     }
     store_out<D>(p, blk, h, row0, tq4, o, m_r, l_r);

@@ -121,6 +121,16 @@ __device__ __forceinline__ void ws_load_tile(const CUtensorMap *map, uint16_t *d
   ws_copy_tile<D, BN>(dst, full, g, stride, valid);
 }
 
+/* The first key of key tile nb (BN keys) of a sequence of seqlen_k: nb * BN, except for the tile that runs past the
+ * end of a sequence of at least BN keys, which starts BN keys before the end instead, so that its TMA box lies inside
+ * the sequence: a box past the end made that tile's load 4,000-7,000 cycles slower (NOTES, attention/flash_fwd,
+ * session 47). Its keys before nb * BN, the previous tile's, are masked (mask_tile's lo). */
+template <int BN>
+__device__ __forceinline__ int ws_tile_start(int nb, int seqlen_k) {
+  const int n0 = nb * BN;
+  return n0 + BN > seqlen_k && seqlen_k >= BN ? seqlen_k - BN : n0;
+}
+
 /* Consumer wg may issue its wgmmas / hands the turn to the other consumer. */
 __device__ __forceinline__ void ws_my_turn(int wg) { mk_sm90::named_bar_sync(ws_config::kBarSched + wg, 256); }
 __device__ __forceinline__ void ws_their_turn(int wg) {
@@ -130,7 +140,8 @@ __device__ __forceinline__ void ws_their_turn(int wg) {
 /* One consumer warpgroup (wg 0 or 1; ct = its thread index within the two consumers): the `tiles` key tiles of one
  * item against the Q tile in shared memory (q_full already waited for), accumulating into o, m_r, l_r (this thread's
  * rows row0 and row0 + 8 of blk). tile_mask(t, blk) sets blk's keys (seqlen_k) and causal offset (off) for key tile
- * t and returns the tile's first key relative to them; it runs before K_t is released. kt: the CTA's tiles so far
+ * t and returns the tile's first key relative to them (x) and the first key it counts (y: keys before it are masked,
+ * see ws_tile_start); it runs before K_t is released. kt: the CTA's tiles so far
  * (advanced by tiles). Releases Q after the last S (at once when tiles is 0). */
 template <int D, int BN = ws_config::kBN, class TileMask>
 __device__ __forceinline__ void ws_consume(const ws_smem<D, BN> &sm, int wg, int ct, int tiles, int &kt, fwd_block &blk,
@@ -186,10 +197,10 @@ __device__ __forceinline__ void ws_consume(const ws_smem<D, BN> &sm, int wg, int
   };
   auto s_done = [&](int t) { /* S_t is in registers: K_t is free, and after the item's last S so is Q */
     fence_regs(sf);
-    const int n0 = tile_mask(t, blk);
+    const int2 n0 = tile_mask(t, blk);
     release(&bar.k_empty[stage(t)]);
     if (t == tiles - 1) release(&bar.q_empty);
-    mask_tile<NT>(s, blk, n0, row0, tq4);
+    mask_tile<NT>(s, blk, n0.x, row0, tq4, n0.y);
     softmax_rows<NT>(s, m_r, l_r, scale_log2, alpha);
   };
   auto pv_done = [&](int t) { /* P V_t has completed: V_t is free, and P may be overwritten */

@@ -32,7 +32,8 @@ static_assert(ws_config::kBM == kRingBM && ws_config::kBN == kRingBN, "the items
 
 /* What the consumers need of a key tile to mask it. */
 struct ring_ws_note {
-  int n0, seqlen_k; /* its first key within its span; the span's keys (0: a keyless zero tile) */
+  int n0, lo;       /* its first key within its span; the first it counts (ws_tile_start: the span's tail tile) */
+  int seqlen_k;     /* the span's keys (0: a keyless zero tile) */
   long long off;    /* query i of the item's span sees key j of this span iff j <= i + off (causal) */
 };
 
@@ -120,10 +121,11 @@ __device__ __forceinline__ void ring_ws_produce(const ring_params &rp, uint64_t 
         const rows_span ks = ring_key_span(rp, src, i);
         const int nt = ring_span_tiles(rp, q, m_start, ks);
         for (int nb = 0; nb < nt; nb++) {
+          const int n0 = ws_tile_start<BN>(nb, ks.len);
           if (ok)
-            emit(src, i, nb * BN, ring_ws_note{nb * BN, ks.len, q.pos - ks.pos});
+            emit(src, i, n0, ring_ws_note{n0, nb * BN, ks.len, q.pos - ks.pos});
           else
-            emit(-1, 0, 0, ring_ws_note{0, 0, 0});
+            emit(-1, 0, 0, ring_ws_note{0, 0, 0, 0});
         }
       }
     }
@@ -155,7 +157,7 @@ __device__ __forceinline__ void ring_ws_consume(const ring_params &rp, const ws_
                     const ring_ws_note &n = sh.note[(kt + t) % S];
                     b.seqlen_k = n.seqlen_k;
                     b.off = n.off;
-                    return n.n0;
+                    return make_int2(n.n0, n.lo);
                   },
                   o, m_r, l_r);
     store_out<D>(rp.p, blk, h, row0, ct % 4, o, m_r, l_r);

@@ -206,3 +206,32 @@ if [ "$PART" = e ]; then
     python3 "$REPO/tools/bench/ws_stamps.py" "$RES/stamps_${s}_bn$v.txt" 2>&1 | tee "$RES/ws_stamps_${s}_bn$v.txt"
   done; done
 fi
+# part f (session 47; run acdaba8): a key tile whose TMA box runs past the sequence's end lands 4,100 (128 keys) to
+#   7,300 (176) cycles late (stamps at 16800 against 16896), and 128-key tiles took 0.188 ms at 2112 keys against
+#   0.125 at 2048. This tree starts that tile BN keys before the end instead (ws_tile_start; its keys before nb * BN
+#   masked), in the flash and the ring kernels. In turns, twice: 03d5742's build (old), this one with 128-key tiles
+#   (n128) and with 176 (n176):
+#   (1) bursts (2 / 5) non-causal at 2048, 2112, 8000, 16384, 16800; d 64 at 8000; (2) causal bursts at 2112, 8000,
+#   16800, old against n128; (3) sustained (10 / 50) non-causal 16384 and 16800.
+#   Count: per item, the late tile is 4,100 / 7,300 cycles of ~50,000 at 2112 (17 tiles) and ~390,000 at 16800.
+#   Prediction: n128 against old: 2112 non-causal -8 to -12 %, 8000 -2 to -3 %, 16800 -1 %, 2048 / 16384 level
+#   (no partial tile); causal smaller (only the last query block's items reach the end). n176 at 2048 from 0.158 to
+#   0.125-0.135, at 8000 and 16800 -2 to -4 % against n128.
+#   OLD_TARGETS=mk-bench with .carry/old-03d5742 (git archive 03d5742 | tar x -C .carry/old-03d5742 --exclude=docs).
+if [ "$PART" = f ]; then
+  STEP_GREP='^attn_prefill fused +b|FAIL|rror'
+  OLD_TARGETS=mk-bench old_build 03d5742
+  run3() { # NAME SECONDS ARGS...: old, n128, n176
+    local name=$1 sec=$2; shift 2
+    TAIL=6 marked "${name}_old" "$sec" "$OB/mk-bench" "$@" --json "$RES/${name}_old.json"
+    TAIL=6 marked "${name}_n128" "$sec" env MK_ATTN_WS_BN176=0 mk-bench "$@" --json "$RES/${name}_n128.json"
+    [ "$name" = "${name#causal}" ] &&
+      TAIL=6 marked "${name}_n176" "$sec" env MK_ATTN_WS_BN176=1 mk-bench "$@" --json "$RES/${name}_n176.json"
+  }
+  for r in 1 2; do
+    run3 "burst_$r" 60 attn --mode prefill --seq 2048,2112,8000,16384,16800 --causal 0 --path fused --warmup 2 --iters 5
+    run3 "d64_$r" 20 attn --mode prefill --seq 8000 --d 64 --causal 0 --path fused --warmup 2 --iters 5
+    run3 "causal_$r" 40 attn --mode prefill --seq 2112,8000,16800 --causal 1 --path fused --warmup 2 --iters 5
+  done
+  run3 sustained 60 attn --mode prefill --seq 16384,16800 --causal 0 --path fused
+fi
