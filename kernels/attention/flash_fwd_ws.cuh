@@ -1,7 +1,7 @@
 /* flash_fwd_ws.cuh — internal: the pieces of FlashAttention-3's warp-specialised schedule (Hopper, sm_90a) shared by
  * the flash forward kernel (flash_fwd_ws.cu) and the fused ring attention (ring_attn_ws.cu).
  *
- * A CTA of 384 threads: warpgroup 0 the producer (its first warp loads tiles; registers cut to 56, 32 with 176-key
+ * A CTA of 384 threads: warpgroup 0 the producer (its first warp loads tiles; registers cut to 56, 24 with 176-key
  * tiles), warpgroups 1 and 2 the consumers (registers raised to 224, 240), 64 query rows each of a 128-row query
  * block. Shared memory, from a 1024-byte boundary: the Q tile, a 2-stage ring of K tiles, a 2-stage ring of V
  * tiles (BN keys each: 128, or 176 in the flash kernel's non-causal calls; SW128 layout, see wgmma.cuh), then the

@@ -86,8 +86,7 @@ if [ "$PART" = a ]; then
   python3 "$REPO/tools/bench/clock_steps.py" "$RES/clocks.csv" "$MARKS" | tee "$RES/clock_steps.txt"
 fi
 # part c ran at 94e3813 and hung in every 176-key call (the consumers asked for more registers than the CTA's pool
-#   holds; NOTES session 46 item 4). The code left main; tools/bench/bn176.patch holds it with the fix (24 / 240):
-#   git apply tools/bench/bn176.patch before this part.
+#   holds; NOTES session 46 item 4). The fix (24 / 240) is in main since session 47 (it was tools/bench/bn176.patch).
 # part c (the tree after part b: the pin and the lazy rescale removed; the one-CTA-an-item kernel with 176-key tiles for
 #   unsplit non-causal calls, MK_ATTN_WS_BN176=-1, FlashAttention-3's tile for d 128; consumers at 240 registers):
 #   tests, then 176 (-1) against 128 (0) in turns, twice: non-causal S 2048 / 8192 / 16384 (d 128), d 64 at 8192;
@@ -234,4 +233,26 @@ if [ "$PART" = f ]; then
     run3 "causal_$r" 40 attn --mode prefill --seq 2112,8000,16800 --causal 1 --path fused --warmup 2 --iters 5
   done
   run3 sustained 60 attn --mode prefill --seq 16384,16800 --causal 0 --path fused
+fi
+# part g (session 47, main after the tail-tile start and 176-key tiles by default; run 025e06b): the flash kernel
+#   beside cuDNN (PyTorch SDPA) in one run, sustained (10 / 50) and in bursts (2 / 5): hq 32, hkv 8, d 128 at 2048,
+#   8192, 16384, 16800, both masks; Mixtral's TP = 4 causal shape; d 64 at 8192. Prediction (run 025e06b against
+#   session 46's cuDNN): 16384 non-causal sustained level with cuDNN (7.14 against 7.11), 8192 non-causal -5 to -10 %
+#   faster than cuDNN, 2048 non-causal still ~+10 % slower (0.122 against 0.107), causal faster at every length.
+if [ "$PART" = g ]; then
+  STEP_GREP='^attn_prefill fused +b|torch_sdpa_cudnn \{|FAIL|rror'
+  for w in "10 50 sus" "2 5 burst"; do
+    set -- $w
+    TAIL=8 marked "main_$3" 90 mk-bench attn --mode prefill --seq 2048,8192,16384,16800 --path fused --warmup $1 \
+      --iters $2 --json "$RES/main_$3.json"
+    TAIL=8 marked "cudnn_$3" 90 python3 "$REPO/tools/bench/sdpa_ref.py" --seq 2048,8192,16384,16800 --backend cudnn \
+      --warmup $1 --iters $2 --merge "$RES/main_$3.json"
+  done
+  TAIL=1 marked tp4 20 mk-bench attn --mode prefill --seq 8192 --hq 8 --hkv 2 --causal 1 --path fused \
+    --json "$RES/tp4.json"
+  TAIL=2 marked tp4_cudnn 30 python3 "$REPO/tools/bench/sdpa_ref.py" --seq 8192 --hq 8 --hkv 2 --causal 1 \
+    --backend cudnn --merge "$RES/tp4.json"
+  TAIL=2 marked d64 20 mk-bench attn --mode prefill --seq 8192 --d 64 --path fused --json "$RES/d64.json"
+  TAIL=4 marked d64_cudnn 30 python3 "$REPO/tools/bench/sdpa_ref.py" --seq 8192 --d 64 --backend cudnn \
+    --merge "$RES/d64.json"
 fi
