@@ -58,6 +58,12 @@ stamps_build() { # this tree with ws_stamps.patch, mk-bench only, into /tmp/stb
     cmake --build /tmp/stb -j "$(nproc)" --target mk-bench > "$RES/stamps_build.log" 2>&1
   echo "stamps build rc=$? at $(( $(date +%s) - T0 )) s"
 }
+stamped() { # NAME SEQ VAR=VALUE...: the stamped build (stamps_build) at SEQ keys, non-causal, one CTA an item, a
+  # burst of 2 / 5, with the environment VAR=VALUE; the stamps into $RES/stamps_NAME.txt
+  local name=$1 seq=$2; shift 2
+  TAIL=1 marked "stamps_$name" 40 env MK_ATTN_WS_PERSISTENT=0 "$@" MK_WS_STAMPS="$RES/stamps_$name.txt" \
+    /tmp/stb/bin/mk-bench attn --mode prefill --seq "$seq" --causal 0 --path fused --warmup 2 --iters 5
+}
 if [ "$PART" = a ]; then
   STEP_GREP='^attn_prefill fused +b|torch_sdpa_cudnn \{|FAIL|rror'
   nvidia-smi --query-gpu=timestamp,index,clocks.sm,power.draw --format=csv,noheader -lms 50 > "$RES/clocks.csv" 2>&1 &
@@ -69,11 +75,7 @@ if [ "$PART" = a ]; then
     shapes lazy $r "$BIN" 8
   done
   stamps_build
-  for v in 0 8; do for r in 1 2; do
-    TAIL=1 marked "stamps_rs${v}_$r" 40 env MK_ATTN_WS_PERSISTENT=0 MK_ATTN_RESCALE=$v \
-      MK_WS_STAMPS="$RES/stamps_rs${v}_$r.txt" /tmp/stb/bin/mk-bench attn --mode prefill --seq 16384 --causal 0 \
-      --path fused --warmup 2 --iters 5
-  done; done
+  for v in 0 8; do for r in 1 2; do stamped "rs${v}_$r" 16384 MK_ATTN_RESCALE=$v; done; done
   python3 "$REPO/tools/bench/ws_stamps.py" "$RES"/stamps_rs*.txt > "$RES/ws_stamps.txt" 2>&1
   cat "$RES/ws_stamps.txt"
   TAIL=8 marked sdpa_cudnn 60 python3 "$REPO/tools/bench/sdpa_ref.py" --seq 2048,8192,16384 --backend cudnn \
@@ -153,11 +155,7 @@ fi
 if [ "$PART" = d ]; then
   STEP_GREP='^attn_prefill fused +b|FAIL|rror'
   stamps_build
-  for r in 1 2; do for v in 1 0; do
-    TAIL=1 step "stamps_bn${v}_$r" 40 env MK_ATTN_WS_PERSISTENT=0 MK_ATTN_WS_BN176=$v \
-      MK_WS_STAMPS="$RES/stamps_bn${v}_$r.txt" /tmp/stb/bin/mk-bench attn --mode prefill --seq 16384 --causal 0 \
-      --path fused --warmup 2 --iters 5
-  done; done
+  for r in 1 2; do for v in 1 0; do stamped "bn${v}_$r" 16384 MK_ATTN_WS_BN176=$v; done; done
   for v in 1 0; do
     python3 "$REPO/tools/bench/ws_stamps.py" "$RES"/stamps_bn${v}_*.txt > "$RES/ws_stamps_bn$v.txt" 2>&1
     echo "== bn$v"; cat "$RES/ws_stamps_bn$v.txt"
@@ -199,20 +197,18 @@ if [ "$PART" = e ]; then
   kill "$SMI" 2>/dev/null
   stamps_build
   for s in 16800 16896; do for v in 0 1; do
-    TAIL=1 step "stamps_${s}_bn$v" 40 env MK_ATTN_WS_PERSISTENT=0 MK_ATTN_WS_BN176=$v \
-      MK_WS_STAMPS="$RES/stamps_${s}_bn$v.txt" /tmp/stb/bin/mk-bench attn --mode prefill --seq $s --causal 0 \
-      --path fused --warmup 2 --iters 5
+    stamped "${s}_bn$v" $s MK_ATTN_WS_BN176=$v
     python3 "$REPO/tools/bench/ws_stamps.py" "$RES/stamps_${s}_bn$v.txt" 2>&1 | tee "$RES/ws_stamps_${s}_bn$v.txt"
   done; done
 fi
 # part f (session 47; run acdaba8): a key tile whose TMA box runs past the sequence's end lands 4,100 (128 keys) to
-#   7,300 (176) cycles late (stamps at 16800 against 16896), and 128-key tiles took 0.188 ms at 2112 keys against
+#   7,200 (176) cycles late (stamps at 16800 against 16896), and 128-key tiles took 0.188 ms at 2112 keys against
 #   0.125 at 2048. This tree starts that tile BN keys before the end instead (ws_tile_start; its keys before nb * BN
 #   masked), in the flash and the ring kernels. In turns, twice: 03d5742's build (old), this one with 128-key tiles
 #   (n128) and with 176 (n176):
 #   (1) bursts (2 / 5) non-causal at 2048, 2112, 8000, 16384, 16800; d 64 at 8000; (2) causal bursts at 2112, 8000,
 #   16800, old against n128; (3) sustained (10 / 50) non-causal 16384 and 16800.
-#   Count: per item, the late tile is 4,100 / 7,300 cycles of ~50,000 at 2112 (17 tiles) and ~390,000 at 16800.
+#   Count: per item, the late tile is 4,100 / 7,200 cycles of ~50,000 at 2112 (17 tiles) and ~390,000 at 16800.
 #   Prediction: n128 against old: 2112 non-causal -8 to -12 %, 8000 -2 to -3 %, 16800 -1 %, 2048 / 16384 level
 #   (no partial tile); causal smaller (only the last query block's items reach the end). n176 at 2048 from 0.158 to
 #   0.125-0.135, at 8000 and 16800 -2 to -4 % against n128.
