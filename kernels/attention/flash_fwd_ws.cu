@@ -6,9 +6,11 @@
  * default for short causal calls): one CTA an SM takes the items heaviest first in rounds (ws_item), and the producer
  * loads the next item's Q and first K tiles while the consumers finish the last one; else one CTA an item.
  * The producer's first warp loads the Q tile and then the K and V tiles by TMA (2-D maps [tokens][heads x d],
- * 64-column boxes with the 128-byte swizzle that wgmma reads). A key tile that runs past its sequence in a varlen
- * batch is copied by the warp's cp.async instead, rows past the sequence zero-filled (the rows after it belong to the
- * next sequence or lie past the buffer); in a one-sequence call the map ends at the last key and TMA zero-fills. */
+ * 64-column boxes with the 128-byte swizzle that wgmma reads). The key tile that would run past its sequence starts
+ * BN keys before the sequence's end instead (ws_tile_start), so only a sequence shorter than a tile has a tile past
+ * its end: in a varlen batch the warp's cp.async copies that one, rows past the sequence zero-filled (the rows after
+ * it belong to the next sequence or lie past the buffer); in a one-sequence call the map ends at the last key and
+ * TMA zero-fills. */
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
@@ -153,8 +155,9 @@ template <int D, bool kPersist, int BN>
 mk_status ws_start(const fwd_params &p, int persistent, cudaStream_t stream) {
   using C = ws_config;
   CUtensorMap mq, mk, mv;
-  /* The maps' rows: one sequence ends at its last key (TMA zero-fills the tail tile); in a varlen batch only key
-   * tiles inside their sequence go through TMA, so batch x the longest sequence bounds every row they read. */
+  /* The maps' rows: one sequence ends at its last key (TMA zero-fills a tile of a sequence shorter than BN); in a
+   * varlen batch only key tiles inside their sequence go through TMA, so batch x the longest sequence bounds every
+   * row they read. */
   long long k_rows = p.cu_k ? (long long)p.batch * p.seqlen_k : (long long)p.seqlen_k;
   k_rows = k_rows < 1 ? 1 : k_rows > INT32_MAX ? INT32_MAX : k_rows;
   const uint64_t qr = (uint64_t)(p.total_q > 0 ? p.total_q : 1), kr = (uint64_t)k_rows;
