@@ -252,3 +252,26 @@ if [ "$PART" = g ]; then
   TAIL=4 marked d64_cudnn 30 python3 "$REPO/tools/bench/sdpa_ref.py" --seq 8192 --d 64 --backend cudnn \
     --merge "$RES/d64.json"
 fi
+# part h (for session 48; one GPU): 176-key tiles in the persistent kernel. git apply tools/bench/persist176.patch
+#   first (MK_ATTN_WS_PERSISTENT=1 with 176-key tiles where the one-CTA kernel takes them, or everywhere with
+#   MK_ATTN_WS_BN176=1; compile-checked: d 128 spills 220 / 356 bytes, 7 local loads or stores a tile in the
+#   consumers' loop; d 64 80 / 104, none in the loop). Tests: CTEST_ARGS="-R ^test_flash_attn(_ws0|_ws1|_bn176)?$".
+#   Main at 2048 non-causal is 9-14 % behind cuDNN (run 655a0d6): 512 items make 3.9 waves, and each CTA's start
+#   (Q, K0) and end (the last P V, the stores) are exposed. In turns, twice, bursts and sustained: one CTA an item
+#   (p0) against persistent (p1), both with 176-key tiles, at 2048, 2112, 4096, 8192 non-causal; then causal at 2048
+#   and 8192, persistent, 176 (MK_ATTN_WS_BN176=1) against 128 (0).
+#   Prediction: p1 -2 to -5 % at 2048 and 2112 (session 45 measured -2 % with 128-key tiles), level at 4096, +2 to
+#   +5 % at 8192 (its items read every KV head at once); causal 176 level to +3 % (more masked work on the diagonal).
+if [ "$PART" = h ]; then
+  STEP_GREP='^attn_prefill fused +b|FAIL|rror'
+  for r in 1 2; do for v in 0 1; do
+    TAIL=4 marked "p${v}_burst_$r" 40 env MK_ATTN_WS_PERSISTENT=$v mk-bench attn --mode prefill \
+      --seq 2048,2112,4096,8192 --causal 0 --path fused --warmup 2 --iters 5 --json "$RES/p${v}_burst_$r.json"
+    TAIL=4 marked "p${v}_sus_$r" 40 env MK_ATTN_WS_PERSISTENT=$v mk-bench attn --mode prefill \
+      --seq 2048,2112,4096,8192 --causal 0 --path fused --json "$RES/p${v}_sus_$r.json"
+  done; done
+  for r in 1 2; do for v in 1 0; do
+    TAIL=2 marked "causal_bn${v}_$r" 30 env MK_ATTN_WS_BN176=$v mk-bench attn --mode prefill --seq 2048,8192 \
+      --causal 1 --path fused --json "$RES/causal_bn${v}_$r.json"
+  done; done
+fi
