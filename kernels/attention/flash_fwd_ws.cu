@@ -101,18 +101,12 @@ __global__ void __launch_bounds__(ws_config::kThreads, 1)
   if (tid == 0) ws_init_bars(*sm.bar);
   __syncthreads();
 
-  /* The 176-key tile's S and P take 36 registers more a consumer thread: 240 there and 24 for the producer (its
-   * cp.async path spills; at 232 / 40 the consumers' tile loop spilled). setmaxnreg moves registers inside the CTA's
-   * pool, 384 threads x the 168 of the launch: with 32 / 240 the consumers' increase waited for ever (run 94e3813). */
-  constexpr int kProducerRegs = BN == C::kBN ? C::kProducerRegs : 24;
-  constexpr int kConsumerRegs = BN == C::kBN ? C::kConsumerRegs : 240;
-  static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= C::kThreads * 168, "the CTA's register pool");
   if (tid < 128) {
-    mk_sm90::setmaxnreg_dec<kProducerRegs>();
+    mk_sm90::setmaxnreg_dec<C::producer_regs<BN>()>();
     if (tid < 32) ws_produce<D, kPersist, BN>(&tq, &tk, &tv, p, sm);
     return;
   }
-  mk_sm90::setmaxnreg_inc<kConsumerRegs>();
+  mk_sm90::setmaxnreg_inc<C::consumer_regs<BN>()>();
   const int ct = tid - 128, wg = ct / 128, tq4 = tid % 4;
   if (wg == 1) ws_their_turn(wg); /* consumer 0 issues first */
   int kt = 0, qi = 0, z, m_block, h;

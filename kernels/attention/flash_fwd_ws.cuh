@@ -32,16 +32,28 @@ struct ws_config {
   static constexpr int kThreads = 128 * (kConsumers + 1);
   static constexpr int kBM = 64 * kConsumers, kBN = 128; /* kBN: the key tile, unless a kernel names another */
   static constexpr int kStages = 2;
-  static constexpr int kProducerRegs = 56, kConsumerRegs = 224; /* 56: the producer without spills */
-  /* setmaxnreg moves registers inside the CTA's pool, kThreads x the 168 a thread of the launch: an increase past it
-   * waits for ever (NOTES, attention/flash_fwd, session 46) */
-  static_assert(128 * kProducerRegs + 128 * kConsumers * kConsumerRegs <= kThreads * 168, "the CTA's register pool");
+  /* Registers a producer / consumer thread after setmaxnreg, by key tile: 56 / 224 with 128 keys (56: the producer
+   * without spills); 24 / 240 with 176, whose S and P take 36 registers more a consumer thread (at 232 / 40 the
+   * consumers' tile loop spilled; 24 spills in the producer's cp.async path) */
+  template <int BN>
+  static constexpr int producer_regs() { return BN == kBN ? 56 : 24; }
+  template <int BN>
+  static constexpr int consumer_regs() { return BN == kBN ? 224 : 240; }
   static constexpr int kBarSched = 1; /* named barriers kBarSched + consumer: that consumer may issue */
   template <int D, int BN = kBN>
   static constexpr size_t smem_bytes() { /* tiles, then the barriers; + 1 KiB to align the tiles to 1024 bytes */
     return (size_t)(kBM + 2 * kStages * BN) * D * sizeof(uint16_t) + 1024 + 256;
   }
 };
+
+/* setmaxnreg moves registers inside the CTA's pool, kThreads x the 168 a thread of the launch: an increase past it
+ * waits for ever (32 / 240 did with 176-key tiles: NOTES, attention/flash_fwd, session 46) */
+template <int BN>
+constexpr bool ws_regs_fit() {
+  using C = ws_config;
+  return 128 * C::producer_regs<BN>() + 128 * C::kConsumers * C::consumer_regs<BN>() <= C::kThreads * 168;
+}
+static_assert(ws_regs_fit<128>() && ws_regs_fit<176>(), "the CTA's register pool");
 
 struct ws_bars {
   uint64_t q_full, q_empty;
@@ -123,7 +135,7 @@ __device__ __forceinline__ void ws_load_tile(const CUtensorMap *map, uint16_t *d
 
 /* The first key of key tile nb (BN keys) of a sequence of seqlen_k: nb * BN, except for the tile that runs past the
  * end of a sequence of at least BN keys, which starts BN keys before the end instead, so that its TMA box lies inside
- * the sequence: a box past the end made that tile's load 4,000-7,000 cycles slower (NOTES, attention/flash_fwd,
+ * the sequence: a box past the end made that tile's load 4,100-7,200 cycles slower (NOTES, attention/flash_fwd,
  * session 47). Its keys before nb * BN, the previous tile's, are masked (mask_tile's lo). */
 template <int BN>
 __device__ __forceinline__ int ws_tile_start(int nb, int seqlen_k) {

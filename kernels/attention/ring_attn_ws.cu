@@ -183,10 +183,10 @@ __global__ void __launch_bounds__(ws_config::kThreads, 1)
   if ((int)blockIdx.x < rp.comm_ctas) ok = ring_send(rp, call, (char *)sm.sQ, send_bars);
   if (ok) {
     if (tid < 128) {
-      mk_sm90::setmaxnreg_dec<C::kProducerRegs>();
+      mk_sm90::setmaxnreg_dec<C::producer_regs<C::kBN>()>();
       if (tid < 32) ring_ws_produce<D>(rp, call, maps, sm, sh);
     } else {
-      mk_sm90::setmaxnreg_inc<C::kConsumerRegs>();
+      mk_sm90::setmaxnreg_inc<C::consumer_regs<C::kBN>()>();
       const int ct = tid - 128, wg = ct / 128;
       if (wg == 1) ws_their_turn(wg); /* consumer 0 issues first */
       ring_ws_consume<D>(rp, sm, sh, wg, ct);
