@@ -50,13 +50,14 @@ shapes() { # WHICH R BINDIR RESCALE: parts a and b's shapes with MK_ATTN_RESCALE
   TAIL=2 marked "d64_$1_$2" 20 env MK_ATTN_RESCALE=$4 "$3/mk-bench" attn --mode prefill --seq 8192 --d 64 \
     --path fused --json "$RES/d64_$1_$2.json"
 }
-stamps_build() { # this tree with ws_stamps.patch, mk-bench only, into /tmp/stb
-  rm -rf /tmp/stree && mkdir -p /tmp/stree &&
+stamps_build() { # [PATCH]: this tree with tools/bench/PATCH (default ws_stamps.patch), mk-bench only, into /tmp/stb
+  local patch=${1:-ws_stamps.patch}
+  rm -rf /tmp/stree /tmp/stb && mkdir -p /tmp/stree &&
     (cd "$REPO" && tar cf - --exclude=./build-gpu --exclude=./.carry --exclude=./docs .) | tar xf - -C /tmp/stree &&
-    (cd /tmp/stree && git apply "$REPO/tools/bench/ws_stamps.patch") &&
+    (cd /tmp/stree && git apply "$REPO/tools/bench/$patch") &&
     cmake -S /tmp/stree -B /tmp/stb -G Ninja -DCMAKE_PREFIX_PATH=/tmp/mkprefix/usr > "$RES/stamps_configure.log" 2>&1 &&
     cmake --build /tmp/stb -j "$(nproc)" --target mk-bench > "$RES/stamps_build.log" 2>&1
-  echo "stamps build rc=$? at $(( $(date +%s) - T0 )) s"
+  echo "stamps build ($patch) rc=$? at $(( $(date +%s) - T0 )) s"
 }
 stamped() { # NAME SEQ VAR=VALUE...: the stamped build (stamps_build) at SEQ keys, non-causal, one CTA an item, a
   # burst of 2 / 5, with the environment VAR=VALUE; the stamps into $RES/stamps_NAME.txt
@@ -274,4 +275,29 @@ if [ "$PART" = h ]; then
     TAIL=2 marked "causal_bn${v}_$r" 30 env MK_ATTN_WS_BN176=$v mk-bench attn --mode prefill --seq 2048,8192 \
       --causal 1 --path fused --json "$RES/causal_bn${v}_$r.json"
   done; done
+fi
+# part i (session 48, after part h in the same call; one GPU): where 2048 non-causal loses against cuDNN (0.1233
+#   against 0.1081 ms in bursts, run 655a0d6). At the steady tile rate of 16384 (6.33 ms for 32 waves of 93 tiles: ~2.1
+#   us a 176-key tile) its 4 waves of 12 tiles would take ~0.10 ms: ~5 us an item are lost at its start or end. The
+#   item stamps (tools/bench/item_stamps.patch: clock64 and globaltimer at each item's start, Q waited, last P V, stores,
+#   CTA exit, by SM) of one call, bursts of 2 / 5: 2048 non-causal one CTA an item (p0) and persistent (p1), 16384 p0,
+#   2048 causal p1 (128-key tiles); item_stamps.py gives each phase's median.
+#   Prediction: p0 at 2048: CTA exit -> next CTA's Q waited 2,000-4,000 cycles (launch, barrier init, Q and K0 from
+#   L2) and the last P V -> stores ~1,000, the tile loop ~4,000 cycles a tile as at 16384; p1 hides the Q wait but not
+#   the tile loop's fill and drain.
+if [ "$PART" = i ]; then
+  STEP_GREP='^attn_prefill fused +b|FAIL|rror'
+  stamps_build item_stamps.patch
+  its() { # NAME SEQ CAUSAL VAR=VALUE...
+    local name=$1 seq=$2 causal=$3
+    shift 3
+    TAIL=1 marked "its_$name" 40 env "$@" MK_ITEM_STAMPS="$RES/its_$name.txt" /tmp/stb/bin/mk-bench attn \
+      --mode prefill --seq "$seq" --causal "$causal" --path fused --warmup 2 --iters 5
+  }
+  its p0_2048 2048 0 MK_ATTN_WS_PERSISTENT=0
+  its p1_2048 2048 0 MK_ATTN_WS_PERSISTENT=1
+  its p0_16384 16384 0 MK_ATTN_WS_PERSISTENT=0
+  its c_p1_2048 2048 1 MK_ATTN_WS_PERSISTENT=1
+  its p0_2048b 2048 0 MK_ATTN_WS_PERSISTENT=0
+  python3 "$REPO/tools/bench/item_stamps.py" "$RES"/its_*.txt | tee "$RES/item_stamps.txt"
 fi
