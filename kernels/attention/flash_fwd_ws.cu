@@ -165,10 +165,10 @@ mk_status ws_start(const fwd_params &p, int persistent, cudaStream_t stream) {
 template <int D>
 mk_status ws_launch(const fwd_params &p, int sms, cudaStream_t stream) {
   const int64_t mode = mk_param_attn_ws_persistent(), bn176 = mk_param_attn_ws_bn176();
-  const bool wide = bn176 == 1 || (bn176 < 0 && p.mask == MK_ATTN_MASK_NONE && p.splits <= 1);
   if (mode == 1 || (mode < 0 && p.mask != MK_ATTN_MASK_NONE && p.seqlen_k <= 8192))
-    return wide ? ws_start<D, true, 176>(p, sms, stream) : ws_start<D, true, ws_config::kBN>(p, sms, stream);
-  if (wide) return ws_start<D, false, 176>(p, 0, stream);
+    return ws_start<D, true, ws_config::kBN>(p, sms, stream);
+  if (bn176 == 1 || (bn176 < 0 && p.mask == MK_ATTN_MASK_NONE && p.splits <= 1))
+    return ws_start<D, false, 176>(p, 0, stream);
   return ws_start<D, false, ws_config::kBN>(p, 0, stream);
 }
 
