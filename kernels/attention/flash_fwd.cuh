@@ -32,6 +32,7 @@ struct fwd_params {
   int splits;
   float *o_part, *lse_part;
   int batch; /* sequences (the grid's z is batch x splits); seqlen_q is the longest (the grid's x) */
+  int o_tma; /* the warp-specialised flash kernel only (set by its launcher): O through shared memory and TMA */
 };
 
 /* One (sequence, query block, head): its extents, how many key tiles of BN it must visit, and

@@ -10,7 +10,8 @@
  * BN keys before the sequence's end instead (ws_tile_start), so only a sequence shorter than a tile has a tile past
  * its end: in a varlen batch the warp's cp.async copies that one, rows past the sequence zero-filled (the rows after
  * it belong to the next sequence or lie past the buffer); in a one-sequence call the map ends at the last key and
- * TMA zero-fills. */
+ * TMA zero-fills. The epilogue of a one-sequence unsplit call stages O in shared memory and stores it by TMA
+ * (ws_store_o_tma); a varlen or split call's threads store O directly (store_out). */
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
@@ -45,6 +46,58 @@ __device__ __forceinline__ bool ws_item(const fwd_params &p, int r, int &z, int 
     z = (int)(item % per_block / p.hq);
   }
   return true;
+}
+
+/* The flash kernel's shared memory: ws_smem's, and with kPersist a staging area for O after the barriers (one CTA an
+ * item stages O in the Q tile, free after the item's last S). */
+template <int D, bool kPersist, int BN>
+constexpr size_t ws_fwd_smem_bytes() {
+  return ws_config::smem_bytes<D, BN>() + (kPersist ? 1024 - 256 + (size_t)ws_config::kBM * D * sizeof(uint16_t) : 0);
+}
+template <int D, bool kPersist, int BN>
+__device__ __forceinline__ uint16_t *ws_fwd_stage_o(const ws_smem<D, BN> &sm) {
+  return kPersist ? reinterpret_cast<uint16_t *>(reinterpret_cast<uint8_t *>(sm.bar) + 1024) : sm.sQ;
+}
+
+/* The epilogue through shared memory (p.o_tma: one sequence, unsplit), FlashAttention-3's: consumer wg's 64 rows of
+ * O / l as bf16 into its SW128 boxes of the staging tile sO (laid out as the Q tile: D / 64 boxes of 128 rows x 64
+ * columns, this consumer's 64 rows in each; conflict-free 4-byte stores), then one thread's TMA store of them (the map
+ * clips the rows past the sequence); the LSE directly. The 4-byte stores to global memory that it replaces fill
+ * half a sector each and took ~2,700 cycles an item (NOTES, attention/flash_fwd, session 49). Before it writes sO
+ * the thread that issued the last item's store waits for that store to have read it (kPersist). */
+template <int D>
+__device__ __forceinline__ void ws_store_o_tma(const CUtensorMap *to, uint16_t *sO, const fwd_params &p,
+                                               const fwd_block &blk, int h, int wg, int ct, const float (&o)[D / 8][4],
+                                               const float (&m_r)[2], const float (&l_r)[2]) {
+  constexpr int BM = ws_config::kBM;
+  const int lane = ct % 32, t = lane % 4, bar = ws_config::kBarEpi + wg;
+  const int r0 = wg * 64 + ((ct % 128) / 32) * 16 + lane / 4; /* this thread's first row of the 128 */
+  const bool leader = ct % 128 == 0;
+  if (leader) mk_sm90::bulk_wait_read<0>();
+  mk_sm90::named_bar_sync(bar, 128);
+#pragma unroll
+  for (int r = 0; r < 2; r++) {
+    float l = l_r[r];
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    const float inv = l > 0.f ? 1.f / l : 0.f;
+    const int row = r0 + r * 8;
+#pragma unroll
+    for (int j = 0; j < D / 8; j++)
+      *reinterpret_cast<uint32_t *>(sO + sw128(BM, row, j) + 2 * t) =
+          pack_bf16x2(o[j][2 * r] * inv, o[j][2 * r + 1] * inv);
+    const int q = blk.m_start + row;
+    if (p.lse && t == 0 && q < blk.seqlen_q)
+      p.lse[(long long)h * p.total_q + blk.q0 + q] = l > 0.f ? m_r[r] * p.scale + logf(l) : -INFINITY;
+  }
+  fence_proxy_async(); /* sO is read by the TMA store (async proxy) */
+  mk_sm90::named_bar_sync(bar, 128);
+  if (leader) {
+#pragma unroll
+    for (int cb = 0; cb < D / 64; cb++)
+      mk_sm90::tma_store_3d(to, sO + cb * BM * 64 + wg * 64 * 64, h * D + cb * 64, blk.q0 + blk.m_start + wg * 64, 0);
+    mk_sm90::bulk_commit();
+  }
 }
 
 /* The producer warp: per item, Q (once the consumers are done with the previous item's), then K0, K1, V0, K2, V1,
@@ -89,7 +142,8 @@ __device__ __forceinline__ void ws_produce(const CUtensorMap *tq, const CUtensor
 template <int D, bool kPersist, int BN>
 __global__ void __launch_bounds__(ws_config::kThreads, 1)
     flash_fwd_ws_kernel(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
-                        const __grid_constant__ CUtensorMap tv, const fwd_params p) {
+                        const __grid_constant__ CUtensorMap tv, const __grid_constant__ CUtensorMap to,
+                        const fwd_params p) {
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
   __trap(); /* built for a GPU without wgmma: the launcher never starts this kernel there */
 #else
@@ -128,9 +182,13 @@ __global__ void __launch_bounds__(ws_config::kThreads, 1)
                         o, m_r, l_r);
       qi++;
     }
-    store_out<D>(p, blk, h, row0, tq4, o, m_r, l_r);
+    if (p.o_tma)
+      ws_store_o_tma<D>(&to, ws_fwd_stage_o<D, kPersist, BN>(sm), p, blk, h, wg, ct, o, m_r, l_r);
+    else
+      store_out<D>(p, blk, h, row0, tq4, o, m_r, l_r);
   }
   if (wg == 0) ws_my_turn(wg); /* takes consumer 1's last hand-over, so both barriers end balanced */
+  if (p.o_tma && ct % 128 == 0) mk_sm90::bulk_wait_read<0>(); /* the staged O stays until its store has read it */
 #endif
 }
 
@@ -144,11 +202,16 @@ MK_PARAM_INT(attn_ws_persistent, "ATTN_WS_PERSISTENT", -1, -1, 1)
 /* MK_ATTN_WS_BN176: 1 the one-CTA-an-item kernel takes tiles of 176 keys (FlashAttention-3's for d 128 without a
  * mask), 0 128, -1 (default) 176 for unsplit non-causal calls. The persistent kernel takes 128. */
 MK_PARAM_INT(attn_ws_bn176, "ATTN_WS_BN176", -1, -1, 1)
+/* MK_ATTN_WS_TMA_O: 1 (default) the epilogue of a one-sequence unsplit call stages O in shared memory for a TMA
+ * store (ws_store_o_tma); 0 each thread stores its O directly (store_out, also every varlen or split call's). */
+MK_PARAM_INT(attn_ws_tma_o, "ATTN_WS_TMA_O", 1, 0, 1)
 
 template <int D, bool kPersist, int BN>
-mk_status ws_start(const fwd_params &p, int persistent, cudaStream_t stream) {
+mk_status ws_start(const fwd_params &p_in, int persistent, cudaStream_t stream) {
   using C = ws_config;
-  CUtensorMap mq, mk, mv;
+  CUtensorMap mq, mk, mv, mo;
+  fwd_params p = p_in;
+  p.o_tma = mk_param_attn_ws_tma_o() && !p.cu_q && p.splits <= 1;
   /* The maps' rows: one sequence ends at its last key (TMA zero-fills a tile of a sequence shorter than BN); in a
    * varlen batch only key tiles inside their sequence go through TMA, so batch x the longest sequence bounds every
    * row they read. */
@@ -158,8 +221,12 @@ mk_status ws_start(const fwd_params &p, int persistent, cudaStream_t stream) {
   MK_CHECK(mk_gemm_encode_map(&mq, p.q, (uint64_t)p.hq * D, qr, 1, 64, C::kBM));
   MK_CHECK(mk_gemm_encode_map(&mk, p.k, (uint64_t)p.hkv * D, kr, 1, 64, BN));
   MK_CHECK(mk_gemm_encode_map(&mv, p.v, (uint64_t)p.hkv * D, kr, 1, 64, BN));
-  return flash_fwd_start(flash_fwd_ws_kernel<D, kPersist, BN>, C::kThreads, C::kBM, C::smem_bytes<D, BN>(), p, D,
-                         persistent, stream, mq, mk, mv);
+  if (p.o_tma)
+    MK_CHECK(mk_gemm_encode_map(&mo, p.o, (uint64_t)p.hq * D, qr, 1, 64, 64));
+  else
+    mo = mq; /* not read */
+  return flash_fwd_start(flash_fwd_ws_kernel<D, kPersist, BN>, C::kThreads, C::kBM, ws_fwd_smem_bytes<D, kPersist, BN>(),
+                         p, D, persistent, stream, mq, mk, mv, mo);
 }
 
 template <int D>

@@ -40,6 +40,7 @@ struct ws_config {
   template <int BN>
   static constexpr int consumer_regs() { return BN == kBN ? 224 : 240; }
   static constexpr int kBarSched = 1; /* named barriers kBarSched + consumer: that consumer may issue */
+  static constexpr int kBarEpi = 3;   /* named barriers kBarEpi + consumer: its epilogue (the flash kernel's) */
   template <int D, int BN = kBN>
   static constexpr size_t smem_bytes() { /* tiles, then the barriers; + 1 KiB to align the tiles to 1024 bytes */
     return (size_t)(kBM + 2 * kStages * BN) * D * sizeof(uint16_t) + 1024 + 256;

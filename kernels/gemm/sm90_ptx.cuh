@@ -1,5 +1,5 @@
 /* sm90_ptx.cuh — thin wrappers over the Hopper (sm_90a) instructions the GEMM core uses:
- * mbarriers, TMA tensor loads, wgmma (descriptors, fence/commit/wait, m64nNk16 bf16 for the
+ * mbarriers, TMA tensor loads and stores, wgmma (descriptors, fence/commit/wait, m64nNk16 bf16 for the
  * core's tile widths and the skinny GEMM's token widths 16, 32, 64), setmaxnreg and the
  * release/acquire flags of the split-K fix-up. Device-only; included by gemm_core.cuh. */
 #ifndef MK_KERNELS_GEMM_SM90_PTX_CUH
@@ -58,6 +58,20 @@ __device__ __forceinline__ void tma_load_2d(void *dst, const CUtensorMap *map, u
       " [%0], [%1, {%3, %4}], [%2];" ::"r"(smem_u32(dst)),
       "l"((uint64_t)map), "r"(smem_u32(bar)), "r"(c0), "r"(c1)
       : "memory");
+}
+/* 3-D tiled store of the shared-memory box at src to (c0 innermost, c1, c2) of map's tensor (elements past its
+ * bounds are not written), in this thread's bulk group; src must be written and fenced (fence.proxy.async) first. */
+__device__ __forceinline__ void tma_store_3d(const CUtensorMap *map, const void *src, int c0, int c1, int c2) {
+  asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];" ::"l"(
+                   (uint64_t)map),
+               "r"(smem_u32(src)), "r"(c0), "r"(c1), "r"(c2)
+               : "memory");
+}
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+/* Waits until at most N of this thread's bulk groups still read their shared memory. */
+template <int N>
+__device__ __forceinline__ void bulk_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory");
 }
 __device__ __forceinline__ void tma_prefetch_desc(const CUtensorMap *map) {
   asm volatile("prefetch.tensormap [%0];" ::"l"((uint64_t)map) : "memory");

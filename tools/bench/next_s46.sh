@@ -65,6 +65,13 @@ stamped() { # NAME SEQ VAR=VALUE...: the stamped build (stamps_build) at SEQ key
   TAIL=1 marked "stamps_$name" 40 env MK_ATTN_WS_PERSISTENT=0 "$@" MK_WS_STAMPS="$RES/stamps_$name.txt" \
     /tmp/stb/bin/mk-bench attn --mode prefill --seq "$seq" --causal 0 --path fused --warmup 2 --iters 5
 }
+its() { # NAME SEQ CAUSAL VAR=VALUE...: the item-stamped build (stamps_build item_stamps.patch) at SEQ keys, a burst
+  # of 2 / 5, with the environment VAR=VALUE; the stamps into $RES/its_NAME.txt
+  local name=$1 seq=$2 causal=$3
+  shift 3
+  TAIL=1 marked "its_$name" 40 env "$@" MK_ITEM_STAMPS="$RES/its_$name.txt" /tmp/stb/bin/mk-bench attn \
+    --mode prefill --seq "$seq" --causal "$causal" --path fused --warmup 2 --iters 5
+}
 if [ "$PART" = a ]; then
   STEP_GREP='^attn_prefill fused +b|torch_sdpa_cudnn \{|FAIL|rror'
   nvidia-smi --query-gpu=timestamp,index,clocks.sm,power.draw --format=csv,noheader -lms 50 > "$RES/clocks.csv" 2>&1 &
@@ -288,16 +295,48 @@ fi
 if [ "$PART" = i ]; then
   STEP_GREP='^attn_prefill fused +b|FAIL|rror'
   stamps_build item_stamps.patch
-  its() { # NAME SEQ CAUSAL VAR=VALUE...
-    local name=$1 seq=$2 causal=$3
-    shift 3
-    TAIL=1 marked "its_$name" 40 env "$@" MK_ITEM_STAMPS="$RES/its_$name.txt" /tmp/stb/bin/mk-bench attn \
-      --mode prefill --seq "$seq" --causal "$causal" --path fused --warmup 2 --iters 5
-  }
   its p0_2048 2048 0 MK_ATTN_WS_PERSISTENT=0
   its p1_2048 2048 0 MK_ATTN_WS_PERSISTENT=1
   its p0_16384 16384 0 MK_ATTN_WS_PERSISTENT=0
   its c_p1_2048 2048 1 MK_ATTN_WS_PERSISTENT=1
   its p0_2048b 2048 0 MK_ATTN_WS_PERSISTENT=0
   python3 "$REPO/tools/bench/item_stamps.py" "$RES"/its_*.txt | tee "$RES/item_stamps.txt"
+fi
+# part j (session 49; one GPU): the epilogue through shared memory (MK_ATTN_WS_TMA_O=1, the default: each consumer
+#   writes its 64 rows of O / l as bf16 into SW128 boxes of a staging tile, the Q tile one CTA an item or a tile after
+#   the barriers persistent, and one thread stores them by TMA) against the direct 4-byte stores (=0). Part i (run
+#   f80207d) measured the last P V -> stores done at 2707 cycles (consumer 0) and a further 1483 for consumer 1 at 2048
+#   non-causal one CTA an item: ~4,200 cycles an item where ~1,000 was predicted (each warp-wide 4-byte store writes
+#   16 bytes into each of 8 rows: 8 lines a store, 256 stores a CTA). Tests: CTEST_ARGS="-R ^test_(flash_attn(_ws0|\
+#   _ws1|_bn176|_bn128|_tma_o0)?|ring_attn_1(_ws0)?|ring_attn_[24]_gpu1|model_gpu_prefill)$".
+#   Count: O is 32 KB a CTA; the staging writes are 256 conflict-free 128-byte wavefronts a CTA (~300 cycles), the
+#   direct stores ~2,048 line accesses. Prediction: last P V -> stores done (consumer 0) 2707 -> 400-800 cycles,
+#   consumer 1's further 1483 -> 600-1000; per item ~3,000 cycles of ~55,000 at 2048 non-causal, so 2048 non-causal
+#   -3.5 to -6 % (0.1233 -> 0.116-0.119 ms in bursts), 2112 -3 to -5 %, 4096 -2 to -3 %, 8192 -1 %, 16384 level to
+#   -1 %; persistent causal 2048 (128-key tiles, ~8.5 tiles an item) -4 to -8 %, 8192 causal -1 to -2 %.
+#   In turns, twice, bursts (2 / 5) and sustained (10 / 50); then the item stamps (item_stamps.patch, regenerated
+#   for this tree) at 2048 non-causal one CTA an item and causal persistent, both epilogues; then cuDNN at 2048 and
+#   8192 in bursts beside this build's.
+if [ "$PART" = j ]; then
+  STEP_GREP='^attn_prefill fused +b|torch_sdpa_cudnn \{|FAIL|rror'
+  for r in 1 2; do for v in 0 1; do
+    TAIL=5 marked "nc_burst_o${v}_$r" 40 env MK_ATTN_WS_TMA_O=$v mk-bench attn --mode prefill \
+      --seq 2048,2112,4096,8192,16384 --causal 0 --path fused --warmup 2 --iters 5 --json "$RES/nc_burst_o${v}_$r.json"
+    TAIL=3 marked "c_burst_o${v}_$r" 40 env MK_ATTN_WS_TMA_O=$v mk-bench attn --mode prefill \
+      --seq 2048,8192,16384 --causal 1 --path fused --warmup 2 --iters 5 --json "$RES/c_burst_o${v}_$r.json"
+    TAIL=6 marked "sus_o${v}_$r" 60 env MK_ATTN_WS_TMA_O=$v mk-bench attn --mode prefill --seq 2048,8192,16384 \
+      --path fused --json "$RES/sus_o${v}_$r.json"
+    TAIL=2 marked "d64_o${v}_$r" 20 env MK_ATTN_WS_TMA_O=$v mk-bench attn --mode prefill --seq 8192 --d 64 \
+      --path fused --warmup 2 --iters 5 --json "$RES/d64_o${v}_$r.json"
+    TAIL=1 marked "tp4_o${v}_$r" 20 env MK_ATTN_WS_TMA_O=$v mk-bench attn --mode prefill --seq 8192 --hq 8 --hkv 2 \
+      --causal 1 --path fused --warmup 2 --iters 5 --json "$RES/tp4_o${v}_$r.json"
+  done; done
+  stamps_build item_stamps.patch
+  for v in 0 1; do
+    its "p0_2048_o$v" 2048 0 MK_ATTN_WS_PERSISTENT=0 MK_ATTN_WS_TMA_O=$v
+    its "c_p1_2048_o$v" 2048 1 MK_ATTN_WS_PERSISTENT=1 MK_ATTN_WS_TMA_O=$v
+  done
+  python3 "$REPO/tools/bench/item_stamps.py" "$RES"/its_*.txt | tee "$RES/item_stamps.txt"
+  TAIL=4 marked cudnn_burst 60 python3 "$REPO/tools/bench/sdpa_ref.py" --seq 2048,8192 --backend cudnn \
+    --warmup 2 --iters 5 --merge "$RES/nc_burst_o1_2.json"
 fi
