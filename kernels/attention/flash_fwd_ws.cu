@@ -10,8 +10,9 @@
  * BN keys before the sequence's end instead (ws_tile_start), so only a sequence shorter than a tile has a tile past
  * its end: in a varlen batch the warp's cp.async copies that one, rows past the sequence zero-filled (the rows after
  * it belong to the next sequence or lie past the buffer); in a one-sequence call the map ends at the last key and
- * TMA zero-fills. The epilogue of a one-sequence unsplit call stages O in shared memory and stores it by TMA
- * (ws_store_o_tma); a varlen or split call's threads store O directly (store_out). */
+ * TMA zero-fills. The epilogue of an unsplit call stages O in shared memory and stores it by TMA (ws_store_o_tma),
+ * but where a query block's rows run past its sequence into the next (varlen) and in split calls the threads store O
+ * directly (store_out). */
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
@@ -59,7 +60,14 @@ __device__ __forceinline__ uint16_t *ws_fwd_stage_o(const ws_smem<D, BN> &sm) {
   return kPersist ? reinterpret_cast<uint16_t *>(reinterpret_cast<uint8_t *>(sm.bar) + 1024) : sm.sQ;
 }
 
-/* The epilogue through shared memory (p.o_tma: one sequence, unsplit), FlashAttention-3's: consumer wg's 64 rows of
+/* Whether consumer wg stores its 64 rows of O by TMA (ws_store_o_tma): in an unsplit call (p.o_tma) where those rows
+ * lie inside the item's sequence, or where its sequence is the last of p.o's rows (the map clips the rows past them);
+ * else, where the rows past the sequence belong to the next one, by store_out. The same for the whole warpgroup. */
+__device__ __forceinline__ bool ws_o_by_tma(const fwd_params &p, const fwd_block &blk, int wg) {
+  return p.o_tma && (blk.m_start + wg * 64 + 64 <= blk.seqlen_q || blk.q0 + blk.seqlen_q == p.total_q);
+}
+
+/* The epilogue through shared memory (ws_o_by_tma), FlashAttention-3's: consumer wg's 64 rows of
  * O / l as bf16 into its SW128 boxes of the staging tile sO (laid out as the Q tile: D / 64 boxes of 128 rows x 64
  * columns, this consumer's 64 rows in each; conflict-free 4-byte stores), then one thread's TMA store of them (the map
  * clips the rows past the sequence); the LSE directly. The 4-byte stores to global memory that it replaces fill
@@ -182,7 +190,7 @@ __global__ void __launch_bounds__(ws_config::kThreads, 1)
                         o, m_r, l_r);
       qi++;
     }
-    if (p.o_tma)
+    if (ws_o_by_tma(p, blk, wg))
       ws_store_o_tma<D>(&to, ws_fwd_stage_o<D, kPersist, BN>(sm), p, blk, h, wg, ct, o, m_r, l_r);
     else
       store_out<D>(p, blk, h, row0, tq4, o, m_r, l_r);
@@ -202,8 +210,8 @@ MK_PARAM_INT(attn_ws_persistent, "ATTN_WS_PERSISTENT", -1, -1, 1)
 /* MK_ATTN_WS_BN176: 1 the one-CTA-an-item kernel takes tiles of 176 keys (FlashAttention-3's for d 128 without a
  * mask), 0 128, -1 (default) 176 for unsplit non-causal calls. The persistent kernel takes 128. */
 MK_PARAM_INT(attn_ws_bn176, "ATTN_WS_BN176", -1, -1, 1)
-/* MK_ATTN_WS_TMA_O: 1 (default) the epilogue of a one-sequence unsplit call stages O in shared memory for a TMA
- * store (ws_store_o_tma); 0 each thread stores its O directly (store_out, also every varlen or split call's). */
+/* MK_ATTN_WS_TMA_O: 1 (default) the epilogue of an unsplit call stages O in shared memory for a TMA store
+ * (ws_store_o_tma, ws_o_by_tma); 0 each thread stores its O directly (store_out, as split calls always do). */
 MK_PARAM_INT(attn_ws_tma_o, "ATTN_WS_TMA_O", 1, 0, 1)
 
 template <int D, bool kPersist, int BN>
@@ -211,7 +219,7 @@ mk_status ws_start(const fwd_params &p_in, int persistent, cudaStream_t stream) 
   using C = ws_config;
   CUtensorMap mq, mk, mv, mo;
   fwd_params p = p_in;
-  p.o_tma = mk_param_attn_ws_tma_o() && !p.cu_q && p.splits <= 1;
+  p.o_tma = mk_param_attn_ws_tma_o() && p.splits <= 1;
   /* The maps' rows: one sequence ends at its last key (TMA zero-fills a tile of a sequence shorter than BN); in a
    * varlen batch only key tiles inside their sequence go through TMA, so batch x the longest sequence bounds every
    * row they read. */

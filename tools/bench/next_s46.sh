@@ -317,6 +317,9 @@ fi
 #   In turns, twice, bursts (2 / 5) and sustained (10 / 50); then the item stamps (item_stamps.patch, regenerated
 #   for this tree) at 2048 non-causal one CTA an item and causal persistent, both epilogues; then cuDNN at 2048 and
 #   8192 in bursts beside this build's.
+#   Run 64a578d measured nothing of the staging: its launcher took it only without cu_seqlens, and mk-bench (like the
+#   model) passes them for one sequence; every o0 / o1 pair was level. 1ecb… takes it in varlen calls too, per
+#   consumer where its 64 rows stay inside their sequence or the sequence is the last (ws_o_by_tma).
 if [ "$PART" = j ]; then
   STEP_GREP='^attn_prefill fused +b|torch_sdpa_cudnn \{|FAIL|rror'
   for r in 1 2; do for v in 0 1; do
@@ -339,4 +342,6 @@ if [ "$PART" = j ]; then
   python3 "$REPO/tools/bench/item_stamps.py" "$RES"/its_*.txt | tee "$RES/item_stamps.txt"
   TAIL=4 marked cudnn_burst 60 python3 "$REPO/tools/bench/sdpa_ref.py" --seq 2048,8192 --backend cudnn \
     --warmup 2 --iters 5 --merge "$RES/nc_burst_o1_2.json"
+  TAIL=6 marked cudnn_sus 60 python3 "$REPO/tools/bench/sdpa_ref.py" --seq 2048,8192,16384 --backend cudnn \
+    --merge "$RES/sus_o1_2.json"
 fi
