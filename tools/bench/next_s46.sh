@@ -318,7 +318,7 @@ fi
 #   for this tree) at 2048 non-causal one CTA an item and causal persistent, both epilogues; then cuDNN at 2048 and
 #   8192 in bursts beside this build's.
 #   Run 64a578d measured nothing of the staging: its launcher took it only without cu_seqlens, and mk-bench (like the
-#   model) passes them for one sequence; every o0 / o1 pair was level. 1ecb… takes it in varlen calls too, per
+#   model) passes them for one sequence; every o0 / o1 pair was level. ed2c056 takes it in varlen calls too, per
 #   consumer where its 64 rows stay inside their sequence or the sequence is the last (ws_o_by_tma).
 if [ "$PART" = j ]; then
   STEP_GREP='^attn_prefill fused +b|torch_sdpa_cudnn \{|FAIL|rror'
