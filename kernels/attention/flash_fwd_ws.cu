@@ -70,7 +70,8 @@ __device__ __forceinline__ bool ws_o_by_tma(const fwd_params &p, const fwd_block
 /* The epilogue through shared memory (ws_o_by_tma), FlashAttention-3's: consumer wg's 64 rows of
  * O / l as bf16 into its SW128 boxes of the staging tile sO (laid out as the Q tile: D / 64 boxes of 128 rows x 64
  * columns, this consumer's 64 rows in each; conflict-free 4-byte stores), then one thread's TMA store of them (the map
- * clips the rows past the sequence); the LSE directly. The 4-byte stores to global memory that it replaces fill
+ * clips the rows past the sequence); then the LSE directly, after the proxy fence (MEMBAR.ALL.CTA in its SASS, which
+ * would wait for them). The 4-byte stores to global memory that it replaces fill
  * half a sector each and took ~2,700 cycles an item (NOTES, attention/flash_fwd, session 49). Before it writes sO
  * the thread that issued the last item's store waits for that store to have read it (kPersist). */
 template <int D>
@@ -83,20 +84,17 @@ __device__ __forceinline__ void ws_store_o_tma(const CUtensorMap *to, uint16_t *
   const bool leader = ct % 128 == 0;
   if (leader) mk_sm90::bulk_wait_read<0>();
   mk_sm90::named_bar_sync(bar, 128);
+  float l[2];
 #pragma unroll
   for (int r = 0; r < 2; r++) {
-    float l = l_r[r];
-    l += __shfl_xor_sync(0xffffffffu, l, 1);
-    l += __shfl_xor_sync(0xffffffffu, l, 2);
-    const float inv = l > 0.f ? 1.f / l : 0.f;
-    const int row = r0 + r * 8;
+    l[r] = l_r[r];
+    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+    const float inv = l[r] > 0.f ? 1.f / l[r] : 0.f;
 #pragma unroll
     for (int j = 0; j < D / 8; j++)
-      *reinterpret_cast<uint32_t *>(sO + sw128(BM, row, j) + 2 * t) =
+      *reinterpret_cast<uint32_t *>(sO + sw128(BM, r0 + r * 8, j) + 2 * t) =
           pack_bf16x2(o[j][2 * r] * inv, o[j][2 * r + 1] * inv);
-    const int q = blk.m_start + row;
-    if (p.lse && t == 0 && q < blk.seqlen_q)
-      p.lse[(long long)h * p.total_q + blk.q0 + q] = l > 0.f ? m_r[r] * p.scale + logf(l) : -INFINITY;
   }
   fence_proxy_async(); /* sO is read by the TMA store (async proxy) */
   mk_sm90::named_bar_sync(bar, 128);
@@ -105,6 +103,13 @@ __device__ __forceinline__ void ws_store_o_tma(const CUtensorMap *to, uint16_t *
     for (int cb = 0; cb < D / 64; cb++)
       mk_sm90::tma_store_3d(to, sO + cb * BM * 64 + wg * 64 * 64, h * D + cb * 64, blk.q0 + blk.m_start + wg * 64, 0);
     mk_sm90::bulk_commit();
+  }
+  if (!p.lse || t) return;
+#pragma unroll
+  for (int r = 0; r < 2; r++) {
+    const int q = blk.m_start + r0 + r * 8;
+    if (q < blk.seqlen_q)
+      p.lse[(long long)h * p.total_q + blk.q0 + q] = l[r] > 0.f ? m_r[r] * p.scale + logf(l[r]) : -INFINITY;
   }
 }
 

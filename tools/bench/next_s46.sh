@@ -320,6 +320,11 @@ fi
 #   Run 64a578d measured nothing of the staging: its launcher took it only without cu_seqlens, and mk-bench (like the
 #   model) passes them for one sequence; every o0 / o1 pair was level. ed2c056 takes it in varlen calls too, per
 #   consumer where its 64 rows stay inside their sequence or the sequence is the last (ws_o_by_tma).
+#   Run 1e34e0f: -2.9 % at 2048 non-causal, -6.3 % causal 2048, but the staged epilogue took 2,020 cycles, not 400-800:
+#   its proxy fence compiles to MEMBAR.ALL.CTA, which waits for the LSE's global stores just before it (and, in
+#   consumer 0's stamping thread, for the stamp). The next tree stores the LSE after the TMA store is issued, and the
+#   stamp patch keeps the last-P-V stamp in a register until the stores are done. Prediction: 2,020 -> 900-1,300
+#   cycles (an L2 round trip less), 2048 non-causal a further -1 to -2 %.
 if [ "$PART" = j ]; then
   STEP_GREP='^attn_prefill fused +b|torch_sdpa_cudnn \{|FAIL|rror'
   for r in 1 2; do for v in 0 1; do
