@@ -32,7 +32,9 @@ struct fwd_params {
   int splits;
   float *o_part, *lse_part;
   int batch; /* sequences (the grid's z is batch x splits); seqlen_q is the longest (the grid's x) */
-  int o_tma; /* the warp-specialised flash kernel only (set by its launcher): O through shared memory and TMA */
+  /* The warp-specialised flash kernel only (set by its launcher): O through shared memory and TMA; the CTAs resident
+   * at once (0: no prefetch of a later CTA's Q) */
+  int o_tma, q_prefetch;
 };
 
 /* One (sequence, query block, head): its extents, how many key tiles of BN it must visit, and

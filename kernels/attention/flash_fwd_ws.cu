@@ -113,6 +113,20 @@ __device__ __forceinline__ void ws_store_o_tma(const CUtensorMap *to, uint16_t *
   }
 }
 
+/* One CTA an item, one sequence (p.q_prefetch = the CTAs resident at once): lane 0 of the producer prefetches into L2
+ * the Q tile of the CTA launched that many after its own, about the one that starts (on some SM) as this wave's CTAs
+ * exit, so that its Q load hits L2; q0 = the sequence's first row. At 2048 keys a CTA's Q took ~2,900 cycles from the
+ * producer's load to the consumers' wait, most of the ~5,600 between one CTA's stores and the next one's Q on the same
+ * SM (NOTES, attention/flash_fwd, session 49). */
+template <int D>
+__device__ __forceinline__ void ws_prefetch_later_q(const CUtensorMap *tq, const fwd_params &p, int q0) {
+  const int lin = (int)(blockIdx.x + gridDim.x * blockIdx.y) + p.q_prefetch;
+  if (threadIdx.x % 32 || lin >= (int)(gridDim.x * gridDim.y)) return;
+  const int m0 = (int)(gridDim.x - 1 - lin % gridDim.x) * ws_config::kBM, h = lin / (int)gridDim.x;
+#pragma unroll
+  for (int cb = 0; cb < D / 64; cb++) mk_sm90::tma_prefetch_3d(tq, h * D + cb * 64, q0 + m0, 0);
+}
+
 /* The producer warp: per item, Q (once the consumers are done with the previous item's), then K0, K1, V0, K2, V1,
  * ... into the ring; kt counts the ring's tiles over the items. */
 template <int D, bool kPersist, int BN>
@@ -144,6 +158,7 @@ __device__ __forceinline__ void ws_produce(const CUtensorMap *tq, const CUtensor
                           valid);
     };
     load(tk, blk.gk, sm.sK, bar.k_full, bar.k_empty, 0);
+    if (!kPersist && p.q_prefetch) ws_prefetch_later_q<D>(tq, p, blk.q0);
     for (int t = 0; t < tiles; t++) {
       if (t + 1 < tiles) load(tk, blk.gk, sm.sK, bar.k_full, bar.k_empty, t + 1);
       load(tv, blk.gv, sm.sV, bar.v_full, bar.v_empty, t);
@@ -218,13 +233,17 @@ MK_PARAM_INT(attn_ws_bn176, "ATTN_WS_BN176", -1, -1, 1)
 /* MK_ATTN_WS_TMA_O: 1 (default) the epilogue of an unsplit call stages O in shared memory for a TMA store
  * (ws_store_o_tma, ws_o_by_tma); 0 each thread stores its O directly (store_out, as split calls always do). */
 MK_PARAM_INT(attn_ws_tma_o, "ATTN_WS_TMA_O", 1, 0, 1)
+/* MK_ATTN_WS_Q_PREFETCH: 1 one CTA an item in a one-sequence unsplit call, each CTA's producer prefetches into L2 the Q
+ * tile of the CTA an SM count after its own (ws_prefetch_later_q); 0 none. */
+MK_PARAM_INT(attn_ws_q_prefetch, "ATTN_WS_Q_PREFETCH", 1, 0, 1)
 
 template <int D, bool kPersist, int BN>
-mk_status ws_start(const fwd_params &p_in, int persistent, cudaStream_t stream) {
+mk_status ws_start(const fwd_params &p_in, int persistent, int sms, cudaStream_t stream) {
   using C = ws_config;
   CUtensorMap mq, mk, mv, mo;
   fwd_params p = p_in;
   p.o_tma = mk_param_attn_ws_tma_o() && p.splits <= 1;
+  p.q_prefetch = !kPersist && p.batch == 1 && p.splits <= 1 && mk_param_attn_ws_q_prefetch() ? sms : 0;
   /* The maps' rows: one sequence ends at its last key (TMA zero-fills a tile of a sequence shorter than BN); in a
    * varlen batch only key tiles inside their sequence go through TMA, so batch x the longest sequence bounds every
    * row they read. */
@@ -246,10 +265,10 @@ template <int D>
 mk_status ws_launch(const fwd_params &p, int sms, cudaStream_t stream) {
   const int64_t mode = mk_param_attn_ws_persistent(), bn176 = mk_param_attn_ws_bn176();
   if (mode == 1 || (mode < 0 && p.mask != MK_ATTN_MASK_NONE && p.seqlen_k <= 8192))
-    return ws_start<D, true, ws_config::kBN>(p, sms, stream);
+    return ws_start<D, true, ws_config::kBN>(p, sms, sms, stream);
   if (bn176 == 1 || (bn176 < 0 && p.mask == MK_ATTN_MASK_NONE && p.splits <= 1))
-    return ws_start<D, false, 176>(p, 0, stream);
-  return ws_start<D, false, ws_config::kBN>(p, 0, stream);
+    return ws_start<D, false, 176>(p, 0, sms, stream);
+  return ws_start<D, false, ws_config::kBN>(p, 0, sms, stream);
 }
 
 }  // namespace

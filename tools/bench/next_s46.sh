@@ -72,6 +72,14 @@ its() { # NAME SEQ CAUSAL VAR=VALUE...: the item-stamped build (stamps_build ite
   TAIL=1 marked "its_$name" 40 env "$@" MK_ITEM_STAMPS="$RES/its_$name.txt" /tmp/stb/bin/mk-bench attn \
     --mode prefill --seq "$seq" --causal "$causal" --path fused --warmup 2 --iters 5
 }
+attn_burst() { # NAME TAIL SEQS CAUSAL [D] VAR=VALUE...: mk-bench attn prefill, a burst of 2 / 5 at head dim D (default
+  # 128) with the environment VAR=VALUE, JSON into $RES/NAME.json
+  local name=$1 tail=$2 seqs=$3 causal=$4 d=128
+  shift 4
+  case "${1:-}" in *=*) ;; ?*) d=$1; shift ;; esac
+  TAIL=$tail marked "$name" 40 env "$@" mk-bench attn --mode prefill --seq "$seqs" --causal "$causal" --d "$d" \
+    --path fused --warmup 2 --iters 5 --json "$RES/$name.json"
+}
 if [ "$PART" = a ]; then
   STEP_GREP='^attn_prefill fused +b|torch_sdpa_cudnn \{|FAIL|rror'
   nvidia-smi --query-gpu=timestamp,index,clocks.sm,power.draw --format=csv,noheader -lms 50 > "$RES/clocks.csv" 2>&1 &
@@ -328,10 +336,8 @@ fi
 if [ "$PART" = j ]; then
   STEP_GREP='^attn_prefill fused +b|torch_sdpa_cudnn \{|FAIL|rror'
   for r in 1 2; do for v in 0 1; do
-    TAIL=5 marked "nc_burst_o${v}_$r" 40 env MK_ATTN_WS_TMA_O=$v mk-bench attn --mode prefill \
-      --seq 2048,2112,4096,8192,16384 --causal 0 --path fused --warmup 2 --iters 5 --json "$RES/nc_burst_o${v}_$r.json"
-    TAIL=3 marked "c_burst_o${v}_$r" 40 env MK_ATTN_WS_TMA_O=$v mk-bench attn --mode prefill \
-      --seq 2048,8192,16384 --causal 1 --path fused --warmup 2 --iters 5 --json "$RES/c_burst_o${v}_$r.json"
+    attn_burst "nc_burst_o${v}_$r" 5 2048,2112,4096,8192,16384 0 MK_ATTN_WS_TMA_O=$v
+    attn_burst "c_burst_o${v}_$r" 3 2048,8192,16384 1 MK_ATTN_WS_TMA_O=$v
     TAIL=6 marked "sus_o${v}_$r" 60 env MK_ATTN_WS_TMA_O=$v mk-bench attn --mode prefill --seq 2048,8192,16384 \
       --path fused --json "$RES/sus_o${v}_$r.json"
     TAIL=2 marked "d64_o${v}_$r" 20 env MK_ATTN_WS_TMA_O=$v mk-bench attn --mode prefill --seq 8192 --d 64 \
@@ -349,4 +355,24 @@ if [ "$PART" = j ]; then
     --warmup 2 --iters 5 --merge "$RES/nc_burst_o1_2.json"
   TAIL=6 marked cudnn_sus 60 python3 "$REPO/tools/bench/sdpa_ref.py" --seq 2048,8192,16384 --backend cudnn \
     --merge "$RES/sus_o1_2.json"
+fi
+# part k (session 49, after part j; one GPU): the prefetch of a later CTA's Q into L2 (MK_ATTN_WS_Q_PREFETCH=1, the
+#   default: one CTA an item in a one-sequence unsplit call, the producer prefetches the Q tile of the CTA an SM count
+#   after its own, ws_prefetch_later_q) against none (=0), the TMA store of O on in both. Part j (run 4741ae7) at 2048
+#   non-causal: ~5,600 cycles from one CTA's stores to the next one's Q waited on the same SM, of which the Q load
+#   took ~2,900 from the producer's issue (32 KB, from HBM: Q is read once). Count: from L2 a 32 KB box takes ~500
+#   cycles at ~64 B a cycle plus ~600-800 latency. Prediction: producer Q issued -> Q waited 2,900 -> 1,000-1,500
+#   cycles in the waves after the first; 2048 non-causal -2 to -4 % (0.1208 -> 0.116-0.118 ms), 2112 likewise, 4096
+#   -1 %, 8192 and up level; causal 16384 (one CTA an item, 128-key tiles) level; persistent calls unchanged.
+#   Tests: CTEST_ARGS="-R ^test_flash_attn(_ws0|_bn176|_tma_o0)?$".
+if [ "$PART" = k ]; then
+  STEP_GREP='^attn_prefill fused +b|FAIL|rror'
+  for r in 1 2; do for v in 0 1; do
+    attn_burst "nc_burst_pf${v}_$r" 5 2048,2112,4096,8192,16384 0 MK_ATTN_WS_Q_PREFETCH=$v
+    attn_burst "c_burst_pf${v}_$r" 3 2048,8192,16384 1 MK_ATTN_WS_Q_PREFETCH=$v
+    attn_burst "d64_pf${v}_$r" 2 2048,8192 0 64 MK_ATTN_WS_Q_PREFETCH=$v
+  done; done
+  stamps_build item_stamps.patch
+  for v in 0 1; do its "p0_2048_pf$v" 2048 0 MK_ATTN_WS_PERSISTENT=0 MK_ATTN_WS_Q_PREFETCH=$v; done
+  python3 "$REPO/tools/bench/item_stamps.py" "$RES"/its_*.txt | tee "$RES/item_stamps.txt"
 fi
