@@ -67,13 +67,13 @@ __device__ __forceinline__ bool ws_o_by_tma(const fwd_params &p, const fwd_block
   return p.o_tma && (blk.m_start + wg * 64 + 64 <= blk.seqlen_q || blk.q0 + blk.seqlen_q == p.total_q);
 }
 
-/* The epilogue through shared memory (ws_o_by_tma), FlashAttention-3's: consumer wg's 64 rows of
- * O / l as bf16 into its SW128 boxes of the staging tile sO (laid out as the Q tile: D / 64 boxes of 128 rows x 64
- * columns, this consumer's 64 rows in each; conflict-free 4-byte stores), then one thread's TMA store of them (the map
- * clips the rows past the sequence); then the LSE directly, after the proxy fence (MEMBAR.ALL.CTA in its SASS, which
- * would wait for them). The 4-byte stores to global memory that it replaces fill
- * half a sector each and took ~2,700 cycles an item (NOTES, attention/flash_fwd, session 49). Before it writes sO
- * the thread that issued the last item's store waits for that store to have read it (kPersist). */
+/* The epilogue through shared memory (ws_o_by_tma), FlashAttention-3's: consumer wg's 64 rows of O / l as bf16 into
+ * its SW128 boxes of the staging tile sO (laid out as the Q tile: D / 64 boxes of 128 rows x 64 columns, this
+ * consumer's 64 rows in each; conflict-free 4-byte stores), then one thread's TMA store of them (the map clips the rows
+ * past the sequence); then the LSE directly, after the proxy fence (MEMBAR.ALL.CTA in its SASS, which would wait for
+ * them). Before it writes sO, the thread that issued the last item's store waits for that store to have read it
+ * (kPersist). The direct 4-byte stores it replaces fill half a sector each; at 2048 keys it cut the last P V -> stores
+ * done from ~2,780 to ~2,020 cycles (NOTES, attention/flash_fwd, session 49). */
 template <int D>
 __device__ __forceinline__ void ws_store_o_tma(const CUtensorMap *to, uint16_t *sO, const fwd_params &p,
                                                const fwd_block &blk, int h, int wg, int ct, const float (&o)[D / 8][4],

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """item_stamps.py — where a call of the warp-specialised flash kernel spends its time between work items, from the
-stamps of tools/bench/item_stamps.patch (MK_ITEM_STAMPS=FILE: one line a work item, "slot f0 ... f11"; f0 smid << 32 |
+stamps of tools/bench/item_stamps.patch (MK_ITEM_STAMPS=FILE: one line a work item, "slot f0 ... f15"; f0 smid << 32 |
 tiles, f1 CTA entry, f2 consumer 0 at the item's start, f3 its Q waited, f4 its last P V done, f5 its stores done,
-f6 consumer 1's stores done, f7 the producer's Q load issued, f8 the CTA's exit, all clock64 of the SM; f9 globaltimer
-at entry, f10 globaltimer at consumer 0's stores done). Per file: the call's span, the SM clock (cycles against ns),
+f6 consumer 1's stores done, f7 the producer's Q load issued, f8 the CTA's exit, f11-f13 inside the staged epilogue
+(its first barrier passed, its shared stores done, its second barrier passed), f14 consumer 0's K0 in, all clock64 of
+the SM; f9 globaltimer at entry, f10 globaltimer at consumer 0's stores done; older files have f0-f11). Per file: the call's span, the SM clock (cycles against ns),
 and medians (cycles) of each phase of an item, and of the gap between one item's end and the next one's start on the
 same SM (a new CTA's entry, or, persistent, the next item's Q waited). The tile loop's cycles a tile (f4 - f3) / tiles
 and the fraction of the span that the SMs spent inside tile loops show how much the starts and ends cost.
@@ -72,6 +73,15 @@ def report(path):
         ("last P V done -> stores done (wg 0)", [i["f"][5] - i["f"][4] for i in items if i["f"][5]]),
         ("wg 1 stores done - wg 0's", [i["f"][6] - i["f"][5] for i in items if i["f"][6] and i["f"][5]]),
     ]
+    if len(items[0]["f"]) > 14:
+        stage = [i for i in items if i["f"][11] and i["f"][13]]
+        rows[4:4] = [
+            ("Q waited -> K0 in", [i["f"][14] - i["f"][3] for i in items if i["f"][14] and i["f"][3]]),
+            ("  epilogue: last P V -> first barrier passed", [i["f"][11] - i["f"][4] for i in stage]),
+            ("  epilogue: -> shared stores done", [i["f"][12] - i["f"][11] for i in stage]),
+            ("  epilogue: -> fence, second barrier passed", [i["f"][13] - i["f"][12] for i in stage]),
+            ("  epilogue: -> TMA store issued", [i["f"][5] - i["f"][13] for i in stage]),
+        ]
     exits, gaps, q_early = [], [], []
     by_sm = {}
     for its in ctas.values():

@@ -376,3 +376,32 @@ if [ "$PART" = k ]; then
   for v in 0 1; do its "p0_2048_pf$v" 2048 0 MK_ATTN_WS_PERSISTENT=0 MK_ATTN_WS_Q_PREFETCH=$v; done
   python3 "$REPO/tools/bench/item_stamps.py" "$RES"/its_*.txt | tee "$RES/item_stamps.txt"
 fi
+# part l (for session 50; one GPU), two things:
+#   (1) Session 49 item 5, in turns: this build against 4741ae7's. Set up the old tree first:
+#       git archive 4741ae7 | tar x -C .carry/old-4741ae7 --exclude=docs (carried).
+#       In 4741ae7 -> fb3e96c, nothing in the consumers' source changed, yet the persistent kernel's tile loop went
+#       from 1071 to 974 SASS instructions. Bursts: non-causal 2048-16384, causal 2048-16384, d 64 8192.
+#   (2) the item stamps, with the epilogue's and K0's stamps (item_stamps.patch, fields 11-14), at 2048 non-causal
+#       one CTA an item and at 2048 causal persistent.
+#   Predictions:
+#   (1) if the build difference is real: causal 2048 and 8192 -4 to -5 % against old, 2048 non-causal +1 to +2 %,
+#       16384 non-causal -1 %; else everything level within 0.5 %.
+#   (2) the staged epilogue's ~1,900-2,000 cycles: the first barrier 100-300 after the last P V; the shared stores
+#       600-900 (issue shared with consumer 1's softmax); the fence and the second barrier 300-600; the TMA issue < 100.
+#       K0 in within 300 cycles of Q waited (the first S needs both, and they arrive together behind the same queue).
+#   MKERNEL_BUILD_COMMIT=<sha> MK_CALL_LIMIT=500 CTEST_ARGS="-R ^test_flash_attn(_ws0|_ws1|_bn176|_tma_o0)?$" \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s46.sh l'
+l_shapes() { # WHICH R BINDIR: part l's bursts with BINDIR's mk-bench
+  PATH=$3:$PATH attn_burst "l_nc_$1_$2" 5 2048,2112,4096,8192,16384 0
+  PATH=$3:$PATH attn_burst "l_c_$1_$2" 3 2048,8192,16384 1
+  PATH=$3:$PATH attn_burst "l_d64_$1_$2" 2 8192 0 64
+}
+if [ "$PART" = l ]; then
+  STEP_GREP='^attn_prefill fused +b|FAIL|rror'
+  OLD_TARGETS=mk-bench old_build 4741ae7
+  ab_turns l_shapes
+  stamps_build item_stamps.patch
+  its l_p0_2048 2048 0 MK_ATTN_WS_PERSISTENT=0
+  its l_c_p1_2048 2048 1 MK_ATTN_WS_PERSISTENT=1
+  python3 "$REPO/tools/bench/item_stamps.py" "$RES"/its_l_*.txt | tee "$RES/item_stamps.txt"
+fi
