@@ -113,9 +113,11 @@ __device__ __forceinline__ void load_rows(uint16_t *tile, const uint16_t *src, l
 
 /* Sets S to -inf for keys past the sequence, before lo (keys an earlier tile took: the tail tile of
  * flash_fwd_ws.cuh's ws_tile_start) and, under a causal mask, after the row's diagonal; only tiles
- * that can hold such keys are touched. row0 = this thread's first row. */
+ * that can hold such keys are touched. row0 = this thread's first row (>= blk.m_start). Host-callable for
+ * test_mask_tile. */
 template <int NT>
-__device__ __forceinline__ void mask_tile(float (&s)[NT][4], const fwd_block &blk, int n0, int row0, int t, int lo) {
+__host__ __device__ __forceinline__ void mask_tile(float (&s)[NT][4], const fwd_block &blk, int n0, int row0, int t,
+                                                   int lo) {
   const bool tail = n0 + NT * 8 > blk.seqlen_k || n0 < lo;
   const bool diag = blk.causal && (long long)n0 + NT * 8 - 1 > (long long)blk.m_start + blk.off;
   if (!tail && !diag) return;
@@ -129,7 +131,7 @@ __device__ __forceinline__ void mask_tile(float (&s)[NT][4], const fwd_block &bl
     }
 }
 template <int NT>
-__device__ __forceinline__ void mask_tile(float (&s)[NT][4], const fwd_block &blk, int n0, int row0, int t) {
+__host__ __device__ __forceinline__ void mask_tile(float (&s)[NT][4], const fwd_block &blk, int n0, int row0, int t) {
   mask_tile<NT>(s, blk, n0, row0, t, n0);
 }
 
