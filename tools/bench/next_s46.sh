@@ -427,3 +427,26 @@ if [ "$PART" = m ]; then
     -R '^test_(flash_attn(_ws0|_ws1|_bn176|_bn128|_tma_o0)?|ring_attn_1(_ws0)?|ring_attn_[24]_gpu1)$'
   for r in 1 2; do m_shapes main "$r" "$BIN"; m_shapes mask "$r" /tmp/stb/bin; done
 fi
+# part n (for session 50 or later; one GPU): the first item's Q and K0 issued by thread 0 before the CTA's barrier
+#   (tools/bench/early_q.patch: ws_issue_first, MK_ATTN_WS_EARLY_Q, default 1 in the patched tree). At 2048 keys, one
+#   CTA an item, the producer issued Q ~1,100 cycles after the CTA's entry plus ~400 after the consumers' start (barrier
+#   init, the CTA barrier, setmaxnreg, the producer's set-up), and Q took ~2,500-2,900 more (runs 4741ae7, fb3e96c).
+#   SASS (compile-checked): the consumers' tile loops are as main's (1269 / 977 / 974 instructions; the 176-key loop's
+#   4 local loads unchanged). Three builds in turns, twice: main, patched with EARLY_Q=0, patched with =1.
+#   Prediction: =1 against =0: 2048 and 2112 non-causal -1.5 to -2.5 %, 4096 -1 %, 8192 -0.5 %, causal persistent 2048
+#   (its first item of ~4 gains) -0.5 %; =0 against main level (within 0.5 %). The patched tree's tests run first.
+n_shapes() { # WHICH R BINDIR [VAR=VALUE]
+  PATH=$3:$PATH attn_burst "n_nc_$1_$2" 4 2048,2112,4096,8192 0 ${4:+"$4"}
+  PATH=$3:$PATH attn_burst "n_c_$1_$2" 2 2048,8192 1 ${4:+"$4"}
+}
+if [ "$PART" = n ]; then
+  STEP_GREP='^attn_prefill fused +b|FAIL|rror|tests passed|Failed'
+  STB_TARGETS=all stamps_build early_q.patch
+  TAIL=12 marked n_ctest 150 ctest --test-dir /tmp/stb --output-on-failure --timeout 120 \
+    -R '^test_(flash_attn(_ws0|_ws1|_bn176|_bn128|_tma_o0)?|mask_tile|ring_attn_1(_ws0)?|ring_attn_[24]_gpu1|model_gpu_prefill)$'
+  for r in 1 2; do
+    n_shapes main "$r" "$BIN"
+    n_shapes eq0 "$r" /tmp/stb/bin MK_ATTN_WS_EARLY_Q=0
+    n_shapes eq1 "$r" /tmp/stb/bin MK_ATTN_WS_EARLY_Q=1
+  done
+fi
