@@ -221,6 +221,17 @@ __device__ __forceinline__ void p_fragment(const float (&s)[NT][4], int kk, uint
   a[3] = pack_bf16x2(s[2 * kk + 1][2], s[2 * kk + 1][3]);
 }
 
+/* A row's sum over the 4 lanes of its quad (every lane must call it). */
+__device__ __forceinline__ float quad_sum(float v) {
+  v += __shfl_xor_sync(0xffffffffu, v, 1);
+  return v + __shfl_xor_sync(0xffffffffu, v, 2);
+}
+/* The LSE of a row from the running max m of its raw scores and its sum l of exp(scale (s - m)); -inf for a row that
+ * saw no key. */
+__device__ __forceinline__ float row_lse(float m, float l, float scale) {
+  return l > 0.f ? m * scale + logf(l) : -INFINITY;
+}
+
 /* O / l as bf16 and the LSE for this thread's two rows; rows that saw no key get O = 0 and
  * LSE = -inf. Split (p.splits > 1): the same as fp32 partials of blk.split. Every lane must
  * call it (quad shuffles). */
@@ -229,9 +240,7 @@ __device__ __forceinline__ void store_out(const fwd_params &p, const fwd_block &
                                           const float (&o)[D / 8][4], const float (&m_r)[2], float (&l_r)[2]) {
 #pragma unroll
   for (int r = 0; r < 2; r++) {
-    float l = l_r[r];
-    l += __shfl_xor_sync(0xffffffffu, l, 1);
-    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    const float l = quad_sum(l_r[r]);
     const int row = row0 + r * 8;
     if (row >= blk.seqlen_q) continue;
     const float inv = l > 0.f ? 1.f / l : 0.f;
@@ -242,8 +251,7 @@ __device__ __forceinline__ void store_out(const fwd_params &p, const fwd_block &
       for (int j = 0; j < D / 8; j++)
         *reinterpret_cast<float2 *>(dst + j * 8) = make_float2(o[j][2 * r] * inv, o[j][2 * r + 1] * inv);
       if (t == 0)
-        p.lse_part[((long long)blk.split * p.hq + h) * p.total_q + blk.q0 + row] =
-            l > 0.f ? m_r[r] * p.scale + logf(l) : -INFINITY;
+        p.lse_part[((long long)blk.split * p.hq + h) * p.total_q + blk.q0 + row] = row_lse(m_r[r], l, p.scale);
       continue;
     }
     uint16_t *dst = p.o + ((long long)(blk.q0 + row) * p.hq + h) * D + 2 * t;
@@ -251,7 +259,7 @@ __device__ __forceinline__ void store_out(const fwd_params &p, const fwd_block &
     for (int j = 0; j < D / 8; j++)
       *reinterpret_cast<uint32_t *>(dst + j * 8) = pack_bf16x2(o[j][2 * r] * inv, o[j][2 * r + 1] * inv);
     if (p.lse && t == 0)
-      p.lse[(long long)h * p.total_q + blk.q0 + row] = l > 0.f ? m_r[r] * p.scale + logf(l) : -INFINITY;
+      p.lse[(long long)h * p.total_q + blk.q0 + row] = row_lse(m_r[r], l, p.scale);
   }
 }
 

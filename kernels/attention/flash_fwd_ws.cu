@@ -87,9 +87,7 @@ __device__ __forceinline__ void ws_store_o_tma(const CUtensorMap *to, uint16_t *
   float l[2];
 #pragma unroll
   for (int r = 0; r < 2; r++) {
-    l[r] = l_r[r];
-    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
-    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+    l[r] = quad_sum(l_r[r]);
     const float inv = l[r] > 0.f ? 1.f / l[r] : 0.f;
 #pragma unroll
     for (int j = 0; j < D / 8; j++)
@@ -109,7 +107,7 @@ __device__ __forceinline__ void ws_store_o_tma(const CUtensorMap *to, uint16_t *
   for (int r = 0; r < 2; r++) {
     const int q = blk.m_start + r0 + r * 8;
     if (q < blk.seqlen_q)
-      p.lse[(long long)h * p.total_q + blk.q0 + q] = l[r] > 0.f ? m_r[r] * p.scale + logf(l[r]) : -INFINITY;
+      p.lse[(long long)h * p.total_q + blk.q0 + q] = row_lse(m_r[r], l[r], p.scale);
   }
 }
 
@@ -257,8 +255,8 @@ mk_status ws_start(const fwd_params &p_in, int persistent, int sms, cudaStream_t
     MK_CHECK(mk_gemm_encode_map(&mo, p.o, (uint64_t)p.hq * D, qr, 1, 64, 64));
   else
     mo = mq; /* not read */
-  return flash_fwd_start(flash_fwd_ws_kernel<D, kPersist, BN>, C::kThreads, C::kBM, ws_fwd_smem_bytes<D, kPersist, BN>(),
-                         p, D, persistent, stream, mq, mk, mv, mo);
+  return flash_fwd_start(flash_fwd_ws_kernel<D, kPersist, BN>, C::kThreads, C::kBM,
+                         ws_fwd_smem_bytes<D, kPersist, BN>(), p, D, persistent, stream, mq, mk, mv, mo);
 }
 
 template <int D>
