@@ -298,7 +298,7 @@ extern "C" mk_status mk_flash_attn_fwd(const mk_attn_fwd_args *a, mk_stream_t st
   p.scale_log2 = a->softmax_scale * 1.4426950408889634f;
   p.splits = splits;
   p.batch = a->batch;
-  p.o_tma = 0, p.q_prefetch = 0;
+  p.o_tma = 0, p.q_prefetch = 0, p.early_q = 0;
   p.o_part = splits > 1 ? (float *)a->workspace : NULL;
   p.lse_part = splits > 1 ? p.o_part + (size_t)splits * a->total_q * a->hq * a->d : NULL;
   cudaStream_t s = (cudaStream_t)stream;

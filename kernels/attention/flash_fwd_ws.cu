@@ -125,19 +125,58 @@ __device__ __forceinline__ void ws_prefetch_later_q(const CUtensorMap *tq, const
   for (int cb = 0; cb < D / 64; cb++) mk_sm90::tma_prefetch_3d(tq, h * D + cb * 64, q0 + m0, 0);
 }
 
+/* Thread 0, right after it initialised the barriers and before the CTA's barrier (p.early_q): the Q tile and, where
+ * it goes by TMA, K0 of the CTA's first item, so that they load while the CTA starts (its barrier, the register
+ * moves, the producer's set-up). Returns what it issued (bit 0 Q, bit 1 K0) for ws_produce to skip. */
+template <int D, bool kPersist, int BN>
+__device__ __forceinline__ int ws_issue_first(const CUtensorMap *tq, const CUtensorMap *tk, const fwd_params &p,
+                                              const ws_smem<D, BN> &sm) {
+  int z, m_block, h;
+  bool any;
+  fwd_block blk;
+  if (!p.early_q || !ws_item<kPersist>(p, 0, z, m_block, h, any) || !any ||
+      !fwd_block_setup<D, ws_config::kBM, BN>(p, z, m_block, h, blk) || blk.n_blocks == blk.n_begin)
+    return 0;
+  ws_load_q<D>(tq, sm.sQ, *sm.bar, h * D, blk.q0 + blk.m_start);
+  const int n0 = ws_tile_start<BN>(blk.n_begin, blk.seqlen_k);
+  if (p.cu_k && blk.seqlen_k - n0 < BN) return 1; /* K0 by cp.async: the whole warp, later */
+  ws_load_tile<D, BN>(tk, sm.sK, &sm.bar->k_full[0], &sm.bar->k_empty[0], 0, (h / p.group) * D, blk.k0 + n0, 0, true,
+                      nullptr, 0, 0);
+  return 3;
+}
+
+/* Persistent (p.q_prefetch): lane 0 of the producer, once it has issued round r's Q, prefetches into L2 the Q tile of
+ * the CTA's round r + 1, so that the load it issues when the consumers release Q (after round r's last S) hits L2.
+ * At 2048 keys causal that load took ~5,700 cycles from HBM, and the consumers waited ~1,800 after their stores for it
+ * (NOTES, attention/flash_fwd, session 50). */
+template <int D, int BN>
+__device__ __forceinline__ void ws_prefetch_next_q(const CUtensorMap *tq, const fwd_params &p, int r) {
+  int z, m_block, h;
+  bool any;
+  fwd_block blk;
+  if (threadIdx.x % 32 || !ws_item<true>(p, r, z, m_block, h, any) || !any ||
+      !fwd_block_setup<D, ws_config::kBM, BN>(p, z, m_block, h, blk) || blk.n_blocks == blk.n_begin)
+    return;
+#pragma unroll
+  for (int cb = 0; cb < D / 64; cb++) mk_sm90::tma_prefetch_3d(tq, h * D + cb * 64, blk.q0 + blk.m_start, 0);
+}
+
 /* The producer warp: per item, Q (once the consumers are done with the previous item's), then K0, K1, V0, K2, V1,
  * ... into the ring; kt counts the ring's tiles over the items. */
 template <int D, bool kPersist, int BN>
 __device__ __forceinline__ void ws_produce(const CUtensorMap *tq, const CUtensorMap *tk, const CUtensorMap *tv,
-                                           const fwd_params &p, const ws_smem<D, BN> &sm) {
+                                           const CUtensorMap *to, const fwd_params &p, const ws_smem<D, BN> &sm,
+                                           int pre) {
   using C = ws_config;
   constexpr int BM = C::kBM, S = C::kStages;
   ws_bars &bar = *sm.bar;
+  pre = __shfl_sync(0xffffffffu, pre, 0); /* lane 0's (ws_issue_first), for item 0 */
   const bool varlen = p.cu_k != nullptr;
   if (threadIdx.x % 32 == 0) {
     mk_sm90::tma_prefetch_desc(tq);
     mk_sm90::tma_prefetch_desc(tk);
     mk_sm90::tma_prefetch_desc(tv);
+    if (p.o_tma) mk_sm90::tma_prefetch_desc(to); /* else `to` is not a map of O */
   }
   int kt = 0, qi = 0, z, m_block, h;
   bool any;
@@ -146,8 +185,12 @@ __device__ __forceinline__ void ws_produce(const CUtensorMap *tq, const CUtensor
     if (!any || !fwd_block_setup<D, BM, BN>(p, z, m_block, h, blk)) continue;
     const int tiles = blk.n_blocks - blk.n_begin, col = (h / p.group) * D;
     if (tiles == 0) continue;
-    mk_sm90::mbar_wait(&bar.q_empty, (qi & 1) ^ 1);
-    ws_load_q<D>(tq, sm.sQ, bar, h * D, blk.q0 + blk.m_start);
+    const int pre_r = r == 0 ? pre : 0;
+    if (!(pre_r & 1)) {
+      mk_sm90::mbar_wait(&bar.q_empty, (qi & 1) ^ 1);
+      ws_load_q<D>(tq, sm.sQ, bar, h * D, blk.q0 + blk.m_start);
+    }
+    if (kPersist && p.q_prefetch) ws_prefetch_next_q<D, BN>(tq, p, r + 1);
     auto load = [&](const CUtensorMap *map, const uint16_t *g, uint16_t *ring, uint64_t *full, uint64_t *empty,
                     int t) {
       const int s = (kt + t) % S, n0 = ws_tile_start<BN>(blk.n_begin + t, blk.seqlen_k), valid = blk.seqlen_k - n0;
@@ -155,7 +198,7 @@ __device__ __forceinline__ void ws_produce(const CUtensorMap *tq, const CUtensor
                           blk.k0 + n0, 0, !varlen || valid >= BN, g + (long long)n0 * blk.kv_stride, blk.kv_stride,
                           valid);
     };
-    load(tk, blk.gk, sm.sK, bar.k_full, bar.k_empty, 0);
+    if (!(pre_r & 2)) load(tk, blk.gk, sm.sK, bar.k_full, bar.k_empty, 0);
     if (!kPersist && p.q_prefetch) ws_prefetch_later_q<D>(tq, p, blk.q0);
     for (int t = 0; t < tiles; t++) {
       if (t + 1 < tiles) load(tk, blk.gk, sm.sK, bar.k_full, bar.k_empty, t + 1);
@@ -178,12 +221,16 @@ __global__ void __launch_bounds__(ws_config::kThreads, 1)
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   const ws_smem<D, BN> sm(smem_raw);
   const int tid = threadIdx.x;
-  if (tid == 0) ws_init_bars(*sm.bar);
+  int pre = 0;
+  if (tid == 0) {
+    ws_init_bars(*sm.bar);
+    pre = ws_issue_first<D, kPersist, BN>(&tq, &tk, p, sm);
+  }
   __syncthreads();
 
   if (tid < 128) {
     mk_sm90::setmaxnreg_dec<C::producer_regs<BN>()>();
-    if (tid < 32) ws_produce<D, kPersist, BN>(&tq, &tk, &tv, p, sm);
+    if (tid < 32) ws_produce<D, kPersist, BN>(&tq, &tk, &tv, &to, p, sm, pre);
     return;
   }
   mk_sm90::setmaxnreg_inc<C::consumer_regs<BN>()>();
@@ -231,9 +278,13 @@ MK_PARAM_INT(attn_ws_bn176, "ATTN_WS_BN176", -1, -1, 1)
 /* MK_ATTN_WS_TMA_O: 1 (default) the epilogue of an unsplit call stages O in shared memory for a TMA store
  * (ws_store_o_tma, ws_o_by_tma); 0 each thread stores its O directly (store_out, as split calls always do). */
 MK_PARAM_INT(attn_ws_tma_o, "ATTN_WS_TMA_O", 1, 0, 1)
-/* MK_ATTN_WS_Q_PREFETCH: 1 one CTA an item in a one-sequence unsplit call, each CTA's producer prefetches into L2 the Q
- * tile of the CTA an SM count after its own (ws_prefetch_later_q); 0 none. */
+/* MK_ATTN_WS_Q_PREFETCH: 1 (default) one CTA an item in a one-sequence unsplit call, each CTA's producer prefetches
+ * into L2 the Q tile of the CTA an SM count after its own (ws_prefetch_later_q); persistent, the producer prefetches
+ * its next round's Q tile (ws_prefetch_next_q); 0 none. */
 MK_PARAM_INT(attn_ws_q_prefetch, "ATTN_WS_Q_PREFETCH", 1, 0, 1)
+/* MK_ATTN_WS_EARLY_Q: 1 thread 0 issues the first item's Q and K0 before the CTA's barrier (ws_issue_first); 0
+ * (default, until measured) the producer warp does, after it. */
+MK_PARAM_INT(attn_ws_early_q, "ATTN_WS_EARLY_Q", 0, 0, 1)
 
 template <int D, bool kPersist, int BN>
 mk_status ws_start(const fwd_params &p_in, int persistent, int sms, cudaStream_t stream) {
@@ -241,7 +292,8 @@ mk_status ws_start(const fwd_params &p_in, int persistent, int sms, cudaStream_t
   CUtensorMap mq, mk, mv, mo;
   fwd_params p = p_in;
   p.o_tma = mk_param_attn_ws_tma_o() && p.splits <= 1;
-  p.q_prefetch = !kPersist && p.batch == 1 && p.splits <= 1 && mk_param_attn_ws_q_prefetch() ? sms : 0;
+  p.q_prefetch = !mk_param_attn_ws_q_prefetch() ? 0 : kPersist ? 1 : p.batch == 1 && p.splits <= 1 ? sms : 0;
+  p.early_q = mk_param_attn_ws_early_q();
   /* The maps' rows: one sequence ends at its last key (TMA zero-fills a tile of a sequence shorter than BN); in a
    * varlen batch only key tiles inside their sequence go through TMA, so batch x the longest sequence bounds every
    * row they read. */

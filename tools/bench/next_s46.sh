@@ -450,3 +450,42 @@ if [ "$PART" = n ]; then
     n_shapes eq1 "$r" /tmp/stb/bin MK_ATTN_WS_EARLY_Q=1
   done
 fi
+# part o (session 50; one GPU): three changes, in turns twice against 1992bb9's build (.carry/old-1992bb9):
+#   pf   the persistent producer prefetches its next round's Q tile into L2 once it has issued this round's
+#        (ws_prefetch_next_q, under MK_ATTN_WS_Q_PREFETCH, default 1; new_pf0 turns it off). Run 1992bb9 (part l) at
+#        2048 causal persistent: Q issued -> Q waited 5,701 cycles (from HBM, queued behind the K/V loads), and the
+#        consumers waited 1,781 after their stores for the next item's Q, of ~29,000 an item.
+#   desc the producer prefetches O's map descriptor (in both new builds): the staged epilogue took 734-770 cycles from
+#        its second barrier to the stores done, where only the TMA store's issue and the LSE lie.
+#   eq   MK_ATTN_WS_EARLY_Q (default 0; new_eq1 turns it on): early_q.patch merged, thread 0 issues the first item's Q
+#        and K0 before the CTA's barrier.
+#   The tests run again with MK_ATTN_WS_EARLY_Q=1 first; item stamps (item_stamps.patch) after the turns.
+#   Predictions: pf (new vs new_pf0): causal 2048 -3 to -5 %, 4096 -2 to -3 %, 8192 -1 to -2 %; Q issued -> Q waited
+#   5,701 -> 1,500-2,500 and the next item's Q waited - stores done 1,781 -> < 400. desc: if it is the map's fetch,
+#   the TMA-issue phase 734 -> < 150 cycles and new vs old -0.5 to -1 % at 2048 non-causal, else level (the build
+#   itself may move the 176-key kernel by +-2 %: part l). eq (new_eq1 vs new): 2048 / 2112 non-causal -1.5 to
+#   -2.5 %, 4096 -1 %, 8192 -0.5 %; consumer start -> Q waited 3,043 -> ~1,500.
+o_shapes() { # WHICH R BINDIR [VAR=VALUE]
+  PATH=$3:$PATH attn_burst "o_nc_$1_$2" 4 2048,2112,4096,8192 0 ${4:+"$4"}
+  PATH=$3:$PATH attn_burst "o_c_$1_$2" 3 2048,4096,8192 1 ${4:+"$4"}
+  PATH=$3:$PATH TAIL=1 marked "o_tp4_$1_$2" 20 env ${4:-MK_NONE=0} mk-bench attn --mode prefill --seq 8192 --hq 8 \
+    --hkv 2 --causal 1 --path fused --warmup 2 --iters 5 --json "$RES/o_tp4_$1_$2.json"
+}
+if [ "$PART" = o ]; then
+  STEP_GREP='^attn_prefill fused +b|FAIL|rror|tests passed|Failed'
+  TAIL=8 marked o_ctest_eq1 150 env MK_ATTN_WS_EARLY_Q=1 ctest --test-dir "$REPO/build-gpu" --output-on-failure \
+    --timeout 120 -R '^test_(flash_attn(_ws0|_ws1|_bn176|_bn128|_tma_o0)?|ring_attn_1(_ws0)?|model_gpu_prefill)$'
+  OLD_TARGETS=mk-bench old_build 1992bb9
+  for r in 1 2; do
+    o_shapes old "$r" "$OB"
+    o_shapes new "$r" "$BIN"
+    o_shapes new_pf0 "$r" "$BIN" MK_ATTN_WS_Q_PREFETCH=0
+    o_shapes new_eq1 "$r" "$BIN" MK_ATTN_WS_EARLY_Q=1
+  done
+  stamps_build item_stamps.patch
+  its o_c_p1_2048_pf1 2048 1 MK_ATTN_WS_PERSISTENT=1
+  its o_c_p1_2048_pf0 2048 1 MK_ATTN_WS_PERSISTENT=1 MK_ATTN_WS_Q_PREFETCH=0
+  its o_p0_2048_eq0 2048 0 MK_ATTN_WS_PERSISTENT=0
+  its o_p0_2048_eq1 2048 0 MK_ATTN_WS_PERSISTENT=0 MK_ATTN_WS_EARLY_Q=1
+  python3 "$REPO/tools/bench/item_stamps.py" "$RES"/its_o_*.txt | tee "$RES/item_stamps.txt"
+fi
