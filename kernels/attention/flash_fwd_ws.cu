@@ -34,17 +34,19 @@ __device__ __forceinline__ bool ws_item(const fwd_params &p, int r, int &z, int 
     z = blockIdx.z, m_block = gridDim.x - 1 - blockIdx.x, h = blockIdx.y, any = true;
     return r == 0;
   }
-  const int G = gridDim.x, zs = p.batch * (p.splits > 1 ? p.splits : 1);
-  const int blocks = (p.seqlen_q + ws_config::kBM - 1) / ws_config::kBM;
-  const long long n = (long long)blocks * p.hq * zs, base = (long long)r * G;
+  /* 32-bit (ws_launch keeps the items and two rounds below 2^31): it runs between one item's stores and the next
+   * one's start, ~1,500 cycles with 64-bit divisions at 2048 keys (NOTES, attention/flash_fwd, session 50) */
+  const unsigned G = gridDim.x, zs = (unsigned)(p.batch * (p.splits > 1 ? p.splits : 1));
+  const unsigned blocks = ((unsigned)p.seqlen_q + ws_config::kBM - 1) / ws_config::kBM;
+  const unsigned per_block = (unsigned)p.hq * zs, n = blocks * per_block, base = (unsigned)r * G;
   if (base >= n) return false;
-  const long long item = base + ((r & 1) ? G - 1 - (int)blockIdx.x : (int)blockIdx.x);
+  const unsigned item = base + ((r & 1) ? G - 1 - blockIdx.x : blockIdx.x);
   any = item < n;
   if (any) {
-    const long long per_block = (long long)p.hq * zs;
-    m_block = blocks - 1 - (int)(item / per_block);
-    h = (int)(item % per_block % p.hq);
-    z = (int)(item % per_block / p.hq);
+    const unsigned b = item / per_block, rem = item - b * per_block, zz = rem / (unsigned)p.hq;
+    m_block = (int)(blocks - 1 - b);
+    h = (int)(rem - zz * (unsigned)p.hq);
+    z = (int)zz;
   }
   return true;
 }
@@ -165,8 +167,7 @@ __device__ __forceinline__ void ws_prefetch_next_q(const CUtensorMap *tq, const 
  * ... into the ring; kt counts the ring's tiles over the items. */
 template <int D, bool kPersist, int BN>
 __device__ __forceinline__ void ws_produce(const CUtensorMap *tq, const CUtensorMap *tk, const CUtensorMap *tv,
-                                           const CUtensorMap *to, const fwd_params &p, const ws_smem<D, BN> &sm,
-                                           int pre) {
+                                           const fwd_params &p, const ws_smem<D, BN> &sm, int pre) {
   using C = ws_config;
   constexpr int BM = C::kBM, S = C::kStages;
   ws_bars &bar = *sm.bar;
@@ -176,7 +177,6 @@ __device__ __forceinline__ void ws_produce(const CUtensorMap *tq, const CUtensor
     mk_sm90::tma_prefetch_desc(tq);
     mk_sm90::tma_prefetch_desc(tk);
     mk_sm90::tma_prefetch_desc(tv);
-    if (p.o_tma) mk_sm90::tma_prefetch_desc(to); /* else `to` is not a map of O */
   }
   int kt = 0, qi = 0, z, m_block, h;
   bool any;
@@ -230,7 +230,7 @@ __global__ void __launch_bounds__(ws_config::kThreads, 1)
 
   if (tid < 128) {
     mk_sm90::setmaxnreg_dec<C::producer_regs<BN>()>();
-    if (tid < 32) ws_produce<D, kPersist, BN>(&tq, &tk, &tv, &to, p, sm, pre);
+    if (tid < 32) ws_produce<D, kPersist, BN>(&tq, &tk, &tv, p, sm, pre);
     return;
   }
   mk_sm90::setmaxnreg_inc<C::consumer_regs<BN>()>();
@@ -282,9 +282,10 @@ MK_PARAM_INT(attn_ws_tma_o, "ATTN_WS_TMA_O", 1, 0, 1)
  * into L2 the Q tile of the CTA an SM count after its own (ws_prefetch_later_q); persistent, the producer prefetches
  * its next round's Q tile (ws_prefetch_next_q); 0 none. */
 MK_PARAM_INT(attn_ws_q_prefetch, "ATTN_WS_Q_PREFETCH", 1, 0, 1)
-/* MK_ATTN_WS_EARLY_Q: 1 thread 0 issues the first item's Q and K0 before the CTA's barrier (ws_issue_first); 0
- * (default, until measured) the producer warp does, after it. */
-MK_PARAM_INT(attn_ws_early_q, "ATTN_WS_EARLY_Q", 0, 0, 1)
+/* MK_ATTN_WS_EARLY_Q: 1 (default) thread 0 issues the first item's Q and K0 before the CTA's barrier
+ * (ws_issue_first); 0 the producer warp does, after it. Run 1c28130, bursts: 2048 and 2112 non-causal -1.1 %, 4096,
+ * 8192 and causal level (NOTES, attention/flash_fwd, session 50). */
+MK_PARAM_INT(attn_ws_early_q, "ATTN_WS_EARLY_Q", 1, 0, 1)
 
 template <int D, bool kPersist, int BN>
 mk_status ws_start(const fwd_params &p_in, int persistent, int sms, cudaStream_t stream) {
@@ -314,7 +315,9 @@ mk_status ws_start(const fwd_params &p_in, int persistent, int sms, cudaStream_t
 template <int D>
 mk_status ws_launch(const fwd_params &p, int sms, cudaStream_t stream) {
   const int64_t mode = mk_param_attn_ws_persistent(), bn176 = mk_param_attn_ws_bn176();
-  if (mode == 1 || (mode < 0 && p.mask != MK_ATTN_MASK_NONE && p.seqlen_k <= 8192))
+  const long long items = ((long long)p.seqlen_q + ws_config::kBM - 1) / ws_config::kBM * p.hq * p.batch *
+                          (p.splits > 1 ? p.splits : 1);
+  if (items + 2LL * sms < INT32_MAX && (mode == 1 || (mode < 0 && p.mask != MK_ATTN_MASK_NONE && p.seqlen_k <= 8192)))
     return ws_start<D, true, ws_config::kBN>(p, sms, sms, stream);
   if (bn176 == 1 || (bn176 < 0 && p.mask == MK_ATTN_MASK_NONE && p.splits <= 1))
     return ws_start<D, false, 176>(p, 0, sms, stream);

@@ -489,3 +489,34 @@ if [ "$PART" = o ]; then
   its o_p0_2048_eq1 2048 0 MK_ATTN_WS_PERSISTENT=0 MK_ATTN_WS_EARLY_Q=1
   python3 "$REPO/tools/bench/item_stamps.py" "$RES"/its_o_*.txt | tee "$RES/item_stamps.txt"
 fi
+# part p (session 50, after part o; one GPU): run 1c28130 (part o) measured, in turns in its build: pf -0.9 % at 2048
+#   causal, level beyond (its stamps: the consumers' Q wait unchanged, the load was not what they waited for); eq
+#   -1.1 % at 2048 / 2112 non-causal, level elsewhere; but its persistent tile loop ran 2,977 cycles a tile against
+#   1992bb9's 2,916 (same instructions, another order), +3 % causal against 1992bb9's build. Between one item's stores
+#   and the next one's start the consumer spent ~1,500 cycles, in ws_item's three 64-bit divisions and
+#   fwd_block_setup's loads. This tree: ws_item in 32-bit (the launcher keeps the persistent kernel's items below
+#   2^31), MK_ATTN_WS_EARLY_Q=1 by default, no prefetch of O's map (it changed nothing). In turns, twice: 1992bb9,
+#   this build, this build with EARLY_Q=0, with Q_PREFETCH=0; then the item stamps.
+#   Predictions: the next item's Q waited - stores done 1,790 -> 1,000-1,400 cycles; new vs 1992bb9 causal 2048 -1 to
+#   -3 % if the tile loop's order is as fast as 1992bb9's (unknown: its loop is 983 instructions in another order);
+#   eq0 vs new: 2048 / 2112 non-causal +1 %; pf0 vs new: 2048 causal +1 %.
+p_shapes() { # WHICH R BINDIR [VAR=VALUE]
+  PATH=$3:$PATH attn_burst "p_nc_$1_$2" 4 2048,2112,4096,8192 0 ${4:+"$4"}
+  PATH=$3:$PATH attn_burst "p_c_$1_$2" 3 2048,4096,8192 1 ${4:+"$4"}
+  PATH=$3:$PATH TAIL=1 marked "p_tp4_$1_$2" 20 env ${4:-MK_NONE=0} mk-bench attn --mode prefill --seq 8192 --hq 8 \
+    --hkv 2 --causal 1 --path fused --warmup 2 --iters 5 --json "$RES/p_tp4_$1_$2.json"
+}
+if [ "$PART" = p ]; then
+  STEP_GREP='^attn_prefill fused +b|FAIL|rror|tests passed|Failed'
+  OLD_TARGETS=mk-bench old_build 1992bb9
+  for r in 1 2; do
+    p_shapes old "$r" "$OB"
+    p_shapes new "$r" "$BIN"
+    p_shapes new_eq0 "$r" "$BIN" MK_ATTN_WS_EARLY_Q=0
+    p_shapes new_pf0 "$r" "$BIN" MK_ATTN_WS_Q_PREFETCH=0
+  done
+  stamps_build item_stamps.patch
+  its p_c_p1_2048 2048 1 MK_ATTN_WS_PERSISTENT=1
+  its p_p0_2048 2048 0 MK_ATTN_WS_PERSISTENT=0
+  python3 "$REPO/tools/bench/item_stamps.py" "$RES"/its_p_*.txt | tee "$RES/item_stamps.txt"
+fi
