@@ -33,8 +33,8 @@ struct fwd_params {
   float *o_part, *lse_part;
   int batch; /* sequences (the grid's z is batch x splits); seqlen_q is the longest (the grid's x) */
   /* The warp-specialised flash kernel only (set by its launcher): O through shared memory and TMA; the prefetch of a
-   * later Q tile (0: none; one CTA an item, the CTAs resident at once; persistent, 1: the next round's); the first
-   * item's Q and K0 issued before the CTA's barrier */
+   * later CTA's Q tile (0: none; else the CTAs resident at once); one CTA an item, its Q and K0 issued before the CTA's
+   * barrier */
   int o_tma, q_prefetch, early_q;
 };
 

@@ -34,19 +34,17 @@ __device__ __forceinline__ bool ws_item(const fwd_params &p, int r, int &z, int 
     z = blockIdx.z, m_block = gridDim.x - 1 - blockIdx.x, h = blockIdx.y, any = true;
     return r == 0;
   }
-  /* 32-bit (ws_launch keeps the items and two rounds below 2^31): it runs between one item's stores and the next
-   * one's start, ~1,500 cycles with 64-bit divisions at 2048 keys (NOTES, attention/flash_fwd, session 50) */
-  const unsigned G = gridDim.x, zs = (unsigned)(p.batch * (p.splits > 1 ? p.splits : 1));
-  const unsigned blocks = ((unsigned)p.seqlen_q + ws_config::kBM - 1) / ws_config::kBM;
-  const unsigned per_block = (unsigned)p.hq * zs, n = blocks * per_block, base = (unsigned)r * G;
+  const int G = gridDim.x, zs = p.batch * (p.splits > 1 ? p.splits : 1);
+  const int blocks = (p.seqlen_q + ws_config::kBM - 1) / ws_config::kBM;
+  const long long n = (long long)blocks * p.hq * zs, base = (long long)r * G;
   if (base >= n) return false;
-  const unsigned item = base + ((r & 1) ? G - 1 - blockIdx.x : blockIdx.x);
+  const long long item = base + ((r & 1) ? G - 1 - (int)blockIdx.x : (int)blockIdx.x);
   any = item < n;
   if (any) {
-    const unsigned b = item / per_block, rem = item - b * per_block, zz = rem / (unsigned)p.hq;
-    m_block = (int)(blocks - 1 - b);
-    h = (int)(rem - zz * (unsigned)p.hq);
-    z = (int)zz;
+    const long long per_block = (long long)p.hq * zs;
+    m_block = blocks - 1 - (int)(item / per_block);
+    h = (int)(item % per_block % p.hq);
+    z = (int)(item % per_block / p.hq);
   }
   return true;
 }
@@ -147,22 +145,6 @@ __device__ __forceinline__ int ws_issue_first(const CUtensorMap *tq, const CUten
   return 3;
 }
 
-/* Persistent (p.q_prefetch): lane 0 of the producer, once it has issued round r's Q, prefetches into L2 the Q tile of
- * the CTA's round r + 1, so that the load it issues when the consumers release Q (after round r's last S) hits L2.
- * At 2048 keys causal that load took ~5,700 cycles from HBM, and the consumers waited ~1,800 after their stores for it
- * (NOTES, attention/flash_fwd, session 50). */
-template <int D, int BN>
-__device__ __forceinline__ void ws_prefetch_next_q(const CUtensorMap *tq, const fwd_params &p, int r) {
-  int z, m_block, h;
-  bool any;
-  fwd_block blk;
-  if (threadIdx.x % 32 || !ws_item<true>(p, r, z, m_block, h, any) || !any ||
-      !fwd_block_setup<D, ws_config::kBM, BN>(p, z, m_block, h, blk) || blk.n_blocks == blk.n_begin)
-    return;
-#pragma unroll
-  for (int cb = 0; cb < D / 64; cb++) mk_sm90::tma_prefetch_3d(tq, h * D + cb * 64, blk.q0 + blk.m_start, 0);
-}
-
 /* The producer warp: per item, Q (once the consumers are done with the previous item's), then K0, K1, V0, K2, V1,
  * ... into the ring; kt counts the ring's tiles over the items. */
 template <int D, bool kPersist, int BN>
@@ -171,7 +153,7 @@ __device__ __forceinline__ void ws_produce(const CUtensorMap *tq, const CUtensor
   using C = ws_config;
   constexpr int BM = C::kBM, S = C::kStages;
   ws_bars &bar = *sm.bar;
-  pre = __shfl_sync(0xffffffffu, pre, 0); /* lane 0's (ws_issue_first), for item 0 */
+  if constexpr (!kPersist) pre = __shfl_sync(0xffffffffu, pre, 0); /* lane 0's (ws_issue_first), for item 0 */
   const bool varlen = p.cu_k != nullptr;
   if (threadIdx.x % 32 == 0) {
     mk_sm90::tma_prefetch_desc(tq);
@@ -190,7 +172,6 @@ __device__ __forceinline__ void ws_produce(const CUtensorMap *tq, const CUtensor
       mk_sm90::mbar_wait(&bar.q_empty, (qi & 1) ^ 1);
       ws_load_q<D>(tq, sm.sQ, bar, h * D, blk.q0 + blk.m_start);
     }
-    if (kPersist && p.q_prefetch) ws_prefetch_next_q<D, BN>(tq, p, r + 1);
     auto load = [&](const CUtensorMap *map, const uint16_t *g, uint16_t *ring, uint64_t *full, uint64_t *empty,
                     int t) {
       const int s = (kt + t) % S, n0 = ws_tile_start<BN>(blk.n_begin + t, blk.seqlen_k), valid = blk.seqlen_k - n0;
@@ -224,7 +205,7 @@ __global__ void __launch_bounds__(ws_config::kThreads, 1)
   int pre = 0;
   if (tid == 0) {
     ws_init_bars(*sm.bar);
-    pre = ws_issue_first<D, kPersist, BN>(&tq, &tk, p, sm);
+    if constexpr (!kPersist) pre = ws_issue_first<D, kPersist, BN>(&tq, &tk, p, sm);
   }
   __syncthreads();
 
@@ -279,10 +260,9 @@ MK_PARAM_INT(attn_ws_bn176, "ATTN_WS_BN176", -1, -1, 1)
  * (ws_store_o_tma, ws_o_by_tma); 0 each thread stores its O directly (store_out, as split calls always do). */
 MK_PARAM_INT(attn_ws_tma_o, "ATTN_WS_TMA_O", 1, 0, 1)
 /* MK_ATTN_WS_Q_PREFETCH: 1 (default) one CTA an item in a one-sequence unsplit call, each CTA's producer prefetches
- * into L2 the Q tile of the CTA an SM count after its own (ws_prefetch_later_q); persistent, the producer prefetches
- * its next round's Q tile (ws_prefetch_next_q); 0 none. */
+ * into L2 the Q tile of the CTA an SM count after its own (ws_prefetch_later_q); 0 none. */
 MK_PARAM_INT(attn_ws_q_prefetch, "ATTN_WS_Q_PREFETCH", 1, 0, 1)
-/* MK_ATTN_WS_EARLY_Q: 1 (default) thread 0 issues the first item's Q and K0 before the CTA's barrier
+/* MK_ATTN_WS_EARLY_Q: 1 (default) one CTA an item, thread 0 issues the item's Q and K0 before the CTA's barrier
  * (ws_issue_first); 0 the producer warp does, after it. Run 1c28130, bursts: 2048 and 2112 non-causal -1.1 %, 4096,
  * 8192 and causal level (NOTES, attention/flash_fwd, session 50). */
 MK_PARAM_INT(attn_ws_early_q, "ATTN_WS_EARLY_Q", 1, 0, 1)
@@ -293,7 +273,7 @@ mk_status ws_start(const fwd_params &p_in, int persistent, int sms, cudaStream_t
   CUtensorMap mq, mk, mv, mo;
   fwd_params p = p_in;
   p.o_tma = mk_param_attn_ws_tma_o() && p.splits <= 1;
-  p.q_prefetch = !mk_param_attn_ws_q_prefetch() ? 0 : kPersist ? 1 : p.batch == 1 && p.splits <= 1 ? sms : 0;
+  p.q_prefetch = !kPersist && p.batch == 1 && p.splits <= 1 && mk_param_attn_ws_q_prefetch() ? sms : 0;
   p.early_q = mk_param_attn_ws_early_q();
   /* The maps' rows: one sequence ends at its last key (TMA zero-fills a tile of a sequence shorter than BN); in a
    * varlen batch only key tiles inside their sequence go through TMA, so batch x the longest sequence bounds every
@@ -315,9 +295,7 @@ mk_status ws_start(const fwd_params &p_in, int persistent, int sms, cudaStream_t
 template <int D>
 mk_status ws_launch(const fwd_params &p, int sms, cudaStream_t stream) {
   const int64_t mode = mk_param_attn_ws_persistent(), bn176 = mk_param_attn_ws_bn176();
-  const long long items = ((long long)p.seqlen_q + ws_config::kBM - 1) / ws_config::kBM * p.hq * p.batch *
-                          (p.splits > 1 ? p.splits : 1);
-  if (items + 2LL * sms < INT32_MAX && (mode == 1 || (mode < 0 && p.mask != MK_ATTN_MASK_NONE && p.seqlen_k <= 8192)))
+  if (mode == 1 || (mode < 0 && p.mask != MK_ATTN_MASK_NONE && p.seqlen_k <= 8192))
     return ws_start<D, true, ws_config::kBN>(p, sms, sms, stream);
   if (bn176 == 1 || (bn176 < 0 && p.mask == MK_ATTN_MASK_NONE && p.splits <= 1))
     return ws_start<D, false, 176>(p, 0, sms, stream);

@@ -50,14 +50,14 @@ shapes() { # WHICH R BINDIR RESCALE: parts a and b's shapes with MK_ATTN_RESCALE
   TAIL=2 marked "d64_$1_$2" 20 env MK_ATTN_RESCALE=$4 "$3/mk-bench" attn --mode prefill --seq 8192 --d 64 \
     --path fused --json "$RES/d64_$1_$2.json"
 }
-stamps_build() { # [PATCH]: this tree with tools/bench/PATCH (default ws_stamps.patch), mk-bench only (STB_TARGETS:
-  # other targets, "all" for every one), into /tmp/stb
-  local patch=${1:-ws_stamps.patch}
-  rm -rf /tmp/stree /tmp/stb && mkdir -p /tmp/stree &&
+stamps_build() { # [PATCH...]: this tree with tools/bench/PATCH (default ws_stamps.patch; several, in order, as one
+  # word), mk-bench only (STB_TARGETS: other targets, "all" for every one), into $STB (default /tmp/stb)
+  local patch=${1:-ws_stamps.patch} q out=${STB:-/tmp/stb}
+  rm -rf /tmp/stree "$out" && mkdir -p /tmp/stree &&
     (cd "$REPO" && tar cf - --exclude=./build-gpu --exclude=./.carry --exclude=./docs .) | tar xf - -C /tmp/stree &&
-    (cd /tmp/stree && git apply "$REPO/tools/bench/$patch") &&
-    cmake -S /tmp/stree -B /tmp/stb -G Ninja -DCMAKE_PREFIX_PATH=/tmp/mkprefix/usr > "$RES/stamps_configure.log" 2>&1 &&
-    cmake --build /tmp/stb -j "$(nproc)" --target ${STB_TARGETS:-mk-bench} > "$RES/stamps_build.log" 2>&1
+    (cd /tmp/stree && for q in $patch; do git apply "$REPO/tools/bench/$q" || exit 1; done) &&
+    cmake -S /tmp/stree -B "$out" -G Ninja -DCMAKE_PREFIX_PATH=/tmp/mkprefix/usr > "$RES/stamps_configure.log" 2>&1 &&
+    cmake --build "$out" -j "$(nproc)" --target ${STB_TARGETS:-mk-bench} > "$RES/stamps_build.log" 2>&1
   echo "stamps build ($patch) rc=$? at $(( $(date +%s) - T0 )) s"
 }
 stamped() { # NAME SEQ VAR=VALUE...: the stamped build (stamps_build) at SEQ keys, non-causal, one CTA an item, a
@@ -427,7 +427,8 @@ if [ "$PART" = m ]; then
     -R '^test_(flash_attn(_ws0|_ws1|_bn176|_bn128|_tma_o0)?|ring_attn_1(_ws0)?|ring_attn_[24]_gpu1)$'
   for r in 1 2; do m_shapes main "$r" "$BIN"; m_shapes mask "$r" /tmp/stb/bin; done
 fi
-# part n (for session 50 or later; one GPU): the first item's Q and K0 issued by thread 0 before the CTA's barrier
+# part n (session 50: early_q.patch merged into main as MK_ATTN_WS_EARLY_Q, measured in part o; this part is
+#   kept for the record and no longer runs): the first item's Q and K0 issued by thread 0 before the CTA's barrier
 #   (tools/bench/early_q.patch: ws_issue_first, MK_ATTN_WS_EARLY_Q, default 1 in the patched tree). At 2048 keys, one
 #   CTA an item, the producer issued Q ~1,100 cycles after the CTA's entry plus ~400 after the consumers' start (barrier
 #   init, the CTA barrier, setmaxnreg, the producer's set-up), and Q took ~2,500-2,900 more (runs 4741ae7, fb3e96c).
@@ -440,6 +441,7 @@ n_shapes() { # WHICH R BINDIR [VAR=VALUE]
   PATH=$3:$PATH attn_burst "n_c_$1_$2" 2 2048,8192 1 ${4:+"$4"}
 }
 if [ "$PART" = n ]; then
+  echo "part n: early_q.patch is merged (MK_ATTN_WS_EARLY_Q); run part p"; exit 1
   STEP_GREP='^attn_prefill fused +b|FAIL|rror|tests passed|Failed'
   STB_TARGETS=all stamps_build early_q.patch
   TAIL=12 marked n_ctest 150 ctest --test-dir /tmp/stb --output-on-failure --timeout 120 \
@@ -489,17 +491,22 @@ if [ "$PART" = o ]; then
   its o_p0_2048_eq1 2048 0 MK_ATTN_WS_PERSISTENT=0 MK_ATTN_WS_EARLY_Q=1
   python3 "$REPO/tools/bench/item_stamps.py" "$RES"/its_o_*.txt | tee "$RES/item_stamps.txt"
 fi
-# part p (session 50, after part o; one GPU): run 1c28130 (part o) measured, in turns in its build: pf -0.9 % at 2048
-#   causal, level beyond (its stamps: the consumers' Q wait unchanged, the load was not what they waited for); eq
-#   -1.1 % at 2048 / 2112 non-causal, level elsewhere; but its persistent tile loop ran 2,977 cycles a tile against
-#   1992bb9's 2,916 (same instructions, another order), +3 % causal against 1992bb9's build. Between one item's stores
-#   and the next one's start the consumer spent ~1,500 cycles, in ws_item's three 64-bit divisions and
-#   fwd_block_setup's loads. This tree: ws_item in 32-bit (the launcher keeps the persistent kernel's items below
-#   2^31), MK_ATTN_WS_EARLY_Q=1 by default, no prefetch of O's map (it changed nothing). In turns, twice: 1992bb9,
-#   this build, this build with EARLY_Q=0, with Q_PREFETCH=0; then the item stamps.
-#   Predictions: the next item's Q waited - stores done 1,790 -> 1,000-1,400 cycles; new vs 1992bb9 causal 2048 -1 to
-#   -3 % if the tile loop's order is as fast as 1992bb9's (unknown: its loop is 983 instructions in another order);
-#   eq0 vs new: 2048 / 2112 non-causal +1 %; pf0 vs new: 2048 causal +1 %.
+# part p (for session 51; one GPU). Run 1c28130 (part o) measured, in turns in its build: the next round's Q prefetch
+#   (pf) -0.9 % at 2048 causal, level beyond, its stamps' Q wait unchanged; EARLY_Q -1.1 % at 2048 / 2112 non-causal,
+#   level elsewhere; and its persistent tile loop ran 2,977 cycles a tile against 1992bb9's 2,916 (the same
+#   instructions in another order: +3 % causal against 1992bb9's build). Main (session 50's end) keeps EARLY_Q (one
+#   CTA an item only) and the persistent kernels' SASS identical to 1992bb9's; tools/bench/persist_next.patch holds
+#   pf and ws_item in 32-bit (its three 64-bit divisions run between an item's stores and the next one's start, of the
+#   ~1,500 cycles the consumers spend there at 2048 causal). The patched build goes to /tmp/pnb with the flash test,
+#   whose tests run first; then main and the patch in turns, twice, each also with its switch off; then the item
+#   stamps of both (the patch's through item_stamps_pn.patch).
+#   Predictions: main's persistent calls as 1992bb9's in run 1c28130 (0.0682 / 0.2224 / 0.8244 ms causal 2048 / 4096 /
+#   8192, within 0.5 %) and its non-causal as 1c28130's EARLY_Q=1 (0.1218 / 0.1452 at 2048 / 2112); eq0 +1 % at
+#   2048 / 2112. The patch: next item's Q waited - stores done 1,790 -> 1,000-1,400 cycles; causal 2048 -1 to -3 %
+#   against main unless its tile loop's order is slower (the loop is 983 instructions against main's 975).
+#   MKERNEL_BUILD_COMMIT=<sha> MK_CALL_LIMIT=520 CTEST_ARGS="-R ^test_(flash_attn(_ws0|_ws1|_bn176|_bn128|_tma_o0)?|\
+#     mask_tile|ring_attn_1(_ws0)?|ring_attn_[24]_gpu1|model_gpu_prefill)$" tools/gpu-check.sh -- \
+#     'bash ../../tools/bench/next_s46.sh p'
 p_shapes() { # WHICH R BINDIR [VAR=VALUE]
   PATH=$3:$PATH attn_burst "p_nc_$1_$2" 4 2048,2112,4096,8192 0 ${4:+"$4"}
   PATH=$3:$PATH attn_burst "p_c_$1_$2" 3 2048,4096,8192 1 ${4:+"$4"}
@@ -508,15 +515,19 @@ p_shapes() { # WHICH R BINDIR [VAR=VALUE]
 }
 if [ "$PART" = p ]; then
   STEP_GREP='^attn_prefill fused +b|FAIL|rror|tests passed|Failed'
-  OLD_TARGETS=mk-bench old_build 1992bb9
+  STB=/tmp/pnb STB_TARGETS="mk-bench test_flash_attn" stamps_build persist_next.patch
+  TAIL=8 marked p_ctest_pn 150 ctest --test-dir /tmp/pnb --output-on-failure --timeout 120 \
+    -R '^test_flash_attn(_ws0|_ws1|_bn176|_bn128|_tma_o0)?$'
   for r in 1 2; do
-    p_shapes old "$r" "$OB"
-    p_shapes new "$r" "$BIN"
-    p_shapes new_eq0 "$r" "$BIN" MK_ATTN_WS_EARLY_Q=0
-    p_shapes new_pf0 "$r" "$BIN" MK_ATTN_WS_Q_PREFETCH=0
+    p_shapes main "$r" "$BIN"
+    p_shapes main_eq0 "$r" "$BIN" MK_ATTN_WS_EARLY_Q=0
+    p_shapes pn "$r" /tmp/pnb/bin
+    p_shapes pn_pf0 "$r" /tmp/pnb/bin MK_ATTN_WS_Q_PREFETCH=0
   done
   stamps_build item_stamps.patch
-  its p_c_p1_2048 2048 1 MK_ATTN_WS_PERSISTENT=1
-  its p_p0_2048 2048 0 MK_ATTN_WS_PERSISTENT=0
+  its p_c_p1_2048_main 2048 1 MK_ATTN_WS_PERSISTENT=1
+  its p_p0_2048_main 2048 0 MK_ATTN_WS_PERSISTENT=0
+  stamps_build "persist_next.patch item_stamps_pn.patch"
+  its p_c_p1_2048_pn 2048 1 MK_ATTN_WS_PERSISTENT=1
   python3 "$REPO/tools/bench/item_stamps.py" "$RES"/its_p_*.txt | tee "$RES/item_stamps.txt"
 fi
