@@ -467,12 +467,13 @@ fi
 #   the TMA-issue phase 734 -> < 150 cycles and new vs old -0.5 to -1 % at 2048 non-causal, else level (the build
 #   itself may move the 176-key kernel by +-2 %: part l). eq (new_eq1 vs new): 2048 / 2112 non-causal -1.5 to
 #   -2.5 %, 4096 -1 %, 8192 -0.5 %; consumer start -> Q waited 3,043 -> ~1,500.
-o_shapes() { # WHICH R BINDIR [VAR=VALUE]
-  PATH=$3:$PATH attn_burst "o_nc_$1_$2" 4 2048,2112,4096,8192 0 ${4:+"$4"}
-  PATH=$3:$PATH attn_burst "o_c_$1_$2" 3 2048,4096,8192 1 ${4:+"$4"}
-  PATH=$3:$PATH TAIL=1 marked "o_tp4_$1_$2" 20 env ${4:-MK_NONE=0} mk-bench attn --mode prefill --seq 8192 --hq 8 \
-    --hkv 2 --causal 1 --path fused --warmup 2 --iters 5 --json "$RES/o_tp4_$1_$2.json"
+op_shapes() { # PART WHICH R BINDIR [VAR=VALUE]: parts o and p's bursts with BINDIR's mk-bench
+  PATH=$4:$PATH attn_burst "$1_nc_$2_$3" 4 2048,2112,4096,8192 0 ${5:+"$5"}
+  PATH=$4:$PATH attn_burst "$1_c_$2_$3" 3 2048,4096,8192 1 ${5:+"$5"}
+  PATH=$4:$PATH TAIL=1 marked "$1_tp4_$2_$3" 20 env ${5:-MK_NONE=0} mk-bench attn --mode prefill --seq 8192 --hq 8 \
+    --hkv 2 --causal 1 --path fused --warmup 2 --iters 5 --json "$RES/$1_tp4_$2_$3.json"
 }
+o_shapes() { op_shapes o "$@"; }
 if [ "$PART" = o ]; then
   STEP_GREP='^attn_prefill fused +b|FAIL|rror|tests passed|Failed'
   TAIL=8 marked o_ctest_eq1 150 env MK_ATTN_WS_EARLY_Q=1 ctest --test-dir "$REPO/build-gpu" --output-on-failure \
@@ -507,12 +508,7 @@ fi
 #   MKERNEL_BUILD_COMMIT=<sha> MK_CALL_LIMIT=520 CTEST_ARGS="-R ^test_(flash_attn(_ws0|_ws1|_bn176|_bn128|_tma_o0)?|\
 #     mask_tile|ring_attn_1(_ws0)?|ring_attn_[24]_gpu1|model_gpu_prefill)$" tools/gpu-check.sh -- \
 #     'bash ../../tools/bench/next_s46.sh p'
-p_shapes() { # WHICH R BINDIR [VAR=VALUE]
-  PATH=$3:$PATH attn_burst "p_nc_$1_$2" 4 2048,2112,4096,8192 0 ${4:+"$4"}
-  PATH=$3:$PATH attn_burst "p_c_$1_$2" 3 2048,4096,8192 1 ${4:+"$4"}
-  PATH=$3:$PATH TAIL=1 marked "p_tp4_$1_$2" 20 env ${4:-MK_NONE=0} mk-bench attn --mode prefill --seq 8192 --hq 8 \
-    --hkv 2 --causal 1 --path fused --warmup 2 --iters 5 --json "$RES/p_tp4_$1_$2.json"
-}
+p_shapes() { op_shapes p "$@"; }
 if [ "$PART" = p ]; then
   STEP_GREP='^attn_prefill fused +b|FAIL|rror|tests passed|Failed'
   STB=/tmp/pnb STB_TARGETS="mk-bench test_flash_attn" stamps_build persist_next.patch
