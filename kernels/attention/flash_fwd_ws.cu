@@ -266,6 +266,9 @@ MK_PARAM_INT(attn_ws_q_prefetch, "ATTN_WS_Q_PREFETCH", 1, 0, 1)
  * (ws_issue_first); 0 the producer warp does, after it. Run 1c28130, bursts: 2048 and 2112 non-causal -1.1 %, 4096,
  * 8192 and causal level (NOTES, attention/flash_fwd, session 50). */
 MK_PARAM_INT(attn_ws_early_q, "ATTN_WS_EARLY_Q", 1, 0, 1)
+/* MK_ATTN_WS_CTAS: the persistent kernel's CTAs, at most one an SM (0, default: one an SM). Fewer make each CTA walk
+ * many items, as large calls do: test_flash_attn_ws1_ctas3 runs the test's small cases so. */
+MK_PARAM_INT(attn_ws_ctas, "ATTN_WS_CTAS", 0, 0, 1 << 20)
 
 template <int D, bool kPersist, int BN>
 mk_status ws_start(const fwd_params &p_in, int persistent, int sms, cudaStream_t stream) {
@@ -295,8 +298,10 @@ mk_status ws_start(const fwd_params &p_in, int persistent, int sms, cudaStream_t
 template <int D>
 mk_status ws_launch(const fwd_params &p, int sms, cudaStream_t stream) {
   const int64_t mode = mk_param_attn_ws_persistent(), bn176 = mk_param_attn_ws_bn176();
-  if (mode == 1 || (mode < 0 && p.mask != MK_ATTN_MASK_NONE && p.seqlen_k <= 8192))
-    return ws_start<D, true, ws_config::kBN>(p, sms, sms, stream);
+  if (mode == 1 || (mode < 0 && p.mask != MK_ATTN_MASK_NONE && p.seqlen_k <= 8192)) {
+    const int64_t ctas = mk_param_attn_ws_ctas();
+    return ws_start<D, true, ws_config::kBN>(p, ctas > 0 && ctas < sms ? (int)ctas : sms, sms, stream);
+  }
   if (bn176 == 1 || (bn176 < 0 && p.mask == MK_ATTN_MASK_NONE && p.splits <= 1))
     return ws_start<D, false, 176>(p, 0, sms, stream);
   return ws_start<D, false, ws_config::kBN>(p, 0, sms, stream);
