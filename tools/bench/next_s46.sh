@@ -508,12 +508,16 @@ fi
 #   MKERNEL_BUILD_COMMIT=<sha> MK_CALL_LIMIT=520 CTEST_ARGS="-R ^test_(flash_attn(_ws0|_ws1|_bn176|_bn128|_tma_o0)?|\
 #     mask_tile|ring_attn_1(_ws0)?|ring_attn_[24]_gpu1|model_gpu_prefill)$" tools/gpu-check.sh -- \
 #     'bash ../../tools/bench/next_s46.sh p'
+patch_tested() { # NAME DIR PATCH: this tree with tools/bench/PATCH built into DIR (mk-bench, test_flash_attn), and
+  # its flash attention tests run
+  STB=$2 STB_TARGETS="mk-bench test_flash_attn" stamps_build "$3"
+  TAIL=8 marked "$1" 150 ctest --test-dir "$2" --output-on-failure --timeout 120 \
+    -R '^test_flash_attn(_ws0|_ws1|_ws1_ctas3|_bn176|_bn128|_tma_o0)?$'
+}
 p_shapes() { op_shapes p "$@"; }
 if [ "$PART" = p ]; then
   STEP_GREP='^attn_prefill fused +b|FAIL|rror|tests passed|Failed'
-  STB=/tmp/pnb STB_TARGETS="mk-bench test_flash_attn" stamps_build persist_next.patch
-  TAIL=8 marked p_ctest_pn 150 ctest --test-dir /tmp/pnb --output-on-failure --timeout 120 \
-    -R '^test_flash_attn(_ws0|_ws1|_bn176|_bn128|_tma_o0)?$'
+  patch_tested p_ctest_pn /tmp/pnb persist_next.patch
   for r in 1 2; do
     p_shapes main "$r" "$BIN"
     p_shapes main_eq0 "$r" "$BIN" MK_ATTN_WS_EARLY_Q=0
@@ -526,4 +530,38 @@ if [ "$PART" = p ]; then
   stamps_build "persist_next.patch item_stamps_pn.patch"
   its p_c_p1_2048_pn 2048 1 MK_ATTN_WS_PERSISTENT=1
   python3 "$REPO/tools/bench/item_stamps.py" "$RES"/its_p_*.txt | tee "$RES/item_stamps.txt"
+fi
+# part q (session 51, for the next one-GPU session; run it before part p, whose next-round prefetch it makes moot).
+#   tools/bench/persist_q2.patch: the persistent kernel with two Q buffers (the second in 32 KB more shared memory,
+#   231,424 bytes at d 128), item j's Q in buffer j & 1, loaded as item j - 1 starts instead of after its last S, and
+#   the item itself (its fwd_block) handed from the producer to the consumers in shared memory with that Q (a note
+#   written before the arrive on the buffer's full barrier; h < 0 ends), so the consumers no longer run ws_item and
+#   fwd_block_setup between one item's stores and the next one's Q wait. Its one-CTA-an-item kernels and the ring
+#   kernels are byte-identical to main's (cuobjdump); the persistent tile loop is 981 instructions against 975 (588
+#   -> 594 on the path without a mask), in another order. The patched build goes to /tmp/q2b with the flash test,
+#   whose tests run first (test_flash_attn_ws1_ctas3, new in main, walks many items a CTA); then main and the patch
+#   in turns, twice (op_shapes); then the patch's item stamps (item_stamps_q2.patch on top; main's persistent SASS is
+#   1992bb9's, whose stamps run 1992bb9 has).
+#   Predictions: the non-causal rows (one CTA an item, identical SASS) level within 0.5 %: the control. Causal
+#   (persistent): 2048 -3 to -5 % (0.0682 in run 1c28130), 4096 -2 to -4 %, 8192 -1.5 to -3 %, the TP = 4 shape -0.5
+#   to -1 %, unless the loop's new order costs what the schedule has cost before (+-3 %: the stamps' tile period, 2,916
+#   cycles in 1992bb9's build, tells). Stamps at 2048 causal: the next item's Q waited - the stores done 1,780 -> <
+#   300 cycles, K0 in within 300 of it. The stamps also split the epilogue's last phase (734-770 cycles in run
+#   1992bb9, unexplained) at the leader's TMA store issued (f15), persistent and one CTA an item (2048 non-causal):
+#   if the UTMASTG issue waits on the TMA unit, most of it lies before f15; the LSE's store alone should take < 100.
+#   MKERNEL_BUILD_COMMIT=<sha> MK_CALL_LIMIT=480 CTEST_ARGS="-R ^test_(flash_attn(_ws0|_ws1|_ws1_ctas3|_bn176|\
+#     _bn128|_tma_o0)?|mask_tile|ring_attn_1(_ws0)?|ring_attn_[24]_gpu1|model_gpu_prefill)$" tools/gpu-check.sh -- \
+#     'bash ../../tools/bench/next_s46.sh q'
+if [ "$PART" = q ]; then
+  STEP_GREP='^attn_prefill fused +b|FAIL|rror|tests passed|Failed'
+  patch_tested q_ctest_q2 /tmp/q2b persist_q2.patch
+  for r in 1 2; do
+    op_shapes q main "$r" "$BIN"
+    op_shapes q q2 "$r" /tmp/q2b/bin
+  done
+  stamps_build "persist_q2.patch item_stamps_q2.patch"
+  its q_c_p1_2048_q2 2048 1 MK_ATTN_WS_PERSISTENT=1
+  its q_c_p1_4096_q2 4096 1 MK_ATTN_WS_PERSISTENT=1
+  its q_p0_2048_q2 2048 0 MK_ATTN_WS_PERSISTENT=0
+  python3 "$REPO/tools/bench/item_stamps.py" "$RES"/its_q_*.txt | tee "$RES/item_stamps.txt"
 fi
