@@ -2,9 +2,11 @@
 # tools/gpu-check.sh — one call on a lent GPU machine: unpack the carried Debian packages
 # (the machine has no cJSON and can install nothing), configure, build with all cores,
 # run every test, print mk-bench --info, then run extra commands.
-#   MKERNEL_BUILD_COMMIT=<sha> [CTEST_ARGS="-R regex"] [CTEST_TIMEOUT=s] [CTEST_WALL=s] tools/gpu-check.sh [-- 'EXTRA COMMANDS']
+#   MKERNEL_BUILD_COMMIT=<sha> [CTEST_ARGS="-R regex"] [CTEST_TIMEOUT=s] [CTEST_WALL=s] [BUILD_TARGETS="t1 t2"] \
+#     tools/gpu-check.sh [-- 'EXTRA COMMANDS']
 # CTEST_TIMEOUT bounds one test (default 300 s), CTEST_WALL the whole ctest run (default 480 s), so
-# that the results still come back inside one device call.
+# that the results still come back inside one device call. BUILD_TARGETS builds only those targets (default: all;
+# the tests that CTEST_ARGS picks must be among them).
 # Extra commands run in build-gpu/bin and write their files under $RES. Everything under
 # $RES (logs, JSON) is packed into $OUT/results.tgz at exit (the device returns few files).
 # Needs: .carry/debs/*.deb (apt-get download libcjson1 libcjson-dev libmicrohttpd12 libmicrohttpd-dev
@@ -35,7 +37,7 @@ nvidia-smi topo -m >> "$RES/nvidia-smi.csv" 2>&1
 t0=$(date +%s)
 cmake -S . -B build-gpu -G Ninja -DCMAKE_PREFIX_PATH="$prefix/usr" > "$RES/configure.log" 2>&1 || { tail -30 "$RES/configure.log"; exit 1; }
 grep -E '^\-\-   \[' "$RES/configure.log"
-cmake --build build-gpu -j "$(nproc)" > "$RES/build.log" 2>&1 || { grep -E 'error|Error' "$RES/build.log" | head -40; exit 1; }
+cmake --build build-gpu -j "$(nproc)" ${BUILD_TARGETS:+--target $BUILD_TARGETS} > "$RES/build.log" 2>&1 || { grep -E 'error|Error' "$RES/build.log" | head -40; exit 1; }
 echo "build: $(( $(date +%s) - t0 )) s"
 timeout "${CTEST_WALL:-480}" ctest --test-dir build-gpu --output-on-failure --timeout "${CTEST_TIMEOUT:-300}" ${CTEST_ARGS:-} \
   > "$RES/ctest.log" 2>&1

@@ -422,7 +422,7 @@ m_shapes() { # WHICH R BINDIR
 }
 if [ "$PART" = m ]; then
   STEP_GREP='^attn_prefill fused +b|FAIL|rror|tests passed|Failed'
-  STB_TARGETS=all stamps_build mask_range.patch
+  STB_TARGETS="mk-bench mk-launch test_flash_attn test_ring_attn" stamps_build mask_range.patch
   TAIL=12 marked m_ctest 150 ctest --test-dir /tmp/stb --output-on-failure --timeout 120 \
     -R '^test_(flash_attn(_ws0|_ws1|_bn176|_bn128|_tma_o0)?|ring_attn_1(_ws0)?|ring_attn_[24]_gpu1)$'
   for r in 1 2; do m_shapes main "$r" "$BIN"; m_shapes mask "$r" /tmp/stb/bin; done
