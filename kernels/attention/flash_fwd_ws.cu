@@ -3,8 +3,9 @@
  * same contract as the other two kernels (flash_fwd.cu holds the public launcher).
  *
  * A work item = 128 query rows of one (sequence, q head[, split of the keys]). Persistent (MK_ATTN_WS_PERSISTENT; by
- * default for short causal calls): one CTA an SM takes the items heaviest first in rounds (ws_item), and the producer
- * loads the next item's Q and first K tiles while the consumers finish the last one; else one CTA an item.
+ * default for short causal calls): one CTA an SM takes the items heaviest first in rounds (ws_item); its producer hands
+ * them to the consumers in shared memory with their Q tiles, in two Q buffers, the next item's Q loaded as the current
+ * one starts (ws_items); else one CTA an item.
  * The producer's first warp loads the Q tile and then the K and V tiles by TMA (2-D maps [tokens][heads x d],
  * 64-column boxes with the 128-byte swizzle that wgmma reads). The key tile that would run past its sequence starts
  * BN keys before the sequence's end instead (ws_tile_start), so only a sequence shorter than a tile has a tile past
@@ -15,6 +16,7 @@
  * directly (store_out). */
 #include <cuda_runtime.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/check.h"
@@ -49,16 +51,54 @@ __device__ __forceinline__ bool ws_item(const fwd_params &p, int r, int &z, int 
   return true;
 }
 
-/* The flash kernel's shared memory: ws_smem's, and with kPersist a staging area for O after the barriers (one CTA an
- * item stages O in the Q tile, free after the item's last S). */
+/* The flash kernel's shared memory: ws_smem's, and with kPersist, after the barriers (from the next 1 KiB), a staging
+ * area for O and a second Q tile (one CTA an item stages O in the Q tile, free after the item's last S). */
 template <int D, bool kPersist, int BN>
 constexpr size_t ws_fwd_smem_bytes() {
-  return ws_config::smem_bytes<D, BN>() + (kPersist ? 1024 - 256 + (size_t)ws_config::kBM * D * sizeof(uint16_t) : 0);
+  return ws_config::smem_bytes<D, BN>() +
+         (kPersist ? 1024 - 256 + 2 * (size_t)ws_config::kBM * D * sizeof(uint16_t) : 0);
 }
 template <int D, bool kPersist, int BN>
 __device__ __forceinline__ uint16_t *ws_fwd_stage_o(const ws_smem<D, BN> &sm) {
   return kPersist ? reinterpret_cast<uint16_t *>(reinterpret_cast<uint8_t *>(sm.bar) + 1024) : sm.sQ;
 }
+static_assert(ws_fwd_smem_bytes<128, true, ws_config::kBN>() <= 227 * 1024, "an H100/H200 CTA's shared memory");
+
+/* Persistent: the producer deals the CTA's items to the consumers through two Q buffers, item j in buffer j & 1 (the
+ * ws_smem Q tile, or the second one after the staging area), so that it loads the next item's Q as the current one
+ * starts, not after its last S. With each Q it writes the item's note (ws_item_note) before the arrive that completes
+ * that buffer's full barrier, and the consumers copy the note after their wait on it, before they release the buffer;
+ * a note with h < 0 ends the items (its full barrier completed by a plain arrive, as for an item without key tiles).
+ * It replaces the consumers' own ws_item and fwd_block_setup between one item's stores and the next one's Q wait, and
+ * that Q's load from HBM after the last S: of the ~1,800 cycles from the stores to the Q wait at 2048 keys causal,
+ * ~1,500 were the set-up (64-bit divisions, cu_seqlens loads), and the Q wait itself ~1,800 more (NOTES,
+ * attention/flash_fwd, session 50). The second buffer's barriers lie after ws_bars, the notes in the 768 bytes the
+ * persistent kernel adds before the staging area. */
+struct ws_item_note {
+  fwd_block blk;
+  int h;
+};
+struct ws_q2 {
+  uint64_t full, empty; /* the second Q buffer's, as ws_bars' q_full and q_empty */
+};
+static_assert(sizeof(ws_bars) <= 128 && sizeof(ws_item_note) <= 128, "the persistent barriers' and notes' room");
+/* Buffer b's Q tile, barriers and note, at constant offsets from sm's (b is 0 or 1). */
+template <int D, int BN>
+struct ws_items {
+  static constexpr int kQ1 = (ws_config::kBM + 2 * ws_config::kStages * BN) * D + 512 + ws_config::kBM * D;
+  uint16_t *sq0;
+  uint8_t *bars;
+  __device__ __forceinline__ explicit ws_items(const ws_smem<D, BN> &sm)
+      : sq0(sm.sQ), bars(reinterpret_cast<uint8_t *>(sm.bar)) {}
+  __device__ __forceinline__ uint16_t *sq(int b) const { return sq0 + b * kQ1; }
+  __device__ __forceinline__ uint64_t *full(int b) const { return reinterpret_cast<uint64_t *>(bars + 128 * b); }
+  __device__ __forceinline__ uint64_t *empty(int b) const { return reinterpret_cast<uint64_t *>(bars + 8 + 128 * b); }
+  __device__ __forceinline__ ws_item_note *note(int b) const {
+    return reinterpret_cast<ws_item_note *>(bars + 256 + 128 * b);
+  }
+};
+static_assert(offsetof(ws_bars, q_full) == 0 && offsetof(ws_bars, q_empty) == 8 && offsetof(ws_q2, empty) == 8,
+              "ws_items' offsets");
 
 /* Whether consumer wg stores its 64 rows of O by TMA (ws_store_o_tma): in an unsplit call (p.o_tma) where those rows
  * lie inside the item's sequence, or where its sequence is the last of p.o's rows (the map clips the rows past them);
@@ -145,13 +185,88 @@ __device__ __forceinline__ int ws_issue_first(const CUtensorMap *tq, const CUten
   return 3;
 }
 
+/* The producer warp, one tile of BN keys (ring stage of ring tile kt + t) of item blk's key tile t (ws_tile_start):
+ * by TMA, or by cp.async where it would run past its sequence in a varlen batch. */
+template <int D, int BN>
+__device__ __forceinline__ void ws_load_kv(const CUtensorMap *map, const uint16_t *g, uint16_t *ring, uint64_t *full,
+                                           uint64_t *empty, const fwd_block &blk, int col, bool varlen, int kt, int t) {
+  constexpr int S = ws_config::kStages;
+  const int s = (kt + t) % S, n0 = ws_tile_start<BN>(blk.n_begin + t, blk.seqlen_k), valid = blk.seqlen_k - n0;
+  ws_load_tile<D, BN>(map, ring + s * BN * D, &full[s], &empty[s], (uint32_t)(((kt + t) / S) & 1), col, blk.k0 + n0,
+                      0, !varlen || valid >= BN, g + (long long)n0 * blk.kv_stride, blk.kv_stride, valid);
+}
+
+/* The persistent producer warp (ws_items): item j's note and Q into buffer j & 1 once the consumers have released
+ * that buffer's previous item (j - 2); the note of the end after the last item. */
+template <int D, int BN>
+__device__ __forceinline__ void ws_produce_persistent(const CUtensorMap *tq, const CUtensorMap *tk,
+                                                      const CUtensorMap *tv, const fwd_params &p,
+                                                      const ws_smem<D, BN> &sm) {
+  constexpr int BM = ws_config::kBM;
+  ws_bars &bar = *sm.bar;
+  const ws_items<D, BN> it(sm);
+  const bool lead = threadIdx.x % 32 == 0, varlen = p.cu_k != nullptr;
+  int r = 0, j = 0, kt = 0;
+  /* The CTA's next item from round r on (false: none left). */
+  auto next = [&](fwd_block &blk, int &h) {
+    int z, m_block;
+    bool any;
+    for (; ws_item<true>(p, r, z, m_block, h, any); r++)
+      if (any && fwd_block_setup<D, BM, BN>(p, z, m_block, h, blk)) {
+        r++;
+        return true;
+      }
+    return false;
+  };
+  auto publish = [&](const fwd_block &blk, int h, bool end) {
+    const int b = j & 1;
+    mk_sm90::mbar_wait(it.empty(b), ((j >> 1) & 1) ^ 1);
+    if (lead) {
+      if (end)
+        it.note(b)->h = -1;
+      else
+        *it.note(b) = ws_item_note{blk, h};
+    }
+    if (!end && blk.n_blocks > blk.n_begin)
+      ws_load_q<D>(tq, it.sq(b), it.full(b), h * D, blk.q0 + blk.m_start);
+    else if (lead)
+      mk_sm90::mbar_arrive(it.full(b));
+    j++;
+  };
+  {
+    fwd_block blk;
+    int h;
+    const bool have = next(blk, h);
+    publish(blk, h, !have);
+  }
+  for (int i = 0;; i++) { /* item i, from its note (this warp's lane 0 wrote it): fewer registers than a copy */
+    __syncwarp();
+    const ws_item_note cur = *it.note(i & 1);
+    if (cur.h < 0) break;
+    const fwd_block &blk = cur.blk;
+    const int tiles = blk.n_blocks - blk.n_begin, col = (cur.h / p.group) * D;
+    if (tiles > 0) ws_load_kv<D, BN>(tk, blk.gk, sm.sK, bar.k_full, bar.k_empty, blk, col, varlen, kt, 0);
+    {
+      fwd_block nxt;
+      int hn;
+      const bool more = next(nxt, hn);
+      publish(nxt, hn, !more);
+    }
+    for (int t = 0; t < tiles; t++) {
+      if (t + 1 < tiles) ws_load_kv<D, BN>(tk, blk.gk, sm.sK, bar.k_full, bar.k_empty, blk, col, varlen, kt, t + 1);
+      ws_load_kv<D, BN>(tv, blk.gv, sm.sV, bar.v_full, bar.v_empty, blk, col, varlen, kt, t);
+    }
+    kt += tiles;
+  }
+}
+
 /* The producer warp: per item, Q (once the consumers are done with the previous item's), then K0, K1, V0, K2, V1,
- * ... into the ring; kt counts the ring's tiles over the items. */
+ * ... into the ring; kt counts the ring's tiles over the items. Persistent: Q, K0 of the first item, then per item the
+ * next item's Q (ws_items) after its K0. */
 template <int D, bool kPersist, int BN>
 __device__ __forceinline__ void ws_produce(const CUtensorMap *tq, const CUtensorMap *tk, const CUtensorMap *tv,
                                            const fwd_params &p, const ws_smem<D, BN> &sm, int pre) {
-  using C = ws_config;
-  constexpr int BM = C::kBM, S = C::kStages;
+  constexpr int BM = ws_config::kBM;
   ws_bars &bar = *sm.bar;
   if constexpr (!kPersist) pre = __shfl_sync(0xffffffffu, pre, 0); /* lane 0's (ws_issue_first), for item 0 */
   const bool varlen = p.cu_k != nullptr;
@@ -159,6 +274,10 @@ __device__ __forceinline__ void ws_produce(const CUtensorMap *tq, const CUtensor
     mk_sm90::tma_prefetch_desc(tq);
     mk_sm90::tma_prefetch_desc(tk);
     mk_sm90::tma_prefetch_desc(tv);
+  }
+  if constexpr (kPersist) {
+    ws_produce_persistent<D, BN>(tq, tk, tv, p, sm);
+    return;
   }
   int kt = 0, qi = 0, z, m_block, h;
   bool any;
@@ -173,12 +292,7 @@ __device__ __forceinline__ void ws_produce(const CUtensorMap *tq, const CUtensor
       ws_load_q<D>(tq, sm.sQ, bar, h * D, blk.q0 + blk.m_start);
     }
     auto load = [&](const CUtensorMap *map, const uint16_t *g, uint16_t *ring, uint64_t *full, uint64_t *empty,
-                    int t) {
-      const int s = (kt + t) % S, n0 = ws_tile_start<BN>(blk.n_begin + t, blk.seqlen_k), valid = blk.seqlen_k - n0;
-      ws_load_tile<D, BN>(map, ring + s * BN * D, &full[s], &empty[s], (uint32_t)(((kt + t) / S) & 1), col,
-                          blk.k0 + n0, 0, !varlen || valid >= BN, g + (long long)n0 * blk.kv_stride, blk.kv_stride,
-                          valid);
-    };
+                    int t) { ws_load_kv<D, BN>(map, g, ring, full, empty, blk, col, varlen, kt, t); };
     if (!(pre_r & 2)) load(tk, blk.gk, sm.sK, bar.k_full, bar.k_empty, 0);
     if (!kPersist && p.q_prefetch) ws_prefetch_later_q<D>(tq, p, blk.q0);
     for (int t = 0; t < tiles; t++) {
@@ -205,7 +319,14 @@ __global__ void __launch_bounds__(ws_config::kThreads, 1)
   int pre = 0;
   if (tid == 0) {
     ws_init_bars(*sm.bar);
-    if constexpr (!kPersist) pre = ws_issue_first<D, kPersist, BN>(&tq, &tk, p, sm);
+    if constexpr (kPersist) {
+      const ws_items<D, BN> it(sm);
+      mk_sm90::mbar_init(it.full(1), 1);
+      mk_sm90::mbar_init(it.empty(1), 4 * C::kConsumers);
+      mk_sm90::mbar_fence_init();
+    } else {
+      pre = ws_issue_first<D, kPersist, BN>(&tq, &tk, p, sm);
+    }
   }
   __syncthreads();
 
@@ -217,29 +338,46 @@ __global__ void __launch_bounds__(ws_config::kThreads, 1)
   mk_sm90::setmaxnreg_inc<C::consumer_regs<BN>()>();
   const int ct = tid - 128, wg = ct / 128, tq4 = tid % 4;
   if (wg == 1) ws_their_turn(wg); /* consumer 0 issues first */
-  int kt = 0, qi = 0, z, m_block, h;
-  bool any;
-  for (int r = 0; ws_item<kPersist>(p, r, z, m_block, h, any); r++) {
-    fwd_block blk;
-    if (!any || !fwd_block_setup<D, BM, BN>(p, z, m_block, h, blk)) continue;
+  int kt = 0;
+  /* One item: its key tiles against Q tile sq (persistent: waited for; its q_empty released after the last S, at once
+   * without key tiles), then O and the LSE. */
+  auto item = [&](fwd_block &blk, int h, const uint16_t *sq, uint64_t *q_empty) {
     const int tiles = blk.n_blocks - blk.n_begin, row0 = ws_row0(blk, wg, ct);
     float o[ND][4], m_r[2] = {-INFINITY, -INFINITY}, l_r[2] = {0.f, 0.f};
 #pragma unroll
     for (int j = 0; j < ND; j++) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
-    if (tiles > 0) {
-      mk_sm90::mbar_wait(&sm.bar->q_full, qi & 1);
+    if (kPersist || tiles > 0) {
+      if (!kPersist) mk_sm90::mbar_wait(&sm.bar->q_full, 0); /* one item */
       ws_consume<D, BN>(sm, wg, ct, tiles, kt, blk, row0, p.scale_log2,
                         [](int t, fwd_block &b) {
                           const int nb = b.n_begin + t;
                           return make_int2(ws_tile_start<BN>(nb, b.seqlen_k), nb * BN);
                         },
-                        o, m_r, l_r);
-      qi++;
+                        o, m_r, l_r, sq, q_empty);
     }
     if (ws_o_by_tma(p, blk, wg))
       ws_store_o_tma<D>(&to, ws_fwd_stage_o<D, kPersist, BN>(sm), p, blk, h, wg, ct, o, m_r, l_r);
     else
       store_out<D>(p, blk, h, row0, tq4, o, m_r, l_r);
+  };
+  if constexpr (kPersist) {
+    const ws_items<D, BN> it(sm);
+    for (int j = 0;; j++) { /* the producer's notes */
+      const int b = j & 1;
+      mk_sm90::mbar_wait(it.full(b), (j >> 1) & 1);
+      const ws_item_note note = *it.note(b);
+      if (note.h < 0) break;
+      fwd_block blk = note.blk;
+      item(blk, note.h, it.sq(b), it.empty(b));
+    }
+  } else {
+    int z, m_block, h;
+    bool any;
+    for (int r = 0; ws_item<kPersist>(p, r, z, m_block, h, any); r++) { /* one item */
+      fwd_block blk;
+      if (!any || !fwd_block_setup<D, BM, BN>(p, z, m_block, h, blk)) continue;
+      item(blk, h, nullptr, nullptr);
+    }
   }
   if (wg == 0) ws_my_turn(wg); /* takes consumer 1's last hand-over, so both barriers end balanced */
   if (p.o_tma && ct % 128 == 0) mk_sm90::bulk_wait_read<0>(); /* the staged O stays until its store has read it */

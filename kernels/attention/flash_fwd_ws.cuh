@@ -90,14 +90,19 @@ __device__ __forceinline__ void ws_init_bars(ws_bars &bar) {
   mk_sm90::mbar_fence_init();
 }
 
-/* The producer warp: the Q tile of 128 rows from `row` (TMA map tq, columns from col), completing on q_full. */
+/* The producer warp: the Q tile of 128 rows from `row` (TMA map tq, columns from col) into sQ, completing on full
+ * (bar.q_full by default). */
 template <int D>
-__device__ __forceinline__ void ws_load_q(const CUtensorMap *tq, uint16_t *sQ, ws_bars &bar, int col, int row) {
+__device__ __forceinline__ void ws_load_q(const CUtensorMap *tq, uint16_t *sQ, uint64_t *full, int col, int row) {
   constexpr int BM = ws_config::kBM;
   if (threadIdx.x % 32) return;
-  mk_sm90::mbar_expect_tx(&bar.q_full, BM * D * 2);
+  mk_sm90::mbar_expect_tx(full, BM * D * 2);
 #pragma unroll
-  for (int cb = 0; cb < D / 64; cb++) mk_sm90::tma_load_3d(sQ + cb * BM * 64, tq, &bar.q_full, col + cb * 64, row, 0);
+  for (int cb = 0; cb < D / 64; cb++) mk_sm90::tma_load_3d(sQ + cb * BM * 64, tq, full, col + cb * 64, row, 0);
+}
+template <int D>
+__device__ __forceinline__ void ws_load_q(const CUtensorMap *tq, uint16_t *sQ, ws_bars &bar, int col, int row) {
+  ws_load_q<D>(tq, sQ, &bar.q_full, col, row);
 }
 
 /* The producer warp: a tile of BN keys by cp.async from g (the tile's first key, head applied; stride elements
@@ -155,23 +160,26 @@ __device__ __forceinline__ void ws_their_turn(int wg) {
  * rows row0 and row0 + 8 of blk). tile_mask(t, blk) sets blk's keys (seqlen_k) and causal offset (off) for key tile
  * t and returns the tile's first key relative to them (x) and the first key it counts (y: keys before it are masked,
  * see ws_tile_start); it runs before K_t is released. kt: the CTA's tiles so far
- * (advanced by tiles). Releases Q after the last S (at once when tiles is 0). */
+ * (advanced by tiles). Releases Q after the last S (at once when tiles is 0). The Q tile and its empty barrier are
+ * sm's unless sq and q_empty name others (the flash kernel's persistent second Q buffer). */
 template <int D, int BN = ws_config::kBN, class TileMask>
 __device__ __forceinline__ void ws_consume(const ws_smem<D, BN> &sm, int wg, int ct, int tiles, int &kt, fwd_block &blk,
                                            int row0, float scale_log2, TileMask tile_mask, float (&o)[D / 8][4],
-                                           float (&m_r)[2], float (&l_r)[2]) {
+                                           float (&m_r)[2], float (&l_r)[2], const uint16_t *sq = nullptr,
+                                           uint64_t *q_empty = nullptr) {
   using C = ws_config;
   constexpr int BM = C::kBM, S = C::kStages, NT = BN / 8, ND = D / 8;
   static_assert(BN == 128 || BN == 176, "the S wgmma's widths");
   ws_bars &bar = *sm.bar;
   const int lane = ct % 32, tq4 = lane % 4;
-  const uint32_t q_addr = smem_u32(sm.sQ) + (uint32_t)(wg * 64 * 128); /* this consumer's 64 rows */
+  const uint32_t q_addr = smem_u32(sq ? sq : sm.sQ) + (uint32_t)(wg * 64 * 128); /* this consumer's 64 rows */
+  uint64_t *const q_free = q_empty ? q_empty : &bar.q_empty;
   auto release = [&](uint64_t *b) {
     __syncwarp();
     if (lane == 0) mk_sm90::mbar_arrive(b);
   };
   if (tiles == 0) {
-    release(&bar.q_empty);
+    release(q_free);
     return;
   }
   float s[NT][4], alpha[2];
@@ -212,7 +220,7 @@ __device__ __forceinline__ void ws_consume(const ws_smem<D, BN> &sm, int wg, int
     fence_regs(sf);
     const int2 n0 = tile_mask(t, blk);
     release(&bar.k_empty[stage(t)]);
-    if (t == tiles - 1) release(&bar.q_empty);
+    if (t == tiles - 1) release(q_free);
     mask_tile<NT>(s, blk, n0.x, row0, tq4, n0.y);
     softmax_rows<NT>(s, m_r, l_r, scale_log2, alpha);
   };

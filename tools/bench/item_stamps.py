@@ -4,7 +4,7 @@ stamps of tools/bench/item_stamps.patch (MK_ITEM_STAMPS=FILE: one line a work it
 tiles, f1 CTA entry, f2 consumer 0 at the item's start, f3 its Q waited, f4 its last P V done, f5 its stores done,
 f6 consumer 1's stores done, f7 the producer's Q load issued, f8 the CTA's exit, f11-f13 inside the staged epilogue
 (its first barrier passed, its shared stores done, its second barrier passed), f14 consumer 0's K0 in, f15 its TMA
-store issued (item_stamps_q2.patch; 0 before), all clock64 of
+store issued (0 before session 52), all clock64 of
 the SM; f9 globaltimer at entry, f10 globaltimer at consumer 0's stores done; older files have f0-f11). Per file: the call's span, the SM clock (cycles against ns),
 and medians (cycles) of each phase of an item, and of the gap between one item's end and the next one's start on the
 same SM (a new CTA's entry, or, persistent, the next item's Q waited). The tile loop's cycles a tile (f4 - f3) / tiles

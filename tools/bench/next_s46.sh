@@ -565,3 +565,40 @@ if [ "$PART" = q ]; then
   its q_p0_2048_q2 2048 0 MK_ATTN_WS_PERSISTENT=0
   python3 "$REPO/tools/bench/item_stamps.py" "$RES"/its_q_*.txt | tee "$RES/item_stamps.txt"
 fi
+# part q ran in session 52 (run f932691-h100, on an H100): persist_q2.patch is merged since (ws_items,
+#   ws_produce_persistent), and item_stamps_q2.patch is now item_stamps.patch (it applies to main); parts k-q name the
+#   patches as they were then.
+# part r (session 52; one GPU): the persistent kernel (128-key tiles, two Q buffers since the merge) for non-causal
+#   calls, against the default there (one CTA an item, 176-key tiles). Run f932691's stamps at 2048 keys: one CTA an
+#   item spends ~45,600 cycles in 12 tiles of 176 keys (3,801 a tile) and ~7,000 more on its start and end (entry ->
+#   consumer start 2,206, -> Q waited 696, the epilogue ~1,950 and consumer 1's 650 behind it, exit 304, the next
+#   CTA's entry 991); the persistent kernel's tile ran 2,941 cycles a 128-key tile at 2048 causal (16 tiles: ~47,100)
+#   with ~750 cycles from one item's stores to the next one's Q. In turns, twice, bursts: non-causal 1024, 2048, 2112,
+#   4096, 8192 at d 128 and 2048, 8192 at d 64; then the item stamps of both at 2048 non-causal; then main's defaults
+#   beside cuDNN (sdpa_ref.py) on the headline shapes, in bursts and sustained.
+#   Prediction: persistent at 2048 / 2112 non-causal -4 to -8 % (0.1211 in run f932691), 1024 -5 to -10 %, 4096 -1 to
+#   -3 %, 8192 level to +3 % (the 128-key tile's 23.0 cycles a key against 176's 21.6 weighs more as items grow);
+#   d 64 like d 128 or better at 2048. The persistent stamps: a tile period near 2,940 cycles (none of session 44's
+#   7 % loss), and ~750 cycles between items.
+#   MKERNEL_BUILD_COMMIT=<sha> MK_CALL_LIMIT=560 BUILD_TARGETS="mk-bench mk-launch test_flash_attn test_ring_attn \
+#     test_mask_tile test_model_gpu_prefill" CTEST_ARGS="-R ^test_(flash_attn(_ws0|_ws1|_ws1_ctas3|_bn176|_bn128|\
+#     _tma_o0)?|mask_tile|ring_attn_1(_ws0)?|ring_attn_[24]_gpu1|model_gpu_prefill)$" CTEST_TIMEOUT=150 CTEST_WALL=200 \
+#     tools/gpu-check.sh -- 'bash ../../tools/bench/next_s46.sh r'
+if [ "$PART" = r ]; then
+  STEP_GREP='^attn_prefill fused +b|FAIL|rror|tests passed|Failed|torch_sdpa_cudnn \{'
+  for r in 1 2; do for v in -1 1; do
+    attn_burst "r_nc_p${v}_$r" 5 1024,2048,2112,4096,8192 0 MK_ATTN_WS_PERSISTENT=$v
+    attn_burst "r_d64_p${v}_$r" 2 2048,8192 0 64 MK_ATTN_WS_PERSISTENT=$v
+  done; done
+  stamps_build item_stamps.patch
+  its r_p1_2048 2048 0 MK_ATTN_WS_PERSISTENT=1
+  its r_p0_2048 2048 0 MK_ATTN_WS_PERSISTENT=0
+  python3 "$REPO/tools/bench/item_stamps.py" "$RES"/its_r_*.txt | tee "$RES/item_stamps.txt"
+  for w in "burst 2 5" "sus 10 50"; do
+    set -- $w
+    TAIL=6 marked "r_$1" 60 mk-bench attn --mode prefill --seq 2048,8192,16384 --path fused --warmup "$2" \
+      --iters "$3" --json "$RES/r_$1.json"
+    TAIL=8 marked "r_$1_cudnn" 90 python3 "$REPO/tools/bench/sdpa_ref.py" --seq 2048,8192,16384 --backend cudnn \
+      --warmup "$2" --iters "$3" --merge "$RES/r_$1.json"
+  done
+fi
