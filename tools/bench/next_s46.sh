@@ -602,3 +602,20 @@ if [ "$PART" = r ]; then
       --warmup "$2" --iters "$3" --merge "$RES/r_$1.json"
   done
 fi
+# part s (session 52, after part r): the default (-1) now runs unsplit non-causal calls of at most 4096 keys
+#   persistent where 128-key tiles pad no more keys than 176-key ones (ws_persistent_nc). Default against one CTA an
+#   item (0), in turns, twice, bursts: non-causal 1024, 2048, 2112, 3072, 4096, 8192 (d 128), 2048 and 8192 (d 64);
+#   then the defaults beside cuDNN, sustained (10 / 50).
+#   Prediction: as part r's persistent column at 1024 / 2048 / 4096 (-4 to -8 %) and d 64 2048 (-8 %); 3072 (24 tiles
+#   of 128, 18 of 176: not measured before) -3 to -6 %; 2112, 8192 and d 64 8192 level (the default keeps one CTA an
+#   item there).
+if [ "$PART" = s ]; then
+  STEP_GREP='^attn_prefill fused +b|FAIL|rror|tests passed|Failed|torch_sdpa_cudnn \{'
+  for r in 1 2; do for v in -1 0; do
+    attn_burst "s_nc_p${v}_$r" 6 1024,2048,2112,3072,4096,8192 0 MK_ATTN_WS_PERSISTENT=$v
+    attn_burst "s_d64_p${v}_$r" 2 2048,8192 0 64 MK_ATTN_WS_PERSISTENT=$v
+  done; done
+  TAIL=6 marked s_sus 60 mk-bench attn --mode prefill --seq 2048,8192,16384 --path fused --json "$RES/s_sus.json"
+  TAIL=8 marked s_sus_cudnn 90 python3 "$REPO/tools/bench/sdpa_ref.py" --seq 2048,8192,16384 --backend cudnn \
+    --merge "$RES/s_sus.json"
+fi
