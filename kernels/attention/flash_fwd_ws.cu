@@ -386,7 +386,7 @@ __global__ void __launch_bounds__(ws_config::kThreads, 1)
 
 /* MK_ATTN_WS_PERSISTENT: 1 one CTA an SM walking the work items heaviest first, 0 one CTA an item, -1 (default)
  * persistent for causal calls of at most 8192 keys, and for unsplit non-causal calls of at most 4096 keys whose
- * 128-key tiles pad no more keys than 176-key ones would (ws_persistent_nc). Non-causal, against one CTA an item with
+ * 128-key tiles pad no more keys than 176-key ones would (ws_pick). Non-causal, against one CTA an item with
  * 176-key tiles (run cc66fe2-h100, NOTES attention/flash_fwd session 52): persistent -7.5 % at 1024 keys, -8 % at
  * 2048 (d 64 too), -4 % at 4096; +3 % at 2112 (17 tiles of 128 against 12 of 176), +1.7 % at 8192. Measured with the session 45 softmax (NOTES, attention/flash_fwd,
  * session 45; hq 32 unless noted): persistent is 19 % faster causal at 2048 keys, 13 % at 4096, 4 % at 8192 (3-4 % with
@@ -436,22 +436,14 @@ mk_status ws_start(const fwd_params &p_in, int persistent, int sms, cudaStream_t
                          ws_fwd_smem_bytes<D, kPersist, BN>(), p, D, persistent, stream, mq, mk, mv, mo);
 }
 
-/* The default's non-causal rule: an unsplit call of at most 4096 keys that the persistent kernel's 128-key tiles pad
- * to no more keys than the one-CTA kernel's 176-key tiles (2048: 2048 against 2112; 2112: 2176 against 2112). */
-bool ws_persistent_nc(const fwd_params &p) {
-  const int64_t k = p.seqlen_k;
-  return p.mask == MK_ATTN_MASK_NONE && p.splits <= 1 && k <= 4096 && (k + 127) / 128 * 128 <= (k + 175) / 176 * 176;
-}
-
 template <int D>
 mk_status ws_launch(const fwd_params &p, int sms, cudaStream_t stream) {
-  const int64_t mode = mk_param_attn_ws_persistent(), bn176 = mk_param_attn_ws_bn176();
-  if (mode == 1 || (mode < 0 && ((p.mask != MK_ATTN_MASK_NONE && p.seqlen_k <= 8192) || ws_persistent_nc(p)))) {
+  const ws_kernel k = ws_pick(p, mk_param_attn_ws_persistent(), mk_param_attn_ws_bn176());
+  if (k == WS_PERSISTENT) {
     const int64_t ctas = mk_param_attn_ws_ctas();
     return ws_start<D, true, ws_config::kBN>(p, ctas > 0 && ctas < sms ? (int)ctas : sms, sms, stream);
   }
-  if (bn176 == 1 || (bn176 < 0 && p.mask == MK_ATTN_MASK_NONE && p.splits <= 1))
-    return ws_start<D, false, 176>(p, 0, sms, stream);
+  if (k == WS_ITEM_176) return ws_start<D, false, 176>(p, 0, sms, stream);
   return ws_start<D, false, ws_config::kBN>(p, 0, sms, stream);
 }
 

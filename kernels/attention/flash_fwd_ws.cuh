@@ -27,6 +27,22 @@
 
 namespace mk_attn {
 
+/* Which warp-specialised kernel a call runs (ws_launch), from MK_ATTN_WS_PERSISTENT (mode: 1 persistent, 0 one CTA an
+ * item, -1 by the call) and MK_ATTN_WS_BN176 (bn176: 1 176-key tiles for one CTA an item, 0 128, -1 by the call). By
+ * the call: persistent for causal calls of at most 8192 keys, and for unsplit non-causal calls of at most 4096 keys
+ * whose 128-key tiles (the persistent kernel's) pad no more keys than 176-key ones (2048: 2048 keys against 2112;
+ * 2112: 2176 against 2112); else one CTA an item, with 176-key tiles for unsplit non-causal calls. Host code, and
+ * what test_attn_ws_pick checks. */
+enum ws_kernel { WS_PERSISTENT, WS_ITEM_128, WS_ITEM_176 };
+inline ws_kernel ws_pick(const fwd_params &p, long long mode, long long bn176) {
+  const long long k = p.seqlen_k;
+  const bool plain = p.mask == MK_ATTN_MASK_NONE && p.splits <= 1;
+  const bool pad_le = (k + 127) / 128 * 128 <= (k + 175) / 176 * 176;
+  if (mode == 1 || (mode < 0 && ((p.mask != MK_ATTN_MASK_NONE && k <= 8192) || (plain && k <= 4096 && pad_le))))
+    return WS_PERSISTENT;
+  return bn176 == 1 || (bn176 < 0 && plain) ? WS_ITEM_176 : WS_ITEM_128;
+}
+
 struct ws_config {
   static constexpr int kConsumers = 2; /* consumer warpgroups, 64 query rows each */
   static constexpr int kThreads = 128 * (kConsumers + 1);
