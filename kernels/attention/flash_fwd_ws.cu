@@ -385,14 +385,13 @@ __global__ void __launch_bounds__(ws_config::kThreads, 1)
 }
 
 /* MK_ATTN_WS_PERSISTENT: 1 one CTA an SM walking the work items heaviest first, 0 one CTA an item, -1 (default)
- * persistent for causal calls of at most 8192 keys, and for unsplit non-causal calls of at most 4096 keys whose
- * 128-key tiles pad no more keys than 176-key ones would (ws_pick). Non-causal, against one CTA an item with
- * 176-key tiles (run cc66fe2-h100, NOTES attention/flash_fwd session 52): persistent -7.5 % at 1024 keys, -8 % at
- * 2048 (d 64 too), -4 % at 4096; +3 % at 2112 (17 tiles of 128 against 12 of 176), +1.7 % at 8192. Measured with the session 45 softmax (NOTES, attention/flash_fwd,
- * session 45; hq 32 unless noted): persistent is 19 % faster causal at 2048 keys, 13 % at 4096, 4 % at 8192 (3-4 % with
- * 4 KV heads, 10 % at hq 16, hkv 2), but 3 % slower causal at 16384; non-causal 2 % faster at 2048, level at 4096,
- * slower beyond, where its items, heaviest first across all heads, read every KV head at once (one CTA an item runs
- * the query blocks of one head together). */
+ * by the call (ws_pick): persistent for causal calls of at most 8192 keys, and for unsplit non-causal calls of at most
+ * 4096 keys whose 128-key tiles pad no more keys than 176-key ones would. Causal, with the session 45 softmax (NOTES,
+ * attention/flash_fwd, session 45; hq 32 unless noted): persistent 19 % faster at 2048 keys, 13 % at 4096, 4 % at
+ * 8192 (3-4 % with 4 KV heads, 10 % at hq 16, hkv 2), 3 % slower at 16384. Non-causal, against one CTA an item with
+ * 176-key tiles (run cc66fe2-h100, session 52): -7.8 % at 1024 keys, -8.8 % at 2048 (d 64 -7.9 %), -4.4 % at 4096;
+ * +2.6 % at 2112 (17 tiles of 128 against 12 of 176), +1.4 % at 8192, where its items, heaviest first across all
+ * heads, read every KV head at once (one CTA an item runs the query blocks of one head together). */
 MK_PARAM_INT(attn_ws_persistent, "ATTN_WS_PERSISTENT", -1, -1, 1)
 /* MK_ATTN_WS_BN176: 1 the one-CTA-an-item kernel takes tiles of 176 keys (FlashAttention-3's for d 128 without a
  * mask), 0 128, -1 (default) 176 for unsplit non-causal calls. The persistent kernel takes 128. */
