@@ -3,9 +3,9 @@
  * same contract as the other two kernels (flash_fwd.cu holds the public launcher).
  *
  * A work item = 128 query rows of one (sequence, q head[, split of the keys]). Persistent (MK_ATTN_WS_PERSISTENT; by
- * default for short causal calls): one CTA an SM takes the items heaviest first in rounds (ws_item); its producer hands
- * them to the consumers in shared memory with their Q tiles, in two Q buffers, the next item's Q loaded as the current
- * one starts (ws_items); else one CTA an item.
+ * default for short calls, ws_pick): one CTA an SM takes the items heaviest first in rounds (ws_item); its producer
+ * hands them to the consumers in shared memory with their Q tiles, in two Q buffers, the next item's Q loaded as the
+ * current one starts (ws_items); else one CTA an item.
  * The producer's first warp loads the Q tile and then the K and V tiles by TMA (2-D maps [tokens][heads x d],
  * 64-column boxes with the 128-byte swizzle that wgmma reads). The key tile that would run past its sequence starts
  * BN keys before the sequence's end instead (ws_tile_start), so only a sequence shorter than a tile has a tile past

@@ -4,8 +4,8 @@
  * A CTA of 384 threads: warpgroup 0 the producer (its first warp loads tiles; registers cut to 56, 24 with 176-key
  * tiles), warpgroups 1 and 2 the consumers (registers raised to 224, 240), 64 query rows each of a 128-row query
  * block. Shared memory, from a 1024-byte boundary: the Q tile, a 2-stage ring of K tiles, a 2-stage ring of V
- * tiles (BN keys each: 128, or 176 in the flash kernel's non-causal calls; SW128 layout, see wgmma.cuh), then the
- * barriers (ws_bars):
+ * tiles (BN keys each: 128, or 176 in the flash kernel's non-causal calls of one CTA an item; SW128 layout, see
+ * wgmma.cuh), then the barriers (ws_bars):
  *   q_full, k_full[s], v_full[s]     1 arrival: the producer's expect_tx (a TMA load), or its plain arrive after the
  *                                    cp.async of a tile (ws_load_tile) or in place of a load
  *   q_empty, k_empty[s], v_empty[s]  8 arrivals: lane 0 of each consumer warp once its wgmma has read the buffer
