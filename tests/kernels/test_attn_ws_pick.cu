@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "core/rng.h"
 #include "kernels/attention/flash_fwd_ws.cuh"
 #include "tests/mk_test.h"
 
@@ -30,13 +31,8 @@ static long long covered(long long keys, int bn) {
   return c;
 }
 
-static uint64_t g_rng;
-static uint64_t next_u64(void) { /* splitmix64 */
-  uint64_t z = (g_rng += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
+static uint64_t g_seed, g_draws;
+static uint64_t next_u64(void) { return mk_rng_hash(g_seed, g_draws++); }
 
 int main(void) {
   const int none = MK_ATTN_MASK_NONE, causal = MK_ATTN_MASK_CAUSAL, offset = MK_ATTN_MASK_CAUSAL_OFFSET;
@@ -64,8 +60,8 @@ int main(void) {
   ASSERT_EQ((int)ws_pick(call(2048, causal, 1), 0, -1), (int)mk_attn::WS_ITEM_128);
   ASSERT_EQ((int)ws_pick(call(2048, causal, 1), 0, 1), (int)mk_attn::WS_ITEM_176);
 
-  g_rng = (uint64_t)time(NULL) ^ ((uint64_t)clock() << 32);
-  printf("test_attn_ws_pick: seed %llu\n", (unsigned long long)g_rng);
+  g_seed = (uint64_t)time(NULL) ^ ((uint64_t)clock() << 32);
+  printf("test_attn_ws_pick: seed %llu\n", (unsigned long long)g_seed);
   long long persistent_nc = 0, item_nc_short = 0;
   for (int i = 0; i < 200000; i++) {
     const int keys = 1 + (int)(next_u64() % (next_u64() % 4 ? 9000 : 100000));
