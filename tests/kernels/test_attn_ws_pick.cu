@@ -1,6 +1,6 @@
 /* test_attn_ws_pick.cu (unit; no GPU) — which warp-specialised flash kernel a call runs (ws_pick,
- * kernels/attention/flash_fwd_ws.cuh): the shapes measured in session 52 (docs/perf/NOTES.md, attention/flash_fwd) and
- * the forced modes, then fresh random calls against the rule: by default a non-causal unsplit call runs persistent
+ * kernels/attention/flash_fwd_ws.cuh): the shapes measured in session 52 (docs/perf/NOTES.md, attention/flash_fwd),
+ * 3072 (inside the rule, not measured) and the forced modes, then fresh random calls against the rule: by default a non-causal unsplit call runs persistent
  * exactly when it has at most 4096 keys and the persistent kernel's 128-key tiles cover no more keys than 176-key
  * tiles would; a causal call exactly when it has at most 8192 keys; the environment's forced modes always win. */
 #include <stdint.h>
@@ -49,9 +49,9 @@ int main(void) {
       {16384, causal, 1, mk_attn::WS_ITEM_128}, {4096, offset, 1, mk_attn::WS_PERSISTENT},
   };
   for (const auto &c : table) {
-    printf("  %5d keys, mask %d, splits %d: kernel %d (want %d)\n", c.keys, c.mask, c.splits,
-           (int)ws_pick(call(c.keys, c.mask, c.splits), -1, -1), (int)c.want);
-    ASSERT_EQ((int)ws_pick(call(c.keys, c.mask, c.splits), -1, -1), (int)c.want);
+    const ws_kernel k = ws_pick(call(c.keys, c.mask, c.splits), -1, -1);
+    printf("  %5d keys, mask %d, splits %d: kernel %d (want %d)\n", c.keys, c.mask, c.splits, (int)k, (int)c.want);
+    ASSERT_EQ((int)k, (int)c.want);
   }
   /* Forced modes. */
   ASSERT_EQ((int)ws_pick(call(16384, none, 1), 1, -1), (int)mk_attn::WS_PERSISTENT);
