@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """persist_q2_model.py — a model of the persistent flash kernel's item protocol (flash_fwd_ws.cu: ws_items,
-ws_produce_persistent; merged from persist_q2.patch in session 52: two Q buffers and the items handed over in
-notes): the producer warp and two consumer warpgroups over mbarriers (phase parity, arrival counts, TMA transactions that complete later, in any order), in random interleavings of random item lists
-(items without key tiles among them). Checks that each consumer takes every item once, in order, with its own note,
-Q and K/V tiles, that no Q or note is overwritten while an S still reads it, and that nothing deadlocks. It failed
-with the producer's wait on a buffer's empty barrier removed (a deadlock) and with Q released after the first S.
+ws_produce_persistent; merged from persist_q2.patch in session 52: two Q buffers and the items handed over in notes):
+the producer warp and two consumer warpgroups over mbarriers (phase parity, arrival counts, TMA transactions that
+complete later, in any order), in random interleavings of random item lists (items without key tiles among them).
+Checks that each consumer takes every item once, in order, with its own note, Q and K/V tiles, that no Q or note is
+overwritten while an S still reads it, and that nothing deadlocks. It failed with the producer's wait on a buffer's
+empty barrier removed (a deadlock) and with Q released after the first S.
 
   persist_q2_model.py [INTERLEAVINGS]   (default 3000)"""
 import random, sys
